@@ -1,0 +1,109 @@
+/* A race report as the detectors and the Python side capture it, and the
+ * writers that turn it into text (ThreadSanitizer-shaped) and JSON Lines.
+ *
+ * Capture (shim/, GIL held) fills a struct tg_report; the writers only read
+ * it.  All strings are fixed-size buffers inside the struct, so writing never
+ * allocates.  The writers use write(2) and hand-formatted numbers only: they
+ * are async-signal-safe, so the fatal-signal path can use them too. */
+#ifndef TG_REPORT_H
+#define TG_REPORT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "../shim/thread_state.h"
+
+#define TG_MAX_PY_FRAMES 48
+#define TG_REPORT_SCHEMA_VERSION 1
+#define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
+
+struct tg_py_frame {
+    char file[200];
+    char func[96];
+    int line;
+};
+
+/* One thread as a report shows it. */
+struct tg_thread_view {
+    pid_t tid;                 /* OS thread id */
+    unsigned long ident;       /* threading.get_ident() */
+    char name[64];             /* Python thread name, "" if unknown */
+    int npy;                   /* Python frames, most recent call first */
+    int py_truncated;          /* more frames existed than fit */
+    struct tg_py_frame py[TG_MAX_PY_FRAMES];
+    int nnative;               /* raw return addresses, innermost first */
+    void *native[TG_MAX_NATIVE_FRAMES];
+    char native_where[96];     /* where the native stack was taken, e.g.
+                                  "at entry" or "in cuCtxSynchronize_v2" */
+    int has_cuda;              /* cuda is valid */
+    struct tg_cuda_call cuda;  /* last GIL-releasing CUDA call */
+    char cuda_fn[48];          /* its driver function name */
+    char cuda_kernel[128];     /* kernel name, "" if none or unknown */
+    uint64_t entered_ns;       /* when it entered the tuner (CLOCK_MONOTONIC) */
+    int benchmarking;          /* it launched or synchronized inside the session */
+    uint32_t launches;         /* launches inside the session (0 if unknown) */
+    uint32_t syncs;            /* synchronizations inside the session */
+    /* Filled by tg_report_symbolize() at report time (never by capture, never
+     * in a signal handler): native_sym[i] names the i-th frame the writers
+     * print (native[], or cuda.frames[] when nnative is 0).  nsym == 0: not
+     * symbolized, the writers print raw addresses. */
+    int nsym;
+    char native_sym[TG_MAX_NATIVE_FRAMES][TG_SYM_LEN];
+};
+
+enum tg_report_kind {
+    TG_REPORT_RACE,            /* second thread entered a tuner another is inside */
+    TG_REPORT_METHOD_REPLACED, /* user code replaced a guarded method (verbosity>=1) */
+};
+
+struct tg_report {
+    enum tg_report_kind kind;
+    uint64_t seq;              /* 1, 2, ... within this process */
+    pid_t pid;
+    int rank;                  /* $RANK, -1 if unset */
+    const char *mode;          /* "detect" | "serialize" */
+    int high_severity;         /* thread inside was benchmarking */
+    int serialized;            /* serialize mode: the entering thread waited */
+    char tuner_class[96];      /* e.g. "triton.runtime.autotuner.Autotuner" */
+    char method[64];           /* e.g. "Autotuner.run" */
+    char kernel[128];          /* kernel function name, "?" if unknown */
+    uintptr_t instance;        /* address of the tuner object */
+    uint64_t ts_ns;            /* CLOCK_MONOTONIC at detection */
+    struct tg_thread_view entering;  /* the thread that came in second */
+    struct tg_thread_view inside;    /* the thread already inside */
+    char detail[256];          /* free text for non-race kinds (e.g. where a method was replaced) */
+};
+
+/* Resolve the native frames of both thread views into native_sym[] (see
+ * tg_thread_view).  Slow (reads symbol tables), allocates, takes a lock: call
+ * outside signal context, before the writers.  tg_sink_emit() calls it on
+ * its own copy of the report, so callers of the sink need not. */
+void tg_report_symbolize(struct tg_report *r);
+
+/* Text block, ThreadSanitizer-shaped: fence, WARNING header, one block per
+ * thread, SUMMARY line, fence.  Signal-safe; returns 0, or -1 if a write failed. */
+int tg_report_write_text(int fd, const struct tg_report *r);
+
+/* One JSON object on one line (schema: docs/report-schema.md).  Signal-safe;
+ * returns 0, or -1 if a write failed. */
+int tg_report_write_jsonl(int fd, const struct tg_report *r);
+
+/* The report sink: opens <log_path>.<pid>.txt and .jsonl on the first report
+ * (never before), writes both, and falls back to stderr with one warning line
+ * when the files cannot be created or written.  log_path "stderr" writes the
+ * text to stderr only.  Not signal-safe on first use (opens files). */
+void tg_sink_configure(const char *log_path);
+int tg_sink_emit(const struct tg_report *r);
+/* The path of the text report ("" before the first report, "stderr" when the
+ * reports went there). */
+const char *tg_sink_text_path(void);
+/* After fork in the child: forget open files, the next report opens new ones. */
+void tg_sink_atfork_child(void);
+/* The at-exit line on stderr, e.g.
+ *   tunerguard: 2 races reported in ./tunerguard.1234.txt (3 repeats counted,
+ *   not re-reported); 5 calls serialized, waited 1.2 s in total
+ * Parts with a zero count are left out; nothing is written when races,
+ * repeats and serialized are all 0.  Signal-safe (write(2) only). */
+void tg_sink_summary_line(uint64_t races, uint64_t repeats,
+                          uint64_t serialized, uint64_t waited_ns);
+
+#endif

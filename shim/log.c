@@ -1,0 +1,50 @@
+/* One-line diagnostics on stderr.  See log.h. */
+#include "shim/log.h"
+#include "shim/options.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void vline(const char *fmt, va_list ap)
+{
+    char buf[1024];
+    int saved = errno;               /* never disturb the host's errno */
+    int n = snprintf(buf, sizeof buf, "tunerguard: ");
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    buf[len++] = '\n';
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(2, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        len -= (size_t)w;
+    }
+    errno = saved;
+}
+
+void tg__warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(fmt, ap);
+    va_end(ap);
+}
+
+void tg__info(int level, const char *fmt, ...)
+{
+    if (tg_opts.verbosity < level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vline(fmt, ap);
+    va_end(ap);
+}

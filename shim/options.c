@@ -1,0 +1,240 @@
+/* TUNERGUARD_OPTIONS parsing.  The table is options.inc; this file only
+ * expands it.  Pure: no I/O except tg_options_print_help. */
+#include "shim/options.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct tg_options tg_opts;
+
+enum opt_kind { K_MODE, K_STRING, K_INT, K_BOOL };
+
+struct opt_row {
+    const char *name;
+    enum opt_kind kind;
+    int lo, hi;
+    const char *def;
+    const char *help;
+    size_t offset;
+};
+
+#define TG_KIND_MODE K_MODE, 0, 0
+#define TG_KIND_STRING K_STRING, 0, 0
+#define TG_KIND_INT(lo, hi) K_INT, lo, hi
+#define TG_KIND_BOOL K_BOOL, 0, 1
+
+static const struct opt_row rows[] = {
+#define TG_OPTION(name, type, def, help) {#name, TG_KIND_##type, def, help, offsetof(struct tg_options, name)},
+#include "options.inc"
+#undef TG_OPTION
+};
+#define NROWS (sizeof rows / sizeof rows[0])
+
+static const char *const mode_names[] = {"off", "detect", "serialize"};
+
+const char *tg_mode_name(int mode)
+{
+    return (mode >= 0 && mode < 3) ? mode_names[mode] : "?";
+}
+
+static void valid_keys(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NROWS && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", rows[i].name);
+}
+
+/* Set one value; on error fill err and return -1. */
+static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
+                     char *err, size_t errlen)
+{
+    char *slot = (char *)o + r->offset;
+    switch (r->kind) {
+    case K_MODE:
+        for (int m = 0; m < 3; m++) {
+            if (strlen(mode_names[m]) == vlen && strncmp(val, mode_names[m], vlen) == 0) {
+                *(int *)slot = m;
+                return 0;
+            }
+        }
+        snprintf(err, errlen, "bad value '%.*s' for option 'mode' (valid: detect, serialize, off)", (int)vlen, val);
+        return -1;
+    case K_BOOL:
+        if (vlen == 1 && (val[0] == '0' || val[0] == '1')) {
+            *(int *)slot = val[0] - '0';
+            return 0;
+        }
+        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: 0, 1)", (int)vlen, val, r->name);
+        return -1;
+    case K_INT: {
+        char tmp[32];
+        char *end;
+        if (vlen == 0 || vlen >= sizeof tmp)
+            goto bad_int;
+        memcpy(tmp, val, vlen);
+        tmp[vlen] = '\0';
+        long v = strtol(tmp, &end, 10);
+        if (*end != '\0' || v < r->lo || v > r->hi)
+            goto bad_int;
+        *(int *)slot = (int)v;
+        return 0;
+    bad_int:
+        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: an integer from %d to %d)", (int)vlen, val,
+                 r->name, r->lo, r->hi);
+        return -1;
+    }
+    case K_STRING: {
+        char *copy = malloc(vlen + 1);
+        if (!copy) {
+            snprintf(err, errlen, "out of memory parsing option '%s'", r->name);
+            return -1;
+        }
+        memcpy(copy, val, vlen);
+        copy[vlen] = '\0';
+        free(*(char **)slot);
+        *(char **)slot = copy;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static void set_defaults(struct tg_options *o)
+{
+    char err[8];
+    memset(o, 0, sizeof *o);
+    for (size_t i = 0; i < NROWS; i++)
+        set_value(o, &rows[i], rows[i].def, strlen(rows[i].def), err, sizeof err);
+}
+
+void tg_options_free(struct tg_options *o)
+{
+    for (size_t i = 0; i < NROWS; i++) {
+        if (rows[i].kind == K_STRING) {
+            char **slot = (char **)((char *)o + rows[i].offset);
+            free(*slot);
+            *slot = NULL;
+        }
+    }
+}
+
+/* Does `p` (just after a ':') start a new "key=" with a known key? */
+static int starts_known_key(const char *p)
+{
+    for (size_t i = 0; i < NROWS; i++) {
+        size_t k = strlen(rows[i].name);
+        if (strncmp(p, rows[i].name, k) == 0 && p[k] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+/* targets: "module:Class.method[,module:Class.method...]" */
+static int valid_targets(const char *v)
+{
+    if (!*v)
+        return 1;
+    for (;;) {
+        const char *colon = NULL, *dot = NULL;
+        const char *q = v;
+        if (!*q || *q == ',')
+            return 0;
+        for (; *q && *q != ','; q++) {
+            if (*q == ':') {
+                if (colon)
+                    return 0;
+                colon = q;
+            } else if (*q == '.' && colon) {
+                dot = q;
+            } else if (!(*q == '_' || *q == '.' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+                         (*q >= '0' && *q <= '9'))) {
+                return 0;
+            }
+        }
+        if (!colon || colon == v || !dot || dot == colon + 1 || dot[1] == '\0' || dot + 1 == q)
+            return 0;
+        if (!*q)
+            return 1;
+        v = q + 1;
+    }
+}
+
+/* Pairs are separated by ':' (sanitizer style) or whitespace.  A ':' belongs
+ * to the value unless a known "key=" follows it, so targets=mod:Class.method
+ * needs no quoting. */
+int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
+{
+    set_defaults(out);
+    if (!text)
+        return 0;
+    const char *p = text;
+    while (*p) {
+        while (*p == ':' || *p == ' ' || *p == '\t' || *p == '\n')
+            p++;
+        if (!*p)
+            break;
+        const char *start = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && !(*p == ':' && starts_known_key(p + 1)))
+            p++;
+        size_t len = (size_t)(p - start);
+        const char *eq = memchr(start, '=', len);
+        if (!eq || eq == start) {
+            snprintf(err, errlen, "malformed option '%.*s' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')",
+                     (int)len, start);
+            goto fail;
+        }
+        size_t klen = (size_t)(eq - start);
+        const struct opt_row *r = NULL;
+        for (size_t i = 0; i < NROWS; i++) {
+            if (strlen(rows[i].name) == klen && strncmp(rows[i].name, start, klen) == 0) {
+                r = &rows[i];
+                break;
+            }
+        }
+        if (!r) {
+            char keys[512];
+            valid_keys(keys, sizeof keys);
+            snprintf(err, errlen, "unknown option '%.*s' in TUNERGUARD_OPTIONS (valid: %s)", (int)klen, start, keys);
+            goto fail;
+        }
+        if (set_value(out, r, eq + 1, len - klen - 1, err, errlen) < 0)
+            goto fail;
+    }
+    if (!valid_targets(out->targets)) {
+        snprintf(err, errlen, "bad value '%s' for option 'targets' (valid: module:Class.method[,module:Class.method...])",
+                 out->targets);
+        goto fail;
+    }
+    if (out->log_path[0] == '\0') {
+        snprintf(err, errlen, "bad value '' for option 'log_path' (valid: a path prefix, or 'stderr')");
+        goto fail;
+    }
+    return 0;
+fail:
+    tg_options_free(out);
+    set_defaults(out);
+    return -1;
+}
+
+void tg_options_print_help(int fd)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "tunerguard options (TUNERGUARD_OPTIONS=\"key=value:key=value\"):\n");
+    if (write(fd, line, (size_t)n) < 0)
+        return;
+    for (size_t i = 0; i < NROWS; i++) {
+        const char *kind = rows[i].kind == K_MODE ? "detect|serialize|off"
+                           : rows[i].kind == K_BOOL ? "0|1"
+                           : rows[i].kind == K_INT ? "int" : "string";
+        n = snprintf(line, sizeof line, "  %-14s %-22s default %-12s %s\n", rows[i].name, kind,
+                     rows[i].def[0] ? rows[i].def : "''", rows[i].help);
+        if (n > (int)sizeof line - 1)
+            n = (int)sizeof line - 1;
+        if (write(fd, line, (size_t)n) < 0)
+            return;
+    }
+}

@@ -1,0 +1,37 @@
+/* TUNERGUARD_OPTIONS: "key=value:key=value", sanitizer style.
+ * The table of keys is shim/options.inc. */
+#ifndef TG_OPTIONS_H
+#define TG_OPTIONS_H
+
+#include <stddef.h>
+
+enum tg_mode { TG_MODE_OFF = 0, TG_MODE_DETECT, TG_MODE_SERIALIZE };
+
+#define TG_OPT_TYPE_MODE int
+#define TG_OPT_TYPE_STRING char *
+#define TG_OPT_TYPE_INT(lo, hi) int
+#define TG_OPT_TYPE_BOOL int
+
+struct tg_options {
+#define TG_OPTION(name, type, def, help) TG_OPT_TYPE_##type name;
+#include "options.inc"
+#undef TG_OPTION
+};
+
+/* The options in force; filled once by the constructor, read-only after. */
+extern struct tg_options tg_opts;
+
+/* Parse `text` (may be NULL or empty: all defaults) into *out.  Pure: no I/O,
+ * no environment.  On error returns -1 and writes one line (no newline)
+ * naming the problem and the valid choices into err; *out is then left with
+ * defaults only, never half-configured.  String values point into storage
+ * owned by *out (freed by tg_options_free). */
+int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen);
+void tg_options_free(struct tg_options *o);
+
+/* Write the option table (help=1) to fd. */
+void tg_options_print_help(int fd);
+
+const char *tg_mode_name(int mode);
+
+#endif

@@ -1,0 +1,36 @@
+/* The per-thread record.  initial-exec TLS (the library is built with
+ * -ftls-model=initial-exec), so tg__self() is one TLS address computation. */
+#include "shim/thread_state.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static __thread struct tg_thread tg__tls;
+
+struct tg_thread *tg__self(void)
+{
+    struct tg_thread *t = &tg__tls;
+    if (__builtin_expect(t->tid == 0, 0)) {
+        /* First use on this thread: one syscall, then cached.  After fork the
+         * child's copy of the forking thread keeps the parent's tid; the
+         * atfork handler clears it (tg__thread_atfork_child). */
+        t->tid = (pid_t)syscall(SYS_gettid);
+        t->ident = (unsigned long)pthread_self();
+        t->last.device = -1;
+    }
+    return t;
+}
+
+/* fork child: the calling thread is the only one left; it holds no tuner and
+ * has a new tid. */
+void tg__thread_atfork_child(void)
+{
+    struct tg_thread *t = &tg__tls;
+    t->tid = 0;
+    t->nheld = 0;
+    t->depth = 0;
+    t->session_launches = t->session_syncs = 0;
+    t->last.inside = 0;
+    t->busy = 0;
+}

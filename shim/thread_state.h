@@ -1,0 +1,65 @@
+/* Per-thread state of tunerguard: one record per OS thread, in TLS.
+ *
+ * Contract: tg__self() never allocates, never locks, never makes a syscall
+ * after the first call on a thread (the first call caches gettid()).  It is
+ * async-signal-safe once initialised.  The record lives as long as the thread;
+ * other threads may read it (through the tuner table's holder pointer) while
+ * the owner is inside a tuner session, with the seqlock below. */
+#ifndef TG_THREAD_STATE_H
+#define TG_THREAD_STATE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TG_MAX_NATIVE_FRAMES 48
+#define TG_MAX_HELD 16
+
+/* The last CUDA driver call a thread made that can release the GIL: written
+ * by the CUDA hooks of the owning thread (no GIL held), read by another thread
+ * when it writes a race report (GIL held).  Readers use tg__cuda_call_read(),
+ * which retries while seq is odd or changed (a seqlock; the writer never
+ * waits). */
+struct tg_cuda_call {
+    uint32_t seq;          /* odd while the writer is mid-update */
+    uint16_t fn;           /* index into the CUDA hook table (shim/cuda_hooks.inc) */
+    uint8_t kind;          /* enum tg_cuda_kind */
+    uint8_t inside;        /* 1 while the real driver call runs (GIL released) */
+    int32_t device;        /* -1 when unknown */
+    uint64_t stream;       /* raw CUstream handle */
+    uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
+    uint64_t t_enter_ns;   /* CLOCK_MONOTONIC ns */
+    uint64_t t_exit_ns;    /* 0 while inside */
+    int32_t nframes;       /* native stack captured at this call, 0 if none */
+    void *frames[TG_MAX_NATIVE_FRAMES];
+};
+
+enum tg_cuda_kind {
+    TG_CUDA_NONE = 0,
+    TG_CUDA_LAUNCH,
+    TG_CUDA_SYNC,
+    TG_CUDA_MODULE,
+    TG_CUDA_OTHER,
+};
+
+struct tg_thread {
+    pid_t tid;                /* gettid(), 0 until first use */
+    unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
+    int busy;                 /* >0 while tunerguard itself runs on this thread:
+                                 hooks seen then pass straight through */
+    /* Tuner sessions this thread is inside, outermost first (the tuner table
+     * entries, opaque here).  depth counts nested guarded calls in total. */
+    int nheld;
+    void *held[TG_MAX_HELD];
+    int depth;
+    /* Benchmarking evidence for the current outermost session; reset when a
+     * session starts.  Incremented by the CUDA hooks. */
+    uint32_t session_launches;
+    uint32_t session_syncs;
+    struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
+};
+
+struct tg_thread *tg__self(void);
+/* In a fork child: reset the calling thread's record (new tid, nothing held). */
+void tg__thread_atfork_child(void);
+
+#endif
