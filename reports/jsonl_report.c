@@ -1,0 +1,238 @@
+/* The JSON Lines report: one object per report on one line, schema in
+ * docs/report-schema.md ("schema":1).  Keys are always present (null or []
+ * when unknown), so consumers need no existence checks.
+ *
+ * Contract: async-signal-safe (write(2) through reports/writer.c), never
+ * allocates, reads the report only. */
+#include "reports/report.h"
+#include "reports/report_internal.h"
+#include "reports/writer.h"
+
+#define J_STR(w, field) tg_w_json_str((w), (field), sizeof(field))
+
+static void key(struct tg_w *w, const char *k)
+{
+    tg_w_char(w, '"');
+    tg_w_str(w, k);
+    tg_w_str(w, "\":");
+}
+
+static void bool_(struct tg_w *w, int b)
+{
+    tg_w_str(w, b ? "true" : "false");
+}
+
+/* "0x..." as a string: JSON numbers lose precision above 2^53 */
+static void hexstr(struct tg_w *w, uint64_t v)
+{
+    tg_w_char(w, '"');
+    tg_w_hex(w, v);
+    tg_w_char(w, '"');
+}
+
+/* A non-empty bounded string, or null. */
+static void str_or_null(struct tg_w *w, const char *s, size_t max)
+{
+    if (s[0])
+        tg_w_json_str(w, s, max);
+    else
+        tg_w_str(w, "null");
+}
+
+static const char *cuda_kind(unsigned k)
+{
+    switch ((enum tg_cuda_kind)k) {
+    case TG_CUDA_NONE: return "none";
+    case TG_CUDA_LAUNCH: return "launch";
+    case TG_CUDA_SYNC: return "sync";
+    case TG_CUDA_MODULE: return "module";
+    case TG_CUDA_OTHER: return "other";
+    }
+    return "other";
+}
+
+static void cuda(struct tg_w *w, const struct tg_thread_view *v)
+{
+    const struct tg_cuda_call *c = &v->cuda;
+    tg_w_char(w, '{');
+    key(w, "fn");
+    str_or_null(w, v->cuda_fn, sizeof v->cuda_fn);
+    tg_w_str(w, ",\"fn_index\":");
+    tg_w_u64(w, c->fn);
+    tg_w_str(w, ",\"kind\":\"");
+    tg_w_str(w, cuda_kind(c->kind));
+    tg_w_str(w, "\",\"inside\":");
+    bool_(w, c->inside);
+    tg_w_str(w, ",\"device\":");
+    if (c->device >= 0)
+        tg_w_i64(w, c->device);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"stream\":");
+    hexstr(w, c->stream);
+    tg_w_str(w, ",\"function\":");
+    if (c->func)
+        hexstr(w, c->func);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"kernel\":");
+    str_or_null(w, v->cuda_kernel, sizeof v->cuda_kernel);
+    tg_w_str(w, ",\"t_enter_ns\":");
+    tg_w_u64(w, c->t_enter_ns);
+    tg_w_str(w, ",\"t_exit_ns\":");
+    if (c->t_exit_ns)
+        tg_w_u64(w, c->t_exit_ns);
+    else
+        tg_w_str(w, "null");
+    tg_w_char(w, '}');
+}
+
+static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+{
+    tg_w_char(w, '{');
+    key(w, "tid");
+    tg_w_i64(w, v->tid);
+    tg_w_str(w, ",\"ident\":");
+    tg_w_u64(w, v->ident);
+    tg_w_str(w, ",\"name\":");
+    str_or_null(w, v->name, sizeof v->name);
+    tg_w_str(w, ",\"entered_ns\":");
+    if (v->entered_ns)
+        tg_w_u64(w, v->entered_ns);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"entered_ago_ns\":");
+    if (v->entered_ns && r->ts_ns >= v->entered_ns)
+        tg_w_u64(w, r->ts_ns - v->entered_ns);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"benchmarking\":");
+    bool_(w, v->benchmarking);
+    tg_w_str(w, ",\"launches\":");
+    tg_w_u64(w, v->launches);
+    tg_w_str(w, ",\"syncs\":");
+    tg_w_u64(w, v->syncs);
+
+    tg_w_str(w, ",\"python\":[");
+    int n = tg__npy(v);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            tg_w_char(w, ',');
+        tg_w_str(w, "{\"func\":");
+        J_STR(w, v->py[i].func);
+        tg_w_str(w, ",\"file\":");
+        J_STR(w, v->py[i].file);
+        tg_w_str(w, ",\"line\":");
+        tg_w_i64(w, v->py[i].line);
+        tg_w_char(w, '}');
+    }
+    tg_w_str(w, "],\"python_truncated\":");
+    bool_(w, v->py_truncated);
+
+    const char *where;
+    void *const *frames = tg__view_native(v, &n, &where);
+    tg_w_str(w, ",\"native_where\":");
+    if (n > 0 && !where[0] && v->cuda_fn[0]) {
+        tg_w_str(w, "\"in ");
+        /* cuda_fn is an identifier: no escaping needed beyond the bound */
+        tg_w_strn(w, v->cuda_fn, sizeof v->cuda_fn);
+        tg_w_char(w, '"');
+    } else {
+        str_or_null(w, where, sizeof v->native_where);
+    }
+    tg_w_str(w, ",\"native\":[");
+    for (int i = 0; i < n; i++) {
+        if (i)
+            tg_w_char(w, ',');
+        tg_w_str(w, "{\"pc\":");
+        hexstr(w, (uintptr_t)frames[i]);
+        tg_w_str(w, ",\"symbol\":");
+        if (i < v->nsym && v->native_sym[i][0])
+            J_STR(w, v->native_sym[i]);
+        else
+            tg_w_str(w, "null");
+        tg_w_char(w, '}');
+    }
+    tg_w_str(w, "],\"cuda\":");
+    if (v->has_cuda)
+        cuda(w, v);
+    else
+        tg_w_str(w, "null");
+    tg_w_char(w, '}');
+}
+
+static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
+{
+    tg_w_str(w, "{\"schema\":");
+    tg_w_u64(w, TG_REPORT_SCHEMA_VERSION);
+    tg_w_str(w, ",\"kind\":\"");
+    tg_w_str(w, kind);
+    tg_w_str(w, "\",\"seq\":");
+    tg_w_u64(w, r->seq);
+    tg_w_str(w, ",\"pid\":");
+    tg_w_i64(w, r->pid);
+    tg_w_str(w, ",\"rank\":");
+    if (r->rank >= 0)
+        tg_w_i64(w, r->rank);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"mode\":");
+    if (r->mode)
+        tg_w_json_str(w, r->mode, 32);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"ts_ns\":");
+    tg_w_u64(w, r->ts_ns);
+    tg_w_str(w, ",\"tuner\":{\"class\":");
+    str_or_null(w, r->tuner_class, sizeof r->tuner_class);
+    tg_w_str(w, ",\"method\":");
+    str_or_null(w, r->method, sizeof r->method);
+    tg_w_str(w, ",\"kernel\":");
+    str_or_null(w, r->kernel, sizeof r->kernel);
+    tg_w_str(w, ",\"instance\":");
+    if (r->instance)
+        hexstr(w, r->instance);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, "},\"location\":");
+    int i = tg__summary_frame(r);
+    if (i >= 0) {
+        tg_w_str(w, "{\"func\":");
+        J_STR(w, r->entering.py[i].func);
+        tg_w_str(w, ",\"file\":");
+        J_STR(w, r->entering.py[i].file);
+        tg_w_str(w, ",\"line\":");
+        tg_w_i64(w, r->entering.py[i].line);
+        tg_w_char(w, '}');
+    } else {
+        tg_w_str(w, "null");
+    }
+}
+
+int tg_report_write_jsonl(int fd, const struct tg_report *r)
+{
+    struct tg_w w;
+    tg_w_init(&w, fd);
+    switch (r->kind) {
+    case TG_REPORT_RACE:
+        common(&w, r, "race");
+        tg_w_str(&w, ",\"severity\":\"");
+        tg_w_str(&w, r->high_severity ? "high" : "low");
+        tg_w_str(&w, "\",\"serialized\":");
+        bool_(&w, r->serialized);
+        tg_w_str(&w, ",\"entering\":");
+        thread(&w, r, &r->entering);
+        tg_w_str(&w, ",\"inside\":");
+        thread(&w, r, &r->inside);
+        break;
+    case TG_REPORT_METHOD_REPLACED:
+        common(&w, r, "method_replaced");
+        tg_w_str(&w, ",\"detail\":");
+        J_STR(&w, r->detail);
+        tg_w_str(&w, ",\"entering\":");
+        thread(&w, r, &r->entering);
+        break;
+    }
+    tg_w_str(&w, "}\n");
+    return tg_w_flush(&w);
+}

@@ -1,0 +1,81 @@
+/* Helpers shared by the report writers (text_report.c, jsonl_report.c) and
+ * tg_report_symbolize().  Pure functions over a struct tg_report: no
+ * allocation, no I/O, async-signal-safe. */
+#ifndef TG_REPORT_INTERNAL_H
+#define TG_REPORT_INTERNAL_H
+
+#include <string.h>
+#include "reports/report.h"
+
+/* The native frames a report shows for a thread: its own native[] when it
+ * has any, else the stack recorded at its last GIL-releasing CUDA call.
+ * *where receives the label ("at entry", "in cuCtxSynchronize_v2", ...; may
+ * be "" when capture left it empty). */
+static inline void *const *tg__view_native(const struct tg_thread_view *v, int *n,
+                                           const char **where)
+{
+    if (v->nnative > 0) {
+        *n = v->nnative < TG_MAX_NATIVE_FRAMES ? v->nnative : TG_MAX_NATIVE_FRAMES;
+        *where = v->native_where;
+        return v->native;
+    }
+    if (v->has_cuda && v->cuda.nframes > 0) {
+        *n = v->cuda.nframes < TG_MAX_NATIVE_FRAMES ? v->cuda.nframes : TG_MAX_NATIVE_FRAMES;
+        *where = "";               /* writers say "in <cuda_fn>" */
+        return v->cuda.frames;
+    }
+    *n = 0;
+    *where = v->native_where;
+    return v->native;
+}
+
+static inline int tg__npy(const struct tg_thread_view *v)
+{
+    return v->npy < 0 ? 0 : v->npy < TG_MAX_PY_FRAMES ? v->npy : TG_MAX_PY_FRAMES;
+}
+
+static inline int tg__ends_with(const char *s, size_t slen, const char *suffix, size_t n)
+{
+    return slen >= n && memcmp(s + slen - n, suffix, n) == 0;
+}
+
+/* The frame the SUMMARY line names: the entering thread's first Python frame
+ * (most recent first) that is neither in the tuner's own module file (derived
+ * from tuner_class: "a.b.C" -> ".../a/b.py") nor in Triton's launch plumbing
+ * (a file under "triton/runtime/").  When every frame is one of those, frame
+ * #1 (the tuner method's caller), else #0.  Returns -1 when there is no
+ * Python frame. */
+static inline int tg__summary_frame(const struct tg_report *r)
+{
+    const struct tg_thread_view *v = &r->entering;
+    int n = tg__npy(v);
+    if (n == 0)
+        return -1;
+    char modfile[sizeof r->tuner_class + 4];
+    size_t mlen = strnlen(r->tuner_class, sizeof r->tuner_class);
+    size_t dot = mlen;
+    while (dot > 0 && r->tuner_class[dot - 1] != '.')
+        dot--;
+    size_t flen = 0;
+    if (dot > 1) {                 /* "a.b.C": module "a.b" */
+        modfile[flen++] = '/';
+        for (size_t i = 0; i + 1 < dot; i++)
+            modfile[flen++] = r->tuner_class[i] == '.' ? '/' : r->tuner_class[i];
+        memcpy(modfile + flen, ".py", 3);
+        flen += 3;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *f = v->py[i].file;
+        size_t len = strnlen(f, sizeof v->py[i].file);
+        /* the module file, matched as "/a/b.py" or the whole name "a/b.py" */
+        if (flen && (tg__ends_with(f, len, modfile, flen) ||
+                     (len == flen - 1 && memcmp(f, modfile + 1, len) == 0)))
+            continue;
+        if (memmem(f, len, "triton/runtime/", 15))
+            continue;
+        return i;
+    }
+    return n > 1 ? 1 : 0;
+}
+
+#endif

@@ -1,0 +1,195 @@
+/* The report sink: where reports go.
+ *
+ * Files are created on the first report only: <log_path>.<pid>.txt and
+ * <log_path>.<pid>.jsonl, or <log_path>.rank<R>.<pid>.{txt,jsonl} when the
+ * report carries a rank (or $RANK is set).  log_path "stderr": text on fd 2,
+ * no JSON.  When a file cannot be created, or a write to it fails (disk full,
+ * I/O error), one tg__warn line names it and from then on the text goes to
+ * stderr; the failed report is written again there in full, so nothing is
+ * lost.  JSON Lines have no stderr fallback (the text carries the same facts).
+ *
+ * Contract: tg_sink_emit takes a mutex, opens files and symbolizes: call it
+ * with the GIL held or not, but never from a signal handler.  Every report is
+ * written with write(2) the moment it is emitted (no user-space buffering
+ * survives the call), so a crash right after loses nothing.  After fork, the
+ * child opens its own files (tg_sink_atfork_child, or detected by pid). */
+#include "reports/report.h"
+#include "reports/writer.h"
+#include "shim/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TG_PATH_MAX 1024
+
+static pthread_mutex_t tg__sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static char tg__log_path[TG_PATH_MAX] = "tunerguard";
+static struct {
+    pid_t pid;                     /* process that opened the files; 0: none */
+    int txt_fd, jsonl_fd;          /* -1: not open */
+    int text_to_stderr;            /* log_path=stderr, or fell back to it */
+    char txt_path[TG_PATH_MAX + 64];
+    char jsonl_path[TG_PATH_MAX + 64];
+} tg__sink = {0, -1, -1, 0, "", ""};
+/* The copy symbolized and written; static because a report is ~50 KB. */
+static struct tg_report tg__sink_copy;
+
+void tg_sink_configure(const char *log_path)
+{
+    pthread_mutex_lock(&tg__sink_lock);
+    snprintf(tg__log_path, sizeof tg__log_path, "%s",
+             log_path && log_path[0] ? log_path : "tunerguard");
+    pthread_mutex_unlock(&tg__sink_lock);
+}
+
+static void reset_unlocked(void)
+{
+    tg__sink.pid = 0;
+    tg__sink.txt_fd = tg__sink.jsonl_fd = -1;
+    tg__sink.text_to_stderr = 0;
+    tg__sink.txt_path[0] = tg__sink.jsonl_path[0] = '\0';
+}
+
+void tg_sink_atfork_child(void)
+{
+    /* The parent's lock state is meaningless here: re-initialise it. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    tg__sink_lock = fresh;
+    if (tg__sink.pid) {
+        if (tg__sink.txt_fd >= 0)
+            close(tg__sink.txt_fd);
+        if (tg__sink.jsonl_fd >= 0)
+            close(tg__sink.jsonl_fd);
+    }
+    reset_unlocked();
+}
+
+static int open_report(const char *path)
+{
+    int fd;
+    do
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+static void fall_back_unlocked(const char *path, const char *why)
+{
+    tg__warn("cannot write report file %s (%s); reports go to stderr instead", path, why);
+    if (tg__sink.txt_fd >= 0)
+        close(tg__sink.txt_fd);
+    tg__sink.txt_fd = -1;
+    tg__sink.text_to_stderr = 1;
+}
+
+static void open_unlocked(int rank)
+{
+    pid_t pid = getpid();
+    if (tg__sink.pid == pid)
+        return;
+    if (tg__sink.pid)              /* forked without tg_sink_atfork_child */
+        tg_sink_atfork_child();
+    tg__sink.pid = pid;
+    if (strcmp(tg__log_path, "stderr") == 0) {
+        tg__sink.text_to_stderr = 1;
+        return;
+    }
+    if (rank < 0) {
+        const char *env = getenv("RANK");
+        char *end;
+        long v = env && env[0] ? strtol(env, &end, 10) : -1;
+        if (env && env[0] && *end == '\0' && v >= 0 && v < (1L << 30))
+            rank = (int)v;
+    }
+    char stem[TG_PATH_MAX + 40];
+    if (rank >= 0)
+        snprintf(stem, sizeof stem, "%s.rank%d.%ld", tg__log_path, rank, (long)pid);
+    else
+        snprintf(stem, sizeof stem, "%s.%ld", tg__log_path, (long)pid);
+    snprintf(tg__sink.txt_path, sizeof tg__sink.txt_path, "%s.txt", stem);
+    snprintf(tg__sink.jsonl_path, sizeof tg__sink.jsonl_path, "%s.jsonl", stem);
+
+    tg__sink.txt_fd = open_report(tg__sink.txt_path);
+    if (tg__sink.txt_fd < 0) {
+        fall_back_unlocked(tg__sink.txt_path, strerror(errno));
+        return;                    /* same directory: no JSON either */
+    }
+    tg__sink.jsonl_fd = open_report(tg__sink.jsonl_path);
+    if (tg__sink.jsonl_fd < 0)
+        tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
+                 tg__sink.jsonl_path, strerror(errno));
+}
+
+int tg_sink_emit(const struct tg_report *r)
+{
+    int rc = 0;
+    pthread_mutex_lock(&tg__sink_lock);
+    open_unlocked(r->rank);
+    struct tg_report *c = &tg__sink_copy;
+    memcpy(c, r, sizeof *c);
+    tg_report_symbolize(c);
+
+    if (!tg__sink.text_to_stderr && tg_report_write_text(tg__sink.txt_fd, c) < 0)
+        fall_back_unlocked(tg__sink.txt_path, errno ? strerror(errno) : "write failed");
+    if (tg__sink.text_to_stderr && tg_report_write_text(2, c) < 0)
+        rc = -1;
+    if (tg__sink.jsonl_fd >= 0 && tg_report_write_jsonl(tg__sink.jsonl_fd, c) < 0) {
+        tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
+                 tg__sink.jsonl_path, errno ? strerror(errno) : "write failed");
+        close(tg__sink.jsonl_fd);
+        tg__sink.jsonl_fd = -1;
+    }
+    pthread_mutex_unlock(&tg__sink_lock);
+    return rc;
+}
+
+const char *tg_sink_text_path(void)
+{
+    /* Read without the lock: set once per process before any report is
+     * counted, and callers only read it at exit. */
+    if (tg__sink.text_to_stderr)
+        return "stderr";
+    return tg__sink.pid == getpid() ? tg__sink.txt_path : "";
+}
+
+void tg_sink_summary_line(uint64_t races, uint64_t repeats, uint64_t serialized,
+                          uint64_t waited_ns)
+{
+    if (races == 0 && repeats == 0 && serialized == 0)
+        return;
+    struct tg_w w;
+    tg_w_init(&w, 2);
+    tg_w_str(&w, "tunerguard: ");
+    int any = 0;
+    if (races || repeats) {
+        tg_w_u64(&w, races);
+        tg_w_str(&w, races == 1 ? " race reported" : " races reported");
+        const char *p = tg_sink_text_path();
+        if (p[0]) {
+            tg_w_str(&w, strcmp(p, "stderr") == 0 ? " on " : " in ");
+            tg_w_str(&w, p);
+        }
+        if (repeats) {
+            tg_w_str(&w, " (");
+            tg_w_u64(&w, repeats);
+            tg_w_str(&w, repeats == 1 ? " repeat" : " repeats");
+            tg_w_str(&w, " counted, not re-reported)");
+        }
+        any = 1;
+    }
+    if (serialized) {
+        if (any)
+            tg_w_str(&w, "; ");
+        tg_w_u64(&w, serialized);
+        tg_w_str(&w, serialized == 1 ? " call serialized, waited " : " calls serialized, waited ");
+        tg_w_duration(&w, waited_ns);
+        tg_w_str(&w, " in total");
+    }
+    tg_w_char(&w, '\n');
+    tg_w_flush(&w);
+}

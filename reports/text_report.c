@@ -1,0 +1,242 @@
+/* The text report: ThreadSanitizer-shaped, one block per thread, stable and
+ * greppable (tests/unit/expected/ holds the exact shape).
+ *
+ * Contract: async-signal-safe (write(2) through reports/writer.c, hand
+ * formatted numbers, bounded strings); never allocates; reads the report
+ * only.  Symbols come from tg_report_symbolize() when it ran; otherwise raw
+ * addresses. */
+#include "reports/report.h"
+#include "reports/report_internal.h"
+#include "reports/writer.h"
+
+#define FENCE "==================\n"
+
+#define W_FIELD(w, field) tg_w_strn((w), (field), sizeof(field))
+
+static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
+{
+    tg_w_str(w, "thread '");
+    if (v->name[0])
+        W_FIELD(w, v->name);
+    else
+        tg_w_str(w, "?");
+    tg_w_str(w, "' (tid=");
+    tg_w_i64(w, v->tid);
+    tg_w_char(w, ')');
+}
+
+static void python_stack(struct tg_w *w, const struct tg_thread_view *v)
+{
+    int n = tg__npy(v);
+    tg_w_str(w, "    Python (most recent call first):\n");
+    if (n == 0)
+        tg_w_str(w, "      <no Python frame>\n");
+    for (int i = 0; i < n; i++) {
+        const struct tg_py_frame *f = &v->py[i];
+        tg_w_str(w, "      #");
+        tg_w_u64(w, (uint64_t)i);
+        tg_w_char(w, ' ');
+        W_FIELD(w, f->func);
+        tg_w_str(w, "  ");
+        W_FIELD(w, f->file);
+        tg_w_char(w, ':');
+        tg_w_i64(w, f->line);
+        tg_w_char(w, '\n');
+    }
+    if (v->py_truncated)
+        tg_w_str(w, "      <truncated>\n");
+}
+
+static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
+{
+    const char *where;
+    int n;
+    void *const *frames = tg__view_native(v, &n, &where);
+    if (n == 0)
+        return;
+    tg_w_str(w, "    Native (");
+    if (where[0]) {
+        tg_w_strn(w, where, sizeof v->native_where);
+    } else {
+        tg_w_str(w, "in ");
+        W_FIELD(w, v->cuda_fn[0] ? v->cuda_fn : "CUDA call");
+    }
+    tg_w_str(w, "):\n");
+    for (int i = 0; i < n; i++) {
+        tg_w_str(w, "      #");
+        tg_w_u64(w, (uint64_t)i);
+        tg_w_char(w, ' ');
+        if (i < v->nsym && v->native_sym[i][0])
+            W_FIELD(w, v->native_sym[i]);
+        else
+            tg_w_hex(w, (uintptr_t)frames[i]);
+        tg_w_char(w, '\n');
+    }
+}
+
+static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+{
+    const struct tg_cuda_call *c = &v->cuda;
+    tg_w_str(w, "    Last CUDA call: ");
+    if (v->cuda_fn[0]) {
+        W_FIELD(w, v->cuda_fn);
+    } else {
+        tg_w_str(w, "driver function #");
+        tg_w_u64(w, c->fn);
+    }
+    tg_w_str(w, " on device ");
+    if (c->device >= 0)
+        tg_w_i64(w, c->device);
+    else
+        tg_w_char(w, '?');
+    tg_w_str(w, " stream ");
+    tg_w_hex(w, c->stream);
+    if (v->cuda_kernel[0]) {
+        tg_w_str(w, " kernel '");
+        W_FIELD(w, v->cuda_kernel);
+        tg_w_char(w, '\'');
+    } else if (c->func) {
+        tg_w_str(w, " function ");
+        tg_w_hex(w, c->func);
+    }
+    if (c->inside) {
+        tg_w_str(w, ", still inside it (GIL released)\n");
+    } else {
+        tg_w_str(w, ", returned");
+        if (c->t_exit_ns && r->ts_ns >= c->t_exit_ns) {
+            tg_w_char(w, ' ');
+            tg_w_duration(w, r->ts_ns - c->t_exit_ns);
+            tg_w_str(w, " earlier");
+        }
+        tg_w_char(w, '\n');
+    }
+}
+
+static void tuner_line(struct tg_w *w, const struct tg_report *r)
+{
+    W_FIELD(w, r->method[0] ? r->method : "?");
+    tg_w_str(w, " on kernel '");
+    W_FIELD(w, r->kernel[0] ? r->kernel : "?");
+    tg_w_str(w, "' (");
+    W_FIELD(w, r->tuner_class[0] ? r->tuner_class : "?");
+    tg_w_str(w, " at ");
+    tg_w_hex(w, r->instance);
+    tg_w_char(w, ')');
+}
+
+static void header(struct tg_w *w, const struct tg_report *r, const char *what)
+{
+    tg_w_str(w, FENCE "WARNING: tunerguard: ");
+    tg_w_str(w, what);
+    tg_w_str(w, " (pid=");
+    tg_w_i64(w, r->pid);
+    if (r->rank >= 0) {
+        tg_w_str(w, ", rank=");
+        tg_w_i64(w, r->rank);
+    }
+    tg_w_str(w, ")\n");
+}
+
+static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
+{
+    tg_w_str(w, "SUMMARY: tunerguard: ");
+    tg_w_str(w, what);
+    tg_w_str(w, " on '");
+    W_FIELD(w, r->kernel[0] ? r->kernel : "?");
+    tg_w_str(w, "' in ");
+    W_FIELD(w, r->method[0] ? r->method : "?");
+    int i = tg__summary_frame(r);
+    if (i >= 0) {
+        const struct tg_py_frame *f = &r->entering.py[i];
+        tg_w_char(w, ' ');
+        W_FIELD(w, f->file);
+        tg_w_char(w, ':');
+        tg_w_i64(w, f->line);
+        tg_w_str(w, " in ");
+        W_FIELD(w, f->func);
+    }
+    tg_w_str(w, "\n" FENCE);
+}
+
+static void write_race(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    header(w, r, "thread entered a tuner another thread is inside");
+
+    tg_w_str(w, "  Call of ");
+    tuner_line(w, r);
+    tg_w_str(w, " by ");
+    thread_name(w, e);
+    tg_w_str(w, ":\n");
+    python_stack(w, e);
+    native_stack(w, e);
+    tg_w_char(w, '\n');
+
+    tg_w_str(w, "  Previous call, still inside, by ");
+    thread_name(w, in);
+    if (in->entered_ns && r->ts_ns >= in->entered_ns) {
+        tg_w_str(w, ", entered ");
+        tg_w_duration(w, r->ts_ns - in->entered_ns);
+        tg_w_str(w, " earlier");
+    }
+    if (in->benchmarking) {
+        tg_w_str(w, ", benchmarking (");
+        tg_w_u64(w, in->launches);
+        tg_w_str(w, in->launches == 1 ? " launch, " : " launches, ");
+        tg_w_u64(w, in->syncs);
+        tg_w_str(w, in->syncs == 1 ? " synchronization)" : " synchronizations)");
+    } else {
+        tg_w_str(w, ", not benchmarking");
+    }
+    tg_w_str(w, ":\n");
+    if (in->has_cuda)
+        cuda_line(w, r, in);
+    python_stack(w, in);
+    native_stack(w, in);
+    tg_w_char(w, '\n');
+
+    if (r->high_severity)
+        tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
+                    " on the shared tuner can be overwritten or cleared under it.\n");
+    else
+        tg_w_str(w, "  Severity: low: overlap on an already tuned key (low severity).\n");
+    if (r->serialized)
+        tg_w_str(w, "  serialize mode: the entering thread waited until the tuner was free.\n");
+    summary(w, r, "tuner race");
+}
+
+static void write_replaced(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_thread_view *e = &r->entering;
+    header(w, r, "guarded method replaced");
+    tg_w_str(w, "  ");
+    W_FIELD(w, r->method[0] ? r->method : "?");
+    tg_w_str(w, " of ");
+    W_FIELD(w, r->tuner_class[0] ? r->tuner_class : "?");
+    tg_w_str(w, " was replaced: ");
+    W_FIELD(w, r->detail);
+    tg_w_str(w, "\n  The replacement is guarded too.\n");
+    if (e->tid || e->npy) {
+        tg_w_str(w, "  Replaced by ");
+        thread_name(w, e);
+        tg_w_str(w, ":\n");
+        python_stack(w, e);
+        native_stack(w, e);
+    }
+    summary(w, r, "method replaced");
+}
+
+int tg_report_write_text(int fd, const struct tg_report *r)
+{
+    struct tg_w w;
+    tg_w_init(&w, fd);
+    switch (r->kind) {
+    case TG_REPORT_RACE:
+        write_race(&w, r);
+        break;
+    case TG_REPORT_METHOD_REPLACED:
+        write_replaced(&w, r);
+        break;
+    }
+    return tg_w_flush(&w);
+}
