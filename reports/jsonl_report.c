@@ -8,7 +8,7 @@
 #include "reports/report_internal.h"
 #include "reports/writer.h"
 
-#define J_STR(w, field) tg_w_json_str((w), (field), sizeof(field))
+#define J_STR(w, field) tg_w_json_str((w), (field), TG__FIELD_SIZE(field))
 
 static void key(struct tg_w *w, const char *k)
 {

@@ -11,6 +11,11 @@
  * has any, else the stack recorded at its last GIL-releasing CUDA call.
  * *where receives the label ("at entry", "in cuCtxSynchronize_v2", ...; may
  * be "" when capture left it empty). */
+/* sizeof(a), refusing to compile when a is a pointer rather than an array
+ * (a fixed-size report field passed through a ?: decays to a pointer). */
+#define TG__FIELD_SIZE(a) \
+    (sizeof(a) + 0 * sizeof(char[1 - 2 * __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0]))]))
+
 static inline void *const *tg__view_native(const struct tg_thread_view *v, int *n,
                                            const char **where)
 {

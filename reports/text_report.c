@@ -11,7 +11,10 @@
 
 #define FENCE "==================\n"
 
-#define W_FIELD(w, field) tg_w_strn((w), (field), sizeof(field))
+#define W_FIELD(w, field) tg_w_strn((w), (field), TG__FIELD_SIZE(field))
+/* A fixed-size field, or dflt when it is empty. */
+#define W_FIELD_OR(w, field, dflt) \
+    ((field)[0] ? tg_w_strn((w), (field), TG__FIELD_SIZE(field)) : tg_w_str((w), (dflt)))
 
 static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
 {
@@ -59,7 +62,7 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
         tg_w_strn(w, where, sizeof v->native_where);
     } else {
         tg_w_str(w, "in ");
-        W_FIELD(w, v->cuda_fn[0] ? v->cuda_fn : "CUDA call");
+        W_FIELD_OR(w, v->cuda_fn, "CUDA call");
     }
     tg_w_str(w, "):\n");
     for (int i = 0; i < n; i++) {
@@ -114,11 +117,11 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
 
 static void tuner_line(struct tg_w *w, const struct tg_report *r)
 {
-    W_FIELD(w, r->method[0] ? r->method : "?");
+    W_FIELD_OR(w, r->method, "?");
     tg_w_str(w, " on kernel '");
-    W_FIELD(w, r->kernel[0] ? r->kernel : "?");
+    W_FIELD_OR(w, r->kernel, "?");
     tg_w_str(w, "' (");
-    W_FIELD(w, r->tuner_class[0] ? r->tuner_class : "?");
+    W_FIELD_OR(w, r->tuner_class, "?");
     tg_w_str(w, " at ");
     tg_w_hex(w, r->instance);
     tg_w_char(w, ')');
@@ -141,10 +144,13 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
 {
     tg_w_str(w, "SUMMARY: tunerguard: ");
     tg_w_str(w, what);
-    tg_w_str(w, " on '");
-    W_FIELD(w, r->kernel[0] ? r->kernel : "?");
-    tg_w_str(w, "' in ");
-    W_FIELD(w, r->method[0] ? r->method : "?");
+    if (r->kernel[0]) {
+        tg_w_str(w, " on '");
+        W_FIELD(w, r->kernel);
+        tg_w_char(w, '\'');
+    }
+    tg_w_str(w, " in ");
+    W_FIELD_OR(w, r->method, "?");
     int i = tg__summary_frame(r);
     if (i >= 0) {
         const struct tg_py_frame *f = &r->entering.py[i];
@@ -199,7 +205,8 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
                     " on the shared tuner can be overwritten or cleared under it.\n");
     else
-        tg_w_str(w, "  Severity: low: overlap on an already tuned key (low severity).\n");
+        tg_w_str(w, "  Severity: low: overlap on an already tuned key (low severity; the thread inside was"
+                    " not benchmarking).\n");
     if (r->serialized)
         tg_w_str(w, "  serialize mode: the entering thread waited until the tuner was free.\n");
     summary(w, r, "tuner race");
@@ -210,9 +217,9 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
     const struct tg_thread_view *e = &r->entering;
     header(w, r, "guarded method replaced");
     tg_w_str(w, "  ");
-    W_FIELD(w, r->method[0] ? r->method : "?");
+    W_FIELD_OR(w, r->method, "?");
     tg_w_str(w, " of ");
-    W_FIELD(w, r->tuner_class[0] ? r->tuner_class : "?");
+    W_FIELD_OR(w, r->tuner_class, "?");
     tg_w_str(w, " was replaced: ");
     W_FIELD(w, r->detail);
     tg_w_str(w, "\n  The replacement is guarded too.\n");

@@ -1,0 +1,158 @@
+/* The text report, line by line against the files in tests/unit/expected/, with
+ * pid=, tid= and 0x addresses normalised.  TG_UPDATE_EXPECTED=1 rewrites the
+ * expected files from the current output (review the diff before committing). */
+#include <ctype.h>
+#include <errno.h>
+
+#include "report_fixture.h"
+
+/* pid=123 -> pid=<pid>, tid=123 -> tid=<tid>, 0x7f.. -> 0x<addr>.  Other
+ * numbers (line numbers, counts, durations) stay: they are deterministic. */
+static char *normalise(const char *in)
+{
+    size_t n = strlen(in);
+    char *out = malloc(n * 2 + 16), *o = out;
+    for (size_t i = 0; i < n;) {
+        if ((!strncmp(in + i, "pid=", 4) || !strncmp(in + i, "tid=", 4)) && isdigit((unsigned char)in[i + 4])) {
+            o += sprintf(o, "%.3s=<%.3s>", in + i, in + i);
+            i += 4;
+            while (isdigit((unsigned char)in[i]))
+                i++;
+        } else if (in[i] == '0' && in[i + 1] == 'x' && isxdigit((unsigned char)in[i + 2])) {
+            o += sprintf(o, "0x<addr>");
+            i += 2;
+            while (isxdigit((unsigned char)in[i]))
+                i++;
+        } else {
+            *o++ = in[i++];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+static void check_against(const char *name, const char *got_raw)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/expected/%s", fx_srcdir(), name);
+    char *got = normalise(got_raw);
+    if (getenv("TG_UPDATE_EXPECTED")) {
+        FILE *f = fopen(path, "w");
+        cr_assert(f, "cannot write %s", path);
+        fputs(got, f);
+        fclose(f);
+    }
+    char *want = fx_read_file(path);
+    cr_assert(want, "missing expected file %s", path);
+    /* line by line, so a failure names the first differing line */
+    char *gs, *ws;
+    char *g = strtok_r(got, "\n", &gs), *w = strtok_r(want, "\n", &ws);
+    int line = 1;
+    for (; g && w; line++, g = strtok_r(NULL, "\n", &gs), w = strtok_r(NULL, "\n", &ws))
+        cr_assert_str_eq(g, w, "%s line %d differs:\n got: %s\nwant: %s", name, line, g, w);
+    cr_assert(!g && !w, "%s: %s has extra lines from line %d: %s", name, g ? "output" : "expected file",
+              line, g ? g : w);
+    free(want);
+    free(got);
+}
+
+Test(report_text, race_high_severity_with_cuda)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    check_against("race_high.txt", out);
+    free(out);
+}
+
+Test(report_text, race_low_severity_serialized_truncated)
+{
+    static struct tg_report r;
+    fx_race_low(&r);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    check_against("race_low.txt", out);
+    free(out);
+}
+
+Test(report_text, method_replaced)
+{
+    static struct tg_report r;
+    fx_replaced(&r);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    check_against("method_replaced.txt", out);
+    free(out);
+}
+
+/* Facts that must hold whatever the wording: raw pids/tids and the fence. */
+Test(report_text, raw_facts)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert(!strncmp(out, "==================\nWARNING: tunerguard: ", 40));
+    cr_assert(strstr(out, "(pid=41230)"));
+    cr_assert(strstr(out, "'Thread-3' (tid=41277)"));
+    cr_assert(strstr(out, "'MainThread' (tid=41230)"));
+    cr_assert(strstr(out, " at 0x7f3a1c2b4d10)"));
+    cr_assert(strstr(out, "entered 3.2 ms earlier"));
+    cr_assert(strstr(out, "\nSUMMARY: tunerguard: tuner race on 'matmul_kernel' in Autotuner.run model.py:88 in forward\n==================\n"));
+    free(out);
+}
+
+/* Unterminated fixed-size strings (capture filled them to the brim) stay
+ * within their buffers. */
+Test(report_text, unterminated_fields_are_bounded)
+{
+    static struct tg_report r;
+    fx_race_low(&r);
+    memset(r.kernel, 'k', sizeof r.kernel);
+    memset(r.entering.name, 'n', sizeof r.entering.name);
+    memset(r.entering.py[0].func, 'f', sizeof r.entering.py[0].func);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    char want[sizeof r.kernel + 3];
+    memset(want + 1, 'k', sizeof r.kernel);
+    want[0] = '\'';
+    want[sizeof r.kernel + 1] = '\'';
+    want[sizeof r.kernel + 2] = '\0';
+    cr_assert(strstr(out, want), "kernel name not bounded to its buffer");
+    free(out);
+}
+
+/* A report longer than the writer's 4 KiB buffer is written whole. */
+Test(report_text, long_report_is_complete)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.entering.npy = 0;
+    for (int i = 0; i < TG_MAX_PY_FRAMES; i++)
+        fx_py(&r.entering, "deep_function_name", "/a/rather/long/path/to/some/module.py", i + 1);
+    r.entering.py_truncated = 1;
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strlen(out) > 4096);
+    cr_assert(strstr(out, "      #47 deep_function_name  /a/rather/long/path/to/some/module.py:48\n      <truncated>\n"));
+    size_t n = strlen(out);
+    cr_assert(n > 19 && !strcmp(out + n - 19, "==================\n"));
+    free(out);
+}
+
+Test(report_text, write_error_returns_minus_one)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    int fd = open("/dev/full", O_WRONLY);
+    cr_assert(fd >= 0);
+    cr_assert_eq(tg_report_write_text(fd, &r), -1);
+    cr_assert_eq(errno, ENOSPC);
+    close(fd);
+    cr_assert_eq(tg_report_write_text(-1, &r), -1);
+}
