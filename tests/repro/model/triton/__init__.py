@@ -1,0 +1,42 @@
+"""A CPU-only model of the parts of Triton 3.6 that tunerguard's reproducers need.
+
+This is NOT Triton. It is a test fixture that keeps the module layout and the
+line-level structure of Triton 3.6.0's Python autotuner so that:
+  * tunerguard's built-in targets (triton.runtime.autotuner:Autotuner.run and
+    .warmup) apply to it unchanged, and
+  * the race on Autotuner.nargs happens for the same reasons, in the same
+    statements, as on a GPU.
+The "GPU" is the stand-in libcuda (build/tests/fakecuda/libcuda.so.1), reached
+through ctypes, which releases the GIL around every driver call the way
+Triton's C launcher and torch.cuda.synchronize() do.
+
+Scenarios put tests/repro/model on sys.path themselves; nothing here is
+installed and no environment variable points at it.
+"""
+from .runtime import (
+    autotune,
+    Config,
+    heuristics,
+    JITFunction,
+    KernelInterface,
+    OutOfResources,
+    InterpreterError,
+)
+from .runtime.jit import jit
+from . import language
+from . import testing
+
+__version__ = "3.6.0+tunerguard.model"
+
+__all__ = [
+    "autotune",
+    "Config",
+    "heuristics",
+    "jit",
+    "JITFunction",
+    "KernelInterface",
+    "language",
+    "OutOfResources",
+    "InterpreterError",
+    "testing",
+]
