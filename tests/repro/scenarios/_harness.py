@@ -46,17 +46,17 @@ class Gate:
     def __init__(self):
         lib = ctypes.CDLL("libcuda.so.1")  # CDLL: the GIL is released while main waits here
         lib.fakecuda_gate_arm.argtypes = []
-        lib.fakecuda_gate_arm.restype = None
+        lib.fakecuda_gate_arm.restype = ctypes.c_int
         lib.fakecuda_gate_wait_parked.argtypes = [ctypes.c_double]
         lib.fakecuda_gate_wait_parked.restype = ctypes.c_int
         lib.fakecuda_gate_open.argtypes = []
         lib.fakecuda_gate_open.restype = None
         lib.fakecuda_gate_parked_tid.argtypes = []
-        lib.fakecuda_gate_parked_tid.restype = ctypes.c_long
+        lib.fakecuda_gate_parked_tid.restype = ctypes.c_int
         self.lib = lib
 
     def arm(self):
-        self.lib.fakecuda_gate_arm()
+        return self.lib.fakecuda_gate_arm() == 0  # -1: a thread is parked already
 
     def wait_parked(self, timeout_s):
         return bool(self.lib.fakecuda_gate_wait_parked(timeout_s))
@@ -161,7 +161,8 @@ class Harness:
 
     def start_victim(self, victim):
         """Arm the gate, start `victim`, and return once it is parked in its benchmark synchronize."""
-        self.gate.arm()
+        if not self.gate.arm():
+            self.harness_error("could not arm the gate: a thread is parked in it already")
         victim.start()
         if not self.gate.wait_parked(SAFETY_TIMEOUT_S):
             if victim.done.is_set() and victim.exc is not None:
