@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Check a tunerguard JSON Lines report against docs/report-schema.md (schema 1).
+
+usage: check_jsonl.py FILE [--count N] [--expect LINE:PATH=JSON ...]
+
+Every line must be one JSON object ending in a newline, with exactly the keys
+and types the schema lists.  --count: the number of lines.  --expect: the value
+at a dotted path (list indices are numbers) of line LINE (1-based) equals the
+JSON literal, e.g. --expect '1:entering.python.2.func="forward"'.
+Exit status 0 when everything holds, 1 with one line per problem otherwise.
+"""
+import json
+import re
+import sys
+
+HEX = re.compile(r"^0x[0-9a-f]+$")
+problems = []
+
+
+def fail(where, msg):
+    problems.append(f"{where}: {msg}")
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check_type(where, v, t):
+    """t: 'int', 'uint', 'str', 'bool', 'hex', or a tuple of alternatives ('null' allowed)."""
+    alts = t if isinstance(t, tuple) else (t,)
+    for a in alts:
+        if a == "null" and v is None:
+            return True
+        if a == "int" and is_int(v):
+            return True
+        if a == "uint" and is_int(v) and v >= 0:
+            return True
+        if a == "str" and isinstance(v, str):
+            return True
+        if a == "bool" and isinstance(v, bool):
+            return True
+        if a == "hex" and isinstance(v, str) and HEX.match(v):
+            return True
+        if a == "list" and isinstance(v, list):
+            return True
+        if a == "object" and isinstance(v, dict):
+            return True
+    fail(where, f"{v!r} is not {'|'.join(alts)}")
+    return False
+
+
+def check_obj(where, obj, spec):
+    if not isinstance(obj, dict):
+        fail(where, "not an object")
+        return
+    missing = set(spec) - set(obj)
+    extra = set(obj) - set(spec)
+    if missing:
+        fail(where, f"missing keys {sorted(missing)}")
+    if extra:
+        fail(where, f"undocumented keys {sorted(extra)}")
+    for k, t in spec.items():
+        if k in obj:
+            check_type(f"{where}.{k}", obj[k], t)
+
+
+TOP_COMMON = {
+    "schema": "uint", "kind": "str", "seq": "uint", "pid": "uint", "rank": ("uint", "null"),
+    "mode": ("str", "null"), "ts_ns": "uint", "tuner": "object", "location": ("object", "null"),
+    "entering": "object",
+}
+TOP = {
+    "race": dict(TOP_COMMON, severity="str", serialized="bool", inside="object"),
+    "method_replaced": dict(TOP_COMMON, detail="str"),
+}
+TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
+         "instance": ("hex", "null")}
+FRAME = {"func": "str", "file": "str", "line": "int"}
+THREAD = {
+    "tid": "int", "ident": "uint", "name": ("str", "null"), "entered_ns": ("uint", "null"),
+    "entered_ago_ns": ("uint", "null"), "benchmarking": "bool", "launches": "uint",
+    "syncs": "uint", "python": "list", "python_truncated": "bool",
+    "native_where": ("str", "null"), "native": "list", "cuda": ("object", "null"),
+}
+NATIVE = {"pc": "hex", "symbol": ("str", "null")}
+CUDA = {
+    "fn": ("str", "null"), "fn_index": "uint", "kind": "str", "inside": "bool",
+    "device": ("uint", "null"), "stream": "hex", "function": ("hex", "null"),
+    "kernel": ("str", "null"), "t_enter_ns": "uint", "t_exit_ns": ("uint", "null"),
+}
+
+
+def check_thread(where, t):
+    check_obj(where, t, THREAD)
+    if not isinstance(t, dict):
+        return
+    for i, f in enumerate(t.get("python") or []):
+        check_obj(f"{where}.python[{i}]", f, FRAME)
+    for i, f in enumerate(t.get("native") or []):
+        check_obj(f"{where}.native[{i}]", f, NATIVE)
+    if isinstance(t.get("cuda"), dict):
+        check_obj(f"{where}.cuda", t["cuda"], CUDA)
+        if t["cuda"].get("kind") not in ("none", "launch", "sync", "module", "other"):
+            fail(f"{where}.cuda.kind", f"unknown kind {t['cuda'].get('kind')!r}")
+
+
+def check_report(where, r):
+    if not isinstance(r, dict):
+        fail(where, "not an object")
+        return
+    if r.get("schema") != 1:
+        fail(where, f"schema {r.get('schema')!r}, want 1")
+    kind = r.get("kind")
+    if kind not in TOP:
+        fail(where, f"unknown kind {kind!r}")
+        return
+    check_obj(where, r, TOP[kind])
+    check_obj(f"{where}.tuner", r.get("tuner"), TUNER)
+    if isinstance(r.get("location"), dict):
+        check_obj(f"{where}.location", r["location"], FRAME)
+    check_thread(f"{where}.entering", r.get("entering"))
+    if kind == "race":
+        check_thread(f"{where}.inside", r.get("inside"))
+        if r.get("severity") not in ("high", "low"):
+            fail(f"{where}.severity", f"{r.get('severity')!r} is not high|low")
+
+
+def lookup(obj, path):
+    for part in path.split("."):
+        obj = obj[int(part)] if isinstance(obj, list) else obj[part]
+    return obj
+
+
+def main(argv):
+    path, count, expects = argv[1], None, []
+    i = 2
+    while i < len(argv):
+        if argv[i] == "--count":
+            count = int(argv[i + 1])
+        elif argv[i] == "--expect":
+            expects.append(argv[i + 1])
+        else:
+            print(f"check_jsonl: unknown argument {argv[i]}")
+            return 2
+        i += 2
+    with open(path, "rb") as f:
+        data = f.read()
+    if data and not data.endswith(b"\n"):
+        fail(path, "last line has no newline")
+    reports = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        try:
+            r = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            fail(f"line {n}", f"not JSON: {e}")
+            reports.append(None)
+            continue
+        check_report(f"line {n}", r)
+        reports.append(r)
+    if count is not None and len(reports) != count:
+        fail(path, f"{len(reports)} lines, want {count}")
+    for e in expects:
+        line, rest = e.split(":", 1)
+        p, want = rest.split("=", 1)
+        try:
+            got = lookup(reports[int(line) - 1], p)
+        except (IndexError, KeyError, TypeError, ValueError) as ex:
+            fail(f"line {line}", f"{p}: no such path ({ex!r})")
+            continue
+        if got != json.loads(want):
+            fail(f"line {line}", f"{p} = {got!r}, want {want}")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
