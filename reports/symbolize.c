@@ -137,11 +137,21 @@ char *tg_native_symbolize(void *addr, char *buf, size_t len)
     if (!dladdr1((void *)(pc - 1), &info, (void **)&lm, RTLD_DL_LINKMAP) || !info.dli_fbase)
         return buf;
 
-    const char *path = info.dli_fname && info.dli_fname[0] ? info.dli_fname : "/proc/self/exe";
-    const char *mod = strrchr(path, '/');
-    mod = mod ? mod + 1 : path;
-    if (strcmp(path, "/proc/self/exe") == 0)
-        mod = program_invocation_short_name;
+    /* The main program's link_map has an empty name and dladdr reports
+     * argv[0] for it, which may be anything: use /proc/self/exe instead. */
+    char exe[512];
+    const char *path = info.dli_fname ? info.dli_fname : "";
+    const char *mod;
+    if ((lm && lm->l_name[0] == '\0') || !path[0]) {
+        path = "/proc/self/exe";
+        ssize_t n = readlink(path, exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        mod = n > 0 ? exe : "exe";
+    } else {
+        mod = path;
+    }
+    if (strrchr(mod, '/'))
+        mod = strrchr(mod, '/') + 1;
     uintptr_t modoff = pc - (uintptr_t)info.dli_fbase;
 
     const char *name = NULL;
