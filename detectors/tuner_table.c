@@ -1,0 +1,138 @@
+/* The tuner table: open addressing over instance addresses.  See
+ * tuner_table.h for the locking contract (GIL held). */
+#include "detectors/tuner_table.h"
+#include "shim/options.h"
+
+#include <string.h>
+
+pthread_mutex_t tg_tuner_wait_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static struct tg_tuner table[TG_TUNER_SLOTS];
+
+static inline unsigned slot_of(uintptr_t key)
+{
+    /* Objects are 16-byte aligned: drop those bits, then mix. */
+    uint64_t h = (uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 52) & (TG_TUNER_SLOTS - 1);
+}
+
+struct tg_tuner *tg_tuner_get(uintptr_t key)
+{
+    unsigned i = slot_of(key);
+    for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
+        struct tg_tuner *u = &table[i];
+        if (u->key == key)
+            return u;
+        if (u->key == 0) {
+            /* A freed instance whose address is reused lands on the same
+             * entry: harmless, since nobody can be inside a dead object. */
+            u->key = key;
+            return u;
+        }
+    }
+    return NULL;
+}
+
+static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
+{
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ[i].thread == t)
+            return &u->occ[i];
+    return NULL;
+}
+
+enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode)
+{
+    if (u->nocc == 0)
+        return TG_FIRST;
+    if (find_occ((struct tg_tuner *)u, t))
+        return TG_NESTED;
+    return mode == TG_MODE_SERIALIZE ? TG_WAIT : TG_RACE;
+}
+
+struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
+                                   const void *method, uint64_t now_ns, int nested)
+{
+    struct tg_occupant *o;
+    if (nested) {
+        o = find_occ(u, t);
+        if (o)
+            o->depth++;
+        return o;
+    }
+    u->sessions++;
+    o = find_occ(u, NULL);
+    if (!o) {
+        u->overflow++;
+        u->nocc++;
+        return NULL;
+    }
+    o->thread = t;
+    o->tstate = tstate;
+    o->depth = 1;
+    o->entered_ns = now_ns;
+    o->method = method;
+    if (u->waiters > 0) {
+        /* A waiter reads nocc under the mutex without the GIL. */
+        pthread_mutex_lock(&tg_tuner_wait_mu);
+        u->nocc++;
+        pthread_mutex_unlock(&tg_tuner_wait_mu);
+    } else {
+        u->nocc++;
+    }
+    return o;
+}
+
+int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
+{
+    struct tg_occupant *o = find_occ(u, t);
+    if (o && --o->depth > 0)
+        return 0;
+    if (o)
+        memset(o, 0, sizeof *o);
+    else if (u->overflow > 0)
+        u->overflow--;
+    if (u->waiters > 0) {
+        /* Reason for the lock: a serialize waiter checks nocc under it without
+         * the GIL; updating and signalling under it avoids a lost wake-up. */
+        pthread_mutex_lock(&tg_tuner_wait_mu);
+        if (--u->nocc == 0 && u->cond_ready)
+            pthread_cond_broadcast(&u->cond);
+        pthread_mutex_unlock(&tg_tuner_wait_mu);
+    } else {
+        u->nocc--;
+    }
+    return 1;
+}
+
+const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
+{
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ[i].thread && u->occ[i].thread != t)
+            return &u->occ[i];
+    return NULL;
+}
+
+struct tg_tuner *tg_tuner_next(int *cursor)
+{
+    while (*cursor < TG_TUNER_SLOTS) {
+        struct tg_tuner *u = &table[(*cursor)++];
+        if (u->key)
+            return u;
+    }
+    return NULL;
+}
+
+void tg_tuner_atfork_child(void)
+{
+    for (int i = 0; i < TG_TUNER_SLOTS; i++) {
+        struct tg_tuner *u = &table[i];
+        u->nocc = 0;
+        u->overflow = 0;
+        u->waiters = 0;
+        memset(u->occ, 0, sizeof u->occ);
+        if (u->cond_ready)
+            pthread_cond_init(&u->cond, NULL);
+    }
+    pthread_mutex_init(&tg_tuner_wait_mu, NULL);
+}

@@ -1,0 +1,102 @@
+/* Python frames and thread names for reports.  See py_stack.h. */
+#include "reports/py_stack.h"
+#include "shim/py_api.h"
+
+#include <string.h>
+
+static void copy_str(char *dst, size_t len, PyObject *o)
+{
+    const char *s = o ? tg_py.PyUnicode_AsUTF8(o) : NULL;
+    if (!s) {
+        tg_py.PyErr_Clear();
+        s = "?";
+    }
+    size_t n = strlen(s);
+    if (n >= len) {
+        /* Keep the tail of long paths: the file name matters most. */
+        s += n - (len - 1);
+        n = len - 1;
+    }
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+}
+
+static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
+{
+    PyObject *code = tg_py.PyFrame_GetCode(frame);
+    PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+    /* co_qualname (3.11+) says Autotuner.run rather than run. */
+    PyObject *name = code ? tg_py.PyObject_GetAttrString(code, tg_py.minor >= 11 ? "co_qualname" : "co_name") : NULL;
+    copy_str(f->file, sizeof f->file, file);
+    copy_str(f->func, sizeof f->func, name);
+    f->line = tg_py.PyFrame_GetLineNumber(frame);
+    if (file)
+        tg_py.Py_DecRef(file);
+    if (name)
+        tg_py.Py_DecRef(name);
+    if (code)
+        tg_py.Py_DecRef(code);
+    tg_py.PyErr_Clear();
+}
+
+void tg_py_capture_frames(struct tg_thread_view *v, void *tstate)
+{
+    PyObject *et, *ev, *tb;
+    tg_py.PyErr_Fetch(&et, &ev, &tb);
+    PyFrameObject *frame;
+    if (tstate) {
+        frame = tg_py.PyThreadState_GetFrame((PyThreadState *)tstate); /* new reference */
+    } else {
+        frame = tg_py.PyEval_GetFrame(); /* borrowed */
+        if (frame)
+            tg_py.Py_IncRef((PyObject *)frame);
+    }
+    v->npy = 0;
+    v->py_truncated = 0;
+    while (frame) {
+        if (v->npy == TG_MAX_PY_FRAMES) {
+            v->py_truncated = 1;
+            tg_py.Py_DecRef((PyObject *)frame);
+            break;
+        }
+        fill_frame(&v->py[v->npy++], frame);
+        PyFrameObject *back = tg_py.PyFrame_GetBack(frame); /* new reference */
+        tg_py.Py_DecRef((PyObject *)frame);
+        frame = back;
+    }
+    tg_py.PyErr_Restore(et, ev, tb);
+}
+
+void tg_py_thread_name(unsigned long ident, char *buf, int len)
+{
+    buf[0] = '\0';
+    PyObject *et, *ev, *tb;
+    tg_py.PyErr_Fetch(&et, &ev, &tb);
+    PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
+    PyObject *threading = mods ? tg_py.PyDict_GetItemString(mods, "threading") : NULL; /* borrowed */
+    PyObject *active = threading ? tg_py.PyObject_GetAttrString(threading, "_active") : NULL;
+    PyObject *key = active ? tg_py.PyLong_FromUnsignedLong(ident) : NULL;
+    PyObject *th = key ? tg_py.PyDict_GetItem(active, key) : NULL; /* borrowed */
+    PyObject *name = th ? tg_py.PyObject_GetAttrString(th, "name") : NULL;
+    if (name)
+        copy_str(buf, (size_t)len, name);
+    if (name)
+        tg_py.Py_DecRef(name);
+    if (key)
+        tg_py.Py_DecRef(key);
+    if (active)
+        tg_py.Py_DecRef(active);
+    tg_py.PyErr_Clear();
+    tg_py.PyErr_Restore(et, ev, tb);
+}
+
+uint64_t tg_py_frames_hash(const struct tg_thread_view *v, int n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (int i = 0; i < v->npy && i < n; i++) {
+        for (const char *s = v->py[i].file; *s; s++)
+            h = (h ^ (unsigned char)*s) * 1099511628211ull;
+        h = (h ^ (uint64_t)v->py[i].line) * 1099511628211ull;
+    }
+    return h;
+}

@@ -1,0 +1,22 @@
+/* Python-side capture for reports: frames and thread names.
+ * GIL held; allocates (Python objects); never on a hot path: report time only.
+ * Leaves no Python exception set. */
+#ifndef TG_PY_STACK_H
+#define TG_PY_STACK_H
+
+#include "reports/report.h"
+
+/* Frames of the calling thread (tstate NULL) or of another thread whose
+ * PyThreadState is given (that thread must be blocked with the GIL released,
+ * which is the case for a thread inside a tuner while another thread runs).
+ * Most recent call first.  Sets v->npy and v->py_truncated. */
+void tg_py_capture_frames(struct tg_thread_view *v, void *tstate);
+
+/* threading's name for the thread with this ident ("" if none). */
+void tg_py_thread_name(unsigned long ident, char *buf, int len);
+
+/* A hash of the top `n` frames' (file, line) pairs: the "code locations" of a
+ * race, for de-duplication. */
+uint64_t tg_py_frames_hash(const struct tg_thread_view *v, int n);
+
+#endif

@@ -1,0 +1,108 @@
+/* CUDA driver interception: the wrapped variants (shim/cuda_hooks.inc), their
+ * real pointers, identification by address, and the queries the detectors and
+ * report writers use.
+ *
+ * How a call gets here (notes/cuda-interception.md §1.4):
+ *   PLT / dlsym(RTLD_DEFAULT)   -> exported cu* in shim/interpose_cuda.c
+ *   dlsym(libcuda handle, ...)  -> shim/interpose_dlsym.c -> tg__cuda_wrap()
+ *   cuGetProcAddress[_v2]       -> the gpa wrappers here   -> tg__cuda_wrap()
+ * Each pointer is first resolved by the real driver, then compared with the
+ * real exports: only an exact match is replaced, by the wrapper of that exact
+ * variant.  Nothing at all happens before a libcuda pointer is seen.
+ *
+ * What a wrapper records, on the calling thread, into tg__self()->last (see
+ * shim/thread_state.h for the seqlock): fn, kind, device, stream, func,
+ * inside, t_enter_ns/t_exit_ns; inside a tuner session (nheld > 0) it also
+ * counts session_launches / session_syncs and, for SYNC and MODULE calls,
+ * captures the native stack.  Timestamps: SYNC/MODULE/OTHER use
+ * CLOCK_MONOTONIC at entry and exit; LAUNCH uses CLOCK_MONOTONIC_COARSE at
+ * entry (tick resolution, a few ms, may lag CLOCK_MONOTONIC by one tick) and
+ * t_exit_ns = t_enter_ns: launches do not block, and a precise clock read
+ * would double the cost of the hook.
+ */
+#ifndef TG_CUDA_HOOKS_H
+#define TG_CUDA_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#undef cuGetProcAddress /* cuda.h maps it to _v2; we wrap both ABIs */
+
+/* Row indices of shim/cuda_hooks.inc: TG_FN_cuLaunchKernel, ... */
+enum tg_cuda_fn {
+#define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) TG_FN_##name,
+#define TG_CUDA_GPA(name, params, args) TG_FN_##name,
+#include "shim/cuda_hooks.inc"
+#undef TG_CUDA_HOOK
+#undef TG_CUDA_GPA
+    TG_CUDA_NFN
+};
+
+/* ---- queries (any thread) --------------------------------------------------- */
+
+/* Driver name of row fn ("cuCtxSynchronize_v2"), "?" if out of range.
+ * Signal-safe, never allocates. */
+const char *tg_cuda_fn_name(unsigned fn);
+
+/* enum tg_cuda_kind of row fn, TG_CUDA_NONE if out of range. */
+int tg_cuda_fn_kind(unsigned fn);
+
+/* Kernel name of a CUfunction or CUkernel handle, into buf (always
+ * NUL-terminated; "" if unknown or n == 0).  Asks the real cuFuncGetName,
+ * then cuKernelGetName, with the calling thread's busy flag raised so nothing
+ * is recorded.  A driver call: report time only, never on a hot path, not
+ * signal-safe.  Returns buf. */
+const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n);
+
+/* 1 once a libcuda pointer has been seen and the real table resolved. */
+int tg_cuda_active(void);
+
+/* Calls recorded for row fn since start (or fork), all threads summed.
+ * Relaxed reads: exact once the counting threads are quiescent. */
+unsigned long long tg_cuda_count(unsigned fn);
+
+/* The row whose name is `name`, -1 if none. */
+int tg_cuda_fn_index(const char *name);
+
+/* ---- interception internals (shim/interpose_*.c and unit tests) ------------- */
+
+typedef void *(*tg__dlsym_fn)(void *, const char *);
+
+/* The next dlsym after tunerguard: dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"),
+ * else "GLIBC_2.2.5"; resolved once, never NULL after (aborts with one line
+ * if glibc offers neither: nothing could work).  Lock-free. */
+tg__dlsym_fn tg__real_dlsym(void);
+
+/* p resolved by the real driver (a dlsym or cuGetProcAddress result): the
+ * wrapper of the variant p is, or p itself when p is not a wrapped export
+ * (or tunerguard is off, or p is not in libcuda).  The first libcuda pointer
+ * resolves the real table (dladdr + dlopen(RTLD_NOLOAD) + real dlsym; no
+ * driver call, no lock, no thread).  NULL gives NULL. */
+void *tg__cuda_wrap(void *p);
+
+/* Resolve the real table from an already-loaded libcuda.so.1 (PLT callers:
+ * if our exported definition was reached, libcuda is loaded).  Returns 1 if
+ * the table is ready. */
+int tg__cuda_init_loaded(void);
+
+/* 1 if a library named libcuda.so.1 is loaded in this process (RTLD_NOLOAD
+ * query: loads nothing). */
+int tg__cuda_lib_loaded(void);
+
+/* The wrapper of row fn (what tg__cuda_wrap hands out), and the real pointer
+ * (NULL until resolved, or if the driver lacks the variant). */
+void *tg__cuda_wrapper(unsigned fn);
+void *tg__cuda_real(unsigned fn);
+
+/* Say once (verbosity >= 1) that row fn could not be wrapped or forwarded. */
+void tg__cuda_missing(unsigned fn);
+
+/* Typed wrappers, for the exported definitions in interpose_cuda.c. */
+#define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) CUresult tg__cuda_w_##name params;
+#define TG_CUDA_GPA(name, params, args) CUresult tg__cuda_w_##name params;
+#include "shim/cuda_hooks.inc"
+#undef TG_CUDA_HOOK
+#undef TG_CUDA_GPA
+
+#endif

@@ -1,0 +1,60 @@
+/* The constructor and process-level hooks.
+ *
+ * The constructor only reads TUNERGUARD_OPTIONS and registers hooks: no
+ * threads, no files, no CUDA, no Python calls beyond PySys_AddAuditHook.
+ * Bad options stop the process with status 2 before the program runs,
+ * help=1 prints the table and stops with status 0. */
+#include "detectors/tuner_table.h"
+#include "reports/report.h"
+#include "shim/clock.h"
+#include "shim/log.h"
+#include "shim/options.h"
+#include "shim/py_arm.h"
+#include "shim/py_guard.h"
+#include "shim/thread_state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void atfork_child(void)
+{
+    tg__thread_atfork_child();
+    tg_tuner_atfork_child();
+    tg_sink_atfork_child();
+}
+
+__attribute__((constructor)) static void tg_init(void)
+{
+    char err[768];
+    if (tg_options_parse(getenv("TUNERGUARD_OPTIONS"), &tg_opts, err, sizeof err) < 0) {
+        tg__warn("%s", err);
+        _exit(2);
+    }
+    if (tg_opts.help) {
+        tg_options_print_help(1);
+        _exit(0);
+    }
+    if (tg_opts.mode == TG_MODE_OFF)
+        return;
+    tg_clock_init();
+    tg_sink_configure(tg_opts.log_path);
+    pthread_atfork(NULL, NULL, atfork_child);
+    tg_arm_init();
+}
+
+/* Runs at exit() after the interpreter finalised (or in a process that never
+ * armed).  Applies exitcode= when anything was reported. */
+__attribute__((destructor)) static void tg_fini(void)
+{
+    if (tg_opts.mode == TG_MODE_OFF)
+        return;
+    tg_arm_exit_summary();
+    struct tg_guard_stats s;
+    tg_guard_stats(&s);
+    if (tg_opts.exitcode >= 0 && s.races_seen > 0) {
+        fflush(NULL);
+        _exit(tg_opts.exitcode);
+    }
+}

@@ -1,0 +1,521 @@
+/* Arming: from the audit hook to guarded methods.
+ *
+ *   constructor      -> PySys_AddAuditHook(audit_hook)        (before Py_Initialize)
+ *   cpython.run_*    -> arm(): install the meta-path finder, guard targets
+ *                       already imported (by site, .pth files, sitecustomize)
+ *   finder           -> a target module is about to execute: wrap its
+ *                       loader's exec_module so we guard right after it ran
+ *   "import" event   -> fallback when the finder is bypassed: the module is
+ *                       pending and guarded at the next chance
+ *   __init_subclass__ on each guarded base -> guard overrides in subclasses
+ *                       defined later (flash-linear-attention's CachedAutotuner)
+ *   a guarded call that finds its class attribute replaced (seeds/001's lock
+ *                       patch) guards the new one too (shim/py_guard.c)
+ *
+ * Every function here runs with the GIL held, from the audit hook, the
+ * finder, a pending call or a guarded call.  None leaves an exception set. */
+#include "shim/py_arm.h"
+#include "reports/native_stack.h"
+#include "reports/report.h"
+#include "shim/log.h"
+#include "shim/options.h"
+#include "shim/py_api.h"
+#include "shim/py_guard.h"
+#include "shim/thread_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Built-in targets; targets= adds to them. */
+static const char *const builtin_targets[] = {
+    "triton.runtime.autotuner:Autotuner.run",
+    "triton.runtime.autotuner:Autotuner.warmup",
+    "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
+};
+
+#define TG_MAX_TARGETS 64
+struct target {
+    char module[128];
+    char cls[96];      /* qualname inside the module, may be dotted */
+    char method[48];
+    PyObject *base;    /* the class once found (strong reference) */
+};
+static struct target targets[TG_MAX_TARGETS];
+static int ntargets;
+
+/* Guarded base classes, each with its __init_subclass__ hook. */
+#define TG_MAX_BASES 32
+struct base {
+    PyObject *cls;
+    PyObject *orig_init_subclass; /* cls.__dict__['__init_subclass__'] or NULL */
+    PyMethodDef def;
+};
+static struct base bases[TG_MAX_BASES];
+static int nbases;
+
+volatile int tg_arm_pending;
+static int armed;
+static int module_pending; /* an "import" event named a target module */
+static int summary_done;
+
+/* ---- targets ---------------------------------------------------------------- */
+
+static void add_target(const char *spec, size_t len)
+{
+    if (ntargets == TG_MAX_TARGETS)
+        return;
+    char buf[300];
+    if (len >= sizeof buf)
+        return;
+    memcpy(buf, spec, len);
+    buf[len] = '\0';
+    char *colon = strchr(buf, ':');
+    char *dot = colon ? strrchr(colon, '.') : NULL;
+    if (!colon || !dot) /* the option parser already refused such input */
+        return;
+    *colon = '\0';
+    *dot = '\0';
+    struct target *t = &targets[ntargets++];
+    snprintf(t->module, sizeof t->module, "%s", buf);
+    snprintf(t->cls, sizeof t->cls, "%s", colon + 1);
+    snprintf(t->method, sizeof t->method, "%s", dot + 1);
+}
+
+static void parse_targets(void)
+{
+    for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
+        add_target(builtin_targets[i], strlen(builtin_targets[i]));
+    const char *p = tg_opts.targets;
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        add_target(p, len);
+        p = end ? end + 1 : p + len;
+    }
+}
+
+static int is_target_module(const char *name)
+{
+    for (int i = 0; i < ntargets; i++)
+        if (strcmp(targets[i].module, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* getattr along a dotted qualname; new reference or NULL. */
+static PyObject *get_dotted(PyObject *obj, const char *qual)
+{
+    char part[96];
+    PyObject *cur = obj;
+    tg_py.Py_IncRef(cur);
+    while (*qual) {
+        const char *dot = strchr(qual, '.');
+        size_t n = dot ? (size_t)(dot - qual) : strlen(qual);
+        if (n >= sizeof part)
+            n = sizeof part - 1;
+        memcpy(part, qual, n);
+        part[n] = '\0';
+        PyObject *next = tg_py.PyObject_GetAttrString(cur, part);
+        tg_py.Py_DecRef(cur);
+        if (!next) {
+            tg_py.PyErr_Clear();
+            return NULL;
+        }
+        cur = next;
+        qual = dot ? dot + 1 : qual + n;
+    }
+    return cur;
+}
+
+/* ---- subclasses --------------------------------------------------------------- */
+
+static void guard_family_methods(PyObject *cls, PyObject *base, const char *why);
+
+/* Base.__init_subclass__(cls, **kwargs): guard cls's overrides, then chain to
+ * what the base had (its own __init_subclass__ or its parent's). */
+static PyObject *init_subclass_hook(PyObject *capsule, PyObject *args, PyObject *kwargs)
+{
+    struct base *b = tg_py.PyCapsule_GetPointer(capsule, NULL);
+    if (!b)
+        return NULL;
+    PyObject *cls = tg_py.PyTuple_Size(args) > 0 ? tg_py.PyTuple_GetItem(args, 0) : NULL;
+    if (!cls)
+        return NULL;
+    struct tg_thread *t = tg__self();
+    if (!t->busy) {
+        t->busy++;
+        guard_family_methods(cls, b->cls, "subclass defined");
+        t->busy--;
+    }
+    PyObject *chained = NULL;
+    if (b->orig_init_subclass) {
+        PyObject *bound = tg_py.PyObject_CallMethod(b->orig_init_subclass, "__get__", "OO", tg_py.none, cls);
+        if (!bound)
+            return NULL;
+        PyObject *empty = tg_py.PyTuple_Pack(0);
+        chained = tg_py.PyObject_Call(bound, empty, kwargs);
+        tg_py.Py_DecRef(empty);
+        tg_py.Py_DecRef(bound);
+    } else {
+        PyObject *builtins = tg_py.PyImport_ImportModule("builtins");
+        PyObject *super_type = builtins ? tg_py.PyObject_GetAttrString(builtins, "super") : NULL;
+        PyObject *sup = super_type ? tg_py.PyObject_CallFunctionObjArgs(super_type, b->cls, cls, NULL) : NULL;
+        PyObject *meth = sup ? tg_py.PyObject_GetAttrString(sup, "__init_subclass__") : NULL;
+        if (meth) {
+            PyObject *empty = tg_py.PyTuple_Pack(0);
+            chained = tg_py.PyObject_Call(meth, empty, kwargs);
+            tg_py.Py_DecRef(empty);
+        }
+        if (meth)
+            tg_py.Py_DecRef(meth);
+        if (sup)
+            tg_py.Py_DecRef(sup);
+        if (super_type)
+            tg_py.Py_DecRef(super_type);
+        if (builtins)
+            tg_py.Py_DecRef(builtins);
+    }
+    return chained;
+}
+
+static void hook_subclasses(PyObject *base)
+{
+    for (int i = 0; i < nbases; i++)
+        if (bases[i].cls == base)
+            return;
+    if (nbases == TG_MAX_BASES)
+        return;
+    struct base *b = &bases[nbases];
+    memset(b, 0, sizeof *b);
+    b->cls = base;
+    tg_py.Py_IncRef(base);
+    PyObject *dict = tg_py.PyObject_GetAttrString(base, "__dict__");
+    PyObject *key = tg_py.PyUnicode_FromString("__init_subclass__");
+    b->orig_init_subclass = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
+    tg_py.PyErr_Clear();
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    if (key)
+        tg_py.Py_DecRef(key);
+    b->def.ml_name = "__init_subclass__";
+    b->def.ml_meth = (void *)init_subclass_hook;
+    b->def.ml_flags = TG_METH_VARARGS | TG_METH_KEYWORDS;
+    PyObject *cap = tg_py.PyCapsule_New(b, NULL, NULL);
+    PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&b->def, cap, NULL) : NULL;
+    PyObject *cm = fn ? tg_py.PyClassMethod_New(fn) : NULL;
+    if (cm && tg_py.PyObject_SetAttrString(base, "__init_subclass__", cm) == 0) {
+        nbases++;
+    } else {
+        tg_py.PyErr_Clear();
+        tg__warn("cannot watch subclasses of a guarded class; overrides defined later run unguarded");
+        tg_py.Py_DecRef(base);
+    }
+    if (cm)
+        tg_py.Py_DecRef(cm);
+    if (fn)
+        tg_py.Py_DecRef(fn);
+    if (cap)
+        tg_py.Py_DecRef(cap);
+}
+
+/* Guard, on cls, every target method whose target class is `base`. */
+static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
+{
+    for (int i = 0; i < ntargets; i++)
+        if (targets[i].base == base)
+            tg_guard_install(cls, targets[i].method, why);
+}
+
+/* Guard the overrides in every subclass that already exists. */
+static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
+{
+    if (depth > 32)
+        return;
+    PyObject *subs = tg_py.PyObject_CallMethod(cls, "__subclasses__", NULL);
+    if (!subs) {
+        tg_py.PyErr_Clear();
+        return;
+    }
+    Py_ssize_t n = tg_py.PyList_Size(subs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *sub = tg_py.PyList_GetItem(subs, i); /* borrowed */
+        guard_family_methods(sub, base, "existing subclass");
+        guard_existing_subclasses(sub, base, depth + 1);
+    }
+    tg_py.Py_DecRef(subs);
+    tg_py.PyErr_Clear();
+}
+
+/* ---- modules ---------------------------------------------------------------------- */
+
+/* Guard every target of module `name` if its class exists now.  Returns the
+ * number of targets of that module still not found. */
+static int arm_module(const char *name)
+{
+    int missing = 0;
+    PyObject *mods = tg_py.PyImport_GetModuleDict();
+    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    for (int i = 0; i < ntargets; i++) {
+        struct target *t = &targets[i];
+        if (strcmp(t->module, name) != 0 || t->base)
+            continue;
+        PyObject *cls = mod ? get_dotted(mod, t->cls) : NULL;
+        if (!cls) {
+            missing++;
+            continue;
+        }
+        t->base = cls; /* keeps the reference */
+        /* One class may carry several targets (run, warmup): share base. */
+        for (int j = 0; j < ntargets; j++)
+            if (j != i && !targets[j].base && strcmp(targets[j].module, name) == 0 &&
+                strcmp(targets[j].cls, t->cls) == 0) {
+                targets[j].base = cls;
+                tg_py.Py_IncRef(cls);
+            }
+        guard_family_methods(cls, cls, "target");
+        guard_existing_subclasses(cls, cls, 0);
+        hook_subclasses(cls);
+    }
+    tg_py.PyErr_Clear();
+    return missing;
+}
+
+static void arm_loaded_modules(void)
+{
+    for (int i = 0; i < ntargets; i++)
+        if (!targets[i].base)
+            arm_module(targets[i].module);
+}
+
+/* exec_module wrapper: run the module, then guard its targets at once. */
+static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *orig = tg_py.PyTuple_GetItem(pair, 0);
+    PyObject *name = tg_py.PyTuple_GetItem(pair, 1);
+    PyObject *res = tg_py.PyObject_Vectorcall
+                        ? tg_py.PyObject_Vectorcall(orig, args, (size_t)nargs, kwnames)
+                        : tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
+    if (res) {
+        const char *n = tg_py.PyUnicode_AsUTF8(name);
+        struct tg_thread *t = tg__self();
+        if (n) {
+            t->busy++;
+            arm_module(n);
+            t->busy--;
+        }
+        tg_py.PyErr_Clear();
+    }
+    return res;
+}
+static PyMethodDef exec_module_def = {"exec_module", (void *)exec_module_hook, TG_METH_FASTCALL | TG_METH_KEYWORDS,
+                                      NULL};
+
+/* The meta-path finder's find_spec(name, path, target=None): for target
+ * modules only, ask the finders after us for the spec and wrap its loader's
+ * exec_module; for everything else return None at once. */
+static PyObject *finder_self;
+static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    const char *name = nargs > 0 ? tg_py.PyUnicode_AsUTF8(args[0]) : NULL;
+    if (!name || !is_target_module(name)) {
+        tg_py.PyErr_Clear();
+        tg_py.Py_IncRef(tg_py.none);
+        return tg_py.none;
+    }
+    PyObject *sys = tg_py.PyImport_ImportModule("sys");
+    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
+    PyObject *it = meta ? tg_py.PyObject_GetIter(meta) : NULL;
+    PyObject *spec = NULL, *finder;
+    while (it && !spec && (finder = tg_py.PyIter_Next(it))) {
+        if (finder != finder_self && tg_py.PyObject_HasAttrString(finder, "find_spec")) {
+            PyObject *fs = tg_py.PyObject_GetAttrString(finder, "find_spec");
+            PyObject *r = fs ? tg_py.PyObject_CallFunctionObjArgs(fs, args[0], nargs > 1 ? args[1] : tg_py.none,
+                                                                  nargs > 2 ? args[2] : tg_py.none, NULL)
+                             : NULL;
+            if (fs)
+                tg_py.Py_DecRef(fs);
+            if (r && r != tg_py.none)
+                spec = r;
+            else if (r)
+                tg_py.Py_DecRef(r);
+            tg_py.PyErr_Clear();
+        }
+        tg_py.Py_DecRef(finder);
+    }
+    if (it)
+        tg_py.Py_DecRef(it);
+    if (meta)
+        tg_py.Py_DecRef(meta);
+    if (sys)
+        tg_py.Py_DecRef(sys);
+    tg_py.PyErr_Clear();
+    if (!spec) {
+        tg_py.Py_IncRef(tg_py.none);
+        return tg_py.none;
+    }
+    PyObject *loader = tg_py.PyObject_GetAttrString(spec, "loader");
+    PyObject *orig = loader ? tg_py.PyObject_GetAttrString(loader, "exec_module") : NULL;
+    PyObject *pair = orig ? tg_py.PyTuple_Pack(2, orig, args[0]) : NULL;
+    PyObject *hook = pair ? tg_py.PyCFunction_NewEx(&exec_module_def, pair, NULL) : NULL;
+    if (!hook || tg_py.PyObject_SetAttrString(loader, "exec_module", hook) < 0) {
+        /* A loader we cannot annotate: the audit-event fallback applies. */
+        module_pending = 1;
+        tg_arm_pending = 1;
+    }
+    tg_py.PyErr_Clear();
+    if (hook)
+        tg_py.Py_DecRef(hook);
+    if (pair)
+        tg_py.Py_DecRef(pair);
+    if (orig)
+        tg_py.Py_DecRef(orig);
+    if (loader)
+        tg_py.Py_DecRef(loader);
+    return spec;
+}
+static PyMethodDef find_spec_def = {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS, NULL};
+
+static void install_finder(void)
+{
+    PyObject *types = tg_py.PyImport_ImportModule("types");
+    PyObject *ns_type = types ? tg_py.PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
+    PyObject *fn = tg_py.PyCFunction_NewEx(&find_spec_def, NULL, NULL);
+    PyObject *kw = tg_py.PyDict_New();
+    PyObject *empty = tg_py.PyTuple_Pack(0);
+    PyObject *finder = NULL;
+    if (ns_type && fn && kw && empty && tg_py.PyDict_SetItemString(kw, "find_spec", fn) == 0)
+        finder = tg_py.PyObject_Call(ns_type, empty, kw);
+    PyObject *sys = tg_py.PyImport_ImportModule("sys");
+    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
+    if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
+        finder_self = finder; /* the list and we both hold it */
+    } else {
+        tg_py.PyErr_Clear();
+        if (finder)
+            tg_py.Py_DecRef(finder);
+        tg__info(1, "could not add the import finder; targets are found through audit events only");
+    }
+    if (meta)
+        tg_py.Py_DecRef(meta);
+    if (sys)
+        tg_py.Py_DecRef(sys);
+    if (empty)
+        tg_py.Py_DecRef(empty);
+    if (kw)
+        tg_py.Py_DecRef(kw);
+    if (fn)
+        tg_py.Py_DecRef(fn);
+    if (ns_type)
+        tg_py.Py_DecRef(ns_type);
+    if (types)
+        tg_py.Py_DecRef(types);
+    tg_py.PyErr_Clear();
+}
+
+/* ---- pending modules ---------------------------------------------------------------- */
+
+void tg_arm_process_pending(void)
+{
+    struct tg_thread *t = tg__self();
+    if (t->busy)
+        return;
+    t->busy++;
+    tg_arm_pending = 0;
+    int still = 0;
+    if (module_pending) {
+        module_pending = 0;
+        for (int i = 0; i < ntargets; i++)
+            if (!targets[i].base && arm_module(targets[i].module) > 0) {
+                PyObject *mods = tg_py.PyImport_GetModuleDict();
+                if (mods && tg_py.PyDict_GetItemString(mods, targets[i].module))
+                    still = 1; /* importing now: the class is not defined yet */
+            }
+        module_pending = still;
+        tg_arm_pending = tg_arm_pending || still;
+    }
+    tg_py.PyErr_Clear();
+    t->busy--;
+}
+
+/* ---- the audit hook ---------------------------------------------------------------------- */
+
+static void arm(void)
+{
+    armed = 1;
+    if (tg_py.free_threaded) {
+        tg__warn("free-threaded CPython builds are not supported; tunerguard is inactive in this process");
+        return;
+    }
+    struct tg_thread *t = tg__self();
+    t->busy++;
+    tg_native_init();
+    parse_targets();
+    install_finder();
+    arm_loaded_modules();
+    t->busy--;
+}
+
+static int audit_hook(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    struct tg_thread *t = tg__self();
+    if (t->busy || (event[0] != 'c' && event[0] != 'i'))
+        return 0;
+    if (!armed) {
+        /* Arm once the interpreter is about to run user code. */
+        if (strncmp(event, "cpython.run_", 12) == 0 && tg_py.Py_IsInitialized())
+            arm();
+        return 0;
+    }
+    if (tg_py.free_threaded)
+        return 0;
+    if (strcmp(event, "import") == 0) {
+        const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+        if (name && is_target_module(name)) {
+            module_pending = 1;
+            tg_arm_pending = 1;
+        }
+        tg_py.PyErr_Clear();
+    } else if (strcmp(event, "cpython._PySys_ClearAuditHooks") == 0) {
+        tg_arm_exit_summary();
+        return 0;
+    }
+    if (tg_arm_pending)
+        tg_arm_process_pending();
+    return 0;
+}
+
+void tg_arm_init(void)
+{
+    if (tg_py_resolve() < 0)
+        return;
+    /* Legal before Py_Initialize, on 3.9 to 3.13, shared or static. */
+    tg_py.PySys_AddAuditHook(audit_hook, NULL);
+}
+
+/* ---- exit summary --------------------------------------------------------------------------- */
+
+void tg_arm_exit_summary(void)
+{
+    if (summary_done)
+        return;
+    summary_done = 1;
+    struct tg_guard_stats s;
+    tg_guard_stats(&s);
+    if (s.races_seen == 0 && s.waits == 0 && s.overlaps == 0)
+        return;
+    char kernels[256];
+    tg_guard_contended(kernels, sizeof kernels);
+    const char *path = tg_sink_text_path();
+    char waited[200] = "";
+    if (s.waits)
+        snprintf(waited, sizeof waited, "; %llu calls serialized, waited %.3f s in total (contended: %s)",
+                 (unsigned long long)s.waits, (double)s.wait_ns / 1e9, kernels[0] ? kernels : "?");
+    char overl[120] = "";
+    if (s.overlaps)
+        snprintf(overl, sizeof overl, "; %llu overlaps on already tuned keys (low severity%s)",
+                 (unsigned long long)s.overlaps, tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
+    tg__warn("%llu race%s reported (%llu seen)%s%s%s%s", (unsigned long long)s.races, s.races == 1 ? "" : "s",
+             (unsigned long long)s.races_seen, path[0] ? " in " : "", path, waited, overl);
+}

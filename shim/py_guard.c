@@ -1,0 +1,492 @@
+/* Guarded methods.
+ *
+ * A guard is a builtin function (METH_FASTCALL|METH_KEYWORDS) whose m_self is
+ * the original Python function, wrapped in an instancemethod so that it binds
+ * to instances like the function it replaces.  A call:
+ *
+ *     guard(self, *args, **kw)
+ *         enter(self, this thread)     -- nested / first / race / wait
+ *         original(self, *args, **kw)
+ *         leave(self, this thread)
+ *
+ * Everything here runs with the GIL held, except the serialize wait, which
+ * releases it while it blocks. */
+#include "shim/py_guard.h"
+#include "detectors/tuner_table.h"
+#include "reports/native_stack.h"
+#include "reports/py_stack.h"
+#include "reports/report.h"
+#include "shim/clock.h"
+#include "shim/log.h"
+#include "shim/options.h"
+#include "shim/py_arm.h"
+#include "shim/thread_state.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TG_MAX_GUARDS 512
+
+struct tg_guard {
+    PyObject *orig;       /* the original function (strong reference) */
+    PyObject *wrapper;    /* the instancemethod put on the class (strong) */
+    PyObject *fn;         /* the builtin inside it: what getattr(cls, name) gives */
+    PyObject *cls;        /* the class it was put on (strong) */
+    PyObject *pyname;     /* name as a str (strong) */
+    uint32_t calls;       /* outermost calls, for the replacement check */
+    PyMethodDef def;
+    char name[48];        /* "run" */
+    char method[112];     /* "Autotuner.run" */
+    char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
+};
+
+static struct tg_guard guards[TG_MAX_GUARDS];
+static int nguards;
+static struct tg_guard_stats stats;
+
+/* Kernels that made a thread wait (serialize), for the summary. */
+#define TG_MAX_CONTENDED 16
+static char contended[TG_MAX_CONTENDED][64];
+static int ncontended;
+
+/* De-duplication of race reports: (instance, code locations) -> seen. */
+#define TG_DEDUP_SLOTS 1024
+static uint64_t dedup[TG_DEDUP_SLOTS];
+
+uint64_t tg_now_ns(void)
+{
+    return tg_mono_ns();
+}
+
+/* ---- calling the original ------------------------------------------------ */
+
+static inline PyObject *call_orig(PyObject *orig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (tg_py.PyObject_Vectorcall) /* 3.11+ */
+        return tg_py.PyObject_Vectorcall(orig, args, (size_t)nargs, kwnames);
+    /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
+     * helper takes the same vector and kwnames. */
+    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
+}
+
+/* ---- report capture (GIL held; allocates; off the hot path) -------------- */
+
+static void copy_attr_name(char *dst, size_t len, PyObject *obj, const char *attr)
+{
+    dst[0] = '\0';
+    PyObject *v = obj ? tg_py.PyObject_GetAttrString(obj, attr) : NULL;
+    const char *s = v ? tg_py.PyUnicode_AsUTF8(v) : NULL;
+    if (s)
+        snprintf(dst, len, "%s", s);
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+}
+
+/* The kernel's name: Autotuner.base_fn.__name__, else fn.__name__ (Inductor's
+ * CachingAutotuner), else fn.fn.__name__ (Heuristics in between). */
+static void kernel_name(PyObject *inst, char *dst, size_t len)
+{
+    static const char *const paths[][2] = {{"base_fn", NULL}, {"fn", NULL}, {"fn", "fn"}};
+    dst[0] = '\0';
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0] && !dst[0]; i++) {
+        PyObject *a = tg_py.PyObject_GetAttrString(inst, paths[i][0]);
+        PyObject *b = (a && paths[i][1]) ? tg_py.PyObject_GetAttrString(a, paths[i][1]) : NULL;
+        copy_attr_name(dst, len, paths[i][1] ? b : a, "__name__");
+        if (b)
+            tg_py.Py_DecRef(b);
+        if (a)
+            tg_py.Py_DecRef(a);
+        tg_py.PyErr_Clear();
+    }
+    if (!dst[0])
+        snprintf(dst, len, "?");
+}
+
+static void class_name(PyObject *inst, char *dst, size_t len)
+{
+    PyObject *type = tg_py.PyObject_Type(inst);
+    char mod[96], qual[96];
+    copy_attr_name(mod, sizeof mod, type, "__module__");
+    copy_attr_name(qual, sizeof qual, type, "__qualname__");
+    snprintf(dst, len, "%s.%s", mod, qual);
+    if (type)
+        tg_py.Py_DecRef(type);
+}
+
+/* Python-level evidence that a thread is tuning, for when the CUDA hooks saw
+ * nothing (no libcuda in the process, or a path they do not cover). */
+static int frames_show_tuning(const struct tg_thread_view *v)
+{
+    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
+                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
+                                         "coordinate_descent_tuning", "precompile"};
+    for (int i = 0; i < v->npy; i++) {
+        const char *f = strrchr(v->py[i].func, '.');
+        f = f ? f + 1 : v->py[i].func;
+        for (size_t k = 0; k < sizeof tuning / sizeof tuning[0]; k++)
+            if (strcmp(f, tuning[k]) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+static void read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
+{
+    /* Seqlock read: the owner writes without waiting for us. */
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t s0 = __atomic_load_n(&th->last.seq, __ATOMIC_ACQUIRE);
+        if (s0 & 1)
+            continue;
+        memcpy(out, (const void *)&th->last, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0)
+            return;
+    }
+    memset(out, 0, sizeof *out);
+}
+
+/* The hooks for the CUDA side fill these in once it exists. */
+__attribute__((weak)) const char *tg_cuda_fn_name(unsigned fn) { (void)fn; return "?"; }
+__attribute__((weak)) const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
+{
+    (void)func;
+    if (n)
+        buf[0] = '\0';
+    return buf;
+}
+
+static struct tg_report report; /* one at a time: the GIL orders writers */
+
+/* Fill and emit a race report.  Returns 1 if written, 0 if it was a repeat or
+ * a low-severity overlap not shown at this verbosity. */
+static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
+                       int serialized)
+{
+    struct tg_report *r = &report;
+    t->busy++;
+    memset(r, 0, sizeof *r);
+    r->kind = TG_REPORT_RACE;
+    r->pid = getpid();
+    const char *rank = getenv("RANK");
+    r->rank = rank ? atoi(rank) : -1;
+    r->mode = tg_mode_name(tg_opts.mode);
+    r->serialized = serialized;
+    r->instance = (uintptr_t)inst;
+    r->ts_ns = tg_mono_ns();
+    class_name(inst, r->tuner_class, sizeof r->tuner_class);
+    snprintf(r->method, sizeof r->method, "%s", g ? g->method : "?");
+    kernel_name(inst, r->kernel, sizeof r->kernel);
+
+    struct tg_thread_view *e = &r->entering;
+    e->tid = t->tid;
+    e->ident = t->ident;
+    tg_py_thread_name(t->ident, e->name, sizeof e->name);
+    tg_py_capture_frames(e, NULL);
+    e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 1);
+    snprintf(e->native_where, sizeof e->native_where, "at entry");
+    e->entered_ns = r->ts_ns;
+
+    struct tg_thread_view *in = &r->inside;
+    const struct tg_thread *ot = other->thread;
+    in->tid = ot->tid;
+    in->ident = ot->ident;
+    tg_py_thread_name(ot->ident, in->name, sizeof in->name);
+    tg_py_capture_frames(in, other->tstate);
+    in->entered_ns = tg_ticks_to_ns(other->entered_ns);
+    read_cuda_call(ot, &in->cuda);
+    if (in->cuda.kind != TG_CUDA_NONE) {
+        in->has_cuda = 1;
+        snprintf(in->cuda_fn, sizeof in->cuda_fn, "%s", tg_cuda_fn_name(in->cuda.fn));
+        tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
+        if (in->cuda.nframes > 0) {
+            in->nnative = in->cuda.nframes;
+            memcpy(in->native, in->cuda.frames, sizeof(void *) * (size_t)in->nnative);
+            snprintf(in->native_where, sizeof in->native_where, "in %s", in->cuda_fn);
+        }
+    }
+    in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
+    r->high_severity = in->benchmarking;
+
+    int written = 0;
+    if (!r->high_severity) {
+        stats.overlaps++;
+        if (tg_opts.verbosity < 1)
+            goto out;
+    }
+    stats.races_seen += r->high_severity;
+    /* Repeats: same instance, same code locations on both sides. */
+    uint64_t h = tg_py_frames_hash(e, 6) ^ (tg_py_frames_hash(in, 3) * 31) ^ ((uint64_t)inst * 0x9E3779B97F4A7C15ull);
+    h |= 1;
+    unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
+    for (unsigned probe = 0; probe < TG_DEDUP_SLOTS; probe++, slot = (slot + 1) & (TG_DEDUP_SLOTS - 1)) {
+        if (dedup[slot] == h)
+            goto out; /* counted in races_seen, not re-reported */
+        if (dedup[slot] == 0) {
+            dedup[slot] = h;
+            break;
+        }
+    }
+    if (r->high_severity)
+        stats.races++;
+    r->seq = stats.races + (r->high_severity ? 0 : stats.overlaps);
+    tg_sink_emit(r);
+    written = 1;
+    if (tg_opts.halt_on_race && r->high_severity) {
+        tg_arm_exit_summary();
+        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+    }
+out:
+    t->busy--;
+    return written;
+}
+
+static void note_contended(PyObject *inst)
+{
+    char k[64];
+    kernel_name(inst, k, sizeof k);
+    for (int i = 0; i < ncontended; i++)
+        if (strcmp(contended[i], k) == 0)
+            return;
+    if (ncontended < TG_MAX_CONTENDED)
+        snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
+}
+
+/* Serialize: block until nobody is inside u.  GIL held on entry and exit,
+ * released while blocked.  Returns with the GIL held and u free. */
+static void wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
+{
+    const struct tg_occupant *holder = tg_tuner_other(u, t);
+    /* Tell observers (the reproducers' barriers) that this thread is about to
+     * block in tunerguard rather than run.  Cheap, and only on contention. */
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)(holder ? holder->thread->tid : 0));
+    tg_py.PyErr_Clear();
+    note_contended(inst);
+    uint64_t t0 = tg_mono_ns();
+    while (u->nocc > 0) {
+        if (!u->cond_ready) {
+            pthread_cond_init(&u->cond, NULL);
+            u->cond_ready = 1;
+        }
+        u->waiters++;
+        PyThreadState *ts = tg_py.PyEval_SaveThread();
+        pthread_mutex_lock(&tg_tuner_wait_mu);
+        while (u->nocc > 0)
+            pthread_cond_wait(&u->cond, &tg_tuner_wait_mu);
+        pthread_mutex_unlock(&tg_tuner_wait_mu);
+        tg_py.PyEval_RestoreThread(ts);
+        u->waiters--;
+        /* Another thread may have entered while we waited for the GIL: loop. */
+    }
+    uint64_t dt = tg_mono_ns() - t0;
+    stats.waits++;
+    stats.wait_ns += dt;
+    u->waits++;
+    u->wait_ns += dt;
+}
+
+/* ---- replaced methods --------------------------------------------------------
+ *
+ * CPython raises no audit event for a plain class attribute assignment, so
+ * `Autotuner.run = my_locked_run` (seeds/001) is found where it shows: the
+ * replacement, if it chains to the original, calls this guard with the class
+ * attribute no longer being ours.  The check costs one getattr on the class;
+ * it runs on every outermost call for the first 1024 calls of a guard (when
+ * monkey-patches happen: at start-up), then on every 64th. */
+static void check_replaced(struct tg_guard *g)
+{
+    uint32_t n = g->calls++;
+    if (n >= 1024 && (n & 63) != 0)
+        return;
+    PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
+    if (!cur) {
+        tg_py.PyErr_Clear();
+        return;
+    }
+    if (cur != g->fn && cur != g->wrapper && !tg_guard_is_ours(cur)) {
+        char where[300] = "";
+        PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
+        PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+        PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
+        PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
+        const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
+        const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
+        tg_py.PyErr_Clear();
+        PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
+        const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
+        if (fs)
+            snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
+        tg_py.PyErr_Clear();
+        /* Guard it on the class that holds the attribute now. */
+        if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0)
+            tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
+        PyObject *objs[] = {ls, qn, line, file, code};
+        for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+            if (objs[i])
+                tg_py.Py_DecRef(objs[i]);
+        tg_py.PyErr_Clear();
+    }
+    tg_py.Py_DecRef(cur);
+}
+
+/* ---- the guard itself ------------------------------------------------------ */
+
+static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    struct tg_guard *g = tg_py.PyCapsule_GetPointer(capsule, NULL);
+    PyObject *orig = g->orig;
+    struct tg_thread *t = tg__self();
+    if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
+        return call_orig(orig, args, nargs, kwnames);
+    if (__builtin_expect(tg_arm_pending, 0))
+        tg_arm_process_pending();
+    if (t->depth == 0) {
+        t->busy++;
+        check_replaced(g);
+        t->busy--;
+    }
+
+    PyObject *inst = args[0];
+    struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
+    if (__builtin_expect(!u, 0))
+        return call_orig(orig, args, nargs, kwnames);
+
+    enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
+    if (v == TG_NESTED) {
+        tg_tuner_enter(u, t, NULL, orig, 0, 1);
+        t->depth++;
+        PyObject *res = call_orig(orig, args, nargs, kwnames);
+        t->depth--;
+        tg_tuner_leave(u, t);
+        return res;
+    }
+    if (v != TG_FIRST) {
+        const struct tg_occupant *other = tg_tuner_other(u, t);
+        if (other) {
+            u->races++;
+            report_race(inst, g, t, other, v == TG_WAIT);
+        }
+        if (v == TG_WAIT)
+            wait_for_tuner(u, t, inst);
+    }
+    if (t->nheld == 0) {
+        t->session_launches = 0;
+        t->session_syncs = 0;
+    }
+    tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), orig, tg_ticks(), 0);
+    if (t->nheld < TG_MAX_HELD)
+        t->held[t->nheld] = u;
+    t->nheld++;
+    t->depth++;
+
+    PyObject *res = call_orig(orig, args, nargs, kwnames);
+
+    t->depth--;
+    t->nheld--;
+    tg_tuner_leave(u, t);
+    return res;
+}
+
+/* ---- installing guards ------------------------------------------------------ */
+
+int tg_guard_is_ours(PyObject *value)
+{
+    for (int i = 0; i < nguards; i++)
+        if (guards[i].wrapper == value)
+            return 1;
+    return 0;
+}
+
+int tg_guard_install(PyObject *cls, const char *name, const char *why)
+{
+    int rc = 0;
+    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
+    PyObject *key = tg_py.PyUnicode_FromString(name);
+    PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
+    tg_py.PyErr_Clear();
+    if (!value || tg_guard_is_ours(value))
+        goto done;
+    /* Only plain functions: a staticmethod, classmethod or property is not a
+     * per-instance entry point. */
+    PyObject *type = tg_py.PyObject_Type(value);
+    char tname[64];
+    copy_attr_name(tname, sizeof tname, type, "__name__");
+    if (type)
+        tg_py.Py_DecRef(type);
+    if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0 &&
+        strcmp(tname, "builtin_function_or_method") != 0)
+        goto done;
+    if (nguards == TG_MAX_GUARDS) {
+        tg__warn("more than %d guarded methods; %s is not guarded", TG_MAX_GUARDS, name);
+        rc = -1;
+        goto done;
+    }
+    struct tg_guard *g = &guards[nguards];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    char qual[96], mod[96];
+    copy_attr_name(qual, sizeof qual, cls, "__qualname__");
+    copy_attr_name(mod, sizeof mod, cls, "__module__");
+    snprintf(g->method, sizeof g->method, "%s.%s", qual, name);
+    snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
+    g->def.ml_name = g->name;
+    g->def.ml_meth = (void *)guard_call;
+    g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
+    g->def.ml_doc = NULL;
+    PyObject *cap = tg_py.PyCapsule_New(g, NULL, NULL);
+    PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&g->def, cap, NULL) : NULL;
+    if (cap)
+        tg_py.Py_DecRef(cap); /* fn holds it */
+    PyObject *wrapper = fn ? tg_py.PyInstanceMethod_New(fn) : NULL;
+    if (!wrapper) {
+        if (fn)
+            tg_py.Py_DecRef(fn);
+        tg_py.PyErr_Clear();
+        tg__warn("could not guard %s.%s; it runs unguarded", g->cls_name, name);
+        rc = -1;
+        goto done;
+    }
+    g->orig = value;
+    tg_py.Py_IncRef(value);
+    g->fn = fn; /* getattr(cls, name) returns this very object */
+    g->cls = cls;
+    tg_py.Py_IncRef(cls);
+    g->pyname = key;
+    tg_py.Py_IncRef(key);
+    g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
+    nguards++;
+    stats.guards = nguards;
+    if (tg_py.PyObject_SetAttrString(cls, name, wrapper) < 0) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, name);
+        nguards--;
+        rc = -1;
+        goto done;
+    }
+    tg__info(2, "guarding %s (%s)", g->method, why);
+    rc = 1;
+done:
+    if (value)
+        tg_py.Py_DecRef(value);
+    if (key)
+        tg_py.Py_DecRef(key);
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    tg_py.PyErr_Clear();
+    return rc;
+}
+
+void tg_guard_stats(struct tg_guard_stats *out)
+{
+    *out = stats;
+}
+
+void tg_guard_contended(char *buf, int len)
+{
+    int used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ncontended && used < len; i++)
+        used += snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
+}

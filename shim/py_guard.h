@@ -1,0 +1,35 @@
+/* Guarded methods: C callables that replace a tuner's Python method and
+ * bracket every call with enter/leave on the tuner table.
+ *
+ * All functions: GIL held. */
+#ifndef TG_PY_GUARD_H
+#define TG_PY_GUARD_H
+
+#include "shim/py_api.h"
+#include <stdint.h>
+
+/* Replace cls.<name> (found in cls's own __dict__) with a guard.  Returns 1
+ * if a guard was installed, 0 if there was nothing to guard (absent, already
+ * guarded, not a plain function), -1 on error (one warning printed). */
+int tg_guard_install(PyObject *cls, const char *name, const char *why);
+
+/* Is `value` a guard object tunerguard made? */
+int tg_guard_is_ours(PyObject *value);
+
+/* Counts for the exit summary. */
+struct tg_guard_stats {
+    uint64_t races;        /* race reports written (after de-duplication) */
+    uint64_t races_seen;   /* races seen, repeats included */
+    uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
+    uint64_t waits;        /* serialized calls */
+    uint64_t wait_ns;      /* total time they waited */
+    int guards;            /* methods guarded */
+};
+void tg_guard_stats(struct tg_guard_stats *out);
+/* Kernels that were contended (serialize mode), comma separated, into buf. */
+void tg_guard_contended(char *buf, int len);
+
+/* Monotonic nanoseconds, cheap (TSC-based where available). */
+uint64_t tg_now_ns(void);
+
+#endif
