@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Run the CPU reproducers (tests/repro/scenarios/*.py) under each mode and check
+the outcome each mode must have.
+
+  none       no tunerguard                  -> the race shows: exit 1
+  detect     LD_PRELOAD=<lib>, mode=detect  -> <log>.<pid>.txt has "WARNING: tunerguard"
+                                               and the kernel's name (the program may
+                                               still fail: detect does not prevent)
+  serialize  LD_PRELOAD=<lib>, mode=serialize -> exit 0, results correct
+  control    no tunerguard, --control-lock  -> exit 0 (the hand-written lock fixes it;
+                                               shows the model is faithful)
+
+LD_PRELOAD and TUNERGUARD_OPTIONS are set in the child's environment only, and
+removed from it for the none/control modes. The child gets
+LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory.
+
+Exit status: 0 all outcomes as expected; 1 some differ; 2 usage error;
+77 (--skip-if-missing and the interpreter is absent: ctest's SKIP_RETURN_CODE).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCENARIO_DIR = os.path.join(HERE, "scenarios")
+
+# scenario -> (the kernel function name a report must name, what the failure without tunerguard says)
+NONE_IS_NOT_A_MAPPING = "TypeError: 'NoneType' object is not a mapping"
+SCENARIOS = {
+    "seeds004": ("test_seed004", NONE_IS_NOT_A_MAPPING),
+    "cached_subclass": ("l2norm_fwd_kernel", NONE_IS_NOT_A_MAPPING),
+    "hammer": ("hammer_kernel", NONE_IS_NOT_A_MAPPING),
+    "reset_to_zero": ("accumulate_kernel", "wrong numbers in thread tuner"),
+}
+MODES = ("none", "detect", "serialize", "control")
+DEFAULT_MODES = ("none", "detect", "serialize")
+EXPECTED = {
+    "none": "fails",
+    "detect": "reported",
+    "serialize": "passes",
+    "control": "passes",
+}
+EXIT_PASS, EXIT_RACE, EXIT_HARNESS = 0, 1, 2
+SKIP = 77
+
+
+def child_env(args, mode, log_prefix):
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS"):
+        env.pop(k, None)
+    ld = env.get("LD_LIBRARY_PATH")
+    env["LD_LIBRARY_PATH"] = args.fakecuda + (":" + ld if ld else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if mode in ("detect", "serialize"):
+        env["LD_PRELOAD"] = args.lib
+        env["TUNERGUARD_OPTIONS"] = f"mode={mode}:log_path={log_prefix}"
+    return env
+
+
+def last_repro_line(stderr, stdout, scenario):
+    tag = f"repro {scenario}:"
+    for text in (stderr, stdout):
+        lines = [ln for ln in text.splitlines() if ln.startswith(tag)]
+        if lines:
+            return lines[-1][len(tag):].strip()
+    tail = (stderr.strip().splitlines() or stdout.strip().splitlines() or [""])[-1]
+    return tail[:200]
+
+
+def run_one(args, scenario, mode):
+    tmp = tempfile.mkdtemp(prefix=f"repro-{scenario}-{mode}-")
+    log_prefix = os.path.join(tmp, "tg")
+    cmd = [args.python, os.path.join(SCENARIO_DIR, scenario + ".py")]
+    if mode == "control":
+        cmd.append("--control-lock")
+    if args.verbose:
+        cmd.append("--verbose")
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=tmp, env=child_env(args, mode, log_prefix), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=args.timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        rc = None
+    elapsed = time.monotonic() - t0
+
+    rec = {"scenario": scenario, "mode": mode, "rc": rc, "seconds": round(elapsed, 3),
+           "expected": EXPECTED[mode], "pid": proc.pid}
+    reason = last_repro_line(err, out, scenario)
+    report_path = f"{log_prefix}.{proc.pid}.txt"
+    report = None
+    if os.path.exists(report_path):
+        with open(report_path, errors="replace") as f:
+            report = f.read()
+    rec["report_files"] = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*")))
+    rec["tunerguard_stderr"] = [ln for ln in err.splitlines() if "tunerguard" in ln and not ln.startswith("repro ")]
+
+    if rc is None:
+        outcome, ok = f"timeout after {args.timeout:.0f} s", False
+    elif rc < 0:
+        outcome, ok = f"killed by signal {-rc}", False
+    elif rc == EXIT_HARNESS:
+        outcome, ok = f"harness error: {reason}", False
+    elif mode == "none":
+        ok = rc == EXIT_RACE and SCENARIOS[scenario][1] in reason
+        outcome = f"fails: {reason}" if ok else f"exit {rc}, not the expected failure: {reason}"
+    elif mode in ("serialize", "control"):
+        ok = rc == EXIT_PASS
+        outcome = "passes" if ok else f"exit {rc}: {reason}"
+    else:  # detect
+        kernel = SCENARIOS[scenario][0]
+        if report is None:
+            ok = False
+            outcome = f"no report {os.path.basename(report_path)} (dir has {rec['report_files']}); exit {rc}: {reason}"
+        elif "WARNING: tunerguard" not in report:
+            ok, outcome = False, f"report lacks 'WARNING: tunerguard' (exit {rc})"
+        elif kernel not in report:
+            ok, outcome = False, f"report does not name kernel {kernel!r} (exit {rc})"
+        elif rc not in (EXIT_PASS, EXIT_RACE):
+            ok, outcome = False, f"report written but exit {rc}: {reason}"
+        else:
+            ok = True
+            outcome = f"reported ({'program then passed' if rc == 0 else 'program still failed: ' + reason})"
+    rec["ok"] = ok
+    rec["outcome"] = outcome
+    if args.keep or (not ok and args.keep_failed):
+        rec["dir"] = tmp
+        with open(os.path.join(tmp, "stdout.txt"), "w") as f:
+            f.write(out)
+        with open(os.path.join(tmp, "stderr.txt"), "w") as f:
+            f.write(err)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if not ok and args.verbose:
+        sys.stderr.write(f"--- {scenario}/{mode} rc={rc}\n{err}\n")
+    return rec
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--lib", help="path of libtunerguard.so (needed for detect and serialize)")
+    p.add_argument("--fakecuda", required=True, help="directory holding the stand-in libcuda.so.1")
+    p.add_argument("--python", default=sys.executable, help="interpreter for the children (default: this one)")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="repeatable; default all")
+    p.add_argument("--mode", action="append", choices=MODES,
+                   help=f"repeatable; default {', '.join(DEFAULT_MODES)}")
+    p.add_argument("--runs", type=int, default=1, help="runs of each scenario x mode (default 1)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    p.add_argument("--skip-if-missing", action="store_true",
+                   help=f"exit {SKIP} (skip) when --python does not exist")
+    p.add_argument("--keep-failed", action="store_true", help="keep the temp dir (stdout, stderr, reports) of failures")
+    p.add_argument("--keep", action="store_true", help="keep every temp dir")
+    p.add_argument("--verbose", action="store_true", help="children print their choreography; failures dump stderr")
+    args = p.parse_args()
+
+    if not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)) and not shutil.which(args.python):
+        if args.skip_if_missing:
+            print(f"SKIP: interpreter {args.python} not installed")
+            return SKIP
+        p.error(f"interpreter {args.python} not found")
+    scenarios = args.scenario or list(SCENARIOS)
+    modes = args.mode or list(DEFAULT_MODES)
+    if any(m in ("detect", "serialize") for m in modes):
+        if not args.lib or not os.path.isfile(args.lib):
+            p.error(f"--lib {args.lib!r} is not a file (needed for detect/serialize)")
+        args.lib = os.path.abspath(args.lib)
+    if not os.path.isfile(os.path.join(args.fakecuda, "libcuda.so.1")):
+        p.error(f"--fakecuda {args.fakecuda!r} has no libcuda.so.1")
+    args.fakecuda = os.path.abspath(args.fakecuda)
+
+    records = []
+    for scenario in scenarios:
+        for mode in modes:
+            for _ in range(args.runs):
+                records.append(run_one(args, scenario, mode))
+
+    all_ok = all(r["ok"] for r in records)
+    if args.json:
+        json.dump({"python": args.python, "lib": args.lib, "runs": args.runs, "ok": all_ok, "results": records},
+                  sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(f"python: {args.python}   runs per cell: {args.runs}")
+        width = max(len(s) for s in scenarios)
+        for scenario in scenarios:
+            for mode in modes:
+                cell = [r for r in records if r["scenario"] == scenario and r["mode"] == mode]
+                n_ok = sum(r["ok"] for r in cell)
+                first_bad = next((r for r in cell if not r["ok"]), None)
+                shown = first_bad or cell[0]
+                verdict = "ok " if first_bad is None else "BAD"
+                print(f"{verdict} {scenario:<{width}}  {mode:<9}  expected {EXPECTED[mode]:<8}  "
+                      f"{n_ok}/{len(cell)} as expected  | {shown['outcome']}")
+        print("all outcomes as expected" if all_ok else "SOME OUTCOMES DIFFER FROM THE EXPECTED")
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
