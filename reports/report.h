@@ -98,6 +98,12 @@ int tg_sink_emit(const struct tg_report *r);
 const char *tg_sink_text_path(void);
 /* After fork in the child: forget open files, the next report opens new ones. */
 void tg_sink_atfork_child(void);
+/* For the fatal-signal path: the descriptors reports go to right now, without
+ * opening anything.  *txt_fd is the text file, 2 when text goes to stderr, or
+ * -1 when no report was emitted yet in this process (the handler then writes
+ * to stderr); *jsonl_fd is the JSON Lines file or -1.  Async-signal-safe
+ * (reads two ints; no lock). */
+void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd);
 /* The at-exit line on stderr, e.g.
  *   tunerguard: 2 races reported in ./tunerguard.1234.txt (3 repeats counted,
  *   not re-reported); 5 calls serialized, waited 1.2 s in total

@@ -157,6 +157,13 @@ const char *tg_sink_text_path(void)
     return tg__sink.pid == getpid() ? tg__sink.txt_path : "";
 }
 
+void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd)
+{
+    int mine = tg__sink.pid == getpid();    /* getpid(2) is signal-safe */
+    *txt_fd = !mine ? -1 : tg__sink.text_to_stderr ? 2 : tg__sink.txt_fd;
+    *jsonl_fd = mine ? tg__sink.jsonl_fd : -1;
+}
+
 void tg_sink_summary_line(uint64_t races, uint64_t repeats, uint64_t serialized,
                           uint64_t waited_ns)
 {
@@ -171,7 +178,10 @@ void tg_sink_summary_line(uint64_t races, uint64_t repeats, uint64_t serialized,
         tg_w_str(&w, races == 1 ? " race reported" : " races reported");
         const char *p = tg_sink_text_path();
         if (p[0]) {
-            tg_w_str(&w, strcmp(p, "stderr") == 0 ? " on " : " in ");
+            int is_stderr = strcmp(p, "stderr") == 0;
+            tg_w_str(&w, is_stderr ? " on " : " in ");
+            if (!is_stderr && !strchr(p, '/'))
+                tg_w_str(&w, "./");        /* a relative name: say where */
             tg_w_str(&w, p);
         }
         if (repeats) {

@@ -217,6 +217,41 @@ Test(sink, written_report_is_symbolized, .init = setup)
     cr_assert_eq(run_jsonl_checker(path_in_dir("tg.%ld.jsonl", getpid()), 1, NULL), 0);
 }
 
+Test(sink, signal_fds, .init = setup)
+{
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s/tg", dir);
+    tg_sink_configure(prefix);
+    int t, j;
+    tg_sink_signal_fds(&t, &j);
+    cr_assert(t == -1 && j == -1, "nothing open before the first report");
+    static struct tg_report a;
+    fx_race_high(&a);
+    cr_assert_eq(tg_sink_emit(&a), 0);
+    tg_sink_signal_fds(&t, &j);
+    cr_assert(t > 2 && j > 2 && t != j);
+    /* a write through them lands in the report files */
+    cr_assert_eq(tg_report_write_text(t, &a), 0);
+    char *txt = fx_read_file(path_in_dir("tg.%ld.txt", getpid()));
+    cr_assert_eq(count(txt, "SUMMARY: tunerguard:"), 2);
+    free(txt);
+}
+
+Test(sink, summary_line_relative_name, .init = setup)
+{
+    cr_assert_eq(chdir(dir), 0);
+    tg_sink_configure("tg");
+    static struct tg_report a;
+    fx_race_high(&a);
+    cr_assert_eq(tg_sink_emit(&a), 0);
+    tg_sink_summary_line(1, 0, 0, 0);
+    char *e = fx_read_file(errpath);
+    char want[200];
+    snprintf(want, sizeof want, "tunerguard: 1 race reported in ./tg.%ld.txt\n", (long)getpid());
+    cr_assert_str_eq(e, want);
+    free(e);
+}
+
 Test(sink, summary_line, .init = setup)
 {
     char prefix[128];
