@@ -12,17 +12,17 @@ static void *frames[TG_MAX_NATIVE_FRAMES];
 static int nframes;
 static int skip_arg;
 
-__attribute__((noinline)) static void level1(void)
+__attribute__((noinline, noclone)) static void level1(void)
 {
     nframes = tg_native_capture(frames, TG_MAX_NATIVE_FRAMES, skip_arg);
     NOTAIL();
 }
-__attribute__((noinline)) static void level2(void)
+__attribute__((noinline, noclone)) static void level2(void)
 {
     level1();
     NOTAIL();
 }
-__attribute__((noinline)) static void level3(void)
+__attribute__((noinline, noclone)) static void level3(void)
 {
     level2();
     NOTAIL();

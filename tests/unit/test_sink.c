@@ -190,7 +190,7 @@ Test(sink, fork_child_detected_without_atfork_call, .init = setup)
     fork_case(0);
 }
 
-__attribute__((noinline)) static int capture_here(void **f)
+__attribute__((noinline, noclone)) static int capture_here(void **f)
 {
     int n = tg_native_capture(f, TG_MAX_NATIVE_FRAMES, 0);
     __asm__ volatile("" ::: "memory");
@@ -212,7 +212,7 @@ Test(sink, written_report_is_symbolized, .init = setup)
     cr_assert_eq(tg_sink_emit(&a), 0);
     cr_assert_eq(a.entering.nsym, 0);
     char *t = fx_read_file(path_in_dir("tg.%ld.txt", getpid()));
-    cr_assert(strstr(t, "    Native (at entry):\n      #0 capture_here+0x"), "got: %s", t);
+    cr_assert(strstr(t, "    Native (at entry):\n      #0 capture_here"), "got: %s", t);
     free(t);
     cr_assert_eq(run_jsonl_checker(path_in_dir("tg.%ld.jsonl", getpid()), 1, NULL), 0);
 }
