@@ -80,6 +80,8 @@ def run_one(args, scenario, mode):
     cmd = [args.python, os.path.join(SCENARIO_DIR, scenario + ".py")]
     if mode == "control":
         cmd.append("--control-lock")
+    if mode == "serialize":
+        cmd.append("--expect-serialized")
     if args.verbose:
         cmd.append("--verbose")
     t0 = time.monotonic()

@@ -81,7 +81,7 @@ class Worker(threading.Thread):
         self.done = threading.Event()
         self.settled = threading.Event()  # done, or waiting in tunerguard / the control lock / a hold
         self.how_settled = None
-        self.holder_tid = None
+        self.holder_tids = []  # holder_tid of each tunerguard.serialize_wait seen on this thread
 
     def settle(self, how):
         if self.how_settled is None:
@@ -111,6 +111,9 @@ class Harness:
         parser = argparse.ArgumentParser(description=description)
         parser.add_argument("--control-lock", action="store_true",
                             help="wrap every kernel call in one threading.Lock (the hand-written workaround)")
+        parser.add_argument("--expect-serialized", action="store_true",
+                            help="(run_repro.py, mode=serialize) every other thread must have waited in "
+                            "tunerguard (audit event) while the victim held the tuner")
         parser.add_argument("--verbose", action="store_true")
         self.args = parser.parse_args()
         self.name = name
@@ -118,6 +121,8 @@ class Harness:
         self._workers_by_ident = {}
         self.workers = []
         self.serialize_waits = 0
+        self.victim = None
+        self.others = []
         sys.addaudithook(self._audit)
         self.gate = Gate()
 
@@ -128,7 +133,7 @@ class Harness:
         self.serialize_waits += 1
         w = self._workers_by_ident.get(threading.get_ident())
         if w is not None:
-            w.holder_tid = args[0] if args else None
+            w.holder_tids.append(args[0] if args else None)
             w.settle("tunerguard serialize wait")
 
     def current_worker(self):
@@ -159,8 +164,21 @@ class Harness:
         self.workers.append(w)
         return w
 
+    def check_serialized(self):
+        """With --expect-serialized: each other thread waited in tunerguard, first behind the victim."""
+        if not self.args.expect_serialized:
+            return
+        victim = self.victim
+        for w in self.others:
+            if w.how_settled != "tunerguard serialize wait":
+                self.fail(f"thread {w.name} was not serialized by tunerguard (settled: {w.how_settled})")
+            if w.holder_tids[0] != victim.native_id:
+                self.fail(f"thread {w.name} waited behind tid {w.holder_tids[0]}, not the victim "
+                          f"{victim.name} (tid {victim.native_id})")
+
     def start_victim(self, victim):
         """Arm the gate, start `victim`, and return once it is parked in its benchmark synchronize."""
+        self.victim = victim
         if not self.gate.arm():
             self.harness_error("could not arm the gate: a thread is parked in it already")
         victim.start()
@@ -176,6 +194,7 @@ class Harness:
 
     def start_and_settle(self, others):
         """Start `others` and wait until each has finished or is blocked (never by time alone)."""
+        self.others = list(others)
         for w in others:
             w.start()
         for w in others:
@@ -207,6 +226,7 @@ class Harness:
         for w in self.workers:
             if w.exc is not None:
                 self.fail(f"thread {w.name} raised {type(w.exc).__name__}: {w.exc}{w.exc_where}")
+        self.check_serialized()
 
     def passed(self, detail=""):
         settled = ", ".join(f"{w.name}: {w.how_settled}" for w in self.workers if w.how_settled)
