@@ -1,0 +1,182 @@
+/* The hot path of a CUDA hook: what one intercepted call records on its own
+ * thread, and the per-variant counters.  Included only by shim/cuda_hooks.c.
+ *
+ * Cost contract (docs/benchmarks.md, "CUDA launch hook cost"): no allocation,
+ * no lock, no syscall, no atomic read-modify-write for the first 255 threads
+ * that record (after that, one uncontended-ish atomic add per call on a shared
+ * counter slot).  Clock reads are vDSO clock_gettime.  The only driver calls
+ * are cuCtxGetCurrent for calls on the NULL/legacy/per-thread stream or with
+ * no stream (a driver TLS read), and, once per new stream or context per
+ * thread, cuStreamGetCtx + cuCtxGetDevice[_v2] (tg__cuda_device_miss).
+ * All run on the calling thread; none is async-signal-safe (the driver isn't).
+ */
+#ifndef TG_CUDA_RECORD_H
+#define TG_CUDA_RECORD_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "reports/native_stack.h"
+#include "shim/cuda_hooks.h"
+#include "shim/options.h"
+#include "shim/thread_state.h"
+
+/* ---- counters: one slot per recording thread (first come), the last slot
+ * shared by every thread after the first 255 ---------------------------- */
+#define TG_CUDA_SLOTS 256
+extern _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_NFN];
+extern __thread int tg__cuda_slot; /* slot + 1; 0 until claimed */
+int tg__cuda_claim_slot(void);
+
+static inline void tg__cuda_count_inc(unsigned fn)
+{
+    int s = tg__cuda_slot - 1;
+    if (__builtin_expect(s < 0, 0))
+        s = tg__cuda_claim_slot();
+    _Atomic uint64_t *c = &tg__cuda_counts[s][fn];
+    if (__builtin_expect(s < TG_CUDA_SLOTS - 1, 1))  /* sole writer: no RMW */
+        atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* ---- device of a call: per-thread direct-mapped cache ------------------- */
+#define TG_CUDA_DEVCACHE 16
+#define TG_CUDA_CTX_TAG (1ULL << 63)
+struct tg__devcache_entry {
+    uint64_t key;  /* stream handle, or ctx | TG_CUDA_CTX_TAG; 0 = empty */
+    uint32_t gen;  /* tg__cuda_gen when filled */
+    int32_t dev;
+};
+extern __thread struct tg__devcache_entry tg__devcache[TG_CUDA_DEVCACHE];
+/* Bumped when a stream is destroyed (its handle may be reused) and in a fork
+ * child: every cached entry is then stale. */
+extern _Atomic uint32_t tg__cuda_gen;
+/* Real support entry points (not wrapped rows), resolved with the table by
+ * shim/cuda_hooks.c; each NULL if the driver lacks it.  Written before the
+ * table is published, identical values if two threads race to resolve. */
+struct tg__cuda_support {
+    CUresult (*_Atomic ctx_get_current)(CUcontext *);
+    CUresult (*_Atomic stream_get_ctx)(CUstream, CUcontext *);
+    CUresult (*_Atomic ctx_get_device)(CUdevice *);
+    CUresult (*_Atomic ctx_get_device_v2)(CUdevice *, CUcontext);
+    CUresult (*_Atomic func_get_name)(const char **, CUfunction);
+    CUresult (*_Atomic kernel_get_name)(const char **, CUkernel);
+};
+extern struct tg__cuda_support tg__cuda_sup;
+#define TG__SUP(field) atomic_load_explicit(&tg__cuda_sup.field, memory_order_relaxed)
+
+int tg__cuda_device_miss(struct tg_thread *t, uint64_t key, CUstream s, CUcontext ctx);
+
+static inline int tg__cuda_special_stream(CUstream s)
+{
+    return (uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD; /* NULL, LEGACY, PER_THREAD */
+}
+
+static inline int tg__cuda_device(struct tg_thread *t, CUstream s, CUcontext ctx)
+{
+    uint64_t key;
+    if (!ctx && tg__cuda_special_stream(s)) {
+        /* the current context decides: one driver TLS read */
+        CUresult (*get_current)(CUcontext *) = TG__SUP(ctx_get_current);
+        if (!get_current)
+            return -1;
+        t->busy++;
+        CUresult rc = get_current(&ctx);
+        t->busy--;
+        if (rc != CUDA_SUCCESS || !ctx)
+            return -1;
+    }
+    key = ctx ? ((uint64_t)(uintptr_t)ctx | TG_CUDA_CTX_TAG) : (uint64_t)(uintptr_t)s;
+    struct tg__devcache_entry *e = &tg__devcache[(key >> 4 ^ key >> 10) % TG_CUDA_DEVCACHE];
+    if (__builtin_expect(e->key == key &&
+                             e->gen == atomic_load_explicit(&tg__cuda_gen, memory_order_relaxed),
+                         1))
+        return e->dev;
+    return tg__cuda_device_miss(t, key, s, ctx);
+}
+
+/* ---- timestamps ------------------------------------------------------------ */
+static inline uint64_t tg__cuda_now(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts); /* vDSO: no syscall on Linux x86-64/aarch64 */
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the record -------------------------------------------------------------- */
+
+/* Seqlock writer side (shim/thread_state.h): seq odd while writing. */
+static inline void tg__cuda_seq_begin(struct tg_cuda_call *c)
+{
+    __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+static inline void tg__cuda_seq_end(struct tg_cuda_call *c)
+{
+    __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Before the real call.  Returns the thread record to pass to
+ * tg__cuda_leave, or NULL when the call must go straight through (tunerguard
+ * off, or tunerguard itself is running on this thread). */
+static inline struct tg_thread *tg__cuda_enter(unsigned fn, int kind, CUstream s, CUcontext ctx,
+                                               uint64_t func)
+{
+    if (__builtin_expect(tg_opts.mode == TG_MODE_OFF, 0))
+        return NULL;
+    struct tg_thread *t = tg__self();
+    if (__builtin_expect(t->busy > 0, 0))
+        return NULL;
+    tg__cuda_count_inc(fn);
+    if (kind == TG_CUDA_OTHER)
+        return t; /* bookkeeping rows: counted, not recorded */
+    int dev = tg__cuda_device(t, s, ctx);
+    uint64_t now = tg__cuda_now(kind == TG_CUDA_LAUNCH ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC);
+    struct tg_cuda_call *c = &t->last;
+    tg__cuda_seq_begin(c);
+    c->fn = (uint16_t)fn;
+    c->kind = (uint8_t)kind;
+    c->inside = 1;
+    c->device = dev;
+    c->stream = (uint64_t)(uintptr_t)s;
+    c->func = func;
+    c->t_enter_ns = now;
+    c->t_exit_ns = 0;
+    c->nframes = 0;
+    if (t->nheld > 0) {
+        if (kind == TG_CUDA_LAUNCH)
+            t->session_launches++;
+        else if (kind == TG_CUDA_SYNC)
+            t->session_syncs++;
+        if (kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) {
+            /* blocking call inside a tuner session: where it blocks is what a
+             * race report shows (tg_native_capture: no alloc/lock/syscall) */
+            t->busy++;
+            c->nframes = tg_native_capture(c->frames, TG_MAX_NATIVE_FRAMES, 1);
+            t->busy--;
+        }
+    }
+    tg__cuda_seq_end(c);
+    return t;
+}
+
+/* After the real call (t from tg__cuda_enter, non-NULL). */
+static inline void tg__cuda_leave(struct tg_thread *t, int kind)
+{
+    if (kind == TG_CUDA_OTHER)
+        return;
+    struct tg_cuda_call *c = &t->last;
+    uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter_ns : tg__cuda_now(CLOCK_MONOTONIC);
+    tg__cuda_seq_begin(c);
+    c->inside = 0;
+    c->t_exit_ns = now;
+    tg__cuda_seq_end(c);
+}
+
+/* fork child: counters and caches start clean (shim/cuda_record.c). */
+void tg__cuda_record_atfork_child(void);
+
+#endif

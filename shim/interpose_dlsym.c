@@ -1,0 +1,90 @@
+/* The exported dlsym: how tunerguard sees driver entry points that callers
+ * fetch with dlsym on a libcuda handle (Triton's launcher, cuBLAS*, cudart's
+ * bootstrap of cuGetProcAddress_v2).  Preload library only.
+ *
+ * Contract:
+ *  - Every lookup tunerguard has no business with (RTLD_NEXT, names that are
+ *    not "cu" + uppercase, cuGetExportTable, tunerguard off) ends in a TAIL
+ *    CALL to the real dlsym: glibc resolves RTLD_NEXT (and RTLD_DEFAULT's
+ *    scope) from the return address, so a normal call would make other
+ *    interposers' dlsym(RTLD_NEXT, ...) resolve relative to tunerguard and
+ *    recurse (notes/cuda-interception.md §2.3).  A ctest checks the jmp.
+ *  - A driver name is resolved by the real dlsym first; a pointer into libcuda
+ *    is replaced by the wrapper of exactly that variant (tg__cuda_wrap).
+ *  - A lookup that finds tunerguard's own exported definition (RTLD_DEFAULT,
+ *    the main program's handle) gives NULL while no libcuda.so.1 is loaded,
+ *    so "is CUDA here?" probes are not fooled.
+ *  - The real dlsym is dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"), else
+ *    GLIBC_2.2.5 (tg__real_dlsym).  The unversioned definition here
+ *    interposes both the @GLIBC_2.34 and the @GLIBC_2.2.5 references.
+ * Allocates nothing itself; takes no lock; thread-safe. */
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "shim/cuda_hooks.h"
+#include "shim/options.h"
+
+#if defined(__GNUC__) && !defined(__clang__)
+/* the pass-through must be a sibling call even in a -O0 build */
+#pragma GCC optimize("optimize-sibling-calls")
+#endif
+
+static _Atomic(tg__dlsym_fn) tg__next_dlsym;
+static void *_Atomic tg__own_base;
+
+static int tg__is_own(void *p)
+{
+    Dl_info me, it;
+    void *base = atomic_load_explicit(&tg__own_base, memory_order_relaxed);
+    if (!base) {
+        if (!dladdr((void *)tg__is_own, &me))
+            return 0;
+        base = me.dli_fbase;
+        atomic_store_explicit(&tg__own_base, base, memory_order_relaxed);
+    }
+    return dladdr(p, &it) && it.dli_fbase == base;
+}
+
+/* The driver-name path.  Returns 1 and sets *out when tunerguard decides the
+ * answer; 0 when the caller should pass the lookup through unchanged. */
+static __attribute__((noinline)) int tg__dlsym_cu(tg__dlsym_fn real, void *h, const char *s,
+                                                  void **out)
+{
+    if (tg_opts.mode == TG_MODE_OFF || strcmp(s, "cuGetExportTable") == 0)
+        return 0; /* the driver and NVML look this up during their own init */
+    void *p = real(h, s);
+    if (!p)
+        return 0; /* let the caller's own scope try (RTLD_DEFAULT) */
+    if (tg__is_own(p)) {
+        /* our exported definition: right only if a driver is behind it */
+        if (!tg__cuda_lib_loaded()) {
+            *out = NULL;
+            return 1;
+        }
+        tg__cuda_init_loaded();
+        *out = p;
+        return 1;
+    }
+    *out = tg__cuda_wrap(p);
+    return 1;
+}
+
+__attribute__((visibility("default"))) void *dlsym(void *h, const char *s)
+{
+    tg__dlsym_fn real = atomic_load_explicit(&tg__next_dlsym, memory_order_relaxed);
+    if (__builtin_expect(!real, 0)) {
+        real = tg__real_dlsym();
+        atomic_store_explicit(&tg__next_dlsym, real, memory_order_relaxed);
+    }
+    /* glibc declares s nonnull; a NULL from a buggy caller still must reach
+     * the real dlsym unharmed, so hide s from that assumption */
+    const char *n = s;
+    __asm__("" : "+r"(n));
+    if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] >= 'A' && n[2] <= 'Z') {
+        void *out;
+        if (tg__dlsym_cu(real, h, s, &out))
+            return out;
+    }
+    return real(h, s); /* tail call: see the contract above */
+}
