@@ -185,7 +185,9 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
         tg_w_duration(w, r->ts_ns - in->entered_ns);
         tg_w_str(w, " earlier");
     }
-    if (in->benchmarking) {
+    if (in->benchmarking && in->launches == 0 && in->syncs == 0) {
+        tg_w_str(w, ", benchmarking");  /* known from its frames, counts unknown */
+    } else if (in->benchmarking) {
         tg_w_str(w, ", benchmarking (");
         tg_w_u64(w, in->launches);
         tg_w_str(w, in->launches == 1 ? " launch, " : " launches, ");

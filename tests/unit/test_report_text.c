@@ -156,3 +156,16 @@ Test(report_text, write_error_returns_minus_one)
     close(fd);
     cr_assert_eq(tg_report_write_text(-1, &r), -1);
 }
+
+/* Benchmarking known without counts (seen from its Python frames): no
+ * "(0 launches, 0 synchronizations)". */
+Test(report_text, benchmarking_without_counts)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.inside.launches = r.inside.syncs = 0;
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert(strstr(out, "entered 3.2 ms earlier, benchmarking:\n"), "%s", out);
+    free(out);
+}
