@@ -1,0 +1,333 @@
+/* The tuner table (detectors/tuner_table.c): nesting is depth, a second
+ * thread is a race (detect) or a wait (serialize), leave ends a session only
+ * at its last level, occupant overflow, the key -> entry map, fork reset, and
+ * a real two-thread wake-up through tg_tuner_wait_mu and the entry's cond, as
+ * shim/py_guard.c waits.
+ *
+ * Criterion runs each test in its own process, so the static table starts
+ * empty in every test. */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "detectors/tuner_table.h"
+#include "shim/options.h"
+
+static struct tg_thread threads[TG_TUNER_MAX_OCC + 4];
+static int dummy_method;
+
+#define KEY(i) ((uintptr_t)0x7f0000001000ull + (uintptr_t)(i) * 0x40)
+
+/* What py_guard.c does on an outermost entry after `verdict`. */
+static struct tg_occupant *enter_outer(struct tg_tuner *u, struct tg_thread *t, uint64_t now)
+{
+    return tg_tuner_enter(u, t, (void *)t, &dummy_method, now, 0);
+}
+
+Test(tuner_table, get_same_key_same_entry)
+{
+    struct tg_tuner *a = tg_tuner_get(KEY(1));
+    cr_assert_not_null(a);
+    cr_assert_eq(a->key, KEY(1));
+    cr_assert_eq(tg_tuner_get(KEY(1)), a);
+    struct tg_tuner *b = tg_tuner_get(KEY(2));
+    cr_assert_not_null(b);
+    cr_assert_neq(a, b);
+    cr_assert_eq(tg_tuner_get(KEY(1)), a);
+    cr_assert_eq(tg_tuner_get(KEY(2)), b);
+}
+
+/* Fill every slot: all distinct, stable, then the table is full (NULL). */
+Test(tuner_table, many_keys_distinct_entries_until_full)
+{
+    static struct tg_tuner *seen[TG_TUNER_SLOTS];
+    for (int i = 0; i < TG_TUNER_SLOTS; i++) {
+        seen[i] = tg_tuner_get(KEY(i + 1));
+        cr_assert_not_null(seen[i], "key %d", i);
+        cr_assert_eq(seen[i]->key, KEY(i + 1));
+    }
+    for (int i = 0; i < TG_TUNER_SLOTS; i++)
+        cr_assert_eq(tg_tuner_get(KEY(i + 1)), seen[i], "key %d moved", i);
+    /* Distinct: every entry appears exactly once in the iteration. */
+    int cursor = 0, n = 0;
+    struct tg_tuner *u;
+    while ((u = tg_tuner_next(&cursor))) {
+        cr_assert(u->key >= KEY(1) && u->key <= KEY(TG_TUNER_SLOTS));
+        n++;
+    }
+    cr_assert_eq(n, TG_TUNER_SLOTS);
+    for (int i = 1; i < TG_TUNER_SLOTS; i++)
+        cr_assert_neq(seen[i], seen[i - 1]);
+    cr_assert_null(tg_tuner_get(KEY(TG_TUNER_SLOTS + 1)), "full table: the caller passes through");
+    cr_assert_eq(tg_tuner_get(KEY(7)), seen[6], "existing keys still found when full");
+}
+
+/* Keys that collide in the hash (same bits above bit 4 after mixing are
+ * unlikely, but adjacent keys are probed linearly): sequential and strided
+ * keys all get their own entries. */
+Test(tuner_table, strided_keys)
+{
+    struct tg_tuner *e[64];
+    for (int i = 0; i < 64; i++)
+        e[i] = tg_tuner_get((uintptr_t)0x10000 + (uintptr_t)i * 16 * TG_TUNER_SLOTS);
+    for (int i = 0; i < 64; i++)
+        for (int j = i + 1; j < 64; j++)
+            cr_assert_neq(e[i], e[j]);
+}
+
+Test(tuner_table, nested_on_one_thread_is_depth_not_race)
+{
+    struct tg_thread *a = &threads[0];
+    for (int mode = TG_MODE_DETECT; mode <= TG_MODE_SERIALIZE; mode++) {
+        struct tg_tuner *u = tg_tuner_get(KEY(10 + mode));
+        cr_assert_eq(tg_tuner_decide(u, a, mode), TG_FIRST);
+        cr_assert_not_null(enter_outer(u, a, 100));
+        for (int d = 2; d <= 5; d++) {
+            cr_assert_eq(tg_tuner_decide(u, a, mode), TG_NESTED, "depth %d, mode %d", d, mode);
+            struct tg_occupant *o = tg_tuner_enter(u, a, NULL, NULL, 0, 1);
+            cr_assert_not_null(o);
+            cr_assert_eq(o->depth, d);
+            cr_assert_eq(u->nocc, 1, "nesting does not add occupants");
+        }
+        cr_assert_eq(u->sessions, 1);
+        /* leave returns 1 only when the last level ends */
+        for (int d = 5; d >= 2; d--) {
+            cr_assert_eq(tg_tuner_leave(u, a), 0, "level %d", d);
+            cr_assert_eq(u->nocc, 1);
+        }
+        cr_assert_eq(tg_tuner_leave(u, a), 1);
+        cr_assert_eq(u->nocc, 0);
+        cr_assert_eq(tg_tuner_decide(u, a, mode), TG_FIRST);
+        cr_assert_null(tg_tuner_other(u, a));
+    }
+}
+
+Test(tuner_table, second_thread_race_in_detect)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(1));
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_DETECT), TG_FIRST);
+    enter_outer(u, a, 111);
+    tg_tuner_enter(u, a, NULL, NULL, 0, 1); /* a is nested: still a race for b */
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_RACE);
+    const struct tg_occupant *other = tg_tuner_other(u, b);
+    cr_assert_not_null(other);
+    cr_assert_eq(other->thread, a);
+    cr_assert_eq(other->entered_ns, 111);
+    cr_assert_eq(other->tstate, (void *)a);
+    cr_assert_eq(other->method, &dummy_method);
+    cr_assert_null(tg_tuner_other(u, a), "a is alone from its own view");
+
+    /* b enters anyway (detect), both inside; each sees the other */
+    cr_assert_not_null(enter_outer(u, b, 222));
+    cr_assert_eq(u->nocc, 2);
+    cr_assert_eq(tg_tuner_other(u, a)->thread, b);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_NESTED);
+
+    cr_assert_eq(tg_tuner_leave(u, b), 1);
+    cr_assert_eq(tg_tuner_leave(u, a), 0);
+    cr_assert_eq(tg_tuner_leave(u, a), 1);
+    cr_assert_eq(u->nocc, 0);
+    cr_assert_eq(u->sessions, 2);
+}
+
+Test(tuner_table, second_thread_waits_in_serialize)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(1));
+    enter_outer(u, a, 1);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_RACE);
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_NESTED);
+    cr_assert_eq(tg_tuner_leave(u, a), 1);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_FIRST);
+}
+
+Test(tuner_table, instances_are_independent)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(1)), *v = tg_tuner_get(KEY(2));
+    enter_outer(u, a, 1);
+    cr_assert_eq(tg_tuner_decide(v, b, TG_MODE_DETECT), TG_FIRST);
+    cr_assert_eq(tg_tuner_decide(v, b, TG_MODE_SERIALIZE), TG_FIRST);
+    cr_assert_eq(tg_tuner_decide(v, a, TG_MODE_DETECT), TG_FIRST, "a inside u is not inside v");
+}
+
+Test(tuner_table, overflow_beyond_max_occupants)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(3));
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        cr_assert_eq(tg_tuner_decide(u, &threads[i], TG_MODE_DETECT), i == 0 ? TG_FIRST : TG_RACE);
+        cr_assert_not_null(enter_outer(u, &threads[i], (uint64_t)i), "occupant %d", i);
+    }
+    struct tg_thread *extra = &threads[TG_TUNER_MAX_OCC], *extra2 = &threads[TG_TUNER_MAX_OCC + 1];
+    cr_assert_eq(tg_tuner_decide(u, extra, TG_MODE_DETECT), TG_RACE);
+    cr_assert_null(enter_outer(u, extra, 99), "no slot left");
+    cr_assert_null(enter_outer(u, extra2, 99));
+    cr_assert_eq(u->overflow, 2);
+    cr_assert_eq(u->nocc, TG_TUNER_MAX_OCC + 2, "overflowed occupants still count");
+    cr_assert_not_null(tg_tuner_other(u, extra));
+
+    /* The overflowed ones leave: counts go back, slotted ones untouched. */
+    cr_assert_eq(tg_tuner_leave(u, extra), 1);
+    cr_assert_eq(tg_tuner_leave(u, extra2), 1);
+    cr_assert_eq(u->overflow, 0);
+    cr_assert_eq(u->nocc, TG_TUNER_MAX_OCC);
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        cr_assert_eq(tg_tuner_leave(u, &threads[i]), 1);
+    cr_assert_eq(u->nocc, 0);
+    cr_assert_eq(tg_tuner_decide(u, extra, TG_MODE_DETECT), TG_FIRST);
+    /* A freed slot is reused. */
+    cr_assert_not_null(enter_outer(u, extra, 5));
+    cr_assert_eq(tg_tuner_leave(u, extra), 1);
+}
+
+Test(tuner_table, atfork_child_forgets_occupants_and_waiters)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(4));
+    enter_outer(u, a, 1);
+    u->waiters = 1;
+    tg_tuner_atfork_child();
+    cr_assert_eq(u->nocc, 0);
+    cr_assert_eq(u->waiters, 0);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_FIRST);
+    cr_assert_eq(tg_tuner_get(KEY(4)), u, "entries survive fork");
+    cr_assert_eq(pthread_mutex_trylock(&tg_tuner_wait_mu), 0);
+    pthread_mutex_unlock(&tg_tuner_wait_mu);
+}
+
+/* ---- a real wait and wake-up ------------------------------------------------
+ *
+ * Thread A is inside u.  Thread B waits as py_guard.c's wait_for_tuner does:
+ * waiters++, lock tg_tuner_wait_mu, while (nocc > 0) cond_wait.  B reaches
+ * the barrier holding the mutex, so A's tg_tuner_leave (which takes the mutex
+ * because waiters > 0) can only proceed once B is parked in cond_wait: if
+ * leave did not broadcast, B would never wake.  B waits with a deadline so a
+ * missing broadcast fails the test instead of hanging it. */
+
+struct wake {
+    struct tg_tuner *u;
+    struct tg_thread *a, *b;
+    pthread_barrier_t bar;
+    int b_timed_out;
+    int b_saw_nocc;
+    int a_leave_rc;
+    int b_verdict_before, b_verdict_after;
+};
+
+static void *thread_b(void *arg)
+{
+    struct wake *w = arg;
+    struct tg_tuner *u = w->u;
+    /* No cr_assert off the test's main thread: record, check after join. */
+    w->b_verdict_before = tg_tuner_decide(u, w->b, TG_MODE_SERIALIZE);
+    if (!u->cond_ready) {
+        pthread_cond_init(&u->cond, NULL);
+        u->cond_ready = 1;
+    }
+    u->waiters++;
+    pthread_mutex_lock(&tg_tuner_wait_mu);
+    pthread_barrier_wait(&w->bar); /* A may leave now; its leave blocks on the mutex until we wait */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    while (u->nocc > 0) {
+        if (pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &deadline) == ETIMEDOUT) {
+            w->b_timed_out = 1;
+            break;
+        }
+    }
+    w->b_saw_nocc = u->nocc;
+    pthread_mutex_unlock(&tg_tuner_wait_mu);
+    u->waiters--;
+    if (!w->b_timed_out) {
+        w->b_verdict_after = tg_tuner_decide(u, w->b, TG_MODE_SERIALIZE);
+        enter_outer(u, w->b, 2);
+        tg_tuner_leave(u, w->b);
+    }
+    return NULL;
+}
+
+static void *thread_a(void *arg)
+{
+    struct wake *w = arg;
+    pthread_barrier_wait(&w->bar);
+    w->a_leave_rc = tg_tuner_leave(w->u, w->a);
+    return NULL;
+}
+
+Test(tuner_table, leave_wakes_a_serialize_waiter, .timeout = 30)
+{
+    static struct wake w;
+    w.u = tg_tuner_get(KEY(5));
+    w.a = &threads[0];
+    w.b = &threads[1];
+    pthread_barrier_init(&w.bar, NULL, 2);
+    enter_outer(w.u, w.a, 1);
+    pthread_t ta, tb;
+    pthread_create(&tb, NULL, thread_b, &w);
+    pthread_create(&ta, NULL, thread_a, &w);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    cr_assert_eq(w.a_leave_rc, 1);
+    cr_assert_eq(w.b_verdict_before, TG_WAIT);
+    cr_assert_eq(w.b_verdict_after, TG_FIRST);
+    cr_assert_eq(w.b_timed_out, 0, "the waiter was never woken: tg_tuner_leave did not broadcast");
+    cr_assert_eq(w.b_saw_nocc, 0);
+    cr_assert_eq(w.u->nocc, 0);
+    cr_assert_eq(w.u->sessions, 2);
+    pthread_barrier_destroy(&w.bar);
+}
+
+/* The nested level ending must NOT wake the waiter: only the last level. */
+struct nested_wake {
+    struct tg_tuner *u;
+    struct tg_thread *a;
+    pthread_barrier_t bar;
+    int woke_early;
+};
+
+static void *nested_waiter(void *arg)
+{
+    struct nested_wake *w = arg;
+    struct tg_tuner *u = w->u;
+    if (!u->cond_ready) {
+        pthread_cond_init(&u->cond, NULL);
+        u->cond_ready = 1;
+    }
+    u->waiters++;
+    pthread_mutex_lock(&tg_tuner_wait_mu);
+    pthread_barrier_wait(&w->bar);
+    while (u->nocc > 0)
+        pthread_cond_wait(&u->cond, &tg_tuner_wait_mu);
+    pthread_mutex_unlock(&tg_tuner_wait_mu);
+    u->waiters--;
+    return NULL;
+}
+
+Test(tuner_table, nested_leave_keeps_waiter_blocked, .timeout = 30)
+{
+    static struct nested_wake w;
+    w.u = tg_tuner_get(KEY(6));
+    w.a = &threads[0];
+    pthread_barrier_init(&w.bar, NULL, 2);
+    enter_outer(w.u, w.a, 1);
+    tg_tuner_enter(w.u, w.a, NULL, NULL, 0, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, nested_waiter, &w);
+    pthread_barrier_wait(&w.bar);
+    /* Inner level ends: the waiter must still be blocked (nocc stays 1). */
+    cr_assert_eq(tg_tuner_leave(w.u, w.a), 0);
+    pthread_mutex_lock(&tg_tuner_wait_mu); /* waiter is parked in cond_wait once we get this */
+    cr_assert_eq(w.u->nocc, 1);
+    cr_assert_eq(w.u->waiters, 1, "waiter still waiting");
+    pthread_mutex_unlock(&tg_tuner_wait_mu);
+    cr_assert_eq(tg_tuner_leave(w.u, w.a), 1);
+    pthread_join(t, NULL);
+    cr_assert_eq(w.u->waiters, 0);
+    pthread_barrier_destroy(&w.bar);
+}
