@@ -207,6 +207,8 @@ static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, 
             snprintf(in->native_where, sizeof in->native_where, "in %s", in->cuda_fn);
         }
     }
+    in->launches = ot->session_launches;
+    in->syncs = ot->session_syncs;
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
     r->high_severity = in->benchmarking;
 

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""The autotuner races with real Triton and PyTorch on a GPU.
+
+  python tests/gpu/triton_races.py SCENARIO [--device N] [--device2 M]
+
+Scenarios:
+  seeds004         the seeds/004 script as users run it: 8 threads, one stream
+                   each, one autotuned kernel with key=[] and 24 configs.  The
+                   overlap comes from the cold cache (compiles), not forced.
+  hammer           a thread hammers an already tuned key while another tunes a
+                   new key: the tuning thread's _bench reads self.nargs = None.
+  cached_subclass  the same through a CachedAutotuner-style subclass whose run()
+                   calls super().run() (flash-linear-attention's shape).
+  reset_to_zero    positional tensors, an atomic counter kernel with
+                   reset_to_zero: the tuning thread resets the other thread's
+                   tensor and its own accumulates.  No exception: wrong numbers.
+
+Forced overlap (all but seeds004): the tuning thread A blocks inside its own
+early_config_prune hook (inside Autotuner.run, self.nargs set, GIL released by
+Event.wait).  Thread B then makes its call; the main thread waits until B is
+either done, parked in its own hook, or blocked by tunerguard's serialize mode
+(seen through the "tunerguard.serialize_wait" audit event), and only then lets
+A go on.  No sleeps.  Safety timeouts make the script fail, never pass.
+
+Exit status: 0 correct results and no exception; 1 the race showed (one line
+on stderr says how); 2 set-up problem (no GPU, no Triton).
+"""
+import argparse
+import sys
+import threading
+import traceback
+
+TIMEOUT = 120.0
+
+try:
+    import torch
+    import triton
+    import triton.language as tl
+    from triton.runtime.autotuner import Autotuner
+except Exception as e:  # pragma: no cover
+    print(f"triton_races: cannot import torch/triton: {e}", file=sys.stderr)
+    sys.exit(2)
+if not torch.cuda.is_available():
+    print("triton_races: no CUDA device", file=sys.stderr)
+    sys.exit(2)
+
+serialize_waits = threading.Event()
+
+
+def _audit(event, args):
+    if event == "tunerguard.serialize_wait":
+        serialize_waits.set()
+
+
+sys.addaudithook(_audit)
+
+
+class Gate:
+    """A blocks in its prune hook until released; B may park in a config hook."""
+
+    def __init__(self):
+        self.armed = False
+        self.victim = None            # thread that must block in prune
+        self.a_inside = threading.Event()
+        self.release_a = threading.Event()
+        self.b_parked = threading.Event()
+        self.release_b = threading.Event()
+
+    def prune(self, configs, named_args, **kwargs):
+        if self.armed and threading.current_thread() is self.victim:
+            self.a_inside.set()
+            if not self.release_a.wait(TIMEOUT):
+                raise RuntimeError("gate: A was never released")
+        return configs
+
+
+def wait_for_b(b_done, gate):
+    """B is done, parked in its own hook, or blocked by tunerguard."""
+    for _ in range(int(TIMEOUT * 10)):
+        if b_done.is_set() or gate.b_parked.is_set() or serialize_waits.is_set():
+            return
+        b_done.wait(0.1)  # a bounded wait on B's own progress, not an ordering sleep
+    raise RuntimeError("B made no progress")
+
+
+def run_threads(fa, fb, gate):
+    errors = {}
+    b_done = threading.Event()
+
+    def wrap(name, f, done=None):
+        def body():
+            try:
+                f()
+            except BaseException as e:
+                errors[name] = e
+                traceback.print_exc()
+            finally:
+                if done is not None:
+                    done.set()
+        return body
+
+    ta = threading.Thread(target=wrap("A", fa), name="tuner-A")
+    tb = threading.Thread(target=wrap("B", fb, b_done), name="hammer-B")
+    gate.victim = ta
+    gate.armed = True
+    ta.start()
+    if not gate.a_inside.wait(TIMEOUT):
+        raise RuntimeError("A never entered the tuner")
+    tb.start()
+    wait_for_b(b_done, gate)
+    gate.release_a.set()
+    ta.join(TIMEOUT)
+    gate.release_b.set()
+    tb.join(TIMEOUT)
+    return errors
+
+
+# ---- kernels -------------------------------------------------------------------------
+
+def make_add_one(gate, autotuner_cls=None):
+    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in (128, 256, 512, 1024) for w in (2, 4)]
+
+    @triton.jit
+    def add_one(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+    if autotuner_cls is None:
+        return triton.autotune(configs=configs, key=["n"], prune_configs_by={"early_config_prune": gate.prune},
+                               restore_value=["x_ptr"])(add_one)
+    return autotuner_cls(add_one, add_one.arg_names, configs, ["n"], reset_to_zero=None, restore_value=["x_ptr"],
+                         prune_configs_by={"early_config_prune": gate.prune})
+
+
+class CachedAutotuner(Autotuner):
+    """flash-linear-attention's shape: some work, then super().run()."""
+
+    def run(self, *args, **kwargs):
+        self.last_call_key = tuple(a.shape if hasattr(a, "shape") else a for a in args)
+        return super().run(*args, **kwargs)
+
+
+def scenario_hammer(dev, dev2, subclass=False):
+    gate = Gate()
+    kern = make_add_one(gate, CachedAutotuner if subclass else None)
+    grid = lambda meta: (triton.cdiv(meta["n"] if "n" in meta else 0, meta["BLOCK"]),)  # noqa: E731
+    xb = torch.zeros(1024, device=f"cuda:{dev2}")
+    with torch.cuda.device(dev2):
+        kern[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](xb, 1024)  # B's key is tuned
+    torch.cuda.synchronize(dev2)
+    xa = torch.zeros(4096, device=f"cuda:{dev}")
+
+    def fa():
+        with torch.cuda.device(dev):
+            kern[lambda m: (triton.cdiv(4096, m["BLOCK"]),)](xa, 4096)
+            torch.cuda.synchronize(dev)
+
+    def fb():
+        with torch.cuda.device(dev2):
+            kern[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](xb, 1024)
+            torch.cuda.synchronize(dev2)
+
+    del grid
+    errors = run_threads(fa, fb, gate)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"thread raised {type(e).__name__}: {e}"
+    if not (torch.all(xa == 1).item() and torch.all(xb == 2).item()):
+        return "wrong numbers"
+    return None
+
+
+def scenario_reset_to_zero(dev, dev2):
+    gate = Gate()
+
+    def b_hook(nargs):
+        # B's config hook: park B with self.nargs = B's arguments, once.
+        if gate.armed and threading.current_thread() is not gate.victim and not gate.b_parked.is_set():
+            gate.b_parked.set()
+            if not gate.release_b.wait(TIMEOUT):
+                raise RuntimeError("gate: B was never released")
+
+    configs = [triton.Config({"BLOCK": b}, num_warps=4, pre_hook=b_hook) for b in (64, 128, 256, 512)]
+
+    @triton.autotune(configs=configs, key=["n"], reset_to_zero=["out_ptr"],
+                     prune_configs_by={"early_config_prune": gate.prune})
+    @triton.jit
+    def count(out_ptr, n, BLOCK: tl.constexpr):
+        tl.atomic_add(out_ptr, 1)
+
+    grid_of = lambda n: (lambda m: (triton.cdiv(n, m["BLOCK"]),))  # noqa: E731
+    out_b = torch.zeros(1, dtype=torch.int32, device=f"cuda:{dev2}")
+    with torch.cuda.device(dev2):
+        count[grid_of(1 << 12)](out_b, 1 << 12)  # tunes B's key
+    torch.cuda.synchronize(dev2)
+    out_b.zero_()
+    out_a = torch.zeros(1, dtype=torch.int32, device=f"cuda:{dev}")
+    best_b = count.cache[next(iter(count.cache))].kwargs["BLOCK"]
+
+    def fa():
+        with torch.cuda.device(dev):
+            count[grid_of(1 << 14)](out_a, 1 << 14)
+            torch.cuda.synchronize(dev)
+
+    def fb():
+        with torch.cuda.device(dev2):
+            count[grid_of(1 << 12)](out_b, 1 << 12)
+            torch.cuda.synchronize(dev2)
+
+    errors = run_threads(fa, fb, gate)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"thread raised {type(e).__name__}: {e}"
+    best_a = count.cache[(1 << 14, "torch.int32")].kwargs["BLOCK"] if (1 << 14, "torch.int32") in count.cache else None
+    want_a = None
+    for k, cfg in count.cache.items():
+        if k[0] == 1 << 14:
+            want_a = triton.cdiv(1 << 14, cfg.kwargs["BLOCK"])
+    want_b = triton.cdiv(1 << 12, best_b)
+    del best_a
+    got_a, got_b = out_a.item(), out_b.item()
+    if got_a != want_a or got_b != want_b:
+        return f"wrong numbers: A counted {got_a} (want {want_a}), B counted {got_b} (want {want_b})"
+    return None
+
+
+def scenario_seeds004(dev, dev2):
+    @triton.autotune(configs=[triton.Config({"N": n}) for n in range(24)], key=[])
+    @triton.jit
+    def test(N: tl.constexpr = 0):
+        pass
+
+    errors = {}
+
+    def run(i):
+        try:
+            d = dev if i % 2 == 0 else dev2
+            with torch.cuda.device(d):
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    test[(1,)]()
+                torch.cuda.synchronize(d)
+        except BaseException as e:
+            errors[i] = e
+            traceback.print_exc()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero"])
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
+    a = p.parse_args()
+    dev2 = a.device if a.device2 is None else a.device2
+    fn = {"seeds004": scenario_seeds004, "hammer": scenario_hammer,
+          "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
+          "reset_to_zero": scenario_reset_to_zero}[a.scenario]
+    why = fn(a.device, dev2)
+    if why:
+        print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)
+        sys.exit(1)
+    print(f"triton_races {a.scenario}: PASS")
+
+
+if __name__ == "__main__":
+    main()
