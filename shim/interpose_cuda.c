@@ -35,3 +35,14 @@ static __attribute__((noinline)) int tg__cuda_plt_resolve(unsigned fn)
 #include "shim/cuda_hooks.inc"
 #undef TG_CUDA_HOOK
 #undef TG_CUDA_GPA
+
+/* Test and tooling query: calls tunerguard recorded for one wrapped variant
+ * ("cuLaunchKernel_ptsz"), all threads, since start or fork; ~0ULL for a name
+ * that is not a wrapped variant.  Exported (needs its line in
+ * shim/tunerguard.map) so that preload tests can compare with what the driver
+ * ran: dlsym(RTLD_DEFAULT, "tunerguard_cuda_count").  Any thread; no lock. */
+TG_EXPORT unsigned long long tunerguard_cuda_count(const char *variant)
+{
+    int i = tg_cuda_fn_index(variant);
+    return i < 0 ? ~0ULL : tg_cuda_count((unsigned)i);
+}
