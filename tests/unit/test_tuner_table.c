@@ -273,10 +273,10 @@ Test(tuner_table, leave_wakes_a_serialize_waiter, .timeout = 30)
     pthread_create(&ta, NULL, thread_a, &w);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
+    cr_assert_eq(w.b_timed_out, 0, "the waiter was never woken: tg_tuner_leave did not broadcast");
     cr_assert_eq(w.a_leave_rc, 1);
     cr_assert_eq(w.b_verdict_before, TG_WAIT);
     cr_assert_eq(w.b_verdict_after, TG_FIRST);
-    cr_assert_eq(w.b_timed_out, 0, "the waiter was never woken: tg_tuner_leave did not broadcast");
     cr_assert_eq(w.b_saw_nocc, 0);
     cr_assert_eq(w.u->nocc, 0);
     cr_assert_eq(w.u->sessions, 2);

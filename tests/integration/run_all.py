@@ -1,0 +1,614 @@
+#!/usr/bin/env python3
+"""Preload integration tests for libtunerguard.so.
+
+    run_all.py --lib build/libtunerguard.so --python ~/.pyenv/versions/3.12.1/bin/python [--only race,fork]
+    run_all.py --lib build/libtunerguard.so --python none --only nonpython
+
+Each check writes a small Python program into a fresh temporary directory and
+runs it with LD_PRELOAD (and TUNERGUARD_OPTIONS) set in the child's
+environment only.  The fake Triton package under fixtures/ is put on sys.path
+by the program itself.  Overlaps are forced with threading.Event and, in
+serialize mode, with an audit hook on "tunerguard.serialize_wait": no sleeps.
+
+Prints one line per check (PASS/FAIL/SKIP), exits 0 when all passed, 1 when
+any failed, 77 when the interpreter is not installed (ctest SKIP_RETURN_CODE).
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+SKIP = 77
+CHILD_TIMEOUT = 60
+
+
+class Fail(Exception):
+    pass
+
+
+def norm(text):
+    """Normalise pids, tids and addresses for messages and matching."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "<addr>", text)
+    text = re.sub(r"(pid=|tid=|\.)\d{2,}(?=[.\s,)]|$)", r"\1<n>", text)
+    return text
+
+
+class Result:
+    def __init__(self, rc, out, err, tmp, timed_out=False):
+        self.rc, self.out, self.err, self.tmp, self.timed_out = rc, out, err, tmp, timed_out
+
+    def describe(self):
+        return "rc=%s%s\n--- stdout ---\n%s--- stderr ---\n%s--- files ---\n%s" % (
+            self.rc, " (TIMED OUT)" if self.timed_out else "", self.out, self.err,
+            "\n".join(sorted(os.listdir(self.tmp))))
+
+    def files(self, pattern):
+        return sorted(glob.glob(os.path.join(self.tmp, pattern)))
+
+
+class Ctx:
+    def __init__(self, python, lib, keep):
+        self.python, self.lib, self.keep = python, lib, keep
+        self.tmps = []
+
+    def tmpdir(self):
+        d = tempfile.mkdtemp(prefix="tg_it_")
+        self.tmps.append(d)
+        return d
+
+    def cleanup(self):
+        if not self.keep:
+            for d in self.tmps:
+                shutil.rmtree(d, ignore_errors=True)
+
+    def env(self, options=None, preload=True):
+        env = dict(os.environ)
+        for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "PYTHONPATH", "RANK", "PYTHONSTARTUP",
+                  "PYTHONWARNINGS"):
+            env.pop(k, None)
+        if preload:
+            env["LD_PRELOAD"] = self.lib
+        if options is not None:
+            env["TUNERGUARD_OPTIONS"] = options
+        return env
+
+    def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT):
+        cwd = cwd or self.tmpdir()
+        p = subprocess.Popen(argv, cwd=cwd, env=self.env(options, preload), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)  # the child and any grandchild it forked
+            out, err = p.communicate()
+            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd,
+                          timed_out=True)
+
+    def run_py(self, body, options=None, preload=True, timeout=CHILD_TIMEOUT):
+        tmp = self.tmpdir()
+        prog = os.path.join(tmp, "prog.py")
+        with open(prog, "w") as f:
+            f.write(PRELUDE.replace("@FIXTURES@", repr(FIXTURES)))
+            f.write(textwrap.dedent(body))
+        return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout)
+
+
+# Shared by every program: the fixture on sys.path, and race_once(), which
+# forces one thread ("victim") to be inside tuner.run while the calling
+# thread calls tuner.run too.
+PRELUDE = r'''
+import os, sys, threading
+sys.path.insert(0, @FIXTURES@)
+
+_wait_callbacks = []
+_wait_events = []
+def _audit(event, args):
+    if event == "tunerguard.serialize_wait":
+        _wait_events.append(args)
+        while _wait_callbacks:
+            _wait_callbacks.pop()()
+sys.addaudithook(_audit)
+
+def my_kernel(*args, **kwargs):
+    return "ok"
+
+def race_once(tuner, serialize=False):
+    """Returns the order in which the two calls started and ended."""
+    order = []
+    entered = threading.Event()
+    release = threading.Event()
+    def hook(t, tag, *rest):
+        order.append(tag + ":start")
+        if tag == "victim":
+            entered.set()
+            release.wait()
+        order.append(tag + ":end")
+    tuner.hook = hook
+    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
+    th.start()
+    entered.wait()
+    if serialize:
+        # tunerguard raises this event just before this thread blocks:
+        # that is when the victim may finish.
+        _wait_callbacks.append(release.set)
+    tuner.run("other")
+    release.set()
+    th.join()
+    return order
+
+def is_guarded(cls, name="run"):
+    return type(cls.__dict__[name]).__name__ == "instancemethod"
+'''
+
+
+def expect(cond, msg, res=None):
+    if not cond:
+        raise Fail(msg + ("\n" + norm(res.describe()) if res is not None else ""))
+
+
+def only_report(res, prefix="tg"):
+    txt = res.files(prefix + ".*.txt")
+    expect(len(txt) == 1, "expected exactly one %s.<pid>.txt" % prefix, res)
+    with open(txt[0]) as f:
+        return txt[0], f.read()
+
+
+def jsonl_lines(res, prefix="tg"):
+    js = res.files(prefix + ".*.jsonl")
+    expect(len(js) == 1, "expected exactly one %s.<pid>.jsonl" % prefix, res)
+    objs = []
+    with open(js[0]) as f:
+        for i, line in enumerate(f):
+            try:
+                objs.append(json.loads(line))
+            except ValueError as e:
+                raise Fail("jsonl line %d does not parse: %s: %r" % (i + 1, e, line[:200]))
+    return objs
+
+
+def no_files(res, what="no file"):
+    extra = [f for f in os.listdir(res.tmp) if f != "prog.py"]
+    expect(not extra, what + " should have been written, found %s" % extra, res)
+
+
+def opts(tmp_prefix=True, **kw):
+    parts = ["log_path=tg"] if tmp_prefix else []
+    parts += ["%s=%s" % (k, v) for k, v in kw.items()]
+    return ":".join(parts)
+
+
+# --------------------------------------------------------------------------
+# (a) silence where there is nothing to do
+
+def check_quiet_python(ctx):
+    res = ctx.run_py('''
+        import json, threading
+        def work(): json.dumps({"a": [1, 2]})
+        ts = [threading.Thread(target=work) for _ in range(4)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        print("hello")
+        sys.exit(3)
+    ''')
+    expect(res.rc == 3, "exit status must be the program's (3)", res)
+    expect(res.out == "hello\n", "stdout unchanged", res)
+    expect(res.err == "", "nothing on stderr", res)
+    no_files(res)
+
+
+def check_quiet_python_default_log_path(ctx):
+    # default log_path: files would land in cwd; none must be created
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        Autotuner(my_kernel).run(1)
+        print("ran")
+    ''', options=None)
+    expect(res.rc == 0 and res.out == "ran\n", "program unaffected", res)
+    expect(res.err == "", "nothing on stderr for a single-threaded tuner call", res)
+    no_files(res)
+
+
+NONPYTHON = [
+    ["/bin/true"],
+    ["/bin/false"],
+    ["bash", "-c", "echo hi; echo err >&2; exit 4"],
+    ["gcc", "--version"],
+    ["ldconfig", "-p"],
+]
+
+
+def check_nonpython(ctx):
+    for argv in NONPYTHON:
+        if shutil.which(argv[0]) is None:
+            print("  (skipped %s: not installed)" % argv[0])
+            continue
+        base = ctx.run_argv(argv, preload=False)
+        for options in (None, "mode=serialize:verbosity=2"):
+            res = ctx.run_argv(argv, options=options)
+            expect((res.rc, res.out, res.err) == (base.rc, base.out, base.err),
+                   "%s with the preload (options %r) differs from without (baseline rc=%s)"
+                   % (argv, options, base.rc), res)
+            expect(not os.listdir(res.tmp), "%s wrote files" % argv, res)
+
+
+# --------------------------------------------------------------------------
+# (b) options at start-up
+
+PRINT_RAN = 'print("PROGRAM RAN")\n'
+
+
+def check_bad_options(ctx):
+    cases = [
+        ("mode=fast", "'mode'", "detect, serialize, off"),
+        ("bogus=1", "'bogus'", "mode, log_path"),
+        ("verbosity=9", "'verbosity'", "0 to 2"),
+        ("exitcode=300", "'exitcode'", "-1 to 255"),
+        ("halt_on_race=yes", "'halt_on_race'", "0, 1"),
+        ("targets=nocolon", "'targets'", "module:Class.method"),
+    ]
+    for options, key, valid in cases:
+        res = ctx.run_py(PRINT_RAN, options=options)
+        expect(res.rc == 2, "%s: exit status 2" % options, res)
+        expect("PROGRAM RAN" not in res.out, "%s: the program must not run" % options, res)
+        lines = res.err.splitlines()
+        expect(len(lines) == 1, "%s: exactly one stderr line" % options, res)
+        expect(lines[0].startswith("tunerguard: ") and key in lines[0] and valid in lines[0],
+               "%s: the line names %s and the valid choices (%s)" % (options, key, valid), res)
+        no_files(res)
+
+
+def check_help(ctx):
+    res = ctx.run_py(PRINT_RAN, options="help=1")
+    expect(res.rc == 0, "help=1 exits 0", res)
+    expect("PROGRAM RAN" not in res.out, "the program must not run", res)
+    for key in ("mode", "log_path", "targets", "exitcode", "halt_on_race", "verbosity", "help"):
+        expect(re.search(r"^\s+%s\s" % key, res.out, re.M), "help lists %s" % key, res)
+
+
+# --------------------------------------------------------------------------
+# (c) the race, in each mode
+
+RACE_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    assert is_guarded(Autotuner), "Autotuner.run is not guarded"
+    tuner = Autotuner(my_kernel)
+    order = race_once(tuner, serialize=%(serialize)s)
+    print("ORDER", ",".join(order))
+    print("WAIT_EVENTS", len(_wait_events))
+    print("DONE pid", os.getpid())
+'''
+
+
+def check_race_detect(ctx):
+    res = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts())
+    expect(res.rc == 0, "program status kept", res)
+    expect("DONE" in res.out, "program completed", res)
+    expect("ORDER victim:start,other:start,other:end,victim:end" in res.out, "the overlap was forced", res)
+    pid = re.search(r"DONE pid (\d+)", res.out).group(1)
+    path, text = only_report(res)
+    expect(os.path.basename(path) == "tg.%s.txt" % pid, "report named <log_path>.<pid>.txt", res)
+    expect(text.count("WARNING: tunerguard") == 1, "one report", res)
+    expect("my_kernel" in text, "the report names the kernel", res)
+    expect("Autotuner.run" in text, "the report names the method", res)
+    objs = jsonl_lines(res)
+    expect(len(objs) == 1, "one JSON line", res)
+    o = objs[0]
+    expect(str(o.get("pid")) == pid, "json pid", res)
+    expect("my_kernel" in json.dumps(o), "json names the kernel", res)
+    expect(re.search(r"^tunerguard: 1 race reported", res.err, re.M), "at-exit summary line", res)
+    expect(sum(1 for l in res.err.splitlines() if l.startswith("tunerguard:")) == 1,
+           "one tunerguard line on stderr", res)
+
+
+def check_race_serialize(ctx):
+    res = ctx.run_py(RACE_PROG % {"serialize": True}, options=opts(mode="serialize"))
+    expect(res.rc == 0, "no exception, status kept", res)
+    expect("DONE" in res.out and "Traceback" not in res.err, "program completed", res)
+    expect("WAIT_EVENTS 1" in res.out, "tunerguard.serialize_wait raised once", res)
+    expect("ORDER victim:start,victim:end,other:start,other:end" in res.out,
+           "the second call ran only after the first ended", res)
+    expect(re.search(r"^tunerguard: .*serialized", res.err, re.M), "stderr mentions serialized", res)
+    expect("my_kernel" in res.err, "the summary names the contended kernel", res)
+
+
+def check_race_off(ctx):
+    prog = RACE_PROG.replace("assert is_guarded(Autotuner)", "assert not is_guarded(Autotuner)")
+    res = ctx.run_py(prog % {"serialize": False}, options=opts(mode="off"))
+    expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
+    expect("ORDER victim:start,other:start,other:end,victim:end" in res.out, "the overlap happened", res)
+    expect(res.err == "", "nothing on stderr", res)
+    no_files(res)
+
+
+def check_race_log_stderr(ctx):
+    res = ctx.run_py(RACE_PROG % {"serialize": False}, options="log_path=stderr")
+    expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
+    expect(res.err.count("WARNING: tunerguard") == 1 and "my_kernel" in res.err, "report on stderr", res)
+    no_files(res, "no report file (log_path=stderr)")
+
+
+# --------------------------------------------------------------------------
+# (d) import order and subclasses
+
+def check_import_lazy_in_thread(ctx):
+    res = ctx.run_py('''
+        box = {}
+        def load():
+            import triton.runtime.autotuner as A
+            box["A"] = A
+        t = threading.Thread(target=load); t.start(); t.join()
+        Autotuner = box["A"].Autotuner
+        assert is_guarded(Autotuner), "not guarded after a lazy import in a thread"
+        race_once(Autotuner(my_kernel))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1 and "my_kernel" in text, "race reported", res)
+
+
+def check_import_importlib(ctx):
+    res = ctx.run_py('''
+        import importlib
+        A = importlib.import_module("triton.runtime.autotuner")
+        assert is_guarded(A.Autotuner)
+        race_once(A.Autotuner(my_kernel))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "race reported", res)
+
+
+SUB_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    class CachedAutotuner(Autotuner):
+        def run(self, *args, **kwargs):
+            return super().run(*args, **kwargs)
+    assert is_guarded(CachedAutotuner), "subclass override not guarded"
+    tuner = CachedAutotuner(my_kernel)
+'''
+
+
+def check_subclass_race(ctx):
+    res = ctx.run_py(SUB_PROG + '''
+    race_once(tuner)
+    print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "one race reported", res)
+    expect("CachedAutotuner.run" in text, "the report's method is the subclass's run", res)
+    o = jsonl_lines(res)[0]
+    expect("CachedAutotuner.run" in json.dumps(o), "json method", res)
+
+
+def check_subclass_nested_single_thread(ctx):
+    res = ctx.run_py(SUB_PROG + '''
+    for i in range(3):
+        tuner.run(i)
+    tuner.warmup(1)
+    print("DONE")
+    ''', options=opts(verbosity=1))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect(res.err == "", "run -> super().run() on one thread is not a race", res)
+    no_files(res)
+
+
+# --------------------------------------------------------------------------
+# (e) user code replaces a guarded method
+
+def check_replaced_method(ctx):
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        orig = Autotuner.run
+        def locked(self, *a, **k):
+            return orig(self, *a, **k)
+        Autotuner.run = locked
+        tuner = Autotuner(my_kernel)
+        tuner.run("first")
+        print("GUARDED_AFTER", is_guarded(Autotuner))
+        race_once(tuner)
+        print("DONE")
+    ''', options=opts(verbosity=1))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect(re.search(r"^tunerguard: Autotuner\.run was replaced.*locked.*prog\.py:\d+.*guarded", res.err, re.M),
+           "stderr says it was replaced (by locked at prog.py:N) and guarded", res)
+    expect("GUARDED_AFTER True" in res.out, "the replacement is guarded", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "the race through the replacement is reported", res)
+
+
+# --------------------------------------------------------------------------
+# (f) exitcode and halt_on_race
+
+def check_exitcode(ctx):
+    res = ctx.run_py(RACE_PROG % {"serialize": False} + "\n    sys.exit(3)\n", options=opts(exitcode=7))
+    expect(res.rc == 7, "exitcode=7 after a race", res)
+    expect("DONE" in res.out, "program ran to the end", res)
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        Autotuner(my_kernel).run(1)
+        print("DONE")
+    ''', options=opts(exitcode=7))
+    expect(res.rc == 0, "no race: the program's own status 0", res)
+    expect(res.err == "", "nothing on stderr", res)
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        Autotuner(my_kernel).run(1)
+        sys.exit(5)
+    ''', options=opts(exitcode=7))
+    expect(res.rc == 5, "no race: the program's own status 5", res)
+
+
+HALT_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    print("BEFORE", flush=True)
+    race_once(tuner)
+    print("AFTER", flush=True)
+'''
+
+
+def check_halt_on_race(ctx):
+    for extra, want_rc in (({}, None), ({"exitcode": 9}, 9)):
+        res = ctx.run_py(HALT_PROG, options=opts(halt_on_race=1, **extra))
+        expect("BEFORE" in res.out, "program started", res)
+        expect("AFTER" not in res.out, "the code after the race must not run", res)
+        if want_rc is None:
+            expect(res.rc not in (0, None) and res.rc > 0, "non-zero status after halting", res)
+        else:
+            expect(res.rc == want_rc, "halt with exitcode=%d" % want_rc, res)
+        _, text = only_report(res)
+        expect(text.count("WARNING: tunerguard") == 1 and "SUMMARY: tunerguard" in text
+               and text.rstrip("\n").endswith("=================="), "report complete", res)
+        expect(len(jsonl_lines(res)) == 1, "json line complete", res)
+        expect(re.search(r"^tunerguard: 1 race reported", res.err, re.M), "summary line", res)
+
+
+# --------------------------------------------------------------------------
+# (g) log_path into a missing directory
+
+def check_log_path_missing_dir(ctx):
+    res = ctx.run_py(RACE_PROG % {"serialize": False}, options="log_path=missing/dir/tg")
+    expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
+    warn = [l for l in res.err.splitlines() if "cannot write report file" in l]
+    expect(len(warn) == 1, "one warning line", res)
+    expect(re.search(r"missing/dir/tg\.\d+\.txt", warn[0]), "the warning names the file", res)
+    expect(res.err.count("WARNING: tunerguard") == 1 and "my_kernel" in res.err, "the report on stderr", res)
+    no_files(res)
+
+
+# --------------------------------------------------------------------------
+# (h) repeats
+
+def check_repeat_reported_once(ctx):
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        tuner = Autotuner(my_kernel)
+        for i in range(5):
+            race_once(tuner)
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "the same race five times is reported once", res)
+    expect(len(jsonl_lines(res)) == 1, "one json line", res)
+    expect(re.search(r"^tunerguard: 1 race reported \(5 seen\)", res.err, re.M), "summary counts repeats", res)
+
+
+def check_distinct_races_reported(ctx):
+    # counterpart of (h): two different tuners are two reports
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        def other_kernel(*a): return 1
+        race_once(Autotuner(my_kernel))
+        race_once(Autotuner(other_kernel))
+        print("DONE")
+    ''', options=opts())
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 2 and "other_kernel" in text, "two reports", res)
+    expect(re.search(r"^tunerguard: 2 races reported", res.err, re.M), "summary", res)
+
+
+# --------------------------------------------------------------------------
+# (i) fork while another thread is inside a tuner
+
+FORK_PROG = '''
+    import warnings
+    warnings.simplefilter("ignore", DeprecationWarning)   # 3.12+: fork with threads
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    entered = threading.Event(); release = threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":
+            entered.set(); release.wait()
+    tuner.hook = hook
+    th = threading.Thread(target=tuner.run, args=("victim",)); th.start()
+    entered.wait()
+    pid = os.fork()
+    if pid == 0:
+        ok = tuner.run("child") == "ok"
+        tuner.run("child2")
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    print("CHILD_STATUS", status)
+    release.set(); th.join()
+    print("DONE")
+'''
+
+
+def check_fork(ctx):
+    for mode in ("detect", "serialize"):
+        res = ctx.run_py(FORK_PROG, options=opts(mode=mode), timeout=30)
+        expect(not res.timed_out, "%s: the fork child hung (blocked in tunerguard?)" % mode, res)
+        expect(res.rc == 0 and "CHILD_STATUS 0" in res.out and "DONE" in res.out,
+               "%s: the child called the tuner and exited 0" % mode, res)
+        expect("WARNING" not in res.err and "race" not in res.err, "%s: nothing reported" % mode, res)
+        no_files(res)
+
+
+CHECKS = {
+    "nonpython": [check_nonpython],
+    "quiet": [check_quiet_python, check_quiet_python_default_log_path],
+    "options": [check_bad_options, check_help],
+    "race": [check_race_detect, check_race_serialize, check_race_off, check_race_log_stderr],
+    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
+                     check_subclass_nested_single_thread],
+    "replace": [check_replaced_method],
+    "exit": [check_exitcode, check_halt_on_race],
+    "log_path": [check_log_path_missing_dir],
+    "dedup": [check_repeat_reported_once, check_distinct_races_reported],
+    "fork": [check_fork],
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", required=True, help="interpreter path, or 'none' for the nonpython group")
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--only", default="", help="comma-separated groups (default: all)")
+    ap.add_argument("--keep", action="store_true", help="keep temporary directories")
+    a = ap.parse_args()
+    groups = [g for g in a.only.split(",") if g] or list(CHECKS)
+    for g in groups:
+        if g not in CHECKS:
+            ap.error("unknown group %s (known: %s)" % (g, ", ".join(CHECKS)))
+    if os.environ.get("LD_PRELOAD", "") and "tunerguard" in os.environ["LD_PRELOAD"]:
+        print("the driver itself must not run under the preload")
+        return 1
+    if not os.path.exists(a.lib):
+        print("FAIL: %s does not exist" % a.lib)
+        return 1
+    a.lib = os.path.abspath(a.lib)
+    needs_python = any(g != "nonpython" for g in groups)
+    if needs_python and not (os.path.isfile(a.python) and os.access(a.python, os.X_OK)):
+        print("SKIP: interpreter %s not installed" % a.python)
+        return SKIP
+    ctx = Ctx(a.python, a.lib, a.keep)
+    label = "" if a.python == "none" else " [%s]" % a.python
+    failed = 0
+    for g in groups:
+        for check in CHECKS[g]:
+            name = "%s/%s" % (g, check.__name__[len("check_"):])
+            try:
+                check(ctx)
+                print("PASS %s%s" % (name, label), flush=True)
+            except Fail as e:
+                failed += 1
+                print("FAIL %s%s: %s" % (name, label, e), flush=True)
+    ctx.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
