@@ -75,7 +75,7 @@ static inline int tg__cuda_special_stream(CUstream s)
     return (uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD; /* NULL, LEGACY, PER_THREAD */
 }
 
-static inline int tg__cuda_device(struct tg_thread *t, CUstream s, CUcontext ctx)
+static inline __attribute__((always_inline)) int tg__cuda_device(struct tg_thread *t, CUstream s, CUcontext ctx)
 {
     uint64_t key;
     if (!ctx && tg__cuda_special_stream(s)) {
@@ -122,7 +122,7 @@ static inline void tg__cuda_seq_end(struct tg_cuda_call *c)
 /* Before the real call.  Returns the thread record to pass to
  * tg__cuda_leave, or NULL when the call must go straight through (tunerguard
  * off, or tunerguard itself is running on this thread). */
-static inline struct tg_thread *tg__cuda_enter(unsigned fn, int kind, CUstream s, CUcontext ctx,
+static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(unsigned fn, int kind, CUstream s, CUcontext ctx,
                                                uint64_t func)
 {
     if (__builtin_expect(tg_opts.mode == TG_MODE_OFF, 0))
@@ -164,7 +164,7 @@ static inline struct tg_thread *tg__cuda_enter(unsigned fn, int kind, CUstream s
 }
 
 /* After the real call (t from tg__cuda_enter, non-NULL). */
-static inline void tg__cuda_leave(struct tg_thread *t, int kind)
+static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_thread *t, int kind)
 {
     if (kind == TG_CUDA_OTHER)
         return;
