@@ -22,6 +22,11 @@ struct tg_occupant {
     int depth;                  /* nested guarded calls of this thread on this instance */
     uint64_t entered_ns;
     const void *method;         /* the guard (method) of the outermost call */
+    /* Set when this session overlapped another thread's session on the same
+     * tuner (either side of a race), for the exception link. */
+    pid_t raced_tid;            /* the other thread (copied: it may exit first) */
+    char raced_name[48];
+    uint64_t race_seq;          /* seq of the race report, 0 if none was written */
 };
 
 struct tg_tuner {

@@ -225,6 +225,24 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
         tg_w_str(&w, ",\"inside\":");
         thread(&w, r, &r->inside);
         break;
+    case TG_REPORT_EXCEPTION:
+        common(&w, r, "exception");
+        tg_w_str(&w, ",\"detail\":");
+        J_STR(&w, r->detail);
+        tg_w_str(&w, ",\"exception\":{\"type\":");
+        J_STR(&w, r->exc_type);
+        tg_w_str(&w, ",\"message\":");
+        J_STR(&w, r->exc_msg);
+        tg_w_str(&w, "},\"race_seq\":");
+        if (r->race_seq)
+            tg_w_u64(&w, r->race_seq);
+        else
+            tg_w_str(&w, "null");
+        tg_w_str(&w, ",\"entering\":");
+        thread(&w, r, &r->entering);
+        tg_w_str(&w, ",\"inside\":");
+        thread(&w, r, &r->inside);
+        break;
     case TG_REPORT_METHOD_REPLACED:
         common(&w, r, "method_replaced");
         tg_w_str(&w, ",\"detail\":");

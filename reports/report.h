@@ -53,6 +53,9 @@ struct tg_thread_view {
 enum tg_report_kind {
     TG_REPORT_RACE,            /* second thread entered a tuner another is inside */
     TG_REPORT_METHOD_REPLACED, /* user code replaced a guarded method (verbosity>=1) */
+    TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
+                                  entering = the thread that raised, inside = the
+                                  thread it raced with */
 };
 
 struct tg_report {
@@ -71,6 +74,9 @@ struct tg_report {
     struct tg_thread_view entering;  /* the thread that came in second */
     struct tg_thread_view inside;    /* the thread already inside */
     char detail[256];          /* free text for non-race kinds (e.g. where a method was replaced) */
+    char exc_type[64];         /* TG_REPORT_EXCEPTION: the exception's type name */
+    char exc_msg[200];         /* ... and str() of it, truncated */
+    uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
 };
 
 /* Resolve the native frames of both thread views into native_sym[] (see

@@ -235,6 +235,31 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
     summary(w, r, "method replaced");
 }
 
+/* The link from the traceback on the user's screen to the race. */
+static void write_exception(struct tg_w *w, const struct tg_report *r)
+{
+    header(w, r, "exception in a tuner call that raced");
+    tg_w_str(w, "  ");
+    W_FIELD(w, r->detail);
+    tg_w_str(w, "\n  Exception: ");
+    W_FIELD_OR(w, r->exc_type, "?");
+    tg_w_str(w, ": ");
+    W_FIELD(w, r->exc_msg);
+    if (r->race_seq) {
+        tg_w_str(w, "\n  The race is report #");
+        tg_w_u64(w, r->race_seq);
+        tg_w_str(w, " of this process");
+    }
+    tg_w_str(w, "\n  Raised in ");
+    thread_name(w, &r->entering);
+    tg_w_str(w, ":\n");
+    python_stack(w, &r->entering);
+    tg_w_str(w, "  Raced with ");
+    thread_name(w, &r->inside);
+    tg_w_str(w, "\n\n");
+    summary(w, r, "exception after tuner race");
+}
+
 int tg_report_write_text(int fd, const struct tg_report *r)
 {
     struct tg_w w;
@@ -245,6 +270,9 @@ int tg_report_write_text(int fd, const struct tg_report *r)
         break;
     case TG_REPORT_METHOD_REPLACED:
         write_replaced(&w, r);
+        break;
+    case TG_REPORT_EXCEPTION:
+        write_exception(&w, r);
         break;
     }
     return tg_w_flush(&w);

@@ -160,9 +160,9 @@ __attribute__((weak)) const char *tg_cuda_kernel_name(unsigned long long func, c
 
 static struct tg_report report; /* one at a time: the GIL orders writers */
 
-/* Fill and emit a race report.  Returns 1 if written, 0 if it was a repeat or
- * a low-severity overlap not shown at this verbosity. */
-static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
+/* Fill and emit a race report.  Returns its seq if written, 0 if it was a
+ * repeat or a low-severity overlap not shown at this verbosity. */
+static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
                        int serialized)
 {
     struct tg_report *r = &report;
@@ -212,7 +212,7 @@ static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, 
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
     r->high_severity = in->benchmarking;
 
-    int written = 0;
+    uint64_t written = 0;
     if (!r->high_severity) {
         stats.overlaps++;
         if (tg_opts.verbosity < 1)
@@ -235,7 +235,7 @@ static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, 
         stats.races++;
     r->seq = stats.races + (r->high_severity ? 0 : stats.overlaps);
     tg_sink_emit(r);
-    written = 1;
+    written = r->seq;
     if (tg_opts.halt_on_race && r->high_severity) {
         tg_arm_exit_summary();
         _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
@@ -243,6 +243,114 @@ static int report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, 
 out:
     t->busy--;
     return written;
+}
+
+/* Frames of a traceback object, most recent call first, then the caller's
+ * frames: the stack the user sees printed. */
+static void traceback_frames(struct tg_thread_view *v, PyObject *tb)
+{
+    struct tg_thread_view tmp;
+    int n = 0;
+    PyObject *cur = tb;
+    if (cur)
+        tg_py.Py_IncRef(cur);
+    while (cur && cur != tg_py.none && n < TG_MAX_PY_FRAMES) {
+        PyObject *frame = tg_py.PyObject_GetAttrString(cur, "tb_frame");
+        PyObject *lineno = tg_py.PyObject_GetAttrString(cur, "tb_lineno");
+        if (frame) {
+            PyObject *code = tg_py.PyFrame_GetCode((PyFrameObject *)frame);
+            copy_attr_name(tmp.py[n].file, sizeof tmp.py[n].file, code, "co_filename");
+            copy_attr_name(tmp.py[n].func, sizeof tmp.py[n].func, code,
+                           tg_py.minor >= 11 ? "co_qualname" : "co_name");
+            PyObject *ls = lineno ? tg_py.PyObject_Str(lineno) : NULL;
+            const char *l = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
+            tmp.py[n].line = l ? atoi(l) : 0;
+            if (ls)
+                tg_py.Py_DecRef(ls);
+            if (code)
+                tg_py.Py_DecRef(code);
+            n++;
+        }
+        PyObject *next = tg_py.PyObject_GetAttrString(cur, "tb_next");
+        if (frame)
+            tg_py.Py_DecRef(frame);
+        if (lineno)
+            tg_py.Py_DecRef(lineno);
+        tg_py.Py_DecRef(cur);
+        cur = next;
+        tg_py.PyErr_Clear();
+    }
+    if (cur)
+        tg_py.Py_DecRef(cur);
+    /* The traceback runs outermost to innermost: reverse it. */
+    v->npy = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v->py[v->npy++] = tmp.py[i];
+    struct tg_thread_view callers;
+    tg_py_capture_frames(&callers, NULL);
+    for (int i = 0; i < callers.npy && v->npy < TG_MAX_PY_FRAMES; i++)
+        v->py[v->npy++] = callers.py[i];
+    v->py_truncated = callers.py_truncated || v->npy == TG_MAX_PY_FRAMES;
+}
+
+/* A guarded call whose session raced ended in an exception: say so, in the
+ * report and (3.11+) as a note on the exception itself, so the traceback on
+ * the user's screen points at the race.  The exception stays set. */
+static void report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o)
+{
+    PyObject *type, *value, *tb;
+    tg_py.PyErr_Fetch(&type, &value, &tb);
+    if (!type)
+        return;
+    tg_py.PyErr_NormalizeException(&type, &value, &tb);
+    t->busy++;
+    struct tg_report *r = &report;
+    memset(r, 0, sizeof *r);
+    r->kind = TG_REPORT_EXCEPTION;
+    r->pid = getpid();
+    const char *rank = getenv("RANK");
+    r->rank = rank ? atoi(rank) : -1;
+    r->mode = tg_mode_name(tg_opts.mode);
+    r->instance = (uintptr_t)inst;
+    r->ts_ns = tg_mono_ns();
+    r->race_seq = o->race_seq;
+    class_name(inst, r->tuner_class, sizeof r->tuner_class);
+    snprintf(r->method, sizeof r->method, "%s", g->method);
+    kernel_name(inst, r->kernel, sizeof r->kernel);
+    copy_attr_name(r->exc_type, sizeof r->exc_type, type, "__name__");
+    PyObject *msg = value ? tg_py.PyObject_Str(value) : NULL;
+    const char *m = msg ? tg_py.PyUnicode_AsUTF8(msg) : NULL;
+    snprintf(r->exc_msg, sizeof r->exc_msg, "%s", m ? m : "");
+    if (msg)
+        tg_py.Py_DecRef(msg);
+    tg_py.PyErr_Clear();
+
+    struct tg_thread_view *e = &r->entering;
+    e->tid = t->tid;
+    e->ident = t->ident;
+    tg_py_thread_name(t->ident, e->name, sizeof e->name);
+    traceback_frames(e, tb);
+    struct tg_thread_view *other = &r->inside;
+    other->tid = o->raced_tid;
+    snprintf(other->name, sizeof other->name, "%s", o->raced_name);
+    snprintf(r->detail, sizeof r->detail,
+             "this %s was raised in a call that raced with thread '%s' (tid=%d) on %s of kernel '%s'",
+             r->exc_type, other->name[0] ? other->name : "?", (int)other->tid, r->method, r->kernel);
+    stats.exceptions++;
+    r->seq = stats.races + stats.exceptions;
+    tg_sink_emit(r);
+    if (tg_py.minor >= 11 && value) {
+        /* PEP 678: the note is printed under the traceback. */
+        char note[512];
+        const char *path = tg_sink_text_path();
+        snprintf(note, sizeof note, "tunerguard: %s; see %s", r->detail, path[0] ? path : "the report");
+        PyObject *res = tg_py.PyObject_CallMethod(value, "add_note", "s", note);
+        if (res)
+            tg_py.Py_DecRef(res);
+        tg_py.PyErr_Clear();
+    }
+    t->busy--;
+    tg_py.PyErr_Restore(type, value, tb);
 }
 
 static void note_contended(PyObject *inst)
@@ -364,11 +472,23 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
         tg_tuner_leave(u, t);
         return res;
     }
+    pid_t raced = 0;
+    char raced_name[48] = "";
+    uint64_t race_seq = 0;
     if (v != TG_FIRST) {
-        const struct tg_occupant *other = tg_tuner_other(u, t);
+        struct tg_occupant *other = (struct tg_occupant *)tg_tuner_other(u, t);
         if (other) {
             u->races++;
-            report_race(inst, g, t, other, v == TG_WAIT);
+            race_seq = report_race(inst, g, t, other, v == TG_WAIT);
+            if (v == TG_RACE) {
+                /* Both sessions now overlap: either may end in the exception.
+                 * report_race() filled `report` with both threads' names. */
+                raced = other->thread->tid;
+                snprintf(raced_name, sizeof raced_name, "%s", report.inside.name);
+                other->raced_tid = t->tid;
+                snprintf(other->raced_name, sizeof other->raced_name, "%s", report.entering.name);
+                other->race_seq = race_seq;
+            }
         }
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst);
@@ -377,7 +497,12 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
         t->session_launches = 0;
         t->session_syncs = 0;
     }
-    tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), orig, tg_ticks(), 0);
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), orig, tg_ticks(), 0);
+    if (o && raced) {
+        o->raced_tid = raced;
+        snprintf(o->raced_name, sizeof o->raced_name, "%s", raced_name);
+        o->race_seq = race_seq;
+    }
     if (t->nheld < TG_MAX_HELD)
         t->held[t->nheld] = u;
     t->nheld++;
@@ -385,6 +510,8 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
 
     PyObject *res = call_orig(orig, args, nargs, kwnames);
 
+    if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
+        report_exception(inst, g, t, o);
     t->depth--;
     t->nheld--;
     tg_tuner_leave(u, t);

@@ -21,6 +21,7 @@ struct tg_guard_stats {
     uint64_t races;        /* race reports written (after de-duplication) */
     uint64_t races_seen;   /* races seen, repeats included */
     uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
+    uint64_t exceptions;   /* exceptions linked to a race */
     uint64_t waits;        /* serialized calls */
     uint64_t wait_ns;      /* total time they waited */
     int guards;            /* methods guarded */

@@ -72,6 +72,8 @@ TOP_COMMON = {
 TOP = {
     "race": dict(TOP_COMMON, severity="str", serialized="bool", inside="object"),
     "method_replaced": dict(TOP_COMMON, detail="str"),
+    "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
+                      inside="object"),
 }
 TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
          "instance": ("hex", "null")}
