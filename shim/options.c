@@ -162,9 +162,9 @@ static int valid_targets(const char *v)
     }
 }
 
-/* Pairs are separated by ':' (sanitizer style) or whitespace.  A ':' belongs
- * to the value unless a known "key=" follows it, so targets=mod:Class.method
- * needs no quoting. */
+/* Pairs are separated by ':' (sanitizer style) or whitespace.  In a targets=
+ * value a ':' belongs to the value unless a known "key=" follows it, so
+ * targets=mod:Class.method needs no quoting. */
 int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
 {
     set_defaults(out);
@@ -177,7 +177,11 @@ int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t
         if (!*p)
             break;
         const char *start = p;
-        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && !(*p == ':' && starts_known_key(p + 1)))
+        /* Only targets= values hold ':' (module:Class.method); in them a ':'
+         * ends the value only when a known "key=" follows. */
+        int colon_ok = strncmp(start, "targets=", 8) == 0;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' &&
+               !(*p == ':' && (!colon_ok || starts_known_key(p + 1))))
             p++;
         size_t len = (size_t)(p - start);
         const char *eq = memchr(start, '=', len);
