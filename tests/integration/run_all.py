@@ -557,6 +557,39 @@ def check_fork(ctx):
         no_files(res)
 
 
+FORK_AFTER_RACE_PROG = '''
+    import warnings
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    sys.stdout.flush(); sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        # the child reported nothing: its stderr goes to a file we inspect
+        fd = os.open("child_stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 2)
+        sys.exit(0)      # normal exit: finalisation and destructors run
+    _, status = os.waitpid(pid, 0)
+    print("CHILD_EXIT", os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8)
+    print("DONE")
+'''
+
+
+def check_fork_child_after_race(ctx):
+    """A child forked after the parent reported must not repeat the parent's
+    summary nor take exitcode= for races it did not see (multiprocessing and
+    compile workers fork like this)."""
+    res = ctx.run_py(FORK_AFTER_RACE_PROG, options=opts(exitcode=7), timeout=30)
+    expect(not res.timed_out, "hung", res)
+    expect("DONE" in res.out, "parent ran", res)
+    expect(res.rc == 7, "the parent reported: exitcode=7", res)
+    with open(os.path.join(res.tmp, "child_stderr.log")) as f:
+        child_err = f.read()
+    expect("CHILD_EXIT 0" in res.out,
+           "the child reported nothing, its status must stay 0 (child stderr: %r)" % norm(child_err), res)
+    expect("tunerguard" not in child_err, "the child printed a summary: %r" % norm(child_err), res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -568,7 +601,7 @@ CHECKS = {
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_distinct_races_reported],
-    "fork": [check_fork],
+    "fork": [check_fork, check_fork_child_after_race],
 }
 
 

@@ -331,3 +331,17 @@ Test(tuner_table, nested_leave_keeps_waiter_blocked, .timeout = 30)
     cr_assert_eq(w.u->waiters, 0);
     pthread_barrier_destroy(&w.bar);
 }
+
+/* A thread that entered while every occupant slot was taken (overflow) and
+ * then makes a nested guarded call (run -> super().run()) is still the same
+ * session: depth, not a second race with the others inside. */
+Test(tuner_table, overflowed_thread_nesting_is_not_a_race)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(7));
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        enter_outer(u, &threads[i], (uint64_t)i);
+    struct tg_thread *extra = &threads[TG_TUNER_MAX_OCC];
+    cr_assert_null(enter_outer(u, extra, 99));
+    cr_assert_eq(tg_tuner_decide(u, extra, TG_MODE_DETECT), TG_NESTED,
+                 "the overflowed thread's nested call is reported as a race");
+}
