@@ -1,0 +1,283 @@
+/* tunerguard: the command-line front end (dispatch and help).
+ *
+ *   tunerguard run|repro|report|doctor ...      the subcommands (cli_*.c)
+ *   tunerguard help [SUBCOMMAND] | --help        help text, from the table below
+ *   tunerguard --man                             the same text as a roff man page
+ *   tunerguard --version
+ *
+ * Contract: the help a user reads (--help, `help SUB`, the man page generated
+ * from --man at build time) comes from one table, so they cannot drift.  Exit
+ * status 2 for usage errors, everywhere. */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef TG_VERSION
+#define TG_VERSION "0.1"
+#endif
+
+struct cli_opt {
+    const char *term;
+    const char *desc;
+};
+
+struct cli_cmd {
+    const char *name;
+    const char *synopsis; /* after "tunerguard " */
+    const char *summary;  /* one line */
+    const char *description;
+    struct cli_opt opts[16];
+    const char *exit_status;
+    int (*fn)(int, char **);
+};
+
+static const struct cli_cmd cmds[] = {
+    {"run", "run [--detect|--serialize|--off] [--stress] [--trace] [--report-dir DIR] [--option KEY=VALUE]... -- PROGRAM [ARGS...]",
+     "run a program with tunerguard preloaded",
+     "Finds libtunerguard.so next to the tunerguard binary (build tree) or in ../lib, ../lib/x86_64-linux-gnu or "
+     "../lib64 relative to it (installed tree; $TUNERGUARD_LIB overrides), prepends it to LD_PRELOAD (preloads already "
+     "set are kept, after it), adds the options to TUNERGUARD_OPTIONS (options already set in the environment are "
+     "kept; the ones given here come later and win), runs PROGRAM, and when it ends prints on stderr the report "
+     "files that run created, or \"no reports\". The library itself rejects an option it does not know with one "
+     "line on stderr and exit status 2 before the program runs (this is what --stress and --trace do with a "
+     "library that lacks them).",
+     {{"--detect", "mode=detect: report races (the library's default)"},
+      {"--serialize", "mode=serialize: the second thread entering a tuner waits until the first leaves"},
+      {"--off", "mode=off: load the library but do nothing"},
+      {"--stress", "stress=1: widen race windows (needs a library that has the option)"},
+      {"--trace", "trace=1: also write a Chrome trace PREFIX.<pid>.trace.json (needs a library that has the option)"},
+      {"--report-dir DIR", "write reports as DIR/tunerguard.<pid>.{txt,jsonl} (DIR is created); without it the "
+                           "reports go where log_path says (default ./tunerguard.<pid>.*)"},
+      {"--option KEY=VALUE", "any TUNERGUARD_OPTIONS pair, repeatable (see `TUNERGUARD_OPTIONS=help=1 tunerguard run -- true`)"},
+      {"-h, --help", "this help"}},
+     "The program's exit status; 128+N when it was killed by signal N; 126/127 when it could not be executed; "
+     "2 for a usage error or when libtunerguard.so is not found.",
+     cli_run},
+    {"repro", "repro [--gpu] [--runs N] [--python PY] [SCENARIO...]",
+     "run the race reproducers without tunerguard, under detect and under serialize",
+     "Without --gpu: the CPU reproducers (tests/repro: a model of Triton 3.6's Autotuner and a stand-in libcuda from "
+     "the build tree) through tests/repro/run_repro.py. With --gpu: the real-Triton scenarios of "
+     "tests/gpu/triton_races.py, each run in a fresh TRITON_CACHE_DIR; when there is no GPU or no Triton it prints "
+     "one \"skipped:\" line and exits 0. Scenarios: seeds004, cached_subclass, hammer, reset_to_zero (default: all). "
+     "Prints a table scenario x mode -> outcome (failed / reported / passed), runs, median seconds. Expected: "
+     "none -> failed, detect -> reported, serialize -> passed. Needs the source tree (compiled in; "
+     "$TUNERGUARD_SOURCE_DIR overrides).",
+     {{"--gpu", "use real Triton on a GPU (tests/gpu/triton_races.py)"},
+      {"--runs N", "runs of each scenario x mode (default 1)"},
+      {"--python PY", "interpreter for the children (default: $PYTHON, else python3)"},
+      {"--json", "print the results as one JSON document instead of the table"},
+      {"-h, --help", "this help"}},
+     "0 when every outcome is the expected one (or skipped); 1 when some differ; 2 usage error or missing pieces.",
+     cli_repro},
+    {"report", "report [--json] [--trace OUT] PATH...",
+     "summarize report files of one or many processes",
+     "PATH is a report file or a directory of them. Per process, the JSON Lines file "
+     "(<prefix>.<pid>.jsonl or <prefix>.rank<R>.<pid>.jsonl) is read; the text file (.txt) is the fallback when "
+     "there is no .jsonl. Prints races per kernel with their severity, the processes and ranks involved, the first "
+     "occurrence (earliest ts_ns and its file) and the SUMMARY lines.",
+     {{"--json", "print the summary as one JSON document"},
+      {"--trace OUT", "merge the Chrome trace files (<prefix>.<pid>.trace.json, possibly truncated) found under the "
+                      "PATHs into OUT, one file for Perfetto or chrome://tracing"},
+      {"-h, --help", "this help"}},
+     "0 when no race was found; 1 when races were found; 2 usage error, or no report file under the PATHs.",
+     cli_report},
+    {"doctor", "doctor [--python PY]",
+     "check what would happen if a program were run here",
+     "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.13, not free-threaded), "
+     "whether libcuda.so.1 loads and its driver version, the Triton and torch versions, whether the library's hooks "
+     "arm in a test child (a Python process with the library preloaded and a test target), and whether "
+     "TUNERGUARD_OPTIONS is valid. Each line starts with OK, WARN or FAIL and says what to do.",
+     {{"--python PY", "also check this interpreter"}, {"-h, --help", "this help"}},
+     "0 when no line is FAIL; 1 otherwise; 2 usage error.",
+     cli_doctor},
+};
+#define NCMDS (sizeof cmds / sizeof cmds[0])
+
+static const struct cli_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < NCMDS; i++)
+        if (strcmp(cmds[i].name, name) == 0)
+            return &cmds[i];
+    return NULL;
+}
+
+int cli_is_help(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_usage(const char *sub, const char *fmt, ...)
+{
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("tunerguard: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+    }
+    const struct cli_cmd *c = sub ? find_cmd(sub) : NULL;
+    if (c)
+        fprintf(stderr, "usage: tunerguard %s\n(tunerguard %s --help for more)\n", c->synopsis, c->name);
+    else
+        fputs("usage: tunerguard run|repro|report|doctor ... (tunerguard --help for more)\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+/* Print S wrapped at 78 columns with INDENT spaces. */
+static void wrap(const char *s, int indent)
+{
+    int col = 0;
+    while (*s) {
+        while (*s == ' ')
+            s++;
+        size_t w = strcspn(s, " ");
+        if (!w)
+            break;
+        if (col > indent && col + 1 + (int)w > 78) {
+            putchar('\n');
+            col = 0;
+        }
+        if (col == 0) {
+            printf("%*s", indent, "");
+            col = indent;
+        } else {
+            putchar(' ');
+            col++;
+        }
+        fwrite(s, 1, w, stdout);
+        col += (int)w;
+        s += w;
+    }
+    if (col)
+        putchar('\n');
+}
+
+static void print_cmd_help(const struct cli_cmd *c)
+{
+    printf("usage: tunerguard %s\n\n", c->synopsis);
+    wrap(c->summary, 0);
+    putchar('\n');
+    wrap(c->description, 0);
+    puts("\noptions:");
+    for (size_t i = 0; i < 16 && c->opts[i].term; i++) {
+        printf("  %s\n", c->opts[i].term);
+        wrap(c->opts[i].desc, 6);
+    }
+    puts("\nexit status:");
+    wrap(c->exit_status, 2);
+}
+
+int cli_help(const char *sub)
+{
+    const struct cli_cmd *c = sub ? find_cmd(sub) : NULL;
+    if (c) {
+        print_cmd_help(c);
+        return 0;
+    }
+    puts("usage: tunerguard COMMAND [ARGS...]\n");
+    puts("Find and prevent threads racing inside Triton's autotuner (libtunerguard.so).\n");
+    puts("commands:");
+    for (size_t i = 0; i < NCMDS; i++)
+        printf("  %-8s %s\n", cmds[i].name, cmds[i].summary);
+    puts("  help     help COMMAND: the help of one command\n");
+    puts("tunerguard COMMAND --help for the options of a command; tunerguard --man for the man page.");
+    return 0;
+}
+
+/* ---- roff ------------------------------------------------------------------ */
+
+static void roff_text(const char *s)
+{
+    int bol = 1;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", stdout);
+        bol = 0;
+        if (*s == '\\')
+            fputs("\\e", stdout);
+        else if (*s == '-')
+            fputs("\\-", stdout);
+        else
+            putchar(*s);
+        if (*s == '\n')
+            bol = 1;
+    }
+}
+
+static int print_man(void)
+{
+    puts(".\\\" Generated by `tunerguard --man` from tools/tunerguard.c; do not edit.");
+    puts(".TH TUNERGUARD 1 \"\" \"tunerguard " TG_VERSION "\" \"User Commands\"");
+    puts(".SH NAME\ntunerguard \\- find and prevent threads racing inside Triton's autotuner");
+    puts(".SH SYNOPSIS");
+    for (size_t i = 0; i < NCMDS; i++) {
+        fputs(".B tunerguard\n", stdout);
+        roff_text(cmds[i].synopsis);
+        puts("\n.br");
+    }
+    puts(".SH DESCRIPTION");
+    roff_text("tunerguard runs programs with libtunerguard.so preloaded, runs the race reproducers, summarizes "
+              "reports and checks the environment. The library detects a second thread entering a Triton "
+              "Autotuner another thread is inside, reports it (mode=detect) or makes it wait (mode=serialize).\n");
+    puts(".SH COMMANDS");
+    for (size_t i = 0; i < NCMDS; i++) {
+        const struct cli_cmd *c = &cmds[i];
+        printf(".SS %s\n", c->name);
+        roff_text(c->summary);
+        puts(".\n.PP");
+        roff_text(c->description);
+        putchar('\n');
+        for (size_t j = 0; j < 16 && c->opts[j].term; j++) {
+            puts(".TP\n.B");
+            roff_text(c->opts[j].term);
+            putchar('\n');
+            roff_text(c->opts[j].desc);
+            putchar('\n');
+        }
+        puts(".PP\nExit status:");
+        roff_text(c->exit_status);
+        putchar('\n');
+    }
+    puts(".SH ENVIRONMENT");
+    puts(".TP\n.B TUNERGUARD_OPTIONS");
+    roff_text("key=value pairs separated by ':' read by the library (mode, log_path, targets, exitcode, "
+              "halt_on_race, verbosity, help); TUNERGUARD_OPTIONS=help=1 prints the table.\n");
+    puts(".TP\n.B TUNERGUARD_LIB");
+    roff_text("path of libtunerguard.so to use instead of the one found next to the binary.\n");
+    puts(".TP\n.B TUNERGUARD_SOURCE_DIR");
+    roff_text("source tree holding tests/repro and tests/gpu, for repro.\n");
+    puts(".TP\n.B PYTHON");
+    roff_text("interpreter used by repro and checked by doctor.\n");
+    puts(".SH FILES");
+    roff_text("PREFIX.<pid>.txt, PREFIX.<pid>.jsonl (PREFIX.rank<R>.<pid>.* with $RANK set): the reports; "
+              "schema in docs/report-schema.md.\n");
+    puts(".SH SEE ALSO\n.BR ld.so (8)");
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cli_usage(NULL, "no command given");
+    const char *sub = argv[1];
+    if (cli_is_help(sub))
+        return cli_help(NULL);
+    if (strcmp(sub, "help") == 0) {
+        if (argc > 2 && !find_cmd(argv[2]))
+            return cli_usage(NULL, "no command '%s'", argv[2]);
+        return cli_help(argc > 2 ? argv[2] : NULL);
+    }
+    if (strcmp(sub, "--man") == 0)
+        return print_man();
+    if (strcmp(sub, "--version") == 0) {
+        puts("tunerguard " TG_VERSION);
+        return 0;
+    }
+    const struct cli_cmd *c = find_cmd(sub);
+    if (!c)
+        return cli_usage(NULL, "unknown command '%s'", sub);
+    return c->fn(argc - 1, argv + 1);
+}
