@@ -39,10 +39,14 @@ static int is_report_name(const char *name, const char *base)
     return *r >= '0' && *r <= '9';
 }
 
+struct snap_entry {
+    char *name;
+    struct timespec mtime;
+    off_t size;
+};
+
 struct snap {
-    char **names;
-    struct timespec *mtime;
-    off_t *size;
+    struct snap_entry *e;
     size_t n;
 };
 
@@ -64,23 +68,27 @@ static void take_snapshot(const char *dir, const char *base, struct snap *s)
             continue;
         if (s->n == cap) {
             cap = cap ? cap * 2 : 16;
-            s->names = realloc(s->names, cap * sizeof *s->names);
-            s->mtime = realloc(s->mtime, cap * sizeof *s->mtime);
-            s->size = realloc(s->size, cap * sizeof *s->size);
-            if (!s->names || !s->mtime || !s->size)
+            s->e = realloc(s->e, cap * sizeof *s->e);
+            if (!s->e)
                 abort();
         }
-        s->names[s->n] = strdup(e->d_name);
-        s->mtime[s->n] = st.st_mtim;
-        s->size[s->n] = st.st_size;
-        s->n++;
+        s->e[s->n++] = (struct snap_entry){strdup(e->d_name), st.st_mtim, st.st_size};
     }
     closedir(d);
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_entry(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const struct snap_entry *)a)->name, ((const struct snap_entry *)b)->name);
+}
+
+static void free_snapshot(struct snap *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->e[i].name);
+    free(s->e);
+    s->e = NULL;
+    s->n = 0;
 }
 
 /* The value of the last log_path= in an options string ('' when none). */
@@ -115,31 +123,29 @@ static void print_reports(const char *log_path, const struct snap *before)
     }
     struct snap after;
     take_snapshot(dir, base, &after);
-    qsort(after.names, after.n, sizeof *after.names, cmp_str);
+    qsort(after.e, after.n, sizeof *after.e, cmp_entry);
     size_t shown = 0;
     for (size_t i = 0; i < after.n; i++) {
         int changed = 1;
         for (size_t j = 0; j < before->n; j++) {
-            if (strcmp(before->names[j], after.names[i]) == 0) {
-                changed = before->size[j] != after.size[i] ||
-                          before->mtime[j].tv_sec != after.mtime[i].tv_sec ||
-                          before->mtime[j].tv_nsec != after.mtime[i].tv_nsec;
+            const struct snap_entry *x = &before->e[j], *y = &after.e[i];
+            if (strcmp(x->name, y->name) == 0) {
+                changed = x->size != y->size || x->mtime.tv_sec != y->mtime.tv_sec ||
+                          x->mtime.tv_nsec != y->mtime.tv_nsec;
                 break;
             }
         }
         if (!changed)
             continue;
         fprintf(stderr, "tunerguard: report: %s%s/%s\n", (dir[0] == '/' || dir[0] == '.') ? "" : "./", dir,
-                after.names[i]);
+                after.e[i].name);
         shown++;
     }
     if (shown)
         fprintf(stderr, "tunerguard: summarize with: tunerguard report %s\n", dir);
     else
         fprintf(stderr, "tunerguard: no reports (%s.<pid>.*)\n", log_path);
-    for (size_t i = 0; i < after.n; i++)
-        free(after.names[i]);
-    free(after.names), free(after.mtime), free(after.size);
+    free_snapshot(&after);
 }
 
 int cli_run(int argc, char **argv)
@@ -266,9 +272,7 @@ int cli_run(int argc, char **argv)
     }
     int rc = cli_exit_status(st);
     print_reports(log_path, &before);
-    for (size_t k = 0; k < before.n; k++)
-        free(before.names[k]);
-    free(before.names), free(before.mtime), free(before.size);
+    free_snapshot(&before);
     cli_buf_free(&opts);
     return rc;
 }
