@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reports/trace.h"
 #include "shim/cuda_record.h"
 #include "shim/log.h"
 #include "shim/options.h"
@@ -65,6 +66,8 @@ static _Atomic int tg__cuda_ready;
             atomic_fetch_add_explicit(&tg__cuda_gen, 1, memory_order_relaxed);            \
         if (t_)                                                                           \
             tg__cuda_leave(t_, TG_CUDA_##kind);                                           \
+        if (__builtin_expect(tg_trace_on, 0) && t_ && TG_CUDA_##kind != TG_CUDA_OTHER)   \
+            tg_trace_cuda(t_, &t_->last); /* trace=1: reports/trace.h */                  \
         return rc_;                                                                       \
     }
 #define TG_CUDA_GPA(name, params, args)

@@ -5,7 +5,9 @@
  * Bad options stop the process with status 2 before the program runs,
  * help=1 prints the table and stops with status 0. */
 #include "detectors/tuner_table.h"
+#include "reports/py_stack.h"
 #include "reports/report.h"
+#include "reports/trace.h"
 #include "shim/clock.h"
 #include "shim/log.h"
 #include "shim/options.h"
@@ -23,6 +25,7 @@ static void atfork_child(void)
     tg__thread_atfork_child();
     tg_tuner_atfork_child();
     tg_sink_atfork_child();
+    tg_trace_atfork_child();
 }
 
 __attribute__((constructor)) static void tg_init(void)
@@ -40,6 +43,8 @@ __attribute__((constructor)) static void tg_init(void)
         return;
     tg_clock_init();
     tg_sink_configure(tg_opts.log_path);
+    tg_trace_configure(tg_opts.trace, tg_opts.log_path, tg_opts.trace_cap);
+    tg_trace_set_namer(tg_py_thread_name);
     pthread_atfork(NULL, NULL, atfork_child);
     tg_arm_init();
 }
@@ -50,6 +55,7 @@ __attribute__((destructor)) static void tg_fini(void)
 {
     if (tg_opts.mode == TG_MODE_OFF)
         return;
+    tg_trace_close(); /* trace=1: end event and ']' */
     tg_arm_exit_summary();
     struct tg_guard_stats s;
     tg_guard_stats(&s);

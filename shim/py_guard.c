@@ -16,13 +16,16 @@
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
+#include "reports/trace.h"
 #include "shim/clock.h"
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_arm.h"
 #include "shim/thread_state.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -162,40 +165,47 @@ static struct tg_report report; /* one at a time: the GIL orders writers */
 
 /* Fill and emit a race report.  Returns its seq if written, 0 if it was a
  * repeat or a low-severity overlap not shown at this verbosity. */
-static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
-                       int serialized)
+/* The common head of every report about tuner inst. */
+static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject *inst, const struct tg_guard *g)
 {
-    struct tg_report *r = &report;
-    t->busy++;
     memset(r, 0, sizeof *r);
-    r->kind = TG_REPORT_RACE;
+    r->kind = kind;
     r->pid = getpid();
     const char *rank = getenv("RANK");
     r->rank = rank ? atoi(rank) : -1;
     r->mode = tg_mode_name(tg_opts.mode);
-    r->serialized = serialized;
     r->instance = (uintptr_t)inst;
     r->ts_ns = tg_mono_ns();
-    class_name(inst, r->tuner_class, sizeof r->tuner_class);
+    if (inst) {
+        class_name(inst, r->tuner_class, sizeof r->tuner_class);
+        kernel_name(inst, r->kernel, sizeof r->kernel);
+    }
     snprintf(r->method, sizeof r->method, "%s", g ? g->method : "?");
-    kernel_name(inst, r->kernel, sizeof r->kernel);
+}
 
-    struct tg_thread_view *e = &r->entering;
+/* The calling thread as a report shows it: live Python and native stacks. */
+static void view_self(struct tg_thread_view *e, struct tg_thread *t, const char *where)
+{
     e->tid = t->tid;
     e->ident = t->ident;
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
     tg_py_capture_frames(e, NULL);
-    e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 1);
-    snprintf(e->native_where, sizeof e->native_where, "at entry");
-    e->entered_ns = r->ts_ns;
+    e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 2);
+    snprintf(e->native_where, sizeof e->native_where, "%s", where);
+    e->entered_ns = tg_mono_ns();
+}
 
-    struct tg_thread_view *in = &r->inside;
-    const struct tg_thread *ot = other->thread;
+/* Another thread inside a tuner: its Python stack read through its thread
+ * state (it is blocked with the GIL released, we hold the GIL), its native
+ * stack as it recorded it at its last blocking CUDA call. */
+static void view_other(struct tg_thread_view *in, const struct tg_occupant *o)
+{
+    const struct tg_thread *ot = o->thread;
     in->tid = ot->tid;
     in->ident = ot->ident;
     tg_py_thread_name(ot->ident, in->name, sizeof in->name);
-    tg_py_capture_frames(in, other->tstate);
-    in->entered_ns = tg_ticks_to_ns(other->entered_ns);
+    tg_py_capture_frames(in, o->tstate);
+    in->entered_ns = tg_ticks_to_ns(o->entered_ns);
     read_cuda_call(ot, &in->cuda);
     if (in->cuda.kind != TG_CUDA_NONE) {
         in->has_cuda = 1;
@@ -210,6 +220,18 @@ static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread
     in->launches = ot->session_launches;
     in->syncs = ot->session_syncs;
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
+}
+
+static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
+                            int serialized)
+{
+    struct tg_report *r = &report;
+    t->busy++;
+    begin_report(r, TG_REPORT_RACE, inst, g);
+    r->serialized = serialized;
+    struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    view_self(e, t, "at entry");
+    view_other(in, other);
     r->high_severity = in->benchmarking;
 
     uint64_t written = 0;
@@ -233,9 +255,10 @@ static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread
     }
     if (r->high_severity)
         stats.races++;
-    r->seq = stats.races + (r->high_severity ? 0 : stats.overlaps);
+    r->seq = ++stats.reports;
     tg_sink_emit(r);
     written = r->seq;
+    tg_trace_race(r); /* no-op unless trace=1 */
     if (tg_opts.halt_on_race && r->high_severity) {
         tg_arm_exit_summary();
         _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
@@ -305,18 +328,8 @@ static void report_exception(PyObject *inst, struct tg_guard *g, struct tg_threa
     tg_py.PyErr_NormalizeException(&type, &value, &tb);
     t->busy++;
     struct tg_report *r = &report;
-    memset(r, 0, sizeof *r);
-    r->kind = TG_REPORT_EXCEPTION;
-    r->pid = getpid();
-    const char *rank = getenv("RANK");
-    r->rank = rank ? atoi(rank) : -1;
-    r->mode = tg_mode_name(tg_opts.mode);
-    r->instance = (uintptr_t)inst;
-    r->ts_ns = tg_mono_ns();
+    begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;
-    class_name(inst, r->tuner_class, sizeof r->tuner_class);
-    snprintf(r->method, sizeof r->method, "%s", g->method);
-    kernel_name(inst, r->kernel, sizeof r->kernel);
     copy_attr_name(r->exc_type, sizeof r->exc_type, type, "__name__");
     PyObject *msg = value ? tg_py.PyObject_Str(value) : NULL;
     const char *m = msg ? tg_py.PyUnicode_AsUTF8(msg) : NULL;
@@ -337,7 +350,7 @@ static void report_exception(PyObject *inst, struct tg_guard *g, struct tg_threa
              "this %s was raised in a call that raced with thread '%s' (tid=%d) on %s of kernel '%s'",
              r->exc_type, other->name[0] ? other->name : "?", (int)other->tid, r->method, r->kernel);
     stats.exceptions++;
-    r->seq = stats.races + stats.exceptions;
+    r->seq = ++stats.reports;
     tg_sink_emit(r);
     if (tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */
@@ -364,10 +377,85 @@ static void note_contended(PyObject *inst)
         snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
 }
 
-/* Serialize: block until nobody is inside u.  GIL held on entry and exit,
- * released while blocked.  Returns with the GIL held and u free. */
-static void wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
+/* A kernel name for a tuner table entry (its key is the instance). */
+static void tuner_kernel(const struct tg_tuner *u, char *buf, size_t len)
 {
+    kernel_name((PyObject *)u->key, buf, len);
+}
+
+/* serialize: thread t waiting for u would close a cycle of waits (path[0] is
+ * u).  Report it with the stacks of t and of u's holder; the policy decides.
+ * Returns 1 if t should proceed unserialized. */
+static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                           struct tg_tuner **path, int n)
+{
+    struct tg_report *r = &report;
+    t->busy++;
+    begin_report(r, TG_REPORT_DEADLOCK, inst, g);
+    view_self(&r->entering, t, "waiting");
+    const struct tg_occupant *h = tg_tuner_other(u, t);
+    if (h)
+        view_other(&r->inside, h);
+    /* The cycle: each tuner's holder waits for the next; the last is held by t. */
+    size_t used = 0;
+    for (int k = 0; k < n && used < sizeof r->detail; k++) {
+        char kn[64], next[64];
+        const struct tg_occupant *o = tg_tuner_other(path[k], NULL);
+        tuner_kernel(path[k], kn, sizeof kn);
+        tuner_kernel(k + 1 < n ? path[k + 1] : u, next, sizeof next);
+        if (k == 0) {
+            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used, "this thread (tid=%d) waits for '%s'; ",
+                                     (int)t->tid, kn);
+        }
+        if (o && o->thread != t)
+            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used,
+                                     "tid=%d holds '%s' and waits for '%s'; ", (int)o->thread->tid, kn,
+                                     k + 1 < n ? next : "a tuner this thread holds");
+    }
+    if (used < sizeof r->detail)
+        snprintf(r->detail + used, sizeof r->detail - used, "%s",
+                 tg_opts.deadlock == TG_DEADLOCK_ABORT ? "deadlock=abort: the process stops"
+                                                       : "deadlock=proceed: this thread proceeds unserialized");
+    stats.deadlocks++;
+    r->seq = ++stats.reports;
+    tg_sink_emit(r);
+    t->busy--;
+    if (tg_opts.deadlock == TG_DEADLOCK_ABORT) {
+        tg_arm_exit_summary();
+        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+    }
+    return 1;
+}
+
+/* serialize: the wait has lasted wait_timeout seconds.  GIL held. */
+static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                                uint64_t waited_ns)
+{
+    struct tg_report *r = &report;
+    t->busy++;
+    begin_report(r, TG_REPORT_WAIT_TIMEOUT, inst, g);
+    view_self(&r->entering, t, "waiting");
+    const struct tg_occupant *h = tg_tuner_other(u, t);
+    if (h)
+        view_other(&r->inside, h);
+    snprintf(r->detail, sizeof r->detail,
+             "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait goes on",
+             (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout);
+    stats.wait_timeouts++;
+    r->seq = ++stats.reports;
+    tg_sink_emit(r);
+    t->busy--;
+}
+
+/* Serialize: block until nobody is inside u.  GIL held on entry and exit,
+ * released while blocked.  Returns 1 with u free, or 0 when a cycle of waits
+ * was found and the policy lets this thread proceed unserialized. */
+static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
+{
+    struct tg_tuner *path[16];
+    int n = tg_tuner_wait_cycle(u, t, path, 16);
+    if (n > 0 && report_deadlock(u, t, inst, g, path, n))
+        return 0;
     const struct tg_occupant *holder = tg_tuner_other(u, t);
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Cheap, and only on contention. */
@@ -375,26 +463,46 @@ static void wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *in
     tg_py.PyErr_Clear();
     note_contended(inst);
     uint64_t t0 = tg_mono_ns();
+    int timed_out = 0;
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder ? holder->thread->tid : 0, (uintptr_t)inst);
+    t->waiting_for = u;
     while (u->nocc > 0) {
         if (!u->cond_ready) {
-            pthread_cond_init(&u->cond, NULL);
+            pthread_condattr_t ca;
+            pthread_condattr_init(&ca);
+            pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+            pthread_cond_init(&u->cond, &ca);
+            pthread_condattr_destroy(&ca);
             u->cond_ready = 1;
         }
         u->waiters++;
         PyThreadState *ts = tg_py.PyEval_SaveThread();
         pthread_mutex_lock(&tg_tuner_wait_mu);
-        while (u->nocc > 0)
-            pthread_cond_wait(&u->cond, &tg_tuner_wait_mu);
+        int rc = 0;
+        uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
+        struct timespec ts_deadline = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+        while (u->nocc > 0 && rc != ETIMEDOUT)
+            rc = timed_out ? pthread_cond_wait(&u->cond, &tg_tuner_wait_mu)
+                           : pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &ts_deadline);
         pthread_mutex_unlock(&tg_tuner_wait_mu);
         tg_py.PyEval_RestoreThread(ts);
         u->waiters--;
+        if (rc == ETIMEDOUT && !timed_out) {
+            timed_out = 1; /* once per wait; then wait on without a deadline */
+            report_wait_timeout(u, t, inst, g, tg_mono_ns() - t0);
+        }
         /* Another thread may have entered while we waited for the GIL: loop. */
     }
+    t->waiting_for = NULL;
     uint64_t dt = tg_mono_ns() - t0;
     stats.waits++;
     stats.wait_ns += dt;
     u->waits++;
     u->wait_ns += dt;
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return 1;
 }
 
 /* ---- replaced methods --------------------------------------------------------
@@ -491,7 +599,7 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
             }
         }
         if (v == TG_WAIT)
-            wait_for_tuner(u, t, inst);
+            wait_for_tuner(u, t, inst, g);
     }
     if (t->nheld == 0) {
         t->session_launches = 0;
@@ -507,6 +615,9 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
         t->held[t->nheld] = u;
     t->nheld++;
     t->depth++;
+    if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
+        char k_[128]; t->busy++; kernel_name(inst, k_, sizeof k_); t->busy--;
+        tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
 
     PyObject *res = call_orig(orig, args, nargs, kwnames);
 
@@ -515,6 +626,8 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
     t->depth--;
     t->nheld--;
     tg_tuner_leave(u, t);
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_session_end(t);
     return res;
 }
 

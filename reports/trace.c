@@ -1,0 +1,677 @@
+/* The Chrome trace-event timeline: see trace.h and docs/trace.md.
+ *
+ * Ring protocol (one producer: the owning thread; one consumer: whoever holds
+ * tg__trace_mu).  The producer announces the index it is about to fill in
+ * `writing` (release fence), fills the slot with relaxed atomic stores, then
+ * publishes `head` (release).  The consumer reads slots below head; after
+ * copying slot i it re-reads `writing` behind an acquire fence, and if the
+ * producer has started on index i + TG_TRACE_RING (same slot) the copy may be
+ * torn and is discarded (counted as dropped).  Seqlock reasoning: a copy that
+ * saw any store of the newer lap sees its `writing` announcement too. */
+#include "reports/trace.h"
+#include "reports/report.h"
+#include "reports/writer.h"
+#include "shim/clock.h"
+#include "shim/cuda_hooks.h"
+#include "shim/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+_Static_assert((TG_TRACE_RING & (TG_TRACE_RING - 1)) == 0, "TG_TRACE_RING must be a power of 2");
+
+int tg_trace_on;
+
+/* ---- rings ----------------------------------------------------------------- */
+
+struct tg__trace_slot {
+    _Atomic uint64_t t0, t1;      /* CLOCK_MONOTONIC ns */
+    _Atomic uint64_t stream, func;
+    _Atomic uint64_t meta;        /* fn | kind << 16 | (uint32_t)device << 32 */
+};
+
+struct tg__trace_ring {
+    _Atomic uint64_t head;        /* events published (producer) */
+    _Atomic uint64_t writing;     /* index being filled + 1 (producer) */
+    uint64_t tail;                /* next to read (consumer, under the mutex) */
+    pid_t tid;                    /* owner, set before the ring is published */
+    unsigned long ident;
+    char pad[64];                 /* keep producer fields off the next ring's line */
+    struct tg__trace_slot slot[TG_TRACE_RING];
+};
+
+/* Static (BSS): untouched pages cost nothing in processes that never trace. */
+static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
+static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
+static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
+static __thread struct tg__trace_ring *tg__my_ring;
+static __thread int tg__no_ring;
+
+/* ---- the writer side (under tg__trace_mu) ---------------------------------- */
+
+static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
+static void (*tg__namer)(unsigned long, char *, int);
+static long tg__cap = TG_TRACE_DEFAULT_CAP;
+static char tg__stem[1100];                       /* path without ".trace.json" */
+static char tg__path[1200];
+static struct {
+    pid_t pid;                    /* process that owns the open file; 0: none */
+    int fd;
+    int failed;                   /* could not create/write: stop quietly */
+    int closed;
+    uint64_t t0_ns;               /* ts origin */
+    uint64_t flow_id;
+    struct tg_trace_stats st;
+} tg__tr = {.fd = -1};
+static struct tg_w tg__tw;
+static _Atomic int tg__filling;   /* 1 while tg__tw is being modified */
+
+#define TG__NAMED 512
+static pid_t tg__named[TG__NAMED];
+static int tg__nnamed;
+
+/* Per-thread: which open sessions had their begin written (LIFO bits). */
+static __thread uint64_t tg__sess_bits;
+static __thread int tg__sess_depth;
+static __thread int tg__self_named;
+
+/* Kernel names of launched functions, looked up at drain time. */
+#define TG__KCACHE 256
+static struct {
+    uint64_t func;
+    char name[96];
+} tg__kcache[TG__KCACHE];
+
+void tg_trace_configure(int on, const char *log_path, long cap)
+{
+    tg_trace_on = on != 0;
+    tg__cap = cap >= 0 ? cap : TG_TRACE_DEFAULT_CAP;
+    tg__tr.t0_ns = tg_mono_ns();
+    const char *prefix = log_path && log_path[0] && strcmp(log_path, "stderr") != 0 ? log_path : "tunerguard";
+    const char *env = getenv("RANK");
+    char *end = NULL;
+    long rank = env && env[0] ? strtol(env, &end, 10) : -1;
+    if (env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
+        snprintf(tg__stem, sizeof tg__stem, "%s.rank%ld", prefix, rank);
+    else
+        snprintf(tg__stem, sizeof tg__stem, "%s", prefix);
+}
+
+void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
+{
+    tg__namer = namer;
+}
+
+/* ---- hot path ------------------------------------------------------------------ */
+
+static struct tg__trace_ring *claim_ring(const struct tg_thread *t)
+{
+    int i = atomic_fetch_add_explicit(&tg__nrings, 1, memory_order_relaxed);
+    if (i >= TG_TRACE_RINGS) {
+        tg__no_ring = 1;
+        return NULL;
+    }
+    struct tg__trace_ring *r = &tg__rings[i];
+    r->tid = t->tid;
+    r->ident = t->ident;
+    /* owner fields before any head the consumer can see (release on head) */
+    tg__my_ring = r;
+    return r;
+}
+
+void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c)
+{
+    struct tg__trace_ring *r = tg__my_ring;
+    if (__builtin_expect(!r, 0)) {
+        if (tg__no_ring || !(r = claim_ring(t))) {
+            atomic_fetch_add_explicit(&tg__ringless_dropped, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    uint64_t t0 = c->t_enter_ns, t1 = c->t_exit_ns;
+    if (c->kind == TG_CUDA_LAUNCH)
+        t0 = t1 = tg_mono_ns(); /* the hook's launch stamp is the coarse clock */
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    atomic_store_explicit(&r->writing, h + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    struct tg__trace_slot *s = &r->slot[h & (TG_TRACE_RING - 1)];
+    atomic_store_explicit(&s->t0, t0, memory_order_relaxed);
+    atomic_store_explicit(&s->t1, t1, memory_order_relaxed);
+    atomic_store_explicit(&s->stream, c->stream, memory_order_relaxed);
+    atomic_store_explicit(&s->func, c->func, memory_order_relaxed);
+    atomic_store_explicit(&s->meta,
+                          (uint64_t)c->fn | (uint64_t)c->kind << 16 | (uint64_t)(uint32_t)c->device << 32,
+                          memory_order_relaxed);
+    atomic_store_explicit(&r->head, h + 1, memory_order_release);
+}
+
+/* ---- formatting (mutex held) ------------------------------------------------ */
+
+static void w_ts(struct tg_w *w, uint64_t ns)
+{
+    uint64_t rel = ns > tg__tr.t0_ns ? ns - tg__tr.t0_ns : 0;
+    tg_w_u64(w, rel / 1000);
+    uint64_t f = rel % 1000;
+    char d[4] = {(char)('0' + f / 100), (char)('0' + f / 10 % 10), (char)('0' + f % 10), 0};
+    tg_w_char(w, '.');
+    tg_w_str(w, d);
+}
+
+/* {"ph":"X","pid":P,"tid":T,"ts":S  -- the caller adds the rest and calls ev_end */
+static void ev_start(char ph, pid_t tid, uint64_t ts_ns)
+{
+    struct tg_w *w = &tg__tw;
+    tg_w_str(w, "{\"ph\":\"");
+    tg_w_char(w, ph);
+    tg_w_str(w, "\",\"pid\":");
+    tg_w_i64(w, tg__tr.pid);
+    tg_w_str(w, ",\"tid\":");
+    tg_w_i64(w, tid);
+    if (ph != 'M') {
+        tg_w_str(w, ",\"ts\":");
+        w_ts(w, ts_ns);
+    }
+}
+
+static void ev_end(void)
+{
+    tg_w_str(&tg__tw, "},\n");
+    tg__tr.st.events++;
+}
+
+/* Set by args_open: the next key is the first of the args object (no comma). */
+static int tg__arg_first;
+
+static void key(const char *k)
+{
+    tg_w_str(&tg__tw, tg__arg_first ? "\"" : ",\"");
+    tg__arg_first = 0;
+    tg_w_str(&tg__tw, k);
+    tg_w_str(&tg__tw, "\":");
+}
+
+static void kv_str(const char *k, const char *v, size_t max)
+{
+    key(k);
+    tg_w_json_str(&tg__tw, v, max);
+}
+
+static void kv_u64(const char *k, uint64_t v)
+{
+    key(k);
+    tg_w_u64(&tg__tw, v);
+}
+
+static void kv_i64(const char *k, int64_t v)
+{
+    key(k);
+    tg_w_i64(&tg__tw, v);
+}
+
+static void kv_hex(const char *k, uint64_t v)
+{
+    key(k);
+    tg_w_char(&tg__tw, '"');
+    tg_w_hex(&tg__tw, v);
+    tg_w_char(&tg__tw, '"');
+}
+
+/* ,"args":{  -- then kv_* for each key, args_close. */
+static void args_open(void)
+{
+    tg_w_str(&tg__tw, ",\"args\":{");
+    tg__arg_first = 1;
+}
+
+static void args_close(void)
+{
+    tg__arg_first = 0;
+    tg_w_char(&tg__tw, '}');
+}
+
+static void meta_thread(pid_t tid, const char *name)
+{
+    ev_start('M', tid, 0);
+    kv_str("name", "thread_name", 16);
+    tg_w_str(&tg__tw, ",\"args\":{\"name\":");
+    tg_w_json_str(&tg__tw, name, 64);
+    tg_w_char(&tg__tw, '}');
+    ev_end();
+}
+
+static int is_named(pid_t tid)
+{
+    for (int i = 0; i < tg__nnamed; i++)
+        if (tg__named[i] == tid)
+            return 1;
+    return 0;
+}
+
+static void name_thread_unlocked(pid_t tid, const char *name)
+{
+    if (!name || !name[0] || tid <= 0 || is_named(tid) || tg__nnamed == TG__NAMED)
+        return;
+    tg__named[tg__nnamed++] = tid;
+    meta_thread(tid, name);
+}
+
+static void process_meta_unlocked(void)
+{
+    char cmd[256] = "";
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, cmd, sizeof cmd - 1);
+        close(fd);
+        if (n > 0) {
+            for (ssize_t i = 0; i < n; i++)
+                if (cmd[i] == '\0')
+                    cmd[i] = ' ';
+            while (n > 0 && cmd[n - 1] == ' ')
+                n--;
+            cmd[n] = '\0';
+        }
+    }
+    ev_start('M', tg__tr.pid, 0);
+    kv_str("name", "process_name", 16);
+    tg_w_str(&tg__tw, ",\"args\":{\"name\":");
+    tg_w_json_str(&tg__tw, cmd[0] ? cmd : "python", sizeof cmd);
+    tg_w_char(&tg__tw, '}');
+    ev_end();
+}
+
+/* Open the file on first use in this process.  Returns 0 when events may be
+ * written. */
+static int open_unlocked(void)
+{
+    pid_t pid = getpid();
+    if (tg__tr.failed || tg__tr.closed)
+        return -1;
+    if (tg__tr.pid == pid)
+        return 0;
+    snprintf(tg__path, sizeof tg__path, "%s.%ld.trace.json", tg__stem, (long)pid);
+    int fd;
+    do
+        fd = open(tg__path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, strerror(errno));
+        tg__tr.failed = 1;
+        tg__path[0] = '\0';
+        return -1;
+    }
+    tg__tr.pid = pid;
+    tg__tr.fd = fd;
+    tg_w_init(&tg__tw, fd);
+    tg_w_str(&tg__tw, "[\n");
+    process_meta_unlocked();
+    return 0;
+}
+
+static void flush_unlocked(void)
+{
+    size_t len = tg__tw.len;
+    if (tg_w_flush(&tg__tw) < 0 && !tg__tr.failed) {
+        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, strerror(errno));
+        tg__tr.failed = 1;
+    }
+    tg__tr.st.bytes += len;
+}
+
+/* Lock, mark the buffer busy for the signal path. */
+static void lock(void)
+{
+    pthread_mutex_lock(&tg__trace_mu);
+    atomic_store_explicit(&tg__filling, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void unlock(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&tg__filling, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&tg__trace_mu);
+}
+
+/* ---- draining ------------------------------------------------------------------ */
+
+static const char *kernel_of(uint64_t func, int may_ask_driver)
+{
+    if (!func)
+        return "";
+    unsigned k = (unsigned)((func >> 4) ^ (func >> 12)) % TG__KCACHE;
+    if (tg__kcache[k].func == func)
+        return tg__kcache[k].name;
+    if (!may_ask_driver)
+        return "";
+    tg_cuda_kernel_name(func, tg__kcache[k].name, sizeof tg__kcache[k].name);
+    tg__kcache[k].func = func;
+    return tg__kcache[k].name;
+}
+
+static void emit_cuda_unlocked(const struct tg__trace_ring *r, uint64_t t0, uint64_t t1, uint64_t stream,
+                               uint64_t func, uint64_t meta, int may_ask_driver)
+{
+    unsigned fn = (unsigned)(meta & 0xffff);
+    int kind = (int)(meta >> 16 & 0xff);
+    int32_t dev = (int32_t)(uint32_t)(meta >> 32);
+    const char *fname = tg_cuda_fn_name(fn);
+    ev_start(kind == TG_CUDA_LAUNCH ? 'i' : 'X', r->tid, t0);
+    if (kind == TG_CUDA_LAUNCH)
+        tg_w_str(&tg__tw, ",\"s\":\"t\"");
+    else {
+        tg_w_str(&tg__tw, ",\"dur\":");
+        uint64_t d = t1 > t0 ? t1 - t0 : 0;
+        tg_w_u64(&tg__tw, d / 1000);
+        tg_w_char(&tg__tw, '.');
+        char dd[4] = {(char)('0' + d % 1000 / 100), (char)('0' + d % 100 / 10), (char)('0' + d % 10), 0};
+        tg_w_str(&tg__tw, dd);
+    }
+    kv_str("name", fname, 48);
+    kv_str("cat", "cuda", 8);
+    args_open();
+    kv_str("function", fname, 48);
+    kv_i64("device", dev);
+    kv_hex("stream", stream);
+    if (func) {
+        const char *k = kernel_of(func, may_ask_driver);
+        if (k[0])
+            kv_str("kernel", k, 96);
+        else
+            kv_hex("func", func);
+    }
+    args_close();
+    ev_end();
+}
+
+/* Events that count against trace_cap: CUDA events and session begins. */
+static uint64_t capped_unlocked(void)
+{
+    return tg__tr.st.cuda_written + tg__tr.st.sessions_written;
+}
+
+static void drain_ring_unlocked(struct tg__trace_ring *r, int may_ask_driver)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
+    uint64_t i = r->tail;
+    if (h - i > TG_TRACE_RING) {
+        tg__tr.st.cuda_dropped += h - TG_TRACE_RING - i; /* overwritten before we came */
+        i = h - TG_TRACE_RING;
+    }
+    for (; i < h; i++) {
+        const struct tg__trace_slot *s = &r->slot[i & (TG_TRACE_RING - 1)];
+        uint64_t t0 = atomic_load_explicit(&s->t0, memory_order_relaxed);
+        uint64_t t1 = atomic_load_explicit(&s->t1, memory_order_relaxed);
+        uint64_t stream = atomic_load_explicit(&s->stream, memory_order_relaxed);
+        uint64_t func = atomic_load_explicit(&s->func, memory_order_relaxed);
+        uint64_t meta = atomic_load_explicit(&s->meta, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        uint64_t wr = atomic_load_explicit(&r->writing, memory_order_relaxed);
+        if (wr > i + TG_TRACE_RING) { /* the producer lapped us on this slot */
+            tg__tr.st.cuda_dropped++;
+            continue;
+        }
+        if ((long)capped_unlocked() >= tg__cap) {
+            tg__tr.st.cuda_dropped++;
+            continue;
+        }
+        tg__tr.st.cuda_written++;
+        emit_cuda_unlocked(r, t0, t1, stream, func, meta, may_ask_driver);
+    }
+    r->tail = h;
+}
+
+static void drain_all_unlocked(int may_ask_driver)
+{
+    int n = atomic_load_explicit(&tg__nrings, memory_order_relaxed);
+    if (n > TG_TRACE_RINGS)
+        n = TG_TRACE_RINGS;
+    for (int i = 0; i < n; i++) {
+        struct tg__trace_ring *r = &tg__rings[i];
+        if (atomic_load_explicit(&r->head, memory_order_acquire) != r->tail)
+            drain_ring_unlocked(r, may_ask_driver);
+    }
+    uint64_t lost = atomic_exchange_explicit(&tg__ringless_dropped, 0, memory_order_relaxed);
+    tg__tr.st.cuda_dropped += lost;
+}
+
+/* The thread's own Python name, once (GIL held, outside the mutex). */
+static void self_name(struct tg_thread *t, char *buf, int len)
+{
+    buf[0] = '\0';
+    if (tg__self_named || !tg__namer)
+        return;
+    t->busy++; /* Python code run for the name is not tunerguard's to see */
+    tg__namer(t->ident, buf, len);
+    t->busy--;
+    tg__self_named = 1;
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+
+void tg_trace_session_begin(struct tg_thread *t, const char *method, const char *kernel,
+                            uintptr_t instance)
+{
+    if (!tg_trace_on)
+        return;
+    char name[64];
+    self_name(t, name, sizeof name);
+    uint64_t now = tg_mono_ns();
+    int d = tg__sess_depth++;
+    lock();
+    int written = 0;
+    if (open_unlocked() == 0 && d < 64) {
+        if ((long)capped_unlocked() >= tg__cap) {
+            tg__tr.st.sessions_dropped++;
+        } else {
+            name_thread_unlocked(t->tid, name);
+            ev_start('B', t->tid, now);
+            char full[200];
+            snprintf(full, sizeof full, "%s %s", method ? method : "?", kernel && kernel[0] ? kernel : "?");
+            tg_w_str(&tg__tw, ",\"name\":");
+            tg_w_json_str(&tg__tw, full, sizeof full);
+            kv_str("cat", "autotune", 16);
+            args_open();
+            kv_hex("instance", instance);
+            kv_str("kernel", kernel ? kernel : "?", 128);
+            args_close();
+            ev_end();
+            written = 1;
+            tg__tr.st.sessions_written++;
+        }
+    }
+    if (d < 64) {
+        if (written)
+            tg__sess_bits |= 1ull << d;
+        else
+            tg__sess_bits &= ~(1ull << d);
+    }
+    unlock();
+}
+
+void tg_trace_session_end(const struct tg_thread *t)
+{
+    if (!tg_trace_on || tg__sess_depth <= 0)
+        return;
+    int d = --tg__sess_depth;
+    uint64_t now = tg_mono_ns();
+    lock();
+    if (open_unlocked() == 0) {
+        drain_all_unlocked(1);
+        if (d < 64 && (tg__sess_bits >> d & 1)) {
+            ev_start('E', t->tid, now);
+            ev_end();
+        }
+        flush_unlocked();
+    }
+    unlock();
+}
+
+void tg_trace_wait_begin(struct tg_thread *t, pid_t holder_tid, uintptr_t instance)
+{
+    if (!tg_trace_on)
+        return;
+    char name[64];
+    self_name(t, name, sizeof name);
+    uint64_t now = tg_mono_ns();
+    lock();
+    if (open_unlocked() == 0) {
+        name_thread_unlocked(t->tid, name);
+        ev_start('B', t->tid, now);
+        kv_str("name", "serialize wait", 32);
+        kv_str("cat", "tunerguard", 16);
+        args_open();
+        kv_hex("instance", instance);
+        kv_i64("holder_tid", holder_tid);
+        args_close();
+        ev_end();
+        flush_unlocked();
+    }
+    unlock();
+}
+
+void tg_trace_wait_end(const struct tg_thread *t)
+{
+    if (!tg_trace_on)
+        return;
+    uint64_t now = tg_mono_ns();
+    lock();
+    if (open_unlocked() == 0) {
+        ev_start('E', t->tid, now);
+        ev_end();
+        flush_unlocked();
+    }
+    unlock();
+}
+
+void tg_trace_race(const struct tg_report *r)
+{
+    if (!tg_trace_on)
+        return;
+    lock();
+    if (open_unlocked() == 0) {
+        name_thread_unlocked(r->entering.tid, r->entering.name);
+        name_thread_unlocked(r->inside.tid, r->inside.name);
+        drain_all_unlocked(1);
+        uint64_t id = ++tg__tr.flow_id;
+        ev_start('i', r->entering.tid, r->ts_ns);
+        tg_w_str(&tg__tw, ",\"s\":\"t\"");
+        kv_str("name", "race", 8);
+        kv_str("cat", "tunerguard", 16);
+        args_open();
+        kv_u64("report", r->seq);
+        kv_str("severity", r->high_severity ? "high" : "low", 8);
+        kv_str("kernel", r->kernel, sizeof r->kernel);
+        kv_str("method", r->method, sizeof r->method);
+        kv_hex("instance", r->instance);
+        kv_i64("inside_tid", r->inside.tid);
+        kv_str("mode", r->mode ? r->mode : "?", 16);
+        args_close();
+        ev_end();
+        /* the arrow: from the thread inside to the entering thread */
+        ev_start('s', r->inside.tid, r->ts_ns);
+        kv_str("name", "race", 8);
+        kv_str("cat", "tunerguard", 16);
+        kv_u64("id", id);
+        ev_end();
+        ev_start('f', r->entering.tid, r->ts_ns);
+        tg_w_str(&tg__tw, ",\"bp\":\"e\"");
+        kv_str("name", "race", 8);
+        kv_str("cat", "tunerguard", 16);
+        kv_u64("id", id);
+        ev_end();
+        flush_unlocked();
+    }
+    unlock();
+}
+
+void tg_trace_close(void)
+{
+    if (!tg_trace_on)
+        return;
+    lock();
+    int have_events = 0;
+    int n = atomic_load_explicit(&tg__nrings, memory_order_relaxed);
+    for (int i = 0; i < n && i < TG_TRACE_RINGS; i++)
+        have_events |= atomic_load_explicit(&tg__rings[i].head, memory_order_acquire) != tg__rings[i].tail;
+    /* No file yet and nothing buffered: nothing to say, no file. */
+    if (!tg__tr.closed && (tg__tr.pid == getpid() || have_events) && open_unlocked() == 0) {
+        drain_all_unlocked(0); /* at exit the driver may be gone: cached names only */
+        ev_start('i', tg__tr.pid, tg_mono_ns());
+        tg_w_str(&tg__tw, ",\"s\":\"g\"");
+        kv_str("name", "tunerguard trace end", 32);
+        kv_str("cat", "tunerguard", 16);
+        args_open();
+        kv_u64("events_written", tg__tr.st.events + 1);
+        kv_u64("cuda_events_written", tg__tr.st.cuda_written);
+        kv_u64("cuda_events_dropped", tg__tr.st.cuda_dropped);
+        kv_u64("sessions_written", tg__tr.st.sessions_written);
+        kv_u64("sessions_dropped", tg__tr.st.sessions_dropped);
+        kv_u64("cap", (uint64_t)tg__cap);
+        args_close();
+        tg_w_str(&tg__tw, "}\n]\n");
+        tg__tr.st.events++;
+        flush_unlocked();
+        close(tg__tr.fd);
+        tg__tr.fd = -1;
+    }
+    tg__tr.closed = 1;
+    unlock();
+}
+
+void tg_trace_signal_flush(void)
+{
+    if (!tg_trace_on || tg__tr.fd < 0 || tg__tr.pid != getpid())
+        return;
+    if (atomic_load_explicit(&tg__filling, memory_order_relaxed))
+        return;
+    tg_w_flush(&tg__tw);
+}
+
+void tg_trace_atfork_child(void)
+{
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    tg__trace_mu = fresh;
+    atomic_store(&tg__filling, 0);
+    if (tg__tr.fd >= 0)
+        close(tg__tr.fd);
+    tg__tr.fd = -1;
+    tg__tr.pid = 0;
+    tg__tr.closed = tg__tr.failed = 0;
+    tg__tr.flow_id = 0;
+    memset(&tg__tr.st, 0, sizeof tg__tr.st);
+    tg__path[0] = '\0';
+    tg__tw.len = 0;
+    tg__nnamed = 0;
+    int n = atomic_load(&tg__nrings);
+    for (int i = 0; i < n && i < TG_TRACE_RINGS; i++) {
+        atomic_store(&tg__rings[i].head, 0);
+        atomic_store(&tg__rings[i].writing, 0);
+        tg__rings[i].tail = 0;
+    }
+    atomic_store(&tg__nrings, 0);
+    atomic_store(&tg__ringless_dropped, 0);
+    tg__my_ring = NULL;
+    tg__no_ring = 0;
+    tg__sess_depth = 0;
+    tg__sess_bits = 0;
+    tg__self_named = 0;
+}
+
+void tg_trace_get_stats(struct tg_trace_stats *out)
+{
+    pthread_mutex_lock(&tg__trace_mu);
+    *out = tg__tr.st;
+    pthread_mutex_unlock(&tg__trace_mu);
+}
+
+const char *tg_trace_path(void)
+{
+    return tg__tr.pid == getpid() ? tg__path : "";
+}

@@ -1,0 +1,92 @@
+/* The Chrome trace-event timeline (trace=1): <log_path>.<pid>.trace.json,
+ * opened by Perfetto and chrome://tracing.  Format and limits: docs/trace.md.
+ *
+ * Two kinds of producers:
+ *  - CUDA hooks (any thread, GIL or not): tg_trace_cuda() pushes one event
+ *    into the calling thread's single-producer ring.  No allocation, no lock,
+ *    no syscall (one atomic fetch-add, once per thread, to claim a ring).
+ *    The ring overwrites its oldest events when full; those count as dropped.
+ *  - The Python side (GIL held): sessions, serialize waits, races.  They take
+ *    the trace mutex, write to the file (one write(2) per flush), and drain
+ *    every thread's ring at session end, at a race and at close.  The drainer
+ *    is the only consumer of any ring (mutex), so ring access is SPSC.
+ *
+ * The file is created on the first event written, never before; it is a JSON
+ * array written as '[' then one event per line followed by ',', closed with
+ * a final "tunerguard trace end" event and ']' by tg_trace_close().  A file
+ * cut short (crash, SIGKILL) is recovered by: drop everything after the last
+ * newline, drop the trailing ',', append ']'. */
+#ifndef TG_TRACE_H
+#define TG_TRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shim/thread_state.h"
+
+struct tg_report;
+
+#define TG_TRACE_RING 4096           /* CUDA events kept per thread between drains (power of 2) */
+#define TG_TRACE_RINGS 64            /* threads that get a ring; later threads' CUDA events are dropped */
+#define TG_TRACE_DEFAULT_CAP 1000000 /* trace_cap default: CUDA + session events written */
+
+/* Set once by tg_trace_configure (constructor), read-only after: the one
+ * predictable branch the CUDA hooks test before calling tg_trace_cuda. */
+extern int tg_trace_on;
+
+/* Constructor time.  on=0: everything below is a no-op.  log_path as for the
+ * sink ("stderr" gives the default prefix "tunerguard"), cap: most CUDA and
+ * session events written (races and waits are always written).  Reads $RANK.
+ * Not signal-safe; allocates nothing. */
+void tg_trace_configure(int on, const char *log_path, long cap);
+
+/* How to name a thread from its Python ident (tg_py_thread_name).  Called
+ * with the GIL held, outside the trace mutex.  NULL (default): no names
+ * except those carried by race reports. */
+void tg_trace_set_namer(void (*namer)(unsigned long ident, char *buf, int len));
+
+/* Hot path (CUDA hooks, after the real call returned; t is the caller's own
+ * record, c its just-finished call).  Launches become instants stamped now,
+ * synchronizations and module calls slices from t_enter_ns to t_exit_ns.
+ * No allocation, no lock, no syscall. */
+void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c);
+
+/* GIL held, on the thread itself.  A session is the outermost guarded call
+ * of a thread on one instance; begin/end must pair (LIFO per thread).  Begin
+ * is buffered, end drains the rings and flushes.  Sessions past the cap are
+ * dropped (counted) together with their end. */
+void tg_trace_session_begin(struct tg_thread *t, const char *method, const char *kernel,
+                            uintptr_t instance);
+void tg_trace_session_end(const struct tg_thread *t);
+
+/* GIL held (the wait itself runs between them without it).  Always written. */
+void tg_trace_wait_begin(struct tg_thread *t, pid_t holder_tid, uintptr_t instance);
+void tg_trace_wait_end(const struct tg_thread *t);
+
+/* GIL held, after the report was emitted: a race instant on the entering
+ * thread and a flow arrow (s on the thread inside, f on the entering one).
+ * Drains the rings and flushes.  Always written. */
+void tg_trace_race(const struct tg_report *r);
+
+/* At exit (no GIL needed): drain the rings, write the end event (events
+ * written and dropped) and ']', close.  Later calls are no-ops. */
+void tg_trace_close(void);
+
+/* Fatal-signal path: write what is buffered, best effort (skipped when a
+ * thread is in the middle of filling the buffer).  Async-signal-safe. */
+void tg_trace_signal_flush(void);
+
+/* fork child: forget the parent's file, rings and names. */
+void tg_trace_atfork_child(void);
+
+struct tg_trace_stats {
+    uint64_t events;          /* lines written, all kinds */
+    uint64_t cuda_written, cuda_dropped;
+    uint64_t sessions_written, sessions_dropped;
+    uint64_t bytes;           /* bytes written to the file */
+};
+void tg_trace_get_stats(struct tg_trace_stats *out);
+/* The trace file's path ("" before it was created). */
+const char *tg_trace_path(void);
+
+#endif
