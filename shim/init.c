@@ -13,6 +13,7 @@
 #include "shim/options.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
+#include "shim/suppress_load.h"
 #include "shim/thread_state.h"
 
 #include <pthread.h>
@@ -41,6 +42,10 @@ __attribute__((constructor)) static void tg_init(void)
     }
     if (tg_opts.mode == TG_MODE_OFF)
         return;
+    if (tg_opts.suppressions[0] && tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
+        tg__warn("%s", err);
+        _exit(2);
+    }
     tg_clock_init();
     tg_sink_configure(tg_opts.log_path);
     tg_trace_configure(tg_opts.trace, tg_opts.log_path, tg_opts.trace_cap);
@@ -57,6 +62,7 @@ __attribute__((destructor)) static void tg_fini(void)
         return;
     tg_trace_close(); /* trace=1: end event and ']' */
     tg_arm_exit_summary();
+    tg_supp_exit_report(tg_opts.verbosity);
     struct tg_guard_stats s;
     tg_guard_stats(&s);
     if (tg_opts.exitcode >= 0 && s.races_seen > 0) {

@@ -17,7 +17,9 @@
 #include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/trace.h"
+#include "shim/suppress_load.h"
 #include "shim/clock.h"
+#include "shim/cuda_stress.h"
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_arm.h"
@@ -235,6 +237,8 @@ static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread
     r->high_severity = in->benchmarking;
 
     uint64_t written = 0;
+    if (tg_supp_check(r)) /* suppressions=: neither reported nor counted */
+        goto out;
     if (!r->high_severity) {
         stats.overlaps++;
         if (tg_opts.verbosity < 1)
@@ -573,17 +577,19 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
 
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
     if (v == TG_NESTED) {
-        tg_tuner_enter(u, t, NULL, orig, 0, 1);
+        struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
         t->depth++;
         PyObject *res = call_orig(orig, args, nargs, kwnames);
         t->depth--;
-        tg_tuner_leave(u, t);
+        if (no)
+            tg_tuner_leave(u, t);
         return res;
     }
     pid_t raced = 0;
     char raced_name[48] = "";
     uint64_t race_seq = 0;
     if (v != TG_FIRST) {
+        tg_stress_wake(); /* stress=1: a race showed; end the holds (shim/cuda_stress.h) */
         struct tg_occupant *other = (struct tg_occupant *)tg_tuner_other(u, t);
         if (other) {
             u->races++;
@@ -626,6 +632,7 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
     t->depth--;
     t->nheld--;
     tg_tuner_leave(u, t);
+    if (t->nheld == 0) tg_tuning_session_end(t, inst, &stats.reports); /* shim/cuda_stress.h */
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
     return res;
@@ -718,6 +725,16 @@ done:
         tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();
     return rc;
+}
+
+/* fork child: what the parent saw is the parent's to report. */
+void tg_guard_atfork_child(void)
+{
+    int guards_kept = stats.guards;
+    memset(&stats, 0, sizeof stats);
+    stats.guards = guards_kept;
+    ncontended = 0;
+    memset(dedup, 0, sizeof dedup);
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

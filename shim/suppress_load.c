@@ -1,0 +1,94 @@
+/* See suppress_load.h. */
+#include "shim/suppress_load.h"
+#include "detectors/suppress.h"
+#include "shim/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TG_SUPP_FILE_MAX (1 << 20)
+
+static struct tg_supp_set tg__supp;
+static unsigned long long tg__supp_total;
+
+int tg_supp_load(const char *path, char *err, size_t errlen)
+{
+    int fd;
+    do
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        snprintf(err, errlen, "suppressions file '%s': cannot read (%s)", path, strerror(errno));
+        return -1;
+    }
+    char *buf = malloc(TG_SUPP_FILE_MAX + 1);
+    size_t len = 0;
+    int rc = 0;
+    if (!buf) {
+        snprintf(err, errlen, "suppressions file '%s': out of memory", path);
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf + len, TG_SUPP_FILE_MAX + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(err, errlen, "suppressions file '%s': cannot read (%s)", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > TG_SUPP_FILE_MAX) {
+            snprintf(err, errlen, "suppressions file '%s': larger than %d bytes", path, TG_SUPP_FILE_MAX);
+            rc = -1;
+            break;
+        }
+    }
+    close(fd);
+    if (rc == 0) {
+        char why[300];
+        if (tg_supp_parse(&tg__supp, buf, len, why, sizeof why) < 0) {
+            snprintf(err, errlen, "suppressions file '%s'%s%s", path, strncmp(why, "line ", 5) == 0 ? " " : ": ",
+                     why);
+            rc = -1;
+        }
+    }
+    free(buf);
+    return rc;
+}
+
+int tg_supp_check(const struct tg_report *r)
+{
+    if (tg__supp.n == 0)
+        return 0;
+    if (!tg_supp_match_report(&tg__supp, r))
+        return 0;
+    tg__supp_total++;
+    return 1;
+}
+
+unsigned long long tg_supp_total(void)
+{
+    return tg__supp_total;
+}
+
+void tg_supp_exit_report(int verbosity)
+{
+    if (verbosity < 1 || tg__supp_total == 0)
+        return;
+    int matched = 0;
+    for (int i = 0; i < tg__supp.n; i++)
+        matched += tg__supp.s[i].hits > 0;
+    tg__warn("matched %d suppression%s (pid=%ld):", matched, matched == 1 ? "" : "s", (long)getpid());
+    for (int i = 0; i < tg__supp.n; i++)
+        if (tg__supp.s[i].hits)
+            tg__warn("%6llu %s:%s (line %d)", (unsigned long long)tg__supp.s[i].hits, tg__supp.s[i].type,
+                     tg__supp.s[i].pattern, tg__supp.s[i].line);
+}
