@@ -1,7 +1,269 @@
+/* tunerguard doctor: what would happen if a program were run here.
+ *
+ * Contract: prints one line per check, starting with "OK  ", "WARN" or
+ * "FAIL", saying what was found and, unless OK, what to do.  Checks: the
+ * library; each interpreter (python3 on PATH, $PYTHON, --python): CPython
+ * 3.9-3.13 and not free-threaded, Triton and torch versions, and whether the
+ * library's hooks arm in a child (a probe module in a temp dir, preloaded with
+ * verbosity=2 and targets=<probe>:Probe.method, must print "guarding
+ * Probe.method"); libcuda.so.1 and cuDriverGetVersion (dlopen here: the doctor
+ * is not preloaded); TUNERGUARD_OPTIONS as the library parses it (a preloaded
+ * /bin/true: exit 2 is a rejection).  Exit 0 when no line is FAIL, else 1. */
 #include "cli.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int nfail, nwarn;
+
+static void line(const char *level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(const char *level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("%-4s  ", level);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    nfail += !strcmp(level, "FAIL");
+    nwarn += !strcmp(level, "WARN");
+}
+
+/* The last non-empty line of S (modified in place). */
+static const char *last_line(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' '))
+        s[--n] = '\0';
+    char *nl = strrchr(s, '\n');
+    return nl ? nl + 1 : s;
+}
+
+static int find_on_path(const char *name, char *out, size_t n)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, n, "%s", name);
+        return access(name, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path)
+        return -1;
+    char *copy = strdup(path), *save = NULL;
+    int rc = -1;
+    for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+        snprintf(out, n, "%s/%s", *dir ? dir : ".", name);
+        if (access(out, X_OK) == 0) {
+            rc = 0;
+            break;
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+static const char probe_py[] = "class Probe:\n    def method(self):\n        return 42\n";
+
+static void check_hooks(const char *py, const char *lib)
+{
+    char dir[] = "/tmp/tunerguard-doctor-XXXXXX";
+    if (!mkdtemp(dir)) {
+        line("WARN", "%s: cannot create a temp dir for the hook probe", py);
+        return;
+    }
+    char mod[PATH_MAX];
+    snprintf(mod, sizeof mod, "%s/tg_doctor_probe.py", dir);
+    FILE *f = fopen(mod, "w");
+    if (!f || fputs(probe_py, f) < 0 || fclose(f) != 0) {
+        line("WARN", "%s: cannot write %s", py, mod);
+        rmdir(dir);
+        return;
+    }
+    char code[PATH_MAX + 200];
+    snprintf(code, sizeof code,
+             "import sys; sys.path.insert(0, %s%s%s); import tg_doctor_probe; "
+             "assert tg_doctor_probe.Probe().method() == 42; print('probe ran')",
+             "'", dir, "'");
+    char *argv[] = {(char *)py, "-c", code, NULL};
+    struct cli_env env[] = {{"LD_PRELOAD", lib},
+                            {"TUNERGUARD_OPTIONS", "verbosity=2:log_path=stderr:targets=tg_doctor_probe:Probe.method"},
+                            {"PYTHONDONTWRITEBYTECODE", "1"}};
+    struct cli_capture cap;
+    if (cli_capture_run(argv, env, 3, dir, 60, &cap) < 0) {
+        line("FAIL", "%s: cannot start the hook probe", py);
+    } else {
+        int rc = cli_exit_status(cap.status);
+        if (strstr(cap.err, "guarding Probe.method") && strstr(cap.out, "probe ran") && rc == 0)
+            line("OK", "%s: hooks arm (a preloaded child guarded Probe.method of a test module)", py);
+        else
+            line("FAIL", "%s: hooks did not arm in a preloaded child (exit %d: %s); run it with "
+                 "TUNERGUARD_OPTIONS=verbosity=2 to see why, and report it",
+                 py, rc, *cap.err ? last_line(cap.err) : "no output");
+        cli_capture_free(&cap);
+    }
+    unlink(mod);
+    rmdir(dir);
+}
+
+static void check_modules(const char *py)
+{
+    char *argv[] = {(char *)py, "-c",
+                    "import importlib\n"
+                    "for m in ('triton', 'torch'):\n"
+                    "    try:\n"
+                    "        v = importlib.import_module(m).__version__\n"
+                    "        print(m, 'ok', v)\n"
+                    "    except Exception as e:\n"
+                    "        print(m, 'no', type(e).__name__ + ': ' + str(e).splitlines()[0] if str(e) else '')\n",
+                    NULL};
+    struct cli_capture cap;
+    if (cli_capture_run(argv, NULL, 0, NULL, 180, &cap) < 0)
+        return;
+    for (char *l = strtok(cap.out, "\n"); l; l = strtok(NULL, "\n")) {
+        char name[32], status[8];
+        int off = 0;
+        if (sscanf(l, "%31s %7s %n", name, status, &off) < 2)
+            continue;
+        if (!strcmp(status, "ok"))
+            line("OK", "%s: %s %s", py, name, l + off);
+        else if (!strcmp(name, "triton"))
+            line("WARN", "%s: Triton is not importable (%s): nothing to guard; pip install triton", py, l + off);
+        else
+            line("WARN", "%s: torch is not importable (%s); the GPU reproducers (repro --gpu) need it", py, l + off);
+    }
+    if (cap.timed_out)
+        line("WARN", "%s: importing triton/torch took over 180 s", py);
+    cli_capture_free(&cap);
+}
+
+/* Returns 1 when the interpreter is supported. */
+static int check_python(const char *label, const char *py, const char *lib)
+{
+    char path[PATH_MAX];
+    if (find_on_path(py, path, sizeof path) < 0) {
+        line("WARN", "%s: %s not found", label, py);
+        return 0;
+    }
+    char *argv[] = {path, "-c",
+                    "import sys, sysconfig; print(sys.implementation.name, sys.version_info[0], sys.version_info[1], "
+                    "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), sys.version.split()[0])",
+                    NULL};
+    struct cli_capture cap;
+    if (cli_capture_run(argv, NULL, 0, NULL, 60, &cap) < 0 || cli_exit_status(cap.status) != 0) {
+        line("WARN", "%s: %s does not run (%s)", label, path, cap.err ? last_line(cap.err) : "");
+        cli_capture_free(&cap);
+        return 0;
+    }
+    char impl[32] = "", ver[32] = "";
+    int major = 0, minor = 0, ft = 0;
+    sscanf(cap.out, "%31s %d %d %d %31s", impl, &major, &minor, &ft, ver);
+    cli_capture_free(&cap);
+    int ok = 0;
+    if (strcmp(impl, "cpython"))
+        line("WARN", "%s: %s is %s %s: only CPython is supported; tunerguard stays inert there", label, path, impl,
+             ver);
+    else if (major != 3 || minor < 9 || minor > 13)
+        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.13; tunerguard stays inert there", label, path,
+             ver);
+    else if (ft)
+        line("WARN", "%s: %s is a free-threaded build (%st): not supported (refused with one line); use the "
+             "default build", label, path, ver);
+    else
+        ok = 1, line("OK", "%s: %s is CPython %s, supported", label, path, ver);
+    if (ok) {
+        check_modules(path);
+        if (lib)
+            check_hooks(path, lib);
+    }
+    return ok;
+}
+
+static void check_cuda(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        line("WARN", "libcuda.so.1 does not load (%s): no NVIDIA driver here; the CUDA hooks stay idle and races "
+             "are still found through the Python hooks", dlerror());
+        return;
+    }
+    int (*get)(int *) = (int (*)(int *))dlsym(h, "cuDriverGetVersion");
+    int v = 0;
+    Dl_info info = {0};
+    if (get)
+        dladdr((void *)get, &info);
+    if (get && get(&v) == 0)
+        line("OK", "libcuda.so.1 loads (%s), cuDriverGetVersion: %d (CUDA %d.%d)",
+             info.dli_fname ? info.dli_fname : "?", v, v / 1000, (v % 1000) / 10);
+    else
+        line("WARN", "libcuda.so.1 loads but cuDriverGetVersion %s; check the driver installation",
+             get ? "failed" : "is missing");
+    dlclose(h);
+}
+
+static void check_options(const char *lib)
+{
+    const char *opts = getenv("TUNERGUARD_OPTIONS");
+    if (!opts || !*opts) {
+        line("OK", "TUNERGUARD_OPTIONS not set: defaults (mode=detect, reports ./tunerguard.<pid>.txt and .jsonl)");
+        return;
+    }
+    char *argv[] = {"/bin/true", NULL};
+    struct cli_env env[] = {{"LD_PRELOAD", lib}};
+    struct cli_capture cap;
+    if (cli_capture_run(argv, env, 1, NULL, 30, &cap) < 0)
+        return;
+    int rc = cli_exit_status(cap.status);
+    if (rc == 2)
+        line("FAIL", "TUNERGUARD_OPTIONS=%s is rejected: %s; fix it (TUNERGUARD_OPTIONS=help=1 lists the options)",
+             opts, last_line(cap.err));
+    else if (rc == 0)
+        line("OK", "TUNERGUARD_OPTIONS=%s is accepted", opts);
+    else
+        line("WARN", "TUNERGUARD_OPTIONS=%s: a preloaded /bin/true exited %d: %s", opts, rc, last_line(cap.err));
+    cli_capture_free(&cap);
+}
+
 int cli_doctor(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return 1;
+    const char *extra = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (cli_is_help(a))
+            return cli_help("doctor");
+        if (!strcmp(a, "--python") || !strncmp(a, "--python=", 9)) {
+            extra = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!extra || !*extra)
+                return cli_usage("doctor", "--python needs an interpreter");
+        } else {
+            return cli_usage("doctor", "unexpected argument '%s'", a);
+        }
+    }
+    char libbuf[4096];
+    const char *lib = NULL;
+    if (cli_find_lib(libbuf, sizeof libbuf) == 0) {
+        lib = libbuf;
+        line("OK", "library: %s", lib);
+    } else {
+        line("FAIL", "libtunerguard.so not found (looked at %s); build it, or set TUNERGUARD_LIB", libbuf);
+    }
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && *pre)
+        line("WARN", "LD_PRELOAD is already set (%s): `tunerguard run` keeps it, after the library", pre);
+    int supported = check_python("python3 on PATH", "python3", lib);
+    const char *env_py = getenv("PYTHON");
+    if (env_py && *env_py)
+        supported += check_python("$PYTHON", env_py, lib);
+    if (extra)
+        supported += check_python("--python", extra, lib);
+    if (!supported)
+        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.13 (not free-threaded)");
+    check_cuda();
+    if (lib)
+        check_options(lib);
+    printf("%d FAIL, %d WARN\n", nfail, nwarn);
+    return nfail ? 1 : 0;
 }
