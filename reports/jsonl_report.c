@@ -243,6 +243,31 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
         tg_w_str(&w, ",\"inside\":");
         thread(&w, r, &r->inside);
         break;
+    case TG_REPORT_INTERFERENCE:
+        common(&w, r, "interference");
+        tg_w_str(&w, ",\"interference\":{\"device\":");
+        tg_w_i64(&w, r->itf.device);
+        tg_w_str(&w, ",\"foreign_launches\":");
+        tg_w_u64(&w, r->itf.foreign);
+        tg_w_str(&w, ",\"own_launches\":");
+        tg_w_u64(&w, r->itf.own);
+        tg_w_str(&w, ",\"cuda_kernel\":");
+        str_or_null(&w, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
+        tg_w_str(&w, ",\"best_config\":");
+        str_or_null(&w, r->itf.best_config, sizeof r->itf.best_config);
+        tg_w_str(&w, ",\"from\":[");
+        for (int i = 0; i < r->itf.nfrom && i < TG_ITF_REPORT_FROM; i++) {
+            tg_w_str(&w, i ? ",{\"tid\":" : "{\"tid\":");
+            tg_w_i64(&w, r->itf.from[i].tid);
+            tg_w_str(&w, ",\"function\":");
+            hexstr(&w, r->itf.from[i].func);
+            tg_w_str(&w, ",\"kernel\":");
+            str_or_null(&w, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
+            tg_w_char(&w, '}');
+        }
+        tg_w_str(&w, "]},\"entering\":");
+        thread(&w, r, &r->entering);
+        break;
     case TG_REPORT_METHOD_REPLACED:
         common(&w, r, "method_replaced");
         tg_w_str(&w, ",\"detail\":");

@@ -56,6 +56,24 @@ enum tg_report_kind {
     TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
                                   entering = the thread that raised, inside = the
                                   thread it raced with */
+    TG_REPORT_INTERFERENCE,    /* a benchmark ran while other threads launched kernels on
+                                  its device: entering = the benchmarking thread; itf below */
+};
+
+/* TG_REPORT_INTERFERENCE: what else ran on the device during a benchmark. */
+#define TG_ITF_REPORT_FROM 8
+struct tg_itf_report {
+    int device;                /* device benchmarked on */
+    uint64_t foreign;          /* kernels other threads launched on it meanwhile */
+    uint64_t own;              /* the benchmarking thread's own launches there */
+    char cuda_kernel[128];     /* CUDA name of the kernel benchmarked, "" if unknown */
+    char best_config[200];     /* str() of the tuner's best_config after the session, "" if none */
+    int nfrom;                 /* entries in from[] (a sample: at most TG_ITF_REPORT_FROM) */
+    struct {
+        pid_t tid;             /* a launching thread */
+        uint64_t func;         /* CUfunction / CUkernel / CUgraphExec it launched */
+        char kernel[96];       /* its name, "" if unknown */
+    } from[TG_ITF_REPORT_FROM];
 };
 
 struct tg_report {
@@ -77,6 +95,7 @@ struct tg_report {
     char exc_type[64];         /* TG_REPORT_EXCEPTION: the exception's type name */
     char exc_msg[200];         /* ... and str() of it, truncated */
     uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
+    struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
 };
 
 /* Resolve the native frames of both thread views into native_sym[] (see

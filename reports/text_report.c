@@ -235,6 +235,59 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
     summary(w, r, "method replaced");
 }
 
+/* A benchmark taken while other threads launched kernels on its device. */
+static void write_interference(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_itf_report *f = &r->itf;
+    header(w, r, "tuning under load");
+    tg_w_str(w, "  kernel '");
+    W_FIELD_OR(w, r->kernel, "?");
+    tg_w_char(w, '\'');
+    if (f->cuda_kernel[0]) {
+        tg_w_str(w, " (CUDA '");
+        W_FIELD(w, f->cuda_kernel);
+        tg_w_str(w, "')");
+    }
+    tg_w_str(w, "'s timings on device ");
+    tg_w_i64(w, f->device);
+    tg_w_str(w, " were taken under load: ");
+    tg_w_u64(w, f->foreign);
+    tg_w_str(w, f->foreign == 1 ? " foreign kernel" : " foreign kernels");
+    tg_w_str(w, " from threads ");
+    for (int i = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
+        if (i)
+            tg_w_str(w, ", ");
+        tg_w_i64(w, f->from[i].tid);
+    }
+    if (f->nfrom <= 0)
+        tg_w_char(w, '?');
+    tg_w_str(w, " (kernels ");
+    for (int i = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
+        if (i)
+            tg_w_str(w, ", ");
+        if (f->from[i].kernel[0]) {
+            tg_w_char(w, '\'');
+            W_FIELD(w, f->from[i].kernel);
+            tg_w_char(w, '\'');
+        } else {
+            tg_w_hex(w, f->from[i].func);
+        }
+    }
+    if (f->nfrom <= 0)
+        tg_w_char(w, '?');
+    tg_w_str(w, "), config that won: ");
+    W_FIELD_OR(w, f->best_config, "?");
+    tg_w_str(w, "\n  Benchmarked by ");
+    thread_name(w, &r->entering);
+    tg_w_str(w, " (");
+    tg_w_u64(w, f->own);
+    tg_w_str(w, f->own == 1 ? " own launch" : " own launches");
+    tg_w_str(w, " on the device); the config chosen, and cached, may be the wrong one.\n");
+    python_stack(w, &r->entering);
+    tg_w_char(w, '\n');
+    summary(w, r, "tuning under load");
+}
+
 /* The link from the traceback on the user's screen to the race. */
 static void write_exception(struct tg_w *w, const struct tg_report *r)
 {
@@ -273,6 +326,9 @@ int tg_report_write_text(int fd, const struct tg_report *r)
         break;
     case TG_REPORT_EXCEPTION:
         write_exception(&w, r);
+        break;
+    case TG_REPORT_INTERFERENCE:
+        write_interference(&w, r);
         break;
     }
     return tg_w_flush(&w);

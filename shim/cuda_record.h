@@ -19,6 +19,7 @@
 
 #include "reports/native_stack.h"
 #include "shim/cuda_hooks.h"
+#include "shim/cuda_stress.h"
 #include "shim/options.h"
 #include "shim/thread_state.h"
 
@@ -134,6 +135,10 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     if (kind == TG_CUDA_OTHER)
         return t; /* bookkeeping rows: counted, not recorded */
     int dev = tg__cuda_device(t, s, ctx);
+    /* a benchmark runs on this device: count the launch as interference,
+     * isolate_tuning may wait (shim/cuda_stress.c); one load + one branch */
+    if (kind == TG_CUDA_LAUNCH && __builtin_expect(tg_itf_maybe_busy(dev), 0))
+        tg__cuda_launch_busy(t, dev, func);
     uint64_t now = tg__cuda_now(kind == TG_CUDA_LAUNCH ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC);
     struct tg_cuda_call *c = &t->last;
     tg__cuda_seq_begin(c);
@@ -151,6 +156,8 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
             t->session_launches++;
         else if (kind == TG_CUDA_SYNC)
             t->session_syncs++;
+        if (!tg_itf_self.dev1 && (t->session_syncs > 0 || t->session_launches > 1))
+            tg__cuda_bench_begin(t, dev); /* now benchmarking on dev */
         if (kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) {
             /* blocking call inside a tuner session: where it blocks is what a
              * race report shows (tg_native_capture: no alloc/lock/syscall) */
@@ -160,6 +167,9 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
         }
     }
     tg__cuda_seq_end(c);
+    if ((kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) &&
+        __builtin_expect(tg_opts.stress && t->nheld > 0, 0))
+        tg__cuda_stress_hold(t, fn); /* stress=1: held before the real call */
     return t;
 }
 

@@ -74,7 +74,11 @@ TOP = {
     "method_replaced": dict(TOP_COMMON, detail="str"),
     "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
                       inside="object"),
+    "interference": dict(TOP_COMMON, interference="object"),
 }
+INTERFERENCE = {"device": "uint", "foreign_launches": "uint", "own_launches": "uint",
+                "cuda_kernel": ("str", "null"), "best_config": ("str", "null"), "from": "list"}
+ITF_FROM = {"tid": "int", "function": "hex", "kernel": ("str", "null")}
 TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
          "instance": ("hex", "null")}
 FRAME = {"func": "str", "file": "str", "line": "int"}
@@ -121,6 +125,10 @@ def check_report(where, r):
     if isinstance(r.get("location"), dict):
         check_obj(f"{where}.location", r["location"], FRAME)
     check_thread(f"{where}.entering", r.get("entering"))
+    if kind == "interference":
+        check_obj(f"{where}.interference", r.get("interference"), INTERFERENCE)
+        for i, f in enumerate((r.get("interference") or {}).get("from") or []):
+            check_obj(f"{where}.interference.from[{i}]", f, ITF_FROM)
     if kind == "race":
         check_thread(f"{where}.inside", r.get("inside"))
         if r.get("severity") not in ("high", "low"):

@@ -1,0 +1,287 @@
+/* Slow paths of the CUDA hooks: tuning interference, isolate_tuning, stress.
+ * See shim/cuda_stress.h.  Nothing here runs unless a benchmark is under way
+ * on the launch's device (tg_itf_maybe_busy) or, for stress, the option is on
+ * and the thread is inside a tuner session. */
+#include "shim/cuda_stress.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reports/py_stack.h"
+#include "reports/report.h"
+#include "shim/clock.h"
+#include "shim/cuda_hooks.h"
+#include "shim/log.h"
+#include "shim/options.h"
+#include "shim/py_api.h"
+
+static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts, st_reports;
+static _Atomic int32_t st_holding, st_iso_waiting;
+/* Bumped by tg_stress_wake; stress holds sleep on it (futex). */
+static _Atomic uint32_t stress_gen;
+/* isolate_tuning gave up on device d: no more waiting there until it is idle. */
+static _Atomic int iso_gave_up[TG_ITF_MAXDEV];
+
+static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct timespec *rel)
+{
+    return syscall(SYS_futex, (uint32_t *)addr, op, val, rel, NULL, 0);
+}
+
+static struct timespec ns_to_ts(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    return ts;
+}
+
+static void itf_atfork_child(void)
+{
+    tg_itf_atfork_child();
+    for (int i = 0; i < TG_ITF_MAXDEV; i++)
+        atomic_store(&iso_gave_up[i], 0);
+    atomic_store(&st_holding, 0);
+    atomic_store(&st_iso_waiting, 0);
+}
+
+void tg__cuda_bench_begin(struct tg_thread *t, int dev)
+{
+    (void)t;
+    static _Atomic int atfork_once;
+    if (!atomic_load_explicit(&atfork_once, memory_order_relaxed) && !atomic_exchange(&atfork_once, 1))
+        pthread_atfork(NULL, NULL, itf_atfork_child);
+    tg_itf_begin(dev);
+}
+
+/* isolate_tuning: wait until nothing benchmarks on dev.  The GIL is not held
+ * here (Triton's launcher and cudart call the driver without it).  Never on
+ * the benchmarking thread itself, nor on a thread inside a tuner session (it
+ * could hold what the benchmark waits for): the caller checks both. */
+static void isolate_wait(int dev)
+{
+    if (atomic_load_explicit(&iso_gave_up[dev], memory_order_relaxed))
+        return;
+    uint64_t t0 = tg_mono_ns(), limit = (uint64_t)TG_ISOLATE_TIMEOUT_S * 1000000000ull;
+    int waited = 0;
+    atomic_fetch_add(&st_iso_waiting, 1);
+    for (;;) {
+        uint32_t v = atomic_load_explicit(&tg_itf_bench[dev], memory_order_acquire);
+        if (v == 0)
+            break;
+        uint64_t el = tg_mono_ns() - t0;
+        if (el >= limit) {
+            atomic_store(&iso_gave_up[dev], 1);
+            atomic_fetch_add(&st_iso_timeouts, 1);
+            static _Atomic int said;
+            if (!atomic_exchange(&said, 1))
+                tg__warn("isolate_tuning: a launch on device %d waited %d s for a benchmark to end; "
+                         "launching anyway (said once; no more waiting on that device until it is idle)",
+                         dev, TG_ISOLATE_TIMEOUT_S);
+            break;
+        }
+        waited = 1;
+        /* a syscall, on purpose: this launch must not run while the benchmark
+         * does; tg_tuning_session_end wakes us when the count drops to 0 */
+        struct timespec rel = ns_to_ts(limit - el);
+        futex(&tg_itf_bench[dev], FUTEX_WAIT_PRIVATE, v, &rel);
+    }
+    atomic_fetch_sub(&st_iso_waiting, 1);
+    if (waited)
+        atomic_fetch_add(&st_iso_waits, 1);
+}
+
+void tg__cuda_launch_busy(struct tg_thread *t, int dev, uint64_t func)
+{
+    /* a session that ended without tg_tuning_session_end (no Python guard
+     * saw the end): close its window now, without a report */
+    if (tg_itf_self.dev1 && t->nheld == 0) {
+        struct tg_itf_result r;
+        if (tg_itf_end(t->tid, &r) && r.last_out) {
+            atomic_store(&iso_gave_up[r.dev], 0);
+            futex(&tg_itf_bench[r.dev], FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+        }
+    }
+    if (dev < 0 || dev >= TG_ITF_MAXDEV)
+        return;
+    if (tg_opts.isolate_tuning && t->nheld == 0 && tg_itf_self.dev1 != dev + 1 &&
+        atomic_load_explicit(&tg_itf_bench[dev], memory_order_relaxed))
+        isolate_wait(dev);
+    tg_itf_launch(dev, t->tid, func);
+}
+
+void tg__cuda_stress_hold(struct tg_thread *t, unsigned fn)
+{
+    (void)t;
+    switch (fn) {
+    /* polls and GPU-side waits do not block the host: not held */
+    case TG_FN_cuStreamQuery:
+    case TG_FN_cuStreamQuery_ptsz:
+    case TG_FN_cuEventQuery:
+    case TG_FN_cuStreamWaitEvent:
+    case TG_FN_cuStreamWaitEvent_ptsz:
+    case TG_FN_cuModuleGetFunction:
+    case TG_FN_cuLibraryGetKernel:
+        return;
+    default:
+        break;
+    }
+    uint32_t g0 = atomic_load_explicit(&stress_gen, memory_order_acquire);
+    uint64_t t0 = tg_mono_ns(), limit = (uint64_t)tg_opts.stress_ms * 1000000ull;
+    atomic_fetch_add(&st_holds, 1);
+    atomic_fetch_add(&st_holding, 1);
+    for (;;) {
+        if (atomic_load_explicit(&stress_gen, memory_order_acquire) != g0) {
+            atomic_fetch_add(&st_woken, 1);
+            break;
+        }
+        uint64_t el = tg_mono_ns() - t0;
+        if (el >= limit)
+            break;
+        /* a syscall, on purpose (stress=1 only): this thread is held so
+         * that others run; tg_stress_wake ends it early */
+        struct timespec rel = ns_to_ts(limit - el);
+        futex(&stress_gen, FUTEX_WAIT_PRIVATE, g0, &rel);
+    }
+    atomic_fetch_sub(&st_holding, 1);
+}
+
+void tg_stress_wake(void)
+{
+    if (!tg_opts.stress)
+        return;
+    atomic_fetch_add_explicit(&stress_gen, 1, memory_order_release);
+    futex(&stress_gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+}
+
+void tg_stress_stats(struct tg_stress_stats *o)
+{
+    o->holds = atomic_load(&st_holds);
+    o->holds_woken = atomic_load(&st_woken);
+    o->isolate_waits = atomic_load(&st_iso_waits);
+    o->isolate_timeouts = atomic_load(&st_iso_timeouts);
+    o->interference_reports = atomic_load(&st_reports);
+    o->holding = atomic_load(&st_holding);
+    o->isolate_waiting = atomic_load(&st_iso_waiting);
+}
+
+/* ---- the report (GIL held) ------------------------------------------------- */
+
+static void attr_str(void *obj, const char *attr, char *dst, size_t len, int use_str)
+{
+    dst[0] = '\0';
+    PyObject *v = obj ? tg_py.PyObject_GetAttrString((PyObject *)obj, attr) : NULL;
+    PyObject *s = (v && use_str && v != tg_py.none) ? tg_py.PyObject_Str(v) : NULL;
+    const char *c = s ? tg_py.PyUnicode_AsUTF8(s) : (v && !use_str) ? tg_py.PyUnicode_AsUTF8(v) : NULL;
+    if (c)
+        snprintf(dst, len, "%s", c);
+    if (s)
+        tg_py.Py_DecRef(s);
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+}
+
+/* Autotuner.base_fn.__name__, else fn.__name__, else fn.fn.__name__ (the
+ * same order as the race report's kernel name). */
+static void py_kernel_name(PyObject *inst, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    PyObject *a = tg_py.PyObject_GetAttrString(inst, "base_fn");
+    tg_py.PyErr_Clear();
+    if (a) {
+        attr_str(a, "__name__", dst, len, 0);
+        tg_py.Py_DecRef(a);
+    }
+    a = dst[0] ? NULL : tg_py.PyObject_GetAttrString(inst, "fn");
+    tg_py.PyErr_Clear();
+    if (a) {
+        attr_str(a, "__name__", dst, len, 0);
+        if (!dst[0]) {
+            PyObject *b = tg_py.PyObject_GetAttrString(a, "fn");
+            tg_py.PyErr_Clear();
+            if (b) {
+                attr_str(b, "__name__", dst, len, 0);
+                tg_py.Py_DecRef(b);
+            }
+        }
+        tg_py.Py_DecRef(a);
+    }
+    if (!dst[0])
+        snprintf(dst, len, "?");
+}
+
+static struct tg_report itf_report; /* ~100 KB: static; the GIL orders writers */
+
+void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
+{
+    if (!tg_itf_self.dev1)
+        return;
+    struct tg_itf_result res;
+    if (!tg_itf_end(t->tid, &res))
+        return;
+    if (res.last_out) {
+        atomic_store(&iso_gave_up[res.dev], 0);
+        /* wake isolate_tuning waiters: the device is quiet again */
+        futex(&tg_itf_bench[res.dev], FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
+    }
+    if (res.foreign == 0)
+        return;
+    PyObject *inst = inst_;
+    struct tg_report *r = &itf_report;
+    t->busy++;
+    PyObject *et = NULL, *ev = NULL, *etb = NULL;
+    if (inst)
+        tg_py.PyErr_Fetch(&et, &ev, &etb); /* the session may be ending in an exception */
+    memset(r, 0, sizeof *r);
+    r->kind = TG_REPORT_INTERFERENCE;
+    r->pid = getpid();
+    const char *rank = getenv("RANK");
+    r->rank = rank ? atoi(rank) : -1;
+    r->mode = tg_mode_name(tg_opts.mode);
+    r->instance = (uintptr_t)inst;
+    r->ts_ns = tg_mono_ns();
+    r->itf.device = res.dev;
+    r->itf.foreign = res.foreign;
+    r->itf.own = res.own;
+    tg_cuda_kernel_name(res.func, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
+    for (int i = 0; i < res.nsamples && i < TG_ITF_REPORT_FROM; i++) {
+        r->itf.from[i].tid = res.samples[i].tid;
+        r->itf.from[i].func = res.samples[i].func;
+        tg_cuda_kernel_name(res.samples[i].func, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
+        r->itf.nfrom++;
+    }
+    struct tg_thread_view *e = &r->entering;
+    e->tid = t->tid;
+    e->ident = t->ident;
+    e->benchmarking = 1;
+    e->launches = t->session_launches;
+    e->syncs = t->session_syncs;
+    if (inst) {
+        PyObject *type = tg_py.PyObject_Type(inst);
+        char mod[96], qual[96];
+        attr_str(type, "__module__", mod, sizeof mod, 0);
+        attr_str(type, "__qualname__", qual, sizeof qual, 0);
+        if (type)
+            tg_py.Py_DecRef(type);
+        snprintf(r->tuner_class, sizeof r->tuner_class, "%s.%s", mod, qual);
+        snprintf(r->method, sizeof r->method, "%s.run", qual);
+        py_kernel_name(inst, r->kernel, sizeof r->kernel);
+        attr_str(inst, "best_config", r->itf.best_config, sizeof r->itf.best_config, 1);
+        tg_py_thread_name(t->ident, e->name, sizeof e->name);
+        tg_py_capture_frames(e, NULL);
+        tg_py.PyErr_Restore(et, ev, etb);
+    } else {
+        snprintf(r->kernel, sizeof r->kernel, "%s", r->itf.cuda_kernel[0] ? r->itf.cuda_kernel : "?");
+    }
+    r->seq = seq ? ++*seq : 0;
+    atomic_fetch_add(&st_reports, 1);
+    tg_sink_emit(r);
+    t->busy--;
+}
