@@ -1,0 +1,23 @@
+# tunerguard doctor: output shape, the hook probe, option rejection.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+env -u TUNERGUARD_OPTIONS "$TG" doctor >d.out 2>d.err
+rc=$?
+check "doctor: exit 0 here (no FAIL)" sh -c "[ $rc = 0 ] && ! grep -q '^FAIL' d.out"
+check "every line is OK/WARN/FAIL, then the count" sh -c "sed '\$d' d.out | grep -v -q -E '^(OK  |WARN|FAIL)  ' && exit 1; tail -1 d.out | grep -q -E '^[0-9]+ FAIL, [0-9]+ WARN$'"
+check "the library is found" grep -q '^OK    library: /' d.out
+check "python3 checked" grep -q -E '^(OK|WARN)  +python3 on PATH: ' d.out
+check "hooks arm in a child" grep -q 'hooks arm (a preloaded child guarded Probe.method' d.out
+check "libcuda line" grep -q -E '^(OK|WARN)  +libcuda.so.1 ' d.out
+LD_LIBRARY_PATH=$FAKE env -u TUNERGUARD_OPTIONS "$TG" doctor >f.out 2>&1
+check "libcuda (stand-in) loads with its driver version" grep -q '^OK    libcuda.so.1 loads (.*), cuDriverGetVersion: [0-9]* (CUDA ' f.out
+TUNERGUARD_OPTIONS=mode=bogus "$TG" doctor >b.out 2>&1
+rc=$?
+check "bad TUNERGUARD_OPTIONS: FAIL with the library's line, exit 1" sh -c "[ $rc = 1 ] && grep -q \"^FAIL  TUNERGUARD_OPTIONS=mode=bogus is rejected: tunerguard: bad value 'bogus'\" b.out"
+TUNERGUARD_OPTIONS=mode=serialize "$TG" doctor >s.out 2>&1
+check "good TUNERGUARD_OPTIONS: accepted" grep -q '^OK    TUNERGUARD_OPTIONS=mode=serialize is accepted' s.out
+PYTHON=/no/such/python env -u TUNERGUARD_OPTIONS "$TG" doctor >p.out 2>&1
+check "missing \$PYTHON: WARN" grep -q '^WARN  \$PYTHON: /no/such/python not found' p.out
+run_tg x doctor --bogus
+check "bad flag: exit 2 + usage" sh -c "[ $rc = 2 ] && grep -q '^usage: tunerguard doctor' x.err"
+finish

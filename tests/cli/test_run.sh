@@ -1,0 +1,59 @@
+# tunerguard run: flags, environment, exit status, report listing.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+run_tg b1 run --bogus -- true
+check "unknown flag: exit 2 + usage" sh -c "[ $rc = 2 ] && grep -q '^usage: tunerguard run' b1.err"
+run_tg b2 run --detect
+check "no program: exit 2 + usage" sh -c "[ $rc = 2 ] && grep -q 'no program given' b2.err"
+run_tg b3 run --option novalue -- true
+check "--option without '=': exit 2" [ "$rc" = 2 ]
+run_tg b4 run --report-dir
+check "--report-dir without a value: exit 2" [ "$rc" = 2 ]
+run_tg b5 run --detect --serialize -- true
+check "conflicting modes: exit 2" [ "$rc" = 2 ]
+
+run_tg s1 run -- sh -c 'exit 7'
+check "exit status passed through (7)" [ "$rc" = 7 ]
+run_tg s2 run -- true
+check "exit status passed through (0)" [ "$rc" = 0 ]
+run_tg s3 run -- sh -c 'kill -KILL $$'
+check "killed by SIGKILL: 137" [ "$rc" = 137 ]
+run_tg s4 run -- sh -c 'kill -TERM $$'
+check "killed by SIGTERM: 143" [ "$rc" = 143 ]
+run_tg s5 run -- /no/such/program
+check "program not found: 127" [ "$rc" = 127 ]
+
+LIB=$(dirname "$TG")/libtunerguard.so
+[ -f "$LIB" ] || LIB=$(readlink -f "$(dirname "$TG")/../lib/libtunerguard.so")
+OTHER=$FAKE/libcuda.so.1
+LD_PRELOAD=$OTHER TUNERGUARD_OPTIONS=verbosity=1 "$TG" run --serialize --option exitcode=-1 -- sh -c 'printf "%s\n%s\n" "$LD_PRELOAD" "$TUNERGUARD_OPTIONS"' >env.out 2>env.err
+rc=$?
+check "env: exit 0" [ "$rc" = 0 ]
+check "LD_PRELOAD is lib then the existing preload" sh -c "[ \"\$(sed -n 1p env.out)\" = '$(readlink -f "$LIB"):$OTHER' ]"
+check "TUNERGUARD_OPTIONS keeps the existing options, ours after" sh -c "[ \"\$(sed -n 2p env.out)\" = 'verbosity=1:mode=serialize:exitcode=-1' ]"
+"$TG" run --report-dir "$WORK/rd" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >rd.out 2>rd.err
+check "--report-dir sets log_path and creates the dir" sh -c "grep -q 'log_path=$WORK/rd/tunerguard' rd.out && [ -d '$WORK/rd' ]"
+check "no race: 'no reports'" has rd.err "tunerguard: no reports"
+
+run_tg st run --stress -- true
+if [ "$rc" = 2 ]; then
+    check "--stress on a library without it: its one-line rejection" has st.err "unknown option 'stress'"
+else
+    check "--stress accepted by the library" [ "$rc" = 0 ]
+fi
+run_tg bo run --option mode=bogus -- true
+check "a bad option value: the library's exit 2 and its line" sh -c "[ $rc = 2 ] && grep -q \"bad value 'bogus' for option 'mode'\" bo.err"
+
+# a Python program that races (CPU reproducer with the stand-in libcuda)
+LD_LIBRARY_PATH=$FAKE "$TG" run --report-dir "$WORK/race" -- python3 "$SCEN/seeds004.py" >race.out 2>race.err
+rc=$?
+check "racing program: its own status (0 or 1) is passed through" sh -c "[ $rc = 0 ] || [ $rc = 1 ]"
+check "racing program: report files listed" sh -c "grep -q '^tunerguard: report: $WORK/race/tunerguard\.[0-9]*\.jsonl$' race.err && grep -q '^tunerguard: report: $WORK/race/tunerguard\.[0-9]*\.txt$' race.err"
+check "racing program: listed files exist and name the kernel" sh -c "for f in \$(sed -n 's/^tunerguard: report: //p' race.err); do grep -q test_seed004 \$f || exit 1; done"
+check "racing program: points at tunerguard report" has race.err "tunerguard: summarize with: tunerguard report $WORK/race"
+# a second run lists only its own files
+LD_LIBRARY_PATH=$FAKE "$TG" run --serialize --report-dir "$WORK/race" -- python3 "$SCEN/seeds004.py" --expect-serialized >race2.out 2>race2.err
+rc=$?
+check "serialize: the racing program passes" [ "$rc" = 0 ]
+check "second run lists only its own reports" sh -c "[ \$(grep -c '^tunerguard: report:' race2.err) = 2 ] && ! grep -q \"\$(sed -n 's/^tunerguard: report: //p' race.err | head -1)\" race2.err"
+finish
