@@ -47,6 +47,11 @@ enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread
         return TG_FIRST;
     if (find_occ((struct tg_tuner *)u, t))
         return TG_NESTED;
+    /* A thread that entered while every slot was taken has no slot, but its
+     * own record says it is inside. */
+    for (int i = 0; i < t->nheld && i < TG_MAX_HELD; i++)
+        if (t->held[i] == (const void *)u)
+            return TG_NESTED;
     return mode == TG_MODE_SERIALIZE ? TG_WAIT : TG_RACE;
 }
 
@@ -121,6 +126,39 @@ struct tg_tuner *tg_tuner_next(int *cursor)
             return u;
     }
     return NULL;
+}
+
+/* Depth-first over "occupant waits for tuner" edges; the graph is tiny (one
+ * edge per waiting thread), so a bounded recursion is enough. */
+static int cycle_from(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int depth, int max)
+{
+    if (depth >= max)
+        return 0;
+    path[depth] = u;
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        const struct tg_thread *h = u->occ[i].thread;
+        if (!h)
+            continue;
+        if (h == t)
+            return depth + 1;
+        struct tg_tuner *next = h->waiting_for;
+        if (!next)
+            continue;
+        int seen = 0;
+        for (int k = 0; k <= depth; k++)
+            seen |= path[k] == next;
+        if (seen)
+            continue;
+        int n = cycle_from(next, t, path, depth + 1, max);
+        if (n)
+            return n;
+    }
+    return 0;
+}
+
+int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max)
+{
+    return cycle_from(u, t, path, 0, max);
 }
 
 void tg_tuner_atfork_child(void)

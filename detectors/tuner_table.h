@@ -58,7 +58,9 @@ struct tg_tuner *tg_tuner_get(uintptr_t key);
 enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode);
 
 /* Record t inside u (after TG_FIRST, TG_RACE or a finished wait), or one
- * level deeper (TG_NESTED).  Returns the occupant slot, or NULL on overflow. */
+ * level deeper (TG_NESTED).  Returns the occupant slot, or NULL on overflow;
+ * a nested level of a thread without a slot returns NULL and must not be
+ * left with tg_tuner_leave. */
 struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
                                    const void *method, uint64_t now_ns, int nested);
 
@@ -73,6 +75,12 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
 /* Iterate over entries in use (for the summary): returns the next used
  * entry after *cursor (start with 0), or NULL. */
 struct tg_tuner *tg_tuner_next(int *cursor);
+
+/* serialize mode: would thread t waiting for u close a cycle of waits?
+ * Follows u's occupants to the tuners they wait for (thread->waiting_for).
+ * Returns the number of tuners on the cycle (u first) written to path, 0 if
+ * there is none.  GIL held. */
+int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max);
 
 /* After fork, in the child: nobody is inside anything, nobody waits. */
 void tg_tuner_atfork_child(void);

@@ -225,6 +225,16 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
         tg_w_str(&w, ",\"inside\":");
         thread(&w, r, &r->inside);
         break;
+    case TG_REPORT_DEADLOCK:
+    case TG_REPORT_WAIT_TIMEOUT:
+        common(&w, r, r->kind == TG_REPORT_DEADLOCK ? "deadlock" : "wait_timeout");
+        tg_w_str(&w, ",\"detail\":");
+        J_STR(&w, r->detail);
+        tg_w_str(&w, ",\"entering\":");
+        thread(&w, r, &r->entering);
+        tg_w_str(&w, ",\"inside\":");
+        thread(&w, r, &r->inside);
+        break;
     case TG_REPORT_EXCEPTION:
         common(&w, r, "exception");
         tg_w_str(&w, ",\"detail\":");

@@ -53,6 +53,10 @@ struct tg_thread_view {
 enum tg_report_kind {
     TG_REPORT_RACE,            /* second thread entered a tuner another is inside */
     TG_REPORT_METHOD_REPLACED, /* user code replaced a guarded method (verbosity>=1) */
+    TG_REPORT_DEADLOCK,        /* serialize: a cycle of waits (entering = the waiter that
+                                  closed it, inside = the holder it waited for) */
+    TG_REPORT_WAIT_TIMEOUT,    /* serialize: a wait longer than wait_timeout (entering =
+                                  the waiter, inside = the holder and what it is doing) */
     TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
                                   entering = the thread that raised, inside = the
                                   thread it raced with */

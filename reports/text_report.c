@@ -235,6 +235,28 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
     summary(w, r, "method replaced");
 }
 
+/* serialize mode's own problems: a cycle of waits, a wait too long. */
+static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const char *what)
+{
+    header(w, r, what);
+    tg_w_str(w, "  ");
+    W_FIELD(w, r->detail);
+    tg_w_str(w, "\n  Waiting: ");
+    thread_name(w, &r->entering);
+    tg_w_str(w, ":\n");
+    python_stack(w, &r->entering);
+    native_stack(w, &r->entering);
+    tg_w_str(w, "\n  Holding the tuner: ");
+    thread_name(w, &r->inside);
+    tg_w_str(w, ":\n");
+    if (r->inside.has_cuda)
+        cuda_line(w, r, &r->inside);
+    python_stack(w, &r->inside);
+    native_stack(w, &r->inside);
+    tg_w_char(w, '\n');
+    summary(w, r, what);
+}
+
 /* A benchmark taken while other threads launched kernels on its device. */
 static void write_interference(struct tg_w *w, const struct tg_report *r)
 {
@@ -329,6 +351,12 @@ int tg_report_write_text(int fd, const struct tg_report *r)
         break;
     case TG_REPORT_INTERFERENCE:
         write_interference(&w, r);
+        break;
+    case TG_REPORT_DEADLOCK:
+        write_wait_problem(&w, r, "cycle of serialized waits (deadlock)");
+        break;
+    case TG_REPORT_WAIT_TIMEOUT:
+        write_wait_problem(&w, r, "serialized wait longer than wait_timeout");
         break;
     }
     return tg_w_flush(&w);

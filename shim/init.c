@@ -26,6 +26,8 @@ static void atfork_child(void)
     tg__thread_atfork_child();
     tg_tuner_atfork_child();
     tg_sink_atfork_child();
+    tg_guard_atfork_child();
+    tg_arm_atfork_child();
     tg_trace_atfork_child();
 }
 

@@ -9,21 +9,27 @@
 
 struct tg_options tg_opts;
 
-enum opt_kind { K_MODE, K_STRING, K_INT, K_BOOL };
+enum opt_kind { K_ENUM, K_STRING, K_INT, K_BOOL };
 
 struct opt_row {
     const char *name;
     enum opt_kind kind;
     int lo, hi;
+    const char *const *names; /* K_ENUM: value i is names[i]; NULL-terminated */
+    const char *choices;      /* K_ENUM: "a, b, c" for messages */
     const char *def;
     const char *help;
     size_t offset;
 };
 
-#define TG_KIND_MODE K_MODE, 0, 0
-#define TG_KIND_STRING K_STRING, 0, 0
-#define TG_KIND_INT(lo, hi) K_INT, lo, hi
-#define TG_KIND_BOOL K_BOOL, 0, 1
+static const char *const mode_names[] = {"off", "detect", "serialize", NULL};
+static const char *const deadlock_names[] = {"proceed", "abort", NULL};
+
+#define TG_KIND_MODE K_ENUM, 0, 0, mode_names, "detect, serialize, off"
+#define TG_KIND_DEADLOCK K_ENUM, 0, 0, deadlock_names, "proceed, abort"
+#define TG_KIND_STRING K_STRING, 0, 0, NULL, NULL
+#define TG_KIND_INT(lo, hi) K_INT, lo, hi, NULL, NULL
+#define TG_KIND_BOOL K_BOOL, 0, 1, NULL, NULL
 
 static const struct opt_row rows[] = {
 #define TG_OPTION(name, type, def, help) {#name, TG_KIND_##type, def, help, offsetof(struct tg_options, name)},
@@ -31,8 +37,6 @@ static const struct opt_row rows[] = {
 #undef TG_OPTION
 };
 #define NROWS (sizeof rows / sizeof rows[0])
-
-static const char *const mode_names[] = {"off", "detect", "serialize"};
 
 const char *tg_mode_name(int mode)
 {
@@ -53,14 +57,14 @@ static int set_value(struct tg_options *o, const struct opt_row *r, const char *
 {
     char *slot = (char *)o + r->offset;
     switch (r->kind) {
-    case K_MODE:
-        for (int m = 0; m < 3; m++) {
-            if (strlen(mode_names[m]) == vlen && strncmp(val, mode_names[m], vlen) == 0) {
+    case K_ENUM:
+        for (int m = 0; r->names[m]; m++) {
+            if (strlen(r->names[m]) == vlen && strncmp(val, r->names[m], vlen) == 0) {
                 *(int *)slot = m;
                 return 0;
             }
         }
-        snprintf(err, errlen, "bad value '%.*s' for option 'mode' (valid: detect, serialize, off)", (int)vlen, val);
+        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: %s)", (int)vlen, val, r->name, r->choices);
         return -1;
     case K_BOOL:
         if (vlen == 1 && (val[0] == '0' || val[0] == '1')) {
@@ -231,7 +235,7 @@ void tg_options_print_help(int fd)
     if (write(fd, line, (size_t)n) < 0)
         return;
     for (size_t i = 0; i < NROWS; i++) {
-        const char *kind = rows[i].kind == K_MODE ? "detect|serialize|off"
+        const char *kind = rows[i].kind == K_ENUM ? rows[i].choices
                            : rows[i].kind == K_BOOL ? "0|1"
                            : rows[i].kind == K_INT ? "int" : "string";
         n = snprintf(line, sizeof line, "  %-14s %-22s default %-12s %s\n", rows[i].name, kind,

@@ -7,7 +7,10 @@
 
 enum tg_mode { TG_MODE_OFF = 0, TG_MODE_DETECT, TG_MODE_SERIALIZE };
 
+enum tg_deadlock { TG_DEADLOCK_PROCEED = 0, TG_DEADLOCK_ABORT };
+
 #define TG_OPT_TYPE_MODE int
+#define TG_OPT_TYPE_DEADLOCK int
 #define TG_OPT_TYPE_STRING char *
 #define TG_OPT_TYPE_INT(lo, hi) int
 #define TG_OPT_TYPE_BOOL int

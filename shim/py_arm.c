@@ -496,6 +496,11 @@ void tg_arm_init(void)
 
 /* ---- exit summary --------------------------------------------------------------------------- */
 
+void tg_arm_atfork_child(void)
+{
+    summary_done = 0;
+}
+
 void tg_arm_exit_summary(void)
 {
     if (summary_done)

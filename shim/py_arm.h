@@ -18,5 +18,7 @@ void tg_arm_process_pending(void);
 /* Print the one-line exit summary once, if anything was reported or
  * serialized.  Safe to call more than once. */
 void tg_arm_exit_summary(void);
+/* In a fork child: the child prints its own summary. */
+void tg_arm_atfork_child(void);
 
 #endif

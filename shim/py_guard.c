@@ -589,7 +589,6 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
     char raced_name[48] = "";
     uint64_t race_seq = 0;
     if (v != TG_FIRST) {
-        tg_stress_wake(); /* stress=1: a race showed; end the holds (shim/cuda_stress.h) */
         struct tg_occupant *other = (struct tg_occupant *)tg_tuner_other(u, t);
         if (other) {
             u->races++;
@@ -604,6 +603,7 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
                 other->race_seq = race_seq;
             }
         }
+        tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst, g);
     }

@@ -22,11 +22,16 @@ struct tg_guard_stats {
     uint64_t races_seen;   /* races seen, repeats included */
     uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
     uint64_t exceptions;   /* exceptions linked to a race */
+    uint64_t deadlocks;    /* cycles of serialized waits broken */
+    uint64_t wait_timeouts;/* waits longer than wait_timeout */
+    uint64_t reports;      /* reports written, all kinds: the next seq */
     uint64_t waits;        /* serialized calls */
     uint64_t wait_ns;      /* total time they waited */
     int guards;            /* methods guarded */
 };
 void tg_guard_stats(struct tg_guard_stats *out);
+/* In a fork child: forget the parent's counts (the child reports its own). */
+void tg_guard_atfork_child(void);
 /* Kernels that were contended (serialize mode), comma separated, into buf. */
 void tg_guard_contended(char *buf, int len);
 

@@ -56,6 +56,9 @@ struct tg_thread {
     uint32_t session_launches;
     uint32_t session_syncs;
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
+    /* serialize mode: the tuner table entry this thread waits for, NULL when
+     * not waiting.  Written and read with the GIL held (wait-graph search). */
+    void *waiting_for;
 };
 
 struct tg_thread *tg__self(void);

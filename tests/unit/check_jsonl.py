@@ -72,6 +72,8 @@ TOP_COMMON = {
 TOP = {
     "race": dict(TOP_COMMON, severity="str", serialized="bool", inside="object"),
     "method_replaced": dict(TOP_COMMON, detail="str"),
+    "deadlock": dict(TOP_COMMON, detail="str", inside="object"),
+    "wait_timeout": dict(TOP_COMMON, detail="str", inside="object"),
     "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
                       inside="object"),
     "interference": dict(TOP_COMMON, interference="object"),

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Serialize-mode safety tests (deadlock cycle, long wait) on one interpreter.
+
+  run_serialize_tests.py --lib LIB --python EXE
+
+Each child gets LD_PRELOAD in its own environment only.  Exit 0 when every
+check holds, 1 otherwise, 77 when the interpreter is missing."""
+import argparse
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(args, script, opts, extra=()):
+    tmp = tempfile.mkdtemp(prefix="tg-ser-")
+    prefix = os.path.join(tmp, "tg")
+    env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run:{opts}")
+    p = subprocess.run([args.python, os.path.join(HERE, script), *[a.replace("PREFIX", prefix) for a in extra]],
+                       env=env, capture_output=True, text=True, timeout=60)
+    text = "".join(open(f).read() for f in glob.glob(prefix + ".*.txt"))
+    jsonl = [line for f in glob.glob(prefix + ".*.jsonl") for line in open(f)]
+    return p, text, jsonl
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--python", required=True)
+    args = ap.parse_args()
+    args.lib = os.path.abspath(args.lib)
+    if not os.path.exists(args.python):
+        print(f"skipped: {args.python} not installed")
+        return 77
+    ok = True
+
+    def check(name, cond, p, text):
+        nonlocal ok
+        print(f"{'PASS' if cond else 'FAIL'} {name}")
+        if not cond:
+            ok = False
+            print(p.stdout, p.stderr, text, sep="\n----\n")
+
+    import json
+    p, text, jsonl = run(args, "deadlock.py", "deadlock=proceed")
+    kinds = [json.loads(x)["kind"] for x in jsonl]
+    check("deadlock=proceed: program completes", p.returncode == 0, p, text)
+    check("deadlock=proceed: cycle reported once", kinds.count("deadlock") == 1 and
+          "cycle of serialized waits" in text and "kernel_a" in text and "kernel_b" in text, p, text)
+    check("deadlock=proceed: report says the youngest proceeded", "proceeds unserialized" in text, p, text)
+
+    p, text, jsonl = run(args, "deadlock.py", "deadlock=abort:exitcode=9")
+    check("deadlock=abort: process stops with exitcode after the report",
+          p.returncode == 9 and "deadlock=abort" in text, p, text)
+
+    p, text, jsonl = run(args, "wait_timeout.py", "wait_timeout=1", ["PREFIX"])
+    kinds = [json.loads(x)["kind"] for x in jsonl]
+    check("wait_timeout: long wait reported, names the holder, wait goes on",
+          p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
+          p, text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
