@@ -508,19 +508,33 @@ void tg_arm_exit_summary(void)
     summary_done = 1;
     struct tg_guard_stats s;
     tg_guard_stats(&s);
-    if (s.races_seen == 0 && s.waits == 0 && s.overlaps == 0)
+    if (s.races_seen == 0 && s.waits == 0 && s.overlaps == 0 && s.deadlocks == 0 && s.wait_timeouts == 0)
         return;
-    char kernels[256];
-    tg_guard_contended(kernels, sizeof kernels);
-    const char *path = tg_sink_text_path();
-    char waited[200] = "";
-    if (s.waits)
-        snprintf(waited, sizeof waited, "; %llu calls serialized, waited %.3f s in total (contended: %s)",
-                 (unsigned long long)s.waits, (double)s.wait_ns / 1e9, kernels[0] ? kernels : "?");
-    char overl[120] = "";
+    char line[900];
+    size_t n = 0;
+#define ADD(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
+    ADD("%llu race%s reported (%llu seen)", (unsigned long long)s.races, s.races == 1 ? "" : "s",
+        (unsigned long long)s.races_seen);
+    if (s.exceptions)
+        ADD(", %llu exception%s linked to them", (unsigned long long)s.exceptions, s.exceptions == 1 ? "" : "s");
+    if (s.waits) {
+        char kernels[256];
+        tg_guard_contended(kernels, sizeof kernels);
+        ADD("; %llu call%s serialized, waited %.3f s in total (contended: %s)", (unsigned long long)s.waits,
+            s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9, kernels[0] ? kernels : "?");
+    }
+    if (s.deadlocks)
+        ADD("; %llu cycle%s of waits broken (deadlock=%s)", (unsigned long long)s.deadlocks,
+            s.deadlocks == 1 ? "" : "s", tg_opts.deadlock == TG_DEADLOCK_ABORT ? "abort" : "proceed");
+    if (s.wait_timeouts)
+        ADD("; %llu wait%s longer than %d s", (unsigned long long)s.wait_timeouts, s.wait_timeouts == 1 ? "" : "s",
+            tg_opts.wait_timeout);
     if (s.overlaps)
-        snprintf(overl, sizeof overl, "; %llu overlaps on already tuned keys (low severity%s)",
-                 (unsigned long long)s.overlaps, tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
-    tg__warn("%llu race%s reported (%llu seen)%s%s%s%s", (unsigned long long)s.races, s.races == 1 ? "" : "s",
-             (unsigned long long)s.races_seen, path[0] ? " in " : "", path, waited, overl);
+        ADD("; %llu overlap%s on already tuned keys (low severity%s)", (unsigned long long)s.overlaps,
+            s.overlaps == 1 ? "" : "s", tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
+    const char *path = tg_sink_text_path();
+    if (path[0] && s.reports)
+        ADD("; reports in %s", path);
+#undef ADD
+    tg__warn("%s", line);
 }

@@ -415,6 +415,8 @@ static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *in
             used += (size_t)snprintf(r->detail + used, sizeof r->detail - used,
                                      "tid=%d holds '%s' and waits for '%s'; ", (int)o->thread->tid, kn,
                                      k + 1 < n ? next : "a tuner this thread holds");
+        else if (o)
+            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used, "this thread holds '%s'; ", kn);
     }
     if (used < sizeof r->detail)
         snprintf(r->detail + used, sizeof r->detail - used, "%s",
