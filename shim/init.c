@@ -5,6 +5,7 @@
  * Bad options stop the process with status 2 before the program runs,
  * help=1 prints the table and stops with status 0. */
 #include "detectors/tuner_table.h"
+#include "reports/fatal.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/trace.h"
@@ -54,6 +55,7 @@ __attribute__((constructor)) static void tg_init(void)
     tg_trace_set_namer(tg_py_thread_name);
     pthread_atfork(NULL, NULL, atfork_child);
     tg_arm_init();
+    tg_fatal_install(tg_opts.log_path, 1); /* Python processes only (reports/fatal.h) */
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never

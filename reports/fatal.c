@@ -1,0 +1,339 @@
+/* See fatal.h.  Everything reachable from the handler is async-signal-safe:
+ * write(2), open(2), read(2), close(2), getpid(2), gettid, clock_gettime,
+ * sigaction(2), raise(3), the tg_w writer, libunwind's unw_backtrace (or
+ * the pre-warmed glibc backtrace), plain reads of the tuner table, and
+ * CPython's _Py_DumpTracebackThreads (written for faulthandler: reads frames
+ * without the GIL, best effort). */
+#include "reports/fatal.h"
+#include "detectors/tuner_table.h"
+#include "reports/native_stack.h"
+#include "reports/report.h"
+#include "reports/trace.h"
+#include "reports/writer.h"
+#include "shim/clock.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static const int tg__fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+#define TG__NSIG (int)(sizeof tg__fatal_sigs / sizeof tg__fatal_sigs[0])
+static struct sigaction tg__old[TG__NSIG];
+static _Atomic int tg__installed;
+static atomic_flag tg__in_handler = ATOMIC_FLAG_INIT;
+static char tg__stem[1100];     /* "<log_path>[.rank<R>]", or "stderr" */
+
+typedef const char *(*tg__dump_fn)(int fd, void *interp, void *tstate);
+static tg__dump_fn tg__py_dump;
+static void *(*tg__py_this_tstate)(void);
+static int (*tg__py_is_init)(void);
+
+static const char *sig_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGABRT: return "SIGABRT";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    }
+    return "signal";
+}
+
+/* ---- native frames with module+offset from /proc/self/maps ---------------- */
+
+static uint64_t parse_hex(const char **p, const char *end)
+{
+    uint64_t v = 0;
+    for (; *p < end; (*p)++) {
+        char c = **p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            break;
+        v = v << 4 | (uint64_t)d;
+    }
+    return v;
+}
+
+struct frame_mod {
+    uint64_t off;
+    char mod[96];               /* basename, "" if not found */
+};
+
+/* One maps line: "start-end perms offset dev inode   path". */
+static void maps_line(const char *l, const char *end, void *const *pcs, int n, struct frame_mod *fm)
+{
+    const char *p = l;
+    uint64_t start = parse_hex(&p, end);
+    if (p >= end || *p != '-')
+        return;
+    p++;
+    uint64_t stop = parse_hex(&p, end);
+    while (p < end && *p == ' ')
+        p++;
+    while (p < end && *p != ' ')   /* perms */
+        p++;
+    while (p < end && *p == ' ')
+        p++;
+    uint64_t foff = parse_hex(&p, end);
+    const char *path = NULL;
+    for (int sp = 0; p < end; p++) { /* skip dev, inode */
+        if (*p == ' ' && (p + 1 < end && p[1] != ' '))
+            if (++sp == 3) {
+                path = p + 1;
+                break;
+            }
+    }
+    if (!path || *path != '/')
+        return;
+    const char *base = path;
+    for (const char *q = path; q < end; q++)
+        if (*q == '/')
+            base = q + 1;
+    for (int i = 0; i < n; i++) {
+        uint64_t pc = (uint64_t)(uintptr_t)pcs[i];
+        if (fm[i].mod[0] || pc < start || pc >= stop)
+            continue;
+        size_t k = (size_t)(end - base) < sizeof fm[i].mod - 1 ? (size_t)(end - base) : sizeof fm[i].mod - 1;
+        memcpy(fm[i].mod, base, k);
+        fm[i].mod[k] = '\0';
+        fm[i].off = pc - start + foff;
+    }
+}
+
+static void resolve_modules(void *const *pcs, int n, struct frame_mod *fm)
+{
+    for (int i = 0; i < n; i++)
+        fm[i].mod[0] = '\0';
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[4096];
+    size_t have = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + have, sizeof buf - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        size_t s = 0;
+        for (size_t i = 0; i < have; i++)
+            if (buf[i] == '\n') {
+                maps_line(buf + s, buf + i, pcs, n, fm);
+                s = i + 1;
+            }
+        if (s == 0 && have == sizeof buf) /* an absurdly long line: drop it */
+            s = have;
+        memmove(buf, buf + s, have - s);
+        have -= s;
+    }
+    close(fd);
+}
+
+/* ---- the block --------------------------------------------------------------- */
+
+static void write_tuners(struct tg_w *w)
+{
+    int cursor = 0, any = 0;
+    uint64_t now = tg_ticks_to_ns(tg_ticks());
+    struct tg_tuner *u;
+    while ((u = tg_tuner_next(&cursor)) != NULL) {
+        int nocc = u->nocc, waiters = u->waiters;
+        if (nocc <= 0 && waiters <= 0)
+            continue;
+        any = 1;
+        tg_w_str(w, "    instance ");
+        tg_w_hex(w, u->key);
+        tg_w_str(w, ":");
+        int shown = nocc < TG_TUNER_MAX_OCC ? nocc : TG_TUNER_MAX_OCC;
+        for (int i = 0; i < shown; i++) {
+            const struct tg_occupant *o = &u->occ[i];
+            const struct tg_thread *t = o->thread;
+            tg_w_str(w, i ? ";" : "");
+            tg_w_str(w, " tid=");
+            tg_w_i64(w, t ? t->tid : 0);
+            tg_w_str(w, " inside for ");
+            uint64_t in = tg_ticks_to_ns(o->entered_ns);
+            tg_w_duration(w, now > in ? now - in : 0);
+            tg_w_str(w, " (depth ");
+            tg_w_i64(w, o->depth);
+            tg_w_char(w, ')');
+        }
+        if (nocc == 0)
+            tg_w_str(w, " nobody inside");
+        if (waiters > 0) {
+            tg_w_str(w, ", ");
+            tg_w_i64(w, waiters);
+            tg_w_str(w, waiters == 1 ? " thread waiting" : " threads waiting");
+        }
+        tg_w_char(w, '\n');
+    }
+    if (!any)
+        tg_w_str(w, "    (no thread is inside a tuner)\n");
+}
+
+void tg_fatal_write_block(int fd, int sig, const void *siginfo)
+{
+    const siginfo_t *info = siginfo;
+    struct tg_w w;
+    tg_w_init(&w, fd);
+    pid_t pid = getpid();
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    tg_w_str(&w, "==================\nWARNING: tunerguard: fatal signal ");
+    tg_w_str(&w, sig_name(sig));
+    tg_w_str(&w, " (pid=");
+    tg_w_i64(&w, pid);
+    tg_w_str(&w, ")\n  Received by thread tid=");
+    tg_w_i64(&w, tid);
+    if (info) {
+        tg_w_str(&w, ", si_code=");
+        tg_w_i64(&w, info->si_code);
+        if (sig != SIGABRT && info->si_code > 0) {
+            tg_w_str(&w, ", fault address ");
+            tg_w_hex(&w, (uint64_t)(uintptr_t)info->si_addr);
+        }
+    }
+    tg_w_str(&w, "\n\n  Native stack of tid=");
+    tg_w_i64(&w, tid);
+    tg_w_str(&w, " (innermost first, handler frames included):\n");
+    void *pcs[TG_MAX_NATIVE_FRAMES];
+    int n = tg_native_capture(pcs, TG_MAX_NATIVE_FRAMES, 0);
+    struct frame_mod fm[TG_MAX_NATIVE_FRAMES];
+    resolve_modules(pcs, n, fm);
+    for (int i = 0; i < n; i++) {
+        tg_w_str(&w, "    #");
+        tg_w_i64(&w, i);
+        tg_w_char(&w, ' ');
+        tg_w_hex(&w, (uint64_t)(uintptr_t)pcs[i]);
+        if (fm[i].mod[0]) {
+            tg_w_str(&w, " (");
+            tg_w_str(&w, fm[i].mod);
+            tg_w_char(&w, '+');
+            tg_w_hex(&w, fm[i].off);
+            tg_w_char(&w, ')');
+        }
+        tg_w_char(&w, '\n');
+    }
+    if (n == 0)
+        tg_w_str(&w, "    <no native stack: unwinder not loaded>\n");
+    tg_w_str(&w, "\n  Tuner state (who is inside which tuner):\n");
+    write_tuners(&w);
+    tg_w_str(&w, "\n  Python stacks of all threads (faulthandler format):\n");
+    tg_w_flush(&w);
+    if (tg__py_dump && tg__py_is_init && tg__py_is_init()) {
+        void *ts = tg__py_this_tstate ? tg__py_this_tstate() : NULL;
+        const char *err = tg__py_dump(fd, NULL, ts);
+        if (err) {
+            tg_w_str(&w, "  <");
+            tg_w_str(&w, err);
+            tg_w_str(&w, ">\n");
+        }
+    } else {
+        tg_w_str(&w, "  <no Python interpreter running>\n");
+    }
+    tg_w_str(&w, "\nSUMMARY: tunerguard: fatal signal ");
+    tg_w_str(&w, sig_name(sig));
+    tg_w_str(&w, " in thread tid=");
+    tg_w_i64(&w, tid);
+    tg_w_str(&w, " (pid=");
+    tg_w_i64(&w, pid);
+    tg_w_str(&w, ")\n==================\n");
+    tg_w_flush(&w);
+}
+
+/* The text report's descriptor, opening <stem>.<pid>.txt if no report was
+ * written yet.  *opened = 1 when this function opened it.  -1: none. */
+static int report_fd(int *opened)
+{
+    int txt, jsonl;
+    *opened = 0;
+    tg_sink_signal_fds(&txt, &jsonl);
+    if (txt >= 0)
+        return txt;
+    if (strcmp(tg__stem, "stderr") == 0)
+        return 2;
+    char path[1200];
+    struct tg_w w; /* format the path into w.buf, never flushed */
+    tg_w_init(&w, -1);
+    tg_w_str(&w, tg__stem);
+    tg_w_char(&w, '.');
+    tg_w_i64(&w, getpid());
+    tg_w_str(&w, ".txt");
+    size_t len = w.len < sizeof path - 1 ? w.len : sizeof path - 1;
+    memcpy(path, w.buf, len);
+    path[len] = '\0';
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    *opened = 1;
+    struct tg_w note;
+    tg_w_init(&note, 2);
+    tg_w_str(&note, "tunerguard: fatal signal; report in ");
+    tg_w_str(&note, path);
+    tg_w_char(&note, '\n');
+    tg_w_flush(&note);
+    return fd;
+}
+
+static void handler(int sig, siginfo_t *info, void *uc)
+{
+    (void)uc;
+    int saved = errno;
+    int idx = 0;
+    while (idx < TG__NSIG && tg__fatal_sigs[idx] != sig)
+        idx++;
+    if (!atomic_flag_test_and_set(&tg__in_handler)) {
+        int opened;
+        int fd = report_fd(&opened);
+        tg_fatal_write_block(fd >= 0 ? fd : 2, sig, info);
+        if (opened)
+            close(fd);
+        tg_trace_signal_flush();
+    }
+    /* Chain: put the previous action back and let the signal arrive again. */
+    if (idx < TG__NSIG)
+        sigaction(sig, &tg__old[idx], NULL);
+    else
+        signal(sig, SIG_DFL);
+    if (!info || info->si_code <= 0 || sig == SIGABRT)
+        raise(sig);  /* sent (kill, raise, abort): blocked now, delivered on return */
+    /* a hardware fault re-executes the faulting instruction on return */
+    errno = saved;
+}
+
+int tg_fatal_install(const char *log_path, int require_python)
+{
+    if (atomic_load(&tg__installed))
+        return 0;
+    tg__py_is_init = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    if (require_python && !tg__py_is_init)
+        return -1;
+    tg__py_dump = (tg__dump_fn)dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads");
+    tg__py_this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    if (atomic_exchange(&tg__installed, 1))
+        return 0;
+    const char *prefix = log_path && log_path[0] ? log_path : "tunerguard";
+    const char *env = getenv("RANK");
+    char *end = NULL;
+    long rank = env && env[0] ? strtol(env, &end, 10) : -1;
+    if (strcmp(prefix, "stderr") != 0 && env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
+        snprintf(tg__stem, sizeof tg__stem, "%s.rank%ld", prefix, rank);
+    else
+        snprintf(tg__stem, sizeof tg__stem, "%s", prefix);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK; /* the alternate stack if the thread has one */
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < TG__NSIG; i++)
+        sigaction(tg__fatal_sigs[i], &sa, &tg__old[i]);
+    return 1;
+}

@@ -1,0 +1,232 @@
+/* The fatal-signal handler (reports/fatal.c) and crash-safety of reports:
+ * children that crash (SIGSEGV, abort) leave a complete block in the report
+ * and still die by their signal; a previously installed handler still runs;
+ * a child SIGKILLed right after a race leaves complete, parseable reports. */
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "detectors/tuner_table.h"
+#include "jsonl_check.h"
+#include "reports/fatal.h"
+#include "reports/native_stack.h"
+#include "shim/clock.h"
+#include "shim/thread_state.h"
+
+static char dir[64], prefix[128];
+
+static void setup_dir(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tg_fatal_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(prefix, sizeof prefix, "%s/tg", dir);
+    unsetenv("RANK");
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[256 * 1024];
+    int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0, "no file %s", path);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+static void reset_fatal_signals(void)
+{
+    /* Criterion's own handlers must not be what we chain to. */
+    int sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], SIG_DFL);
+}
+
+/* Child: one thread "inside" a tuner, then a crash. */
+static void child_setup_inside(void)
+{
+    reset_fatal_signals();
+    tg_clock_init();
+    tg_native_init();
+    tg_sink_configure(prefix);
+    struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4d10);
+    tg_tuner_enter(u, tg__self(), NULL, NULL, tg_ticks(), 0);
+    tg_tuner_enter(u, tg__self(), NULL, NULL, 0, 1);
+    u->waiters = 1;
+}
+
+static void check_block(const char *text, const char *sig, pid_t pid)
+{
+    char want[200];
+    snprintf(want, sizeof want, "==================\nWARNING: tunerguard: fatal signal %s (pid=%d)\n", sig, (int)pid);
+    cr_assert_not_null(strstr(text, want), "no header in:\n%s", text);
+    snprintf(want, sizeof want, "  Received by thread tid=%d", (int)pid);
+    cr_assert_not_null(strstr(text, want), "%s", text);
+    cr_assert_not_null(strstr(text, "  Native stack of tid="), "%s", text);
+    cr_assert_not_null(strstr(text, "    #0 0x"), "no native frame:\n%s", text);
+    cr_assert_not_null(strstr(text, "(test_fatal+0x"), "main program frames not mapped to the module:\n%s", text);
+    snprintf(want, sizeof want, "    instance 0x7f3a1c2b4d10: tid=%d inside for ", (int)pid);
+    cr_assert_not_null(strstr(text, want), "no tuner state:\n%s", text);
+    cr_assert_not_null(strstr(text, " (depth 2), 1 thread waiting\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "  <no Python interpreter running>\n"), "%s", text);
+    snprintf(want, sizeof want, "SUMMARY: tunerguard: fatal signal %s in thread tid=%d (pid=%d)\n==================\n",
+             sig, (int)pid, (int)pid);
+    size_t lw = strlen(want), lt = strlen(text);
+    cr_assert(lt >= lw && strcmp(text + lt - lw, want) == 0, "block does not end with the summary:\n%s", text);
+}
+
+static void txt_path(char *buf, size_t n, pid_t pid)
+{
+    snprintf(buf, n, "%s.%d.txt", prefix, (int)pid);
+}
+
+Test(fatal, segv_leaves_block_and_dies_by_segv)
+{
+    setup_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_setup_inside();
+        if (tg_fatal_install(prefix, 0) != 1)
+            _exit(10);
+        volatile uintptr_t bad = 8;
+        *(volatile int *)bad = 1;
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st), "child exited with %d", WEXITSTATUS(st));
+    cr_assert_eq(WTERMSIG(st), SIGSEGV);
+    char path[256];
+    txt_path(path, sizeof path, pid);
+    const char *text = slurp(path);
+    check_block(text, "SIGSEGV", pid);
+    cr_assert_not_null(strstr(text, ", fault address 0x8\n"), "%s", text);
+}
+
+static int marker_fd = -1;
+
+static void old_handler(int sig)
+{
+    static const char m[] = "old handler ran\n";
+    if (write(marker_fd, m, sizeof m - 1) < 0)
+        _exit(12);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* abort() with a handler installed before tunerguard's: ours writes the
+ * block, the old one still runs, the process still dies by SIGABRT. */
+Test(fatal, abort_chains_to_previous_handler)
+{
+    setup_dir();
+    char marker[200];
+    snprintf(marker, sizeof marker, "%s/marker", dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_setup_inside();
+        marker_fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        signal(SIGABRT, old_handler);
+        tg_fatal_install(prefix, 0);
+        abort();
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status 0x%x", st);
+    char path[256];
+    txt_path(path, sizeof path, pid);
+    check_block(slurp(path), "SIGABRT", pid);
+    cr_assert_str_eq(slurp(marker), "old handler ran\n");
+}
+
+/* A report already written: the block is appended to the same file, after
+ * the complete report. */
+Test(fatal, block_follows_existing_report)
+{
+    setup_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_setup_inside();
+        static struct tg_report r;
+        fx_race_high(&r);
+        r.pid = getpid();
+        tg_sink_emit(&r);
+        tg_fatal_install(prefix, 0);
+        raise(SIGBUS);
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
+    char path[256];
+    txt_path(path, sizeof path, pid);
+    const char *text = slurp(path);
+    const char *race = strstr(text, "WARNING: tunerguard: thread entered a tuner");
+    const char *fatal = strstr(text, "WARNING: tunerguard: fatal signal SIGBUS");
+    cr_assert(race && fatal && race < fatal, "expected the race report, then the fatal block:\n%s", text);
+    check_block(fatal - strlen("==================\n"), "SIGBUS", pid);
+}
+
+/* log_path=stderr: the block goes to fd 2. */
+Test(fatal, stderr_mode_writes_to_fd2)
+{
+    setup_dir();
+    char errf[200];
+    snprintf(errf, sizeof errf, "%s/stderr", dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        child_setup_inside();
+        tg_sink_configure("stderr");
+        tg_fatal_install("stderr", 0);
+        raise(SIGFPE);
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGFPE);
+    check_block(slurp(errf), "SIGFPE", pid);
+}
+
+/* SIGKILL a millisecond after a race: the text and JSON Lines reports are
+ * complete (written at detection) and parse. */
+Test(fatal, sigkill_after_race_leaves_complete_reports)
+{
+    setup_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        reset_fatal_signals();
+        tg_sink_configure(prefix);
+        static struct tg_report r;
+        fx_race_high(&r);
+        tg_sink_emit(&r);
+        usleep(1000);
+        kill(getpid(), SIGKILL);
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    char path[256];
+    txt_path(path, sizeof path, pid);
+    const char *text = slurp(path);
+    cr_assert(strncmp(text, "==================\nWARNING: tunerguard: thread entered a tuner", 62) == 0, "%s", text);
+    size_t n = strlen(text);
+    cr_assert(n > 40 && strcmp(text + n - 19, "==================\n") == 0, "text report not complete:\n%s", text);
+    cr_assert_not_null(strstr(text, "SUMMARY: tunerguard:"));
+    snprintf(path, sizeof path, "%s.%d.jsonl", prefix, (int)pid);
+    const char *ex[] = {"1:kind=\"race\"", "1:tuner.kernel=\"matmul_kernel\"", NULL};
+    int rc = run_jsonl_checker(path, 1, ex);
+    cr_assert_eq(rc, 0, "check_jsonl.py failed (%d)", rc);
+}
+
+Test(fatal, install_requires_python_when_asked)
+{
+    /* This test binary has no libpython. */
+    cr_assert_eq(tg_fatal_install("x", 1), -1);
+}
