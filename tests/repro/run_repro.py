@@ -39,6 +39,26 @@ SCENARIOS = {
     "hammer": ("hammer_kernel", NONE_IS_NOT_A_MAPPING),
     "reset_to_zero": ("accumulate_kernel", "wrong numbers in thread tuner"),
 }
+# Scenarios with options and an expectation of their own, run once per run
+# (mode "extra") instead of the none/detect/serialize matrix:
+#   race          the text report has a race ("thread entered a tuner another
+#                 thread is inside") naming the kernel, in EVERY run
+#   interference  the text report has "tuning under load" naming the kernel
+#   clean         no report file at all, exit 0
+EXTRA = {
+    # stress=1 makes the unchoreographed seeds/004 race show in every run
+    "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
+                            expect="race", kernel="stress_kernel", min_runs=10),
+    # sequential tuning, then concurrent cached calls: nothing to report, even under stress
+    "race_free": dict(script="race_free.py", args=[], options="mode=detect:stress=1", expect="clean",
+                      kernel=None, min_runs=3),
+    # another thread launches on the benchmark's device: interference report
+    "interference_same": dict(script="interference.py", args=["--same-device"], options="mode=detect",
+                              expect="interference", kernel="tuned_kernel", min_runs=1),
+    # ... on another device: nothing
+    "interference_split": dict(script="interference.py", args=["--other-device"], options="mode=detect",
+                               expect="clean", kernel=None, min_runs=1),
+}
 MODES = ("none", "detect", "serialize", "control")
 DEFAULT_MODES = ("none", "detect", "serialize")
 EXPECTED = {
@@ -148,12 +168,63 @@ def run_one(args, scenario, mode):
     return rec
 
 
+def run_extra(args, scenario):
+    spec = EXTRA[scenario]
+    tmp = tempfile.mkdtemp(prefix=f"repro-{scenario}-")
+    log_prefix = os.path.join(tmp, "tg")
+    env = child_env(args, "detect", log_prefix)
+    env["TUNERGUARD_OPTIONS"] = f"{spec['options']}:log_path={log_prefix}"
+    cmd = [args.python, os.path.join(SCENARIO_DIR, spec["script"])] + spec["args"]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=args.timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        rc = None
+    rec = {"scenario": scenario, "mode": "extra", "options": spec["options"], "rc": rc,
+           "seconds": round(time.monotonic() - t0, 3), "expected": spec["expect"], "pid": proc.pid}
+    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*")))
+    rec["report_files"] = files
+    report_path = f"{log_prefix}.{proc.pid}.txt"
+    report = open(report_path, errors="replace").read() if os.path.exists(report_path) else None
+    reason = last_repro_line(err, out, spec["script"][:-3])
+    if rc is None:
+        ok, outcome = False, f"timeout after {args.timeout:.0f} s"
+    elif rc < 0 or rc == EXIT_HARNESS:
+        ok, outcome = False, f"exit {rc}: {reason}"
+    elif spec["expect"] == "clean":
+        ok = rc == EXIT_PASS and not files
+        outcome = "clean" if ok else f"exit {rc}, files {files}: {reason}"
+    else:
+        what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load"}
+        want = "WARNING: tunerguard: " + what[spec["expect"]]
+        ok = report is not None and want in report and spec["kernel"] in report
+        outcome = (f"{spec['expect']} reported (exit {rc})" if ok else
+                   f"no '{what[spec['expect']]}' report naming {spec['kernel']!r}; files {files}; exit {rc}: {reason}")
+    rec["ok"] = ok
+    rec["outcome"] = outcome
+    if args.keep or (not ok and args.keep_failed):
+        rec["dir"] = tmp
+        with open(os.path.join(tmp, "stdout.txt"), "w") as f:
+            f.write(out)
+        with open(os.path.join(tmp, "stderr.txt"), "w") as f:
+            f.write(err)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return rec
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", help="path of libtunerguard.so (needed for detect and serialize)")
     p.add_argument("--fakecuda", required=True, help="directory holding the stand-in libcuda.so.1")
     p.add_argument("--python", default=sys.executable, help="interpreter for the children (default: this one)")
-    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="repeatable; default all")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS) + sorted(EXTRA),
+                   help="repeatable; default all")
     p.add_argument("--mode", action="append", choices=MODES,
                    help=f"repeatable; default {', '.join(DEFAULT_MODES)}")
     p.add_argument("--runs", type=int, default=1, help="runs of each scenario x mode (default 1)")
@@ -171,9 +242,9 @@ def main():
             print(f"SKIP: interpreter {args.python} not installed")
             return SKIP
         p.error(f"interpreter {args.python} not found")
-    scenarios = args.scenario or list(SCENARIOS)
+    scenarios = args.scenario or list(SCENARIOS) + list(EXTRA)
     modes = args.mode or list(DEFAULT_MODES)
-    if any(m in ("detect", "serialize") for m in modes):
+    if any(m in ("detect", "serialize") for m in modes) or any(sc in EXTRA for sc in scenarios):
         if not args.lib or not os.path.isfile(args.lib):
             p.error(f"--lib {args.lib!r} is not a file (needed for detect/serialize)")
         args.lib = os.path.abspath(args.lib)
@@ -183,6 +254,10 @@ def main():
 
     records = []
     for scenario in scenarios:
+        if scenario in EXTRA:
+            for _ in range(max(args.runs, EXTRA[scenario]["min_runs"])):
+                records.append(run_extra(args, scenario))
+            continue
         for mode in modes:
             for _ in range(args.runs):
                 records.append(run_one(args, scenario, mode))
@@ -196,13 +271,14 @@ def main():
         print(f"python: {args.python}   runs per cell: {args.runs}")
         width = max(len(s) for s in scenarios)
         for scenario in scenarios:
-            for mode in modes:
+            for mode in (["extra"] if scenario in EXTRA else modes):
                 cell = [r for r in records if r["scenario"] == scenario and r["mode"] == mode]
                 n_ok = sum(r["ok"] for r in cell)
                 first_bad = next((r for r in cell if not r["ok"]), None)
                 shown = first_bad or cell[0]
                 verdict = "ok " if first_bad is None else "BAD"
-                print(f"{verdict} {scenario:<{width}}  {mode:<9}  expected {EXPECTED[mode]:<8}  "
+                expected = EXTRA[scenario]["expect"] if scenario in EXTRA else EXPECTED[mode]
+                print(f"{verdict} {scenario:<{width}}  {mode:<9}  expected {expected:<8}  "
                       f"{n_ok}/{len(cell)} as expected  | {shown['outcome']}")
         print("all outcomes as expected" if all_ok else "SOME OUTCOMES DIFFER FROM THE EXPECTED")
     return 0 if all_ok else 1
