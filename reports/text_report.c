@@ -5,6 +5,8 @@
  * formatted numbers, bounded strings); never allocates; reads the report
  * only.  Symbols come from tg_report_symbolize() when it ran; otherwise raw
  * addresses. */
+#include <string.h>
+
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/writer.h"
@@ -276,16 +278,26 @@ static void write_interference(struct tg_w *w, const struct tg_report *r)
     tg_w_u64(w, f->foreign);
     tg_w_str(w, f->foreign == 1 ? " foreign kernel" : " foreign kernels");
     tg_w_str(w, " from threads ");
-    for (int i = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
-        if (i)
+    for (int i = 0, shown = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
+        int dup = 0;
+        for (int j = 0; j < i; j++)
+            dup |= f->from[j].tid == f->from[i].tid;
+        if (dup)
+            continue;
+        if (shown++)
             tg_w_str(w, ", ");
         tg_w_i64(w, f->from[i].tid);
     }
     if (f->nfrom <= 0)
         tg_w_char(w, '?');
     tg_w_str(w, " (kernels ");
-    for (int i = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
-        if (i)
+    for (int i = 0, shown = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
+        int dup = 0;
+        for (int j = 0; j < i && f->from[i].kernel[0]; j++)
+            dup |= strcmp(f->from[j].kernel, f->from[i].kernel) == 0;
+        if (dup)
+            continue;
+        if (shown++)
             tg_w_str(w, ", ");
         if (f->from[i].kernel[0]) {
             tg_w_char(w, '\'');
