@@ -5,7 +5,9 @@
  * process that died: no closing bracket, a half-written last event) keeps
  * every complete event before the cut.  The output is
  * {"traceEvents":[...],"displayTimeUnit":"ms"} with the events copied byte
- * for byte, in input order (Perfetto sorts by ts). */
+ * for byte, in input order (Perfetto sorts by ts), plus a process_labels
+ * event "rank R" for each rank-named file.  Timestamps are not shifted: each
+ * file's clock starts when its process loaded the library (docs/trace.md). */
 #include "cli.h"
 #include "cli_json.h"
 
@@ -71,6 +73,22 @@ static const char *find_events(const char *p, const char *end)
     return NULL;
 }
 
+/* <prefix>.rank<R>.<pid>.trace.json: a process_labels event "rank R" for PID,
+ * so the ranks are told apart in the merged view. */
+static void label_rank(const char *path, struct cli_buf *b, size_t *total)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *r = strstr(base, ".rank");
+    long rank, pid;
+    char tail[16];
+    if (!r || sscanf(r, ".rank%ld.%ld%15s", &rank, &pid, tail) != 3 || strcmp(tail, ".trace.json"))
+        return;
+    cli_buf_printf(b, "%s{\"ph\":\"M\",\"pid\":%ld,\"name\":\"process_labels\",\"args\":{\"labels\":\"rank %ld\"}}",
+                   *total ? ",\n" : "", pid, rank);
+    (*total)++;
+}
+
 int cli_report_merge_trace(char **files, size_t n, const char *out)
 {
     struct cli_buf b = {0};
@@ -89,6 +107,7 @@ int cli_report_merge_trace(char **files, size_t n, const char *out)
             fprintf(stderr, "tunerguard: %s: not a Chrome trace (no event array); skipped\n", files[i]);
         } else {
             int truncated;
+            label_rank(files[i], &b, &total);
             size_t k = copy_events(arr, end, &b, &total, &truncated);
             if (truncated)
                 fprintf(stderr, "tunerguard: %s: truncated; kept its %zu complete event%s\n", files[i], k,

@@ -61,5 +61,23 @@ run_tg tr report --trace merged.json tr
 check "--trace: exit 0 when only traces" [ "$rc" = 0 ]
 check "--trace: truncated file tolerated and reported" has tr.err "truncated; kept its 2 complete events"
 check "--trace: merged file is valid JSON with all complete events" python3 -c "
-import json; d = json.load(open('merged.json')); n = sorted(e['name'] for e in d['traceEvents']); assert n == ['a','b','d','e'], n"
+import json; d = json.load(open('merged.json')); n = sorted(e['name'] for e in d['traceEvents']); assert n == ['a','b','d','e','process_labels'], n"
+
+# real trace files from two ranks (a library with trace=1)
+RANK=0 "$TG" run --trace --report-dir "$WORK/rt" -- python3 "$SCEN/hammer.py" >/dev/null 2>rt0.err
+if grep -q "unknown option 'trace'" rt0.err; then
+    echo "skip - this library has no trace option"
+else
+    RANK=1 "$TG" run --trace --report-dir "$WORK/rt" -- python3 "$SCEN/hammer.py" >/dev/null 2>rt1.err
+    check "run --trace lists the trace file" grep -q '^tunerguard: report: .*/tunerguard\.rank0\.[0-9]*\.trace\.json$' rt0.err
+    run_tg rtm report --trace rt.json rt
+    check "report --trace on two ranks: races exit 1, merged file written" sh -c "[ $rc = 1 ] && grep -q 'wrote rt.json: [0-9]* events from 2 trace files' rtm.err"
+    check "merged trace: both processes, rank labels, a race event from each" python3 -c "
+import json; ev = json.load(open('rt.json'))['traceEvents']
+pids = {e['pid'] for e in ev}
+assert len(pids) == 2, pids
+labels = sorted(e['args']['labels'] for e in ev if e.get('name') == 'process_labels')
+assert labels == ['rank 0', 'rank 1'], labels
+assert {e['pid'] for e in ev if e.get('name') == 'race'} == pids"
+fi
 finish
