@@ -21,10 +21,15 @@ static int dummy_method;
 
 #define KEY(i) ((uintptr_t)0x7f0000001000ull + (uintptr_t)(i) * 0x40)
 
-/* What py_guard.c does on an outermost entry after `verdict`. */
+/* What py_guard.c does on an outermost entry after `verdict`: enter, and
+ * push the tuner on the thread's own list of held tuners. */
 static struct tg_occupant *enter_outer(struct tg_tuner *u, struct tg_thread *t, uint64_t now)
 {
-    return tg_tuner_enter(u, t, (void *)t, &dummy_method, now, 0);
+    struct tg_occupant *o = tg_tuner_enter(u, t, (void *)t, &dummy_method, now, 0);
+    if (t->nheld < TG_MAX_HELD)
+        t->held[t->nheld] = u;
+    t->nheld++;
+    return o;
 }
 
 Test(tuner_table, get_same_key_same_entry)
