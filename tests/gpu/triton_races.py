@@ -255,16 +255,67 @@ def scenario_seeds004(dev, dev2):
     return None
 
 
+def scenario_small(dev, dev2):
+    """Two threads, two configs, no forcing: the race is rare without help;
+    stress=1 makes it show in every run."""
+    @triton.autotune(configs=[triton.Config({"N": n}) for n in range(2)], key=[])
+    @triton.jit
+    def small(N: tl.constexpr = 0):
+        pass
+
+    return _threads_call(lambda: small[(1,)](), 2, dev, dev2)
+
+
+def scenario_race_free(dev, dev2):
+    """All threads tune one after the other, then launch concurrently: no race,
+    so stress=1 must report nothing."""
+    @triton.autotune(configs=[triton.Config({"N": n}) for n in range(4)], key=[])
+    @triton.jit
+    def free(N: tl.constexpr = 0):
+        pass
+
+    free[(1,)]()
+    torch.cuda.synchronize()
+    return _threads_call(lambda: free[(1,)](), 4, dev, dev2)
+
+
+def _threads_call(call, n, dev, dev2):
+    errors = {}
+
+    def run(i):
+        try:
+            d = dev if i % 2 == 0 else dev2
+            with torch.cuda.device(d):
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    call()
+                torch.cuda.synchronize(d)
+        except BaseException as e:
+            errors[i] = e
+            traceback.print_exc()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    return None
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero"])
+    p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
+                                        "race_free"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
     dev2 = a.device if a.device2 is None else a.device2
     fn = {"seeds004": scenario_seeds004, "hammer": scenario_hammer,
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
-          "reset_to_zero": scenario_reset_to_zero}[a.scenario]
+          "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
+          "race_free": scenario_race_free}[a.scenario]
     why = fn(a.device, dev2)
     if why:
         print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)
