@@ -15,6 +15,20 @@ say() { echo "$*" | tee -a "$checks"; }
 
 say "== versions: $($py -c 'import sys,torch,triton; print(sys.version.split()[0], torch.__version__, triton.__version__, torch.cuda.get_device_name(0))')"
 
+# ISO_RUNS=N: only the isolate_tuning measurement (it takes minutes), plus one
+# stress=1 report kept to show the thread inside blocked in its synchronize.
+if [ "${ISO_RUNS:-0}" -gt 0 ]; then
+    say "== isolate_tuning (issue 6), $ISO_RUNS runs per variant"
+    iso=$(mktemp -d)
+    timeout 420 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$ISO_RUNS" --out "$iso" 2>&1 | tail -n 40 | tee -a "$checks"
+    cp "$iso/summary.json" "$out/isolate_summary.json" 2>/dev/null
+    w=$(mktemp -d)
+    (cd "$w" && TRITON_CACHE_DIR="$w/c" LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="stress=1:log_path=$w/tg" \
+        timeout 300 "$py" "$here/triton_races.py" small) >"$w/o" 2>&1
+    cat "$w"/tg.*.txt >"$out/stress_report.txt" 2>/dev/null
+    exit 0
+fi
+
 say "== CUDA counts (issue 3): N Triton launches, M synchronizes, one matmul"
 work=$(mktemp -d)
 (cd "$work" && TRITON_CACHE_DIR="$work/c" LD_PRELOAD="$lib" "$py" "$here/cuda_counts.py") 2>&1 | tee -a "$checks"
@@ -58,13 +72,6 @@ else
     say "trace: no file"
 fi
 
-if [ "${ISO_RUNS:-0}" -gt 0 ]; then
-    say "== isolate_tuning (issue 6), $ISO_RUNS runs per variant"
-    iso=$(mktemp -d)
-    timeout 540 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$ISO_RUNS" --out "$iso" 2>&1 | tail -n 40 | tee -a "$checks"
-    cp "$iso/summary.json" "$out/isolate_summary.json" 2>/dev/null
-    exit 0
-fi
 
 say "== race scenarios: none / detect / serialize, cold cache each run"
 timeout 420 "$here/run_gpu.sh" "$lib" "$out" seeds004:3 hammer:2 cached_subclass:1 reset_to_zero:2 >/dev/null 2>&1
