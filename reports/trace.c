@@ -92,7 +92,9 @@ void tg_trace_configure(int on, const char *log_path, long cap)
 {
     tg_trace_on = on != 0;
     tg__cap = cap >= 0 ? cap : TG_TRACE_DEFAULT_CAP;
-    tg__tr.t0_ns = tg_mono_ns();
+    /* Timestamps are CLOCK_MONOTONIC itself (system-wide since boot), so the
+     * traces of several processes on one host line up when merged. */
+    tg__tr.t0_ns = 0;
     const char *prefix = log_path && log_path[0] && strcmp(log_path, "stderr") != 0 ? log_path : "tunerguard";
     const char *env = getenv("RANK");
     char *end = NULL;
