@@ -24,7 +24,8 @@ if [ "${ISO_RUNS:-0}" -gt 0 ]; then
     cp "$iso/summary.json" "$out/isolate_summary.json" 2>/dev/null
     w=$(mktemp -d)
     (cd "$w" && TRITON_CACHE_DIR="$w/c" LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="stress=1:log_path=$w/tg" \
-        timeout 300 "$py" "$here/triton_races.py" small) >"$w/o" 2>&1
+        timeout 300 "$py" "$here/triton_races.py" bench_small) >"$w/o" 2>&1
+    say "bench_small stress: exit $?, $(grep -c 'WARNING: tunerguard' "$w"/tg.*.txt 2>/dev/null) reports; $(grep -h 'Last CUDA call' "$w"/tg.*.txt | head -n 2)"
     cat "$w"/tg.*.txt >"$out/stress_report.txt" 2>/dev/null
     exit 0
 fi

@@ -266,6 +266,25 @@ def scenario_small(dev, dev2):
     return _threads_call(lambda: small[(1,)](), 2, dev, dev2)
 
 
+def scenario_bench_small(dev, dev2):
+    """Two threads tune a new key of a kernel whose configs are already
+    compiled (warmed on another key), so the tuning is pure benchmarking: the
+    overlap happens while a thread is inside do_bench's synchronize.  With
+    stress=1 the report names that synchronize."""
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256)], key=["n"])
+    @triton.jit
+    def bench_small(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+    xs = [torch.zeros(1 << 16, device=f"cuda:{dev}") for _ in range(3)]
+    bench_small[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](xs[2], 1024)  # compiles both configs
+    torch.cuda.synchronize(dev)
+    grid = lambda m: (triton.cdiv(1 << 16, m["BLOCK"]),)  # noqa: E731
+    it = iter(range(2))
+    return _threads_call(lambda: bench_small[grid](xs[next(it)], 1 << 16), 2, dev, dev2)
+
+
 def scenario_race_free(dev, dev2):
     """All threads tune one after the other, then launch concurrently: no race,
     so stress=1 must report nothing."""
@@ -307,7 +326,7 @@ def _threads_call(call, n, dev, dev2):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
-                                        "race_free"])
+                                        "race_free", "bench_small"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
@@ -315,7 +334,7 @@ def main():
     fn = {"seeds004": scenario_seeds004, "hammer": scenario_hammer,
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
           "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
-          "race_free": scenario_race_free}[a.scenario]
+          "race_free": scenario_race_free, "bench_small": scenario_bench_small}[a.scenario]
     why = fn(a.device, dev2)
     if why:
         print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)
