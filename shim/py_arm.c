@@ -420,6 +420,13 @@ void tg_arm_process_pending(void)
     struct tg_thread *t = tg__self();
     if (t->busy)
         return;
+    /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
+     * then); nothing imported now needs guarding. */
+    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
+    if (fin && fin()) {
+        tg_arm_pending = module_pending = 0;
+        return;
+    }
     t->busy++;
     tg_arm_pending = 0;
     int still = 0;
@@ -470,6 +477,20 @@ static int audit_hook(const char *event, PyObject *args, void *data)
     }
     if (tg_py.free_threaded)
         return 0;
+    /* The hook fires in every interpreter; guards, targets and the finder
+     * belong to the main one.  A subinterpreter is left alone (its objects
+     * must not become our targets), with one line once per process. */
+    if (tg_py.PyInterpreterState_Get && tg_py.PyInterpreterState_Main &&
+        tg_py.PyInterpreterState_Get() != tg_py.PyInterpreterState_Main()) {
+        static int said;
+        const char *name = event[0] == 'i' && strcmp(event, "import") == 0
+                               ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
+        if (name && is_target_module(name) && !said++)
+            tg__warn("%s imported in a subinterpreter: subinterpreters are not supported, their tuner calls "
+                     "run unguarded (the main interpreter stays guarded)", name);
+        tg_py.PyErr_Clear();
+        return 0;
+    }
     if (strcmp(event, "import") == 0) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
         if (name && is_target_module(name)) {
