@@ -170,7 +170,7 @@ Test(gpu_overlap, by_keeps_biggest)
     struct tg_gpu_kernel k[13];
     k[0] = K(0, 1000, 1, 10, 0, 7, "matmul"); /* launch 0 would mean "unknown" */
     for (int i = 0; i < 12; i++)
-        k[1 + i] = K(10 * (uint64_t)i, 10 * (uint64_t)i + 1 + (uint64_t)i, 1, 20, 0, 9, names[i]);
+        k[1 + i] = K(20 * (uint64_t)i, 20 * (uint64_t)i + 1 + (uint64_t)i, 1, 20, 0, 9, names[i]);
     struct tg_gpu_ival scratch[26];
     struct tg_gpu_window w = {.tid = 10, .dev = 0, .t0 = 0, .t1 = 10 * US};
     struct tg_gpu_verdict v;
