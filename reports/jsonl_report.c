@@ -39,6 +39,46 @@ static void str_or_null(struct tg_w *w, const char *s, size_t max)
         tg_w_str(w, "null");
 }
 
+/* interference.gpu (cupti=1): null, or the GPU-interval verdict. */
+static void gpu_itf(struct tg_w *w, const struct tg_itf_report *f)
+{
+    if (!f->gpu) {
+        tg_w_str(w, "null");
+        return;
+    }
+    tg_w_str(w, "{\"overlap_us\":");
+    tg_w_u64(w, f->overlap_ns / 1000);
+    char d[5] = {'.', (char)('0' + f->overlap_ns % 1000 / 100), (char)('0' + f->overlap_ns % 100 / 10),
+                 (char)('0' + f->overlap_ns % 10), 0};
+    tg_w_str(w, d);
+    tg_w_str(w, ",\"overlap_ns\":");
+    tg_w_u64(w, f->overlap_ns);
+    tg_w_str(w, ",\"timed_ns\":");
+    tg_w_u64(w, f->timed_ns);
+    tg_w_str(w, ",\"own_kernels\":");
+    tg_w_u64(w, f->own_kernels);
+    tg_w_str(w, ",\"foreign_kernels\":");
+    tg_w_u64(w, f->foreign_kernels);
+    tg_w_str(w, ",\"kernels\":[");
+    for (int i = 0; i < f->ngpu && i < TG_ITF_REPORT_FROM; i++) {
+        tg_w_str(w, i ? ",{\"kernel\":" : "{\"kernel\":");
+        str_or_null(w, f->gpu_by[i].kernel, sizeof f->gpu_by[i].kernel);
+        tg_w_str(w, ",\"tid\":");
+        if (f->gpu_by[i].tid)
+            tg_w_i64(w, f->gpu_by[i].tid);
+        else
+            tg_w_str(w, "null");
+        tg_w_str(w, ",\"stream\":");
+        tg_w_u64(w, f->gpu_by[i].stream);
+        tg_w_str(w, ",\"count\":");
+        tg_w_u64(w, f->gpu_by[i].count);
+        tg_w_str(w, ",\"overlap_ns\":");
+        tg_w_u64(w, f->gpu_by[i].overlap_ns);
+        tg_w_char(w, '}');
+    }
+    tg_w_str(w, "]}");
+}
+
 static const char *cuda_kind(unsigned k)
 {
     switch ((enum tg_cuda_kind)k) {
@@ -275,7 +315,9 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
             str_or_null(&w, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
             tg_w_char(&w, '}');
         }
-        tg_w_str(&w, "]},\"entering\":");
+        tg_w_str(&w, "],\"gpu\":");
+        gpu_itf(&w, &r->itf);
+        tg_w_str(&w, "},\"entering\":");
         thread(&w, r, &r->entering);
         break;
     case TG_REPORT_METHOD_REPLACED:

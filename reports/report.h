@@ -78,6 +78,19 @@ struct tg_itf_report {
         uint64_t func;         /* CUfunction / CUkernel / CUgraphExec it launched */
         char kernel[96];       /* its name, "" if unknown */
     } from[TG_ITF_REPORT_FROM];
+    /* cupti=1 (docs/cupti.md): the verdict came from GPU intervals */
+    int gpu;                   /* 1: the fields below are valid */
+    uint64_t overlap_ns;       /* foreign kernel execution inside the benchmark's timed intervals */
+    uint64_t timed_ns;         /* those intervals in total */
+    uint32_t own_kernels, foreign_kernels;
+    int ngpu;                  /* entries in gpu_by[], most overlap first */
+    struct {
+        pid_t tid;             /* launching thread, 0 if unknown */
+        uint32_t stream;       /* CUPTI stream id */
+        uint32_t count;        /* kernels of that name/thread/stream that overlapped */
+        uint64_t overlap_ns;   /* their overlap */
+        char kernel[96];
+    } gpu_by[TG_ITF_REPORT_FROM];
 };
 
 struct tg_report {

@@ -259,6 +259,47 @@ static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const 
     summary(w, r, what);
 }
 
+static void us(struct tg_w *w, uint64_t ns)
+{
+    tg_w_u64(w, ns / 1000);
+    char d[5] = {'.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10), (char)('0' + ns % 10), 0};
+    tg_w_str(w, d);
+    tg_w_str(w, " us");
+}
+
+/* "  On the GPU: ..." (cupti=1): the overlap and the kernels behind it. */
+static void itf_gpu_line(struct tg_w *w, const struct tg_itf_report *f)
+{
+    tg_w_str(w, "  On the GPU (cupti=1): other threads' kernels executed for ");
+    us(w, f->overlap_ns);
+    tg_w_str(w, " inside its timed intervals (");
+    us(w, f->timed_ns);
+    tg_w_str(w, " over ");
+    tg_w_u64(w, f->own_kernels);
+    tg_w_str(w, " own kernels): ");
+    for (int i = 0; i < f->ngpu && i < TG_ITF_REPORT_FROM; i++) {
+        if (i)
+            tg_w_str(w, ", ");
+        tg_w_char(w, '\'');
+        W_FIELD_OR(w, f->gpu_by[i].kernel, "?");
+        tg_w_str(w, "' x");
+        tg_w_u64(w, f->gpu_by[i].count);
+        tg_w_str(w, " from tid ");
+        if (f->gpu_by[i].tid)
+            tg_w_i64(w, f->gpu_by[i].tid);
+        else
+            tg_w_char(w, '?');
+        tg_w_str(w, " on stream ");
+        tg_w_u64(w, f->gpu_by[i].stream);
+        tg_w_str(w, " (");
+        us(w, f->gpu_by[i].overlap_ns);
+        tg_w_char(w, ')');
+    }
+    if (f->foreign_kernels > (uint32_t)f->ngpu && f->ngpu >= TG_ITF_REPORT_FROM)
+        tg_w_str(w, ", ...");
+    tg_w_char(w, '\n');
+}
+
 /* A benchmark taken while other threads launched kernels on its device. */
 static void write_interference(struct tg_w *w, const struct tg_report *r)
 {
@@ -317,6 +358,8 @@ static void write_interference(struct tg_w *w, const struct tg_report *r)
     tg_w_u64(w, f->own);
     tg_w_str(w, f->own == 1 ? " own launch" : " own launches");
     tg_w_str(w, " on the device); the config chosen, and cached, may be the wrong one.\n");
+    if (f->gpu) /* cupti=1: what really ran on the GPU meanwhile */
+        itf_gpu_line(w, f);
     python_stack(w, &r->entering);
     tg_w_char(w, '\n');
     summary(w, r, "tuning under load");

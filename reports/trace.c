@@ -166,13 +166,18 @@ static void w_ts(struct tg_w *w, uint64_t ns)
 }
 
 /* {"ph":"X","pid":P,"tid":T,"ts":S  -- the caller adds the rest and calls ev_end */
+static void ev_start_pid(char ph, pid_t pid, pid_t tid, uint64_t ts_ns);
 static void ev_start(char ph, pid_t tid, uint64_t ts_ns)
+{
+    ev_start_pid(ph, tg__tr.pid, tid, ts_ns);
+}
+static void ev_start_pid(char ph, pid_t pid, pid_t tid, uint64_t ts_ns)
 {
     struct tg_w *w = &tg__tw;
     tg_w_str(w, "{\"ph\":\"");
     tg_w_char(w, ph);
     tg_w_str(w, "\",\"pid\":");
-    tg_w_i64(w, tg__tr.pid);
+    tg_w_i64(w, pid);
     tg_w_str(w, ",\"tid\":");
     tg_w_i64(w, tid);
     if (ph != 'M') {
@@ -593,6 +598,109 @@ void tg_trace_race(const struct tg_report *r)
     unlock();
 }
 
+/* ---- GPU kernels (cupti=1) -------------------------------------------------- */
+
+#define TG__GPU_PID 1000000000  /* "GPU <dev>" processes: pid 1e9 + dev (above any Linux pid) */
+#define TG__GPU_TRACKS 256
+static uint64_t tg__gpu_named[TG__GPU_TRACKS]; /* (dev + 1) << 32 | stream, named already */
+static int tg__ngpu_named;
+
+static void w_dur(uint64_t t0, uint64_t t1)
+{
+    uint64_t d = t1 > t0 ? t1 - t0 : 0;
+    tg_w_str(&tg__tw, ",\"dur\":");
+    tg_w_u64(&tg__tw, d / 1000);
+    char dd[5] = {'.', (char)('0' + d % 1000 / 100), (char)('0' + d % 100 / 10), (char)('0' + d % 10), 0};
+    tg_w_str(&tg__tw, dd);
+}
+
+static void gpu_track_unlocked(int dev, uint32_t stream)
+{
+    uint64_t key = (uint64_t)(uint32_t)(dev + 1) << 32 | stream, devkey = (uint64_t)(uint32_t)(dev + 1) << 32 | 0xffffffffu;
+    int have_dev = 0;
+    for (int i = 0; i < tg__ngpu_named; i++) {
+        if (tg__gpu_named[i] == key)
+            return;
+        have_dev |= tg__gpu_named[i] == devkey;
+    }
+    if (tg__ngpu_named + 2 > TG__GPU_TRACKS)
+        return; /* unnamed tracks still work */
+    char name[64];
+    if (!have_dev) {
+        tg__gpu_named[tg__ngpu_named++] = devkey;
+        snprintf(name, sizeof name, "GPU %d (pid %ld)", dev, (long)tg__tr.pid);
+        ev_start_pid('M', TG__GPU_PID + dev, 0, 0);
+        kv_str("name", "process_name", 16);
+        tg_w_str(&tg__tw, ",\"args\":{\"name\":");
+        tg_w_json_str(&tg__tw, name, sizeof name);
+        tg_w_char(&tg__tw, '}');
+        ev_end();
+    }
+    tg__gpu_named[tg__ngpu_named++] = key;
+    snprintf(name, sizeof name, "stream %u", stream);
+    ev_start_pid('M', TG__GPU_PID + dev, (pid_t)stream, 0);
+    kv_str("name", "thread_name", 16);
+    tg_w_str(&tg__tw, ",\"args\":{\"name\":");
+    tg_w_json_str(&tg__tw, name, sizeof name);
+    tg_w_char(&tg__tw, '}');
+    ev_end();
+}
+
+void tg_trace_gpu_kernel(pid_t host_tid, uint64_t launch0, uint64_t launch1, int dev, uint32_t stream,
+                         uint64_t start, uint64_t end, uint32_t corr, const char *name)
+{
+    if (!tg_trace_on)
+        return;
+    lock();
+    if (open_unlocked() == 0) {
+        if (capped_unlocked() >= (uint64_t)tg__cap) {
+            tg__tr.st.cuda_dropped++;
+        } else {
+            gpu_track_unlocked(dev, stream);
+            ev_start_pid('X', TG__GPU_PID + dev, (pid_t)stream, start);
+            w_dur(start, end);
+            kv_str("name", name, 128);
+            kv_str("cat", "gpu", 8);
+            args_open();
+            kv_i64("device", dev);
+            kv_u64("stream", stream);
+            kv_u64("correlation", corr);
+            if (host_tid)
+                kv_i64("launched_by", host_tid);
+            args_close();
+            ev_end();
+            tg__tr.st.cuda_written++;
+            if (host_tid && launch0) {
+                uint64_t id = ++tg__tr.flow_id;
+                uint64_t l1 = launch1 > launch0 ? launch1 : launch0 + 1000;
+                ev_start('X', host_tid, launch0);
+                w_dur(launch0, l1);
+                kv_str("name", "launch", 8);
+                kv_str("cat", "gpu", 8);
+                args_open();
+                kv_str("kernel", name, 128);
+                kv_u64("correlation", corr);
+                args_close();
+                ev_end();
+                ev_start('s', host_tid, launch0);
+                kv_str("name", "launch", 8);
+                kv_str("cat", "gpu", 8);
+                kv_u64("id", id);
+                ev_end();
+                ev_start_pid('f', TG__GPU_PID + dev, (pid_t)stream, start);
+                tg_w_str(&tg__tw, ",\"bp\":\"e\"");
+                kv_str("name", "launch", 8);
+                kv_str("cat", "gpu", 8);
+                kv_u64("id", id);
+                ev_end();
+            }
+        }
+        /* no flush: the buffer writes itself out when full, and at the next
+         * session end, race or close */
+    }
+    unlock();
+}
+
 void tg_trace_close(void)
 {
     if (!tg_trace_on)
@@ -651,6 +759,7 @@ void tg_trace_atfork_child(void)
     tg__path[0] = '\0';
     tg__tw.len = 0;
     tg__nnamed = 0;
+    tg__ngpu_named = 0;
     int n = atomic_load(&tg__nrings);
     for (int i = 0; i < n && i < TG_TRACE_RINGS; i++) {
         atomic_store(&tg__rings[i].head, 0);

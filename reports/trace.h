@@ -68,6 +68,13 @@ void tg_trace_wait_end(const struct tg_thread *t);
  * Drains the rings and flushes.  Always written. */
 void tg_trace_race(const struct tg_report *r);
 
+/* cupti=1 (shim/cupti_backend.c, off any hot path): one kernel execution on a
+ * per-stream track of a "GPU <dev>" process, and, when its launch is known
+ * (host_tid != 0), a launch slice on the host thread with a flow arrow from
+ * it to the execution.  Counts against trace_cap like the CUDA events. */
+void tg_trace_gpu_kernel(pid_t host_tid, uint64_t launch0, uint64_t launch1, int dev, uint32_t stream,
+                         uint64_t start, uint64_t end, uint32_t corr, const char *name);
+
 /* At exit (no GIL needed): drain the rings, write the end event (events
  * written and dropped) and ']', close.  Later calls are no-ops. */
 void tg_trace_close(void);

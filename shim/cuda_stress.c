@@ -20,6 +20,7 @@
 #include "reports/report.h"
 #include "shim/clock.h"
 #include "shim/cuda_hooks.h"
+#include "shim/cupti_backend.h"
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_api.h"
@@ -51,6 +52,8 @@ static void itf_atfork_child(void)
     atomic_store(&st_iso_waiting, 0);
 }
 
+static __thread uint64_t bench_t0; /* cupti=1: when the benchmark began */
+
 void tg__cuda_bench_begin(struct tg_thread *t, int dev)
 {
     (void)t;
@@ -58,6 +61,10 @@ void tg__cuda_bench_begin(struct tg_thread *t, int dev)
     if (!atomic_load_explicit(&atfork_once, memory_order_relaxed) && !atomic_exchange(&atfork_once, 1))
         pthread_atfork(NULL, NULL, itf_atfork_child);
     tg_itf_begin(dev);
+    if (tg_opts.cupti) { /* once per benchmark, not per launch */
+        tg_cupti_maybe_start(0);
+        bench_t0 = tg_mono_ns();
+    }
 }
 
 /* isolate_tuning: wait until nothing benchmarks on dev.  The GIL is not held
@@ -231,7 +238,19 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
         /* wake isolate_tuning waiters: the device is quiet again */
         futex(&tg_itf_bench[res.dev], FUTEX_WAKE_PRIVATE, INT_MAX, NULL);
     }
-    if (res.foreign == 0)
+    /* cupti=1: skewed only if foreign kernels executed inside the timed
+     * GPU intervals (detectors/gpu_overlap.h); no GPU evidence: launch counts */
+    struct tg_gpu_verdict gv;
+    int gpu = 0;
+    if (tg_opts.cupti && tg_cupti_active()) {
+        uint64_t t0 = tg_cupti_session_t0();
+        t0 = t0 && (t0 < bench_t0 || !bench_t0) ? t0 : bench_t0;
+        t->busy++;
+        gpu = tg_cupti_verdict(t->tid, res.dev, t0, tg_mono_ns(), &gv) == 0;
+        t->busy--;
+        tg_cupti_session_done();
+    }
+    if (gpu ? !gv.skewed : res.foreign == 0)
         return;
     PyObject *inst = inst_;
     struct tg_report *r = &itf_report;
@@ -256,6 +275,20 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
         r->itf.from[i].func = res.samples[i].func;
         tg_cuda_kernel_name(res.samples[i].func, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
         r->itf.nfrom++;
+    }
+    if (gpu) {
+        r->itf.gpu = 1;
+        r->itf.overlap_ns = gv.overlap_ns;
+        r->itf.timed_ns = gv.timed_ns;
+        r->itf.own_kernels = gv.own_kernels;
+        r->itf.foreign_kernels = gv.foreign_kernels;
+        for (int i = 0; i < gv.nby && i < TG_ITF_REPORT_FROM; i++, r->itf.ngpu++) {
+            r->itf.gpu_by[i].tid = gv.by[i].tid;
+            r->itf.gpu_by[i].stream = gv.by[i].stream;
+            r->itf.gpu_by[i].count = gv.by[i].count;
+            r->itf.gpu_by[i].overlap_ns = gv.by[i].overlap_ns;
+            snprintf(r->itf.gpu_by[i].kernel, sizeof r->itf.gpu_by[i].kernel, "%s", gv.by[i].name);
+        }
     }
     struct tg_thread_view *e = &r->entering;
     e->tid = t->tid;

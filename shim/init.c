@@ -10,6 +10,7 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "shim/clock.h"
+#include "shim/cupti_backend.h"
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_arm.h"
@@ -30,6 +31,7 @@ static void atfork_child(void)
     tg_guard_atfork_child();
     tg_arm_atfork_child();
     tg_trace_atfork_child();
+    tg_cupti_atfork_child();
 }
 
 __attribute__((constructor)) static void tg_init(void)

@@ -17,6 +17,7 @@
 #include "shim/py_arm.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
+#include "shim/cupti_backend.h"
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_api.h"
@@ -460,6 +461,7 @@ static void arm(void)
     parse_targets();
     install_finder();
     arm_loaded_modules();
+    tg_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
     t->busy--;
 }
 
@@ -502,6 +504,8 @@ static int audit_hook(const char *event, PyObject *args, void *data)
         tg_arm_exit_summary();
         return 0;
     }
+    if (tg_opts.cupti)
+        tg_cupti_maybe_start(0); /* once libcuda was seen; one load after that */
     if (tg_arm_pending)
         tg_arm_process_pending();
     return 0;

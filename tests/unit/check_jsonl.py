@@ -35,6 +35,8 @@ def check_type(where, v, t):
             return True
         if a == "uint" and is_int(v) and v >= 0:
             return True
+        if a == "num" and (is_int(v) or isinstance(v, float)) and v >= 0:
+            return True
         if a == "str" and isinstance(v, str):
             return True
         if a == "bool" and isinstance(v, bool):
@@ -79,7 +81,12 @@ TOP = {
     "interference": dict(TOP_COMMON, interference="object"),
 }
 INTERFERENCE = {"device": "uint", "foreign_launches": "uint", "own_launches": "uint",
-                "cuda_kernel": ("str", "null"), "best_config": ("str", "null"), "from": "list"}
+                "cuda_kernel": ("str", "null"), "best_config": ("str", "null"), "from": "list",
+                "gpu": ("object", "null")}
+ITF_GPU = {"overlap_us": "num", "overlap_ns": "uint", "timed_ns": "uint", "own_kernels": "uint",
+           "foreign_kernels": "uint", "kernels": "list"}
+ITF_GPU_KERNEL = {"kernel": ("str", "null"), "tid": ("int", "null"), "stream": "uint", "count": "uint",
+                  "overlap_ns": "uint"}
 ITF_FROM = {"tid": "int", "function": "hex", "kernel": ("str", "null")}
 TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
          "instance": ("hex", "null")}
@@ -131,6 +138,11 @@ def check_report(where, r):
         check_obj(f"{where}.interference", r.get("interference"), INTERFERENCE)
         for i, f in enumerate((r.get("interference") or {}).get("from") or []):
             check_obj(f"{where}.interference.from[{i}]", f, ITF_FROM)
+        gpu = (r.get("interference") or {}).get("gpu")
+        if isinstance(gpu, dict):
+            check_obj(f"{where}.interference.gpu", gpu, ITF_GPU)
+            for i, k in enumerate(gpu.get("kernels") or []):
+                check_obj(f"{where}.interference.gpu.kernels[{i}]", k, ITF_GPU_KERNEL)
     if kind == "race":
         check_thread(f"{where}.inside", r.get("inside"))
         if r.get("severity") not in ("high", "low"):
