@@ -4,6 +4,7 @@
  *
  * Contract: async-signal-safe (write(2) through reports/writer.c), never
  * allocates, reads the report only. */
+#include "reports/mixed_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/writer.h"
@@ -127,6 +128,37 @@ static void cuda(struct tg_w *w, const struct tg_thread_view *v)
     tg_w_char(w, '}');
 }
 
+/* A native frame's keys from "pc" on, and the closing brace (mixed frames
+ * write their own "{" and "kind" first); file/line are null when unknown. */
+static void native_fields(struct tg_w *w, const struct tg_thread_view *v, void *const *frames, int i)
+{
+    tg_w_str(w, "\"pc\":");
+    hexstr(w, (uintptr_t)frames[i]);
+    tg_w_str(w, ",\"symbol\":");
+    if (i < v->nsym && v->native_sym[i][0])
+        J_STR(w, v->native_sym[i]);
+    else
+        tg_w_str(w, "null");
+    int src = i < v->nsym && v->native_line[i] > 0 && v->native_file[i][0];
+    tg_w_str(w, ",\"file\":");
+    if (src)
+        J_STR(w, v->native_file[i]);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"line\":");
+    if (src)
+        tg_w_i64(w, v->native_line[i]);
+    else
+        tg_w_str(w, "null");
+    tg_w_char(w, '}');
+}
+
+static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *const *frames, int i)
+{
+    tg_w_char(w, '{');
+    native_fields(w, v, frames, i);
+}
+
 static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
 {
     tg_w_char(w, '{');
@@ -184,14 +216,31 @@ static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_th
     for (int i = 0; i < n; i++) {
         if (i)
             tg_w_char(w, ',');
-        tg_w_str(w, "{\"pc\":");
-        hexstr(w, (uintptr_t)frames[i]);
-        tg_w_str(w, ",\"symbol\":");
-        if (i < v->nsym && v->native_sym[i][0])
-            J_STR(w, v->native_sym[i]);
-        else
-            tg_w_str(w, "null");
-        tg_w_char(w, '}');
+        native_frame(w, v, frames, i);
+    }
+    tg_w_str(w, "],\"mixed\":[");
+    struct tg_mixed_frame m[TG_MAX_MIXED_FRAMES];
+    int nm = tg_mixed_view(v, m, TG_MAX_MIXED_FRAMES);
+    for (int i = 0; i < nm; i++) {
+        if (i)
+            tg_w_char(w, ',');
+        if (m[i].kind == TG_MIXED_NATIVE) {
+            tg_w_str(w, "{\"kind\":\"native\",\"index\":");
+            tg_w_i64(w, m[i].index);
+            tg_w_char(w, ',');
+            native_fields(w, v, frames, m[i].index);
+        } else {
+            const struct tg_py_frame *f = &v->py[m[i].index];
+            tg_w_str(w, "{\"kind\":\"python\",\"index\":");
+            tg_w_i64(w, m[i].index);
+            tg_w_str(w, ",\"func\":");
+            J_STR(w, f->func);
+            tg_w_str(w, ",\"file\":");
+            J_STR(w, f->file);
+            tg_w_str(w, ",\"line\":");
+            tg_w_i64(w, f->line);
+            tg_w_char(w, '}');
+        }
     }
     tg_w_str(w, "],\"cuda\":");
     if (v->has_cuda)

@@ -15,6 +15,7 @@
 #define TG_MAX_PY_FRAMES 48
 #define TG_REPORT_SCHEMA_VERSION 1
 #define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
+#define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
 
 struct tg_py_frame {
     char file[200];
@@ -48,6 +49,11 @@ struct tg_thread_view {
      * symbolized, the writers print raw addresses. */
     int nsym;
     char native_sym[TG_MAX_NATIVE_FRAMES][TG_SYM_LEN];
+    /* Source of native_sym[i] from DWARF line tables (reports/dwarf_lines.h),
+     * also filled by tg_report_symbolize(): "" and 0 when unknown (no libdw,
+     * no debug info).  A path too long keeps its end, prefixed "...". */
+    char native_file[TG_MAX_NATIVE_FRAMES][TG_SRC_LEN];
+    int native_line[TG_MAX_NATIVE_FRAMES];
 };
 
 enum tg_report_kind {

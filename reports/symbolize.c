@@ -4,10 +4,12 @@
  * (static and hidden functions, when the file is not stripped), read through
  * a read-only mmap that stays cached for the life of the process.  C++ names
  * are demangled when the process already has __cxa_demangle (libstdc++
- * loaded); nothing is loaded for it.  Source file:line is not resolved here.
+ * loaded); nothing is loaded for it.  Source file:line comes from
+ * reports/dwarf_lines.c (libdw on demand), in tg_report_symbolize().
  *
  * Contract: not signal-safe; allocates (mmap, __cxa_demangle); serialized by
  * one mutex.  Never fails: an unknown address prints as "0x...". */
+#include "reports/dwarf_lines.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
@@ -191,8 +193,11 @@ static void symbolize_view(struct tg_thread_view *v)
     const char *where;
     int n;
     void *const *frames = tg__view_native(v, &n, &where);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         tg_native_symbolize(frames[i], v->native_sym[i], TG_SYM_LEN);
+        /* file:line where debug info exists (libdw on demand, else "") */
+        tg_dwarf_line(frames[i], v->native_file[i], TG_SRC_LEN, &v->native_line[i]);
+    }
     v->nsym = n;
 }
 

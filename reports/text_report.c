@@ -7,6 +7,7 @@
  * addresses. */
 #include <string.h>
 
+#include "reports/mixed_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/writer.h"
@@ -52,6 +53,61 @@ static void python_stack(struct tg_w *w, const struct tg_thread_view *v)
         tg_w_str(w, "      <truncated>\n");
 }
 
+/* One native frame: "func+0xoff file:line (module+0xoff)" when the source
+ * line is known, the symbol alone otherwise, the raw address when not
+ * symbolized. */
+static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *const *frames, int i)
+{
+    if (!(i < v->nsym && v->native_sym[i][0])) {
+        tg_w_hex(w, (uintptr_t)frames[i]);
+        return;
+    }
+    const char *s = v->native_sym[i];
+    size_t len = strnlen(s, sizeof v->native_sym[i]), cut = len;
+    for (size_t k = 0; k + 1 < len; k++)
+        if (s[k] == ' ' && s[k + 1] == '(')
+            cut = k;       /* the last " (module+0x...)" */
+    if (v->native_line[i] <= 0 || !v->native_file[i][0] || cut == len) {
+        tg_w_strn(w, s, len);
+        return;
+    }
+    tg_w_strn(w, s, cut);
+    tg_w_char(w, ' ');
+    W_FIELD(w, v->native_file[i]);
+    tg_w_char(w, ':');
+    tg_w_i64(w, v->native_line[i]);
+    tg_w_strn(w, s + cut, len - cut);
+}
+
+/* The py-spy --native view (reports/mixed_stack.h), when there are both
+ * symbolized native frames and Python frames. */
+static void mixed_stack(struct tg_w *w, const struct tg_thread_view *v, void *const *frames)
+{
+    struct tg_mixed_frame m[TG_MAX_MIXED_FRAMES];
+    int n = tg_mixed_view(v, m, TG_MAX_MIXED_FRAMES);
+    if (n == 0)
+        return;
+    tg_w_str(w, "    Mixed (Python frames where the interpreter runs them):\n");
+    for (int i = 0; i < n; i++) {
+        tg_w_str(w, "      #");
+        tg_w_u64(w, (uint64_t)i);
+        tg_w_char(w, ' ');
+        if (m[i].kind == TG_MIXED_NATIVE) {
+            native_frame(w, v, frames, m[i].index);
+        } else {
+            const struct tg_py_frame *f = &v->py[m[i].index];
+            W_FIELD(w, f->func);
+            tg_w_str(w, "  ");
+            W_FIELD(w, f->file);
+            tg_w_char(w, ':');
+            tg_w_i64(w, f->line);
+        }
+        tg_w_char(w, '\n');
+    }
+    if (v->py_truncated)
+        tg_w_str(w, "      <truncated>\n");
+}
+
 static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
 {
     const char *where;
@@ -71,12 +127,10 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
         tg_w_str(w, "      #");
         tg_w_u64(w, (uint64_t)i);
         tg_w_char(w, ' ');
-        if (i < v->nsym && v->native_sym[i][0])
-            W_FIELD(w, v->native_sym[i]);
-        else
-            tg_w_hex(w, (uintptr_t)frames[i]);
+        native_frame(w, v, frames, i);
         tg_w_char(w, '\n');
     }
+    mixed_stack(w, v, frames);
 }
 
 static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)

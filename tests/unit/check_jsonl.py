@@ -95,9 +95,11 @@ THREAD = {
     "tid": "int", "ident": "uint", "name": ("str", "null"), "entered_ns": ("uint", "null"),
     "entered_ago_ns": ("uint", "null"), "benchmarking": "bool", "launches": "uint",
     "syncs": "uint", "python": "list", "python_truncated": "bool",
-    "native_where": ("str", "null"), "native": "list", "cuda": ("object", "null"),
+    "native_where": ("str", "null"), "native": "list", "mixed": "list", "cuda": ("object", "null"),
 }
-NATIVE = {"pc": "hex", "symbol": ("str", "null")}
+NATIVE = {"pc": "hex", "symbol": ("str", "null"), "file": ("str", "null"), "line": ("uint", "null")}
+MIXED_NATIVE = dict(NATIVE, kind="str", index="uint")
+MIXED_PYTHON = dict(FRAME, kind="str", index="uint")
 CUDA = {
     "fn": ("str", "null"), "fn_index": "uint", "kind": "str", "inside": "bool",
     "device": ("uint", "null"), "stream": "hex", "function": ("hex", "null"),
@@ -113,6 +115,15 @@ def check_thread(where, t):
         check_obj(f"{where}.python[{i}]", f, FRAME)
     for i, f in enumerate(t.get("native") or []):
         check_obj(f"{where}.native[{i}]", f, NATIVE)
+    for i, f in enumerate(t.get("mixed") or []):
+        kind = f.get("kind") if isinstance(f, dict) else None
+        if kind not in ("native", "python"):
+            fail(f"{where}.mixed[{i}].kind", f"{kind!r} is not native|python")
+            continue
+        check_obj(f"{where}.mixed[{i}]", f, MIXED_NATIVE if kind == "native" else MIXED_PYTHON)
+        src = t.get("native" if kind == "native" else "python") or []
+        if is_int(f.get("index")) and not 0 <= f["index"] < len(src):
+            fail(f"{where}.mixed[{i}].index", f"{f['index']} is outside {kind}[]")
     if isinstance(t.get("cuda"), dict):
         check_obj(f"{where}.cuda", t["cuda"], CUDA)
         if t["cuda"].get("kind") not in ("none", "launch", "sync", "module", "other"):
