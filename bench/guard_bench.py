@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import guard_bench_mod as m  # noqa: E402
 
 g, p = m.Guarded(), m.Plain()
-assert type(m.Guarded.__dict__["run"]).__name__ == "instancemethod" or os.environ.get("TG_BENCH_NO_GUARD"), \
+assert type(m.Guarded.__dict__["run"]).__name__ == "method_descriptor" or os.environ.get("TG_BENCH_NO_GUARD"), \
     "Guarded.run is not guarded: run under the preload with targets=guard_bench_mod:Guarded.run"
 
 N = 200_000

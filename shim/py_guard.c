@@ -1,8 +1,12 @@
 /* Guarded methods.
  *
- * A guard is a builtin function (METH_FASTCALL|METH_KEYWORDS) whose m_self is
- * the original Python function, wrapped in an instancemethod so that it binds
- * to instances like the function it replaces.  A call:
+ * A guard is a method descriptor (PyDescr_NewMethod, METH_FASTCALL |
+ * METH_KEYWORDS) put on the class in place of the Python function.  Like the
+ * function it replaces it binds to instances, `Class.method(obj, ...)` works,
+ * and `Class.method` read and assigned back (the save/patch/restore pattern of
+ * monkey-patches) is the same descriptor again.  A method descriptor's C
+ * function gets no data pointer, so each guard has its own trampoline (a
+ * fixed table of TG_MAX_GUARDS tiny functions) that passes its guard.  A call:
  *
  *     guard(self, *args, **kw)
  *         enter(self, this thread)     -- nested / first / race / wait
@@ -32,12 +36,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TG_MAX_GUARDS 512
+#define TG_MAX_GUARDS 256 /* == the trampoline table below */
 
 struct tg_guard {
     PyObject *orig;       /* the original function (strong reference) */
-    PyObject *wrapper;    /* the instancemethod put on the class (strong) */
-    PyObject *fn;         /* the builtin inside it: what getattr(cls, name) gives */
+    int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
+    PyObject *wrapper;    /* the method descriptor put on the class (strong);
+                             getattr(cls, name) gives this very object */
     PyObject *cls;        /* the class it was put on (strong) */
     PyObject *pyname;     /* name as a str (strong) */
     uint32_t calls;       /* outermost calls, for the replacement check */
@@ -67,10 +72,13 @@ uint64_t tg_now_ns(void)
 
 /* ---- calling the original ------------------------------------------------ */
 
-static inline PyObject *call_orig(PyObject *orig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static inline PyObject *call_orig(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
+    PyObject *orig = g->orig;
     if (tg_py.PyObject_Vectorcall) /* 3.11+ */
         return tg_py.PyObject_Vectorcall(orig, args, (size_t)nargs, kwnames);
+    if (g->orig_is_function && tg_py._PyFunction_Vectorcall)
+        return tg_py._PyFunction_Vectorcall(orig, args, (size_t)nargs, kwnames);
     /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
      * helper takes the same vector and kwnames. */
     return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
@@ -529,7 +537,7 @@ static void check_replaced(struct tg_guard *g)
         tg_py.PyErr_Clear();
         return;
     }
-    if (cur != g->fn && cur != g->wrapper && !tg_guard_is_ours(cur)) {
+    if (cur != g->wrapper && !tg_guard_is_ours(cur)) {
         char where[300] = "";
         PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
         PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
@@ -557,13 +565,57 @@ static void check_replaced(struct tg_guard *g)
 
 /* ---- the guard itself ------------------------------------------------------ */
 
-static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+/* The original takes self first: rebuild the vector [self, args..., kwargs...].
+ * A method descriptor's caller keeps self right before args (descrobject.c
+ * passes args + 1), but that is CPython's detail, so copy: on the stack up to
+ * 32 entries, else one allocation (a call with more than 31 arguments). */
+static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const *args0, Py_ssize_t nargs0,
+                            PyObject *kwnames);
+
+static PyObject *guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
+                             PyObject *kwnames)
 {
-    struct tg_guard *g = tg_py.PyCapsule_GetPointer(capsule, NULL);
+    Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
+    PyObject *stack[32];
+    PyObject **v = stack;
+    if (n + nkw + 1 > 32) {
+        v = malloc(sizeof(PyObject *) * (size_t)(n + nkw + 1));
+        if (!v)
+            return NULL;
+    }
+    v[0] = self;
+    memcpy(v + 1, a, sizeof(PyObject *) * (size_t)(n + nkw));
+    PyObject *res = guard_call(g, self, (PyObject *const *)v, n + 1, kwnames);
+    if (v != stack)
+        free(v);
+    return res;
+}
+
+/* One trampoline per guard slot: 256 of them, named by the slot's four
+ * base-4 digits (tramp_0000 .. tramp_3333). */
+#define TG_TRAMP(a, b, c, d)                                                                          \
+    static PyObject *tramp_##a##b##c##d(PyObject *self, PyObject *const *v, Py_ssize_t n, PyObject *k) \
+    {                                                                                                 \
+        return guard_entry(&guards[a * 64 + b * 16 + c * 4 + d], self, v, n, k);                      \
+    }
+#define TG_TRAMP4(a, b, c) TG_TRAMP(a, b, c, 0) TG_TRAMP(a, b, c, 1) TG_TRAMP(a, b, c, 2) TG_TRAMP(a, b, c, 3)
+#define TG_TRAMP16(a, b) TG_TRAMP4(a, b, 0) TG_TRAMP4(a, b, 1) TG_TRAMP4(a, b, 2) TG_TRAMP4(a, b, 3)
+#define TG_TRAMP64(a) TG_TRAMP16(a, 0) TG_TRAMP16(a, 1) TG_TRAMP16(a, 2) TG_TRAMP16(a, 3)
+TG_TRAMP64(0) TG_TRAMP64(1) TG_TRAMP64(2) TG_TRAMP64(3)
+#define TG_REF(a, b, c, d) (void *)tramp_##a##b##c##d,
+#define TG_REF4(a, b, c) TG_REF(a, b, c, 0) TG_REF(a, b, c, 1) TG_REF(a, b, c, 2) TG_REF(a, b, c, 3)
+#define TG_REF16(a, b) TG_REF4(a, b, 0) TG_REF4(a, b, 1) TG_REF4(a, b, 2) TG_REF4(a, b, 3)
+#define TG_REF64(a) TG_REF16(a, 0) TG_REF16(a, 1) TG_REF16(a, 2) TG_REF16(a, 3)
+static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(0) TG_REF64(1) TG_REF64(2) TG_REF64(3)};
+
+static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
+{
+    (void)self; /* == args[0] */
     PyObject *orig = g->orig;
     struct tg_thread *t = tg__self();
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
-        return call_orig(orig, args, nargs, kwnames);
+        return call_orig(g, args, nargs, kwnames);
     if (__builtin_expect(tg_arm_pending, 0))
         tg_arm_process_pending();
     if (t->depth == 0) {
@@ -575,13 +627,13 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
     PyObject *inst = args[0];
     struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
     if (__builtin_expect(!u, 0))
-        return call_orig(orig, args, nargs, kwnames);
+        return call_orig(g, args, nargs, kwnames);
 
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
     if (v == TG_NESTED) {
         struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
         t->depth++;
-        PyObject *res = call_orig(orig, args, nargs, kwnames);
+        PyObject *res = call_orig(g, args, nargs, kwnames);
         t->depth--;
         if (no)
             tg_tuner_leave(u, t);
@@ -627,7 +679,7 @@ static PyObject *guard_call(PyObject *capsule, PyObject *const *args, Py_ssize_t
         char k_[128]; t->busy++; kernel_name(inst, k_, sizeof k_); t->busy--;
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
 
-    PyObject *res = call_orig(orig, args, nargs, kwnames);
+    PyObject *res = call_orig(g, args, nargs, kwnames);
 
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         report_exception(inst, g, t, o);
@@ -683,25 +735,19 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
     snprintf(g->method, sizeof g->method, "%s.%s", qual, name);
     snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
     g->def.ml_name = g->name;
-    g->def.ml_meth = (void *)guard_call;
+    g->def.ml_meth = trampolines[nguards];
     g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
     g->def.ml_doc = NULL;
-    PyObject *cap = tg_py.PyCapsule_New(g, NULL, NULL);
-    PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&g->def, cap, NULL) : NULL;
-    if (cap)
-        tg_py.Py_DecRef(cap); /* fn holds it */
-    PyObject *wrapper = fn ? tg_py.PyInstanceMethod_New(fn) : NULL;
+    PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
     if (!wrapper) {
-        if (fn)
-            tg_py.Py_DecRef(fn);
         tg_py.PyErr_Clear();
         tg__warn("could not guard %s.%s; it runs unguarded", g->cls_name, name);
         rc = -1;
         goto done;
     }
     g->orig = value;
+    g->orig_is_function = strcmp(tname, "function") == 0;
     tg_py.Py_IncRef(value);
-    g->fn = fn; /* getattr(cls, name) returns this very object */
     g->cls = cls;
     tg_py.Py_IncRef(cls);
     g->pyname = key;
