@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Serialize-mode safety tests (deadlock cycle, long wait) on one interpreter.
+"""Serialize-mode safety tests (deadlock cycle, long wait) and guard transparency
+(patch/restore of a guarded method) on one interpreter.
 
   run_serialize_tests.py --lib LIB --python EXE
 
@@ -61,6 +62,10 @@ def main():
     check("wait_timeout: long wait reported, names the holder, wait goes on",
           p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
           p, text)
+    for mode in ("detect", "serialize"):
+        p, text, jsonl = run(args, "restore.py", f"mode={mode}")
+        check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
+              p.returncode == 0 and not text, p, text)
     return 0 if ok else 1
 
 
