@@ -29,12 +29,24 @@
 
 #define FK_API __attribute__((visibility("default")))
 
+/* FAKECUDA_OLD_DRIVER (a second build, tests/fakecuda/old/libcuda.so.1): an
+ * 11.4-era driver that lacks the FK_NEW rows (cuLaunchKernelEx*,
+ * cuCtxSynchronize_v2, cuLibrary*, cuGetProcAddress_v2) and reports version
+ * 11040, for tunerguard's "driver lacks an entry point" path. */
+#ifdef FAKECUDA_OLD_DRIVER
+#define FK_NEW(row)
+#define FK_DEFAULT_VERSION 11040
+#else
+#define FK_NEW(row) row
+#define FK_DEFAULT_VERSION 13000
+#endif
+
 /* ---- the variant list: FK(exported name, base name, introduced, per-thread) */
 #define FK_VARIANTS(FK)                                                        \
     FK(cuLaunchKernel, cuLaunchKernel, 4000, 0)                                \
     FK(cuLaunchKernel_ptsz, cuLaunchKernel, 7000, 1)                           \
-    FK(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0)                           \
-    FK(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1)                      \
+    FK_NEW(FK(cuLaunchKernelEx, cuLaunchKernelEx, 11060, 0))                  \
+    FK_NEW(FK(cuLaunchKernelEx_ptsz, cuLaunchKernelEx, 11060, 1))             \
     FK(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, 0)          \
     FK(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000, 1)     \
     FK(cuGraphLaunch, cuGraphLaunch, 10000, 0)                                 \
@@ -42,7 +54,7 @@
     FK(cuStreamSynchronize, cuStreamSynchronize, 2000, 0)                      \
     FK(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, 1)                 \
     FK(cuCtxSynchronize, cuCtxSynchronize, 2000, 0)                            \
-    FK(cuCtxSynchronize_v2, cuCtxSynchronize, 13000, 0)                        \
+    FK_NEW(FK(cuCtxSynchronize_v2, cuCtxSynchronize, 13000, 0))               \
     FK(cuEventSynchronize, cuEventSynchronize, 2000, 0)                        \
     FK(cuStreamWaitEvent, cuStreamWaitEvent, 3020, 0)                          \
     FK(cuStreamWaitEvent_ptsz, cuStreamWaitEvent, 7000, 1)                     \
@@ -55,8 +67,8 @@
     FK(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, 7000, 1)                  \
     FK(cuModuleLoadData, cuModuleLoadData, 2000, 0)                            \
     FK(cuModuleGetFunction, cuModuleGetFunction, 2000, 0)                      \
-    FK(cuLibraryLoadData, cuLibraryLoadData, 12000, 0)                         \
-    FK(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0)                       \
+    FK_NEW(FK(cuLibraryLoadData, cuLibraryLoadData, 12000, 0))                \
+    FK_NEW(FK(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0))              \
     FK(cuInit, cuInit, 2000, 0)                                                \
     FK(cuDriverGetVersion, cuDriverGetVersion, 2020, 0)                        \
     FK(cuCtxGetCurrent, cuCtxGetCurrent, 4000, 0)                              \
@@ -72,7 +84,7 @@
     FK(cuGetErrorString, cuGetErrorString, 6000, 0)                            \
     FK(cuGetExportTable, cuGetExportTable, 3000, 0)                            \
     FK(cuGetProcAddress, cuGetProcAddress, 11030, 0)                           \
-    FK(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0)
+    FK_NEW(FK(cuGetProcAddress_v2, cuGetProcAddress, 12000, 0))
 
 enum fk_id {
 #define FK_ENUM(name, base, intro, pt) FK_##name,
@@ -323,7 +335,7 @@ static int fk_version(void)
 {
     if (!fk_driver_version) {
         const char *e = getenv("FAKECUDA_DRIVER_VERSION");
-        fk_driver_version = e && *e ? atoi(e) : 13000;
+        fk_driver_version = e && *e ? atoi(e) : FK_DEFAULT_VERSION;
     }
     return fk_driver_version;
 }
@@ -344,6 +356,7 @@ FK_API void *fakecuda_unexported_launch(void)
     return (void *)fk_launch_v99;
 }
 
+#ifndef FAKECUDA_OLD_DRIVER
 FK_API CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **p, void **e)
 {
     fk_log_call(FK_cuLaunchKernelEx);
@@ -354,6 +367,7 @@ FK_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *c, CUfunction f, voi
     fk_log_call(FK_cuLaunchKernelEx_ptsz);
     return CUDA_SUCCESS;
 }
+#endif
 
 #define FK_COOP_PARAMS                                                            \
     (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, \
@@ -369,7 +383,9 @@ FK_API CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { fk_log_call(FK_c
 FK_API CUresult cuStreamSynchronize(CUstream s) { fk_log_call(FK_cuStreamSynchronize); fk_gate(); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamSynchronize_ptsz(CUstream s) { fk_log_call(FK_cuStreamSynchronize_ptsz); fk_gate(); return CUDA_SUCCESS; }
 FK_API CUresult cuCtxSynchronize(void) { fk_log_call(FK_cuCtxSynchronize); fk_gate(); return CUDA_SUCCESS; }
+#ifndef FAKECUDA_OLD_DRIVER
 FK_API CUresult cuCtxSynchronize_v2(CUcontext c) { fk_log_call(FK_cuCtxSynchronize_v2); fk_gate(); return CUDA_SUCCESS; }
+#endif
 FK_API CUresult cuEventSynchronize(CUevent e) { fk_log_call(FK_cuEventSynchronize); fk_gate(); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl) { fk_log_call(FK_cuStreamWaitEvent); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int fl) { fk_log_call(FK_cuStreamWaitEvent_ptsz); return CUDA_SUCCESS; }
@@ -410,6 +426,7 @@ FK_API CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
     return CUDA_SUCCESS;
 }
 
+#ifndef FAKECUDA_OLD_DRIVER
 FK_API CUresult cuLibraryLoadData(CUlibrary *lib, const void *code, CUjit_option *jo, void **jv,
                                   unsigned int nj, CUlibraryOption *lo, void **lv, unsigned int nl)
 {
@@ -436,6 +453,7 @@ FK_API CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
     *k = (CUkernel)h;
     return CUDA_SUCCESS;
 }
+#endif
 
 FK_API CUresult cuFuncGetName(const char **name, CUfunction f)
 {
@@ -665,9 +683,11 @@ FK_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int ver, cuuint
     return fk_gpa(symbol, pfn, ver, flags, NULL);
 }
 
+#ifndef FAKECUDA_OLD_DRIVER
 FK_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int ver, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult *st)
 {
     fk_log_call(FK_cuGetProcAddress_v2);
     return fk_gpa(symbol, pfn, ver, flags, st);
 }
+#endif
