@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Soak test of serialize mode (issue 6 item 6).
+
+    soak.py --lib build/libtunerguard.so [--python EXE] [--threads 64]
+            [--instances 100] [--calls 10000] [--seed 1] [--nest 0.2]
+            [--yield-p 0.05] [--watchdog 900]
+
+Interpretation of "64 threads, 100 tuner instances, 10,000 calls each": each
+*instance* receives --calls outermost calls in total (1,000,000 for the
+defaults), spread over the threads: every thread makes
+instances*calls/threads outer calls (15,625), each on an instance drawn from
+its own random.Random(seed, thread).  Inside a call the body, with
+probability --nest per level (depth <= 3), calls another random instance's
+guarded run() (possibly the same one: nested depth), and with probability
+--yield-p releases the GIL (time.sleep(0)) so that other threads run while it
+holds the tuner.  Cross-instance nesting in opposite orders makes real cycles
+of waits; deadlock=proceed breaks them and they are counted.
+
+The parent (no preload) runs a child under LD_PRELOAD with
+TUNERGUARD_OPTIONS=mode=serialize:deadlock=proceed and checks:
+  - the child finishes before the watchdog (no deadlock, no hang);
+  - per instance, Python-side entries == exits == the number planned by the
+    seeded schedule (no lost or extra calls);
+  - waits: tunerguard's exit summary "N calls serialized" == the number of
+    "tunerguard.serialize_wait" audit events the child observed;
+  - cycles: the summary's "N cycles of waits broken" == deadlock records in
+    the JSON Lines report;
+  - mutual exclusion: overlaps of two threads inside one instance, seen from
+    Python, only where a cycle was broken (each broken cycle lets one thread
+    in unserialized);
+  - memory: VmRSS sampled every --sample outer calls of thread 0 (x = outer
+    calls done by all threads then); the least-squares slope over the
+    samples of the second half of the run must be below 64 KiB per 100,000
+    calls (a leak of one byte per call would show as ~98).  Growth while the
+    64 threads start (stacks, malloc arenas) is in the first half.
+Prints one JSON object with the figures and exits 0 when every check holds."""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(a):
+    import random
+    import threading
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from soak_tuner import SoakTuner
+
+    if type(SoakTuner.__dict__["run"]).__name__ != "instancemethod":
+        print("SoakTuner.run is not guarded: is the preload there?", file=sys.stderr)
+        os._exit(4)
+    tuners = [SoakTuner(i) for i in range(a.instances)]
+    n = a.instances
+    per_thread = a.instances * a.calls // a.threads
+    entries = [[0] * n for _ in range(a.threads)]
+    exits = [[0] * n for _ in range(a.threads)]
+    planned = [[0] * n for _ in range(a.threads)]
+    overlaps = [0] * a.threads
+    waits_seen = [0] * a.threads
+    tls = threading.local()
+    progress = [0] * a.threads
+    rss = []
+
+    def hook(event, args):
+        if event == "tunerguard.serialize_wait":
+            waits_seen[tls.k] += 1
+
+    sys.addaudithook(hook)
+
+    def vmrss():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return -1
+
+    def worker(k):
+        tls.k = k
+        rnd = random.Random(a.seed * 1000003 + k)
+        me = threading.get_ident()
+        ent, ex, ovl = entries[k], exits[k], overlaps
+
+        def body(self, depth):
+            i = self._i
+            ent[i] += 1
+            if self.owner is not None and self.owner != me:
+                ovl[k] += 1
+            prev_owner = self.owner
+            self.owner = me
+            if rnd.random() < a.yield_p:
+                time.sleep(0)  # release the GIL while holding the tuner
+            if depth < 3 and rnd.random() < a.nest:
+                j = rnd.randrange(n)
+                planned[k][j] += 1
+                tuners[j].run(body, depth + 1)
+            self.owner = prev_owner if prev_owner == me else None
+            ex[i] += 1
+
+        for c in range(per_thread):
+            j = rnd.randrange(n)
+            planned[k][j] += 1
+            tuners[j].run(body, 0)
+            progress[k] = c + 1
+            if k == 0 and c % a.sample == 0:
+                rss.append((sum(progress), vmrss()))
+
+    done = threading.Event()
+
+    def watchdog():
+        if not done.wait(a.watchdog):
+            print("WATCHDOG: no progress for %d s; progress=%d" % (a.watchdog, sum(progress)), file=sys.stderr,
+                  flush=True)
+            import faulthandler
+            faulthandler.dump_traceback(all_threads=True)
+            os._exit(3)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+    t0 = time.monotonic()
+    rss.append((0, vmrss()))
+    ths = [threading.Thread(target=worker, args=(k,), name="soak-%d" % k) for k in range(a.threads)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    dt = time.monotonic() - t0
+    done.set()
+    rss.append((sum(progress), vmrss()))
+    tot = lambda m: [sum(m[k][i] for k in range(a.threads)) for i in range(n)]  # noqa: E731
+    out = {"seconds": round(dt, 2), "entries": tot(entries), "exits": tot(exits), "planned": tot(planned),
+           "overlaps": sum(overlaps), "waits_audit": sum(waits_seen), "rss": rss,
+           "outer_calls": a.threads * per_thread}
+    print("SOAK " + json.dumps(out), flush=True)
+
+
+def slope(points):
+    """Least squares KiB per call."""
+    if len(points) < 3:
+        return 0.0
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den if den else 0.0
+
+
+def parent(a):
+    tmp = tempfile.mkdtemp(prefix="tg-soak-")
+    prefix = os.path.join(tmp, "tg")
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(a.lib),
+               TUNERGUARD_OPTIONS="mode=serialize:deadlock=proceed:log_path=%s:targets=soak_tuner:SoakTuner.run"
+               % prefix)
+    argv = [a.python, os.path.abspath(__file__), "--child"] + [
+        "--%s=%s" % (k.replace("_", "-"), v) for k, v in vars(a).items()
+        if k not in ("child", "lib", "python")]
+    t0 = time.monotonic()
+    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=a.watchdog + 60)
+    wall = time.monotonic() - t0
+    m = re.search(r"^SOAK (.*)$", p.stdout, re.M)
+    if not m:
+        print("FAIL: the child gave no result (rc=%s)\n%s\n%s" % (p.returncode, p.stdout, p.stderr[-4000:]))
+        return 1
+    r = json.loads(m.group(1))
+    sw = re.search(r"(\d+) calls? serialized", p.stderr)
+    cy = re.search(r"(\d+) cycles? of waits broken", p.stderr)
+    waits_summary = int(sw.group(1)) if sw else 0
+    cycles_summary = int(cy.group(1)) if cy else 0
+    kinds = [json.loads(line)["kind"] for f in glob.glob(prefix + ".*.jsonl") for line in open(f)]
+    rss = r["rss"]
+    inrun = rss[1:-1]  # thread 0's samples while all threads run (not the start, not after join)
+    half = [pt for pt in inrun if pt[0] >= r["outer_calls"] / 2]
+    figures = {
+        "command": " ".join(["bench/soak.py"] + argv[3:]),
+        "python": a.python, "wall_s": round(wall, 1), "run_s": r["seconds"],
+        "outer_calls": r["outer_calls"], "guarded_calls": sum(r["entries"]),
+        "calls_per_instance_min_max": [min(r["planned"]), max(r["planned"])],
+        "waits_summary": waits_summary, "waits_audit": r["waits_audit"],
+        "cycles_broken_summary": cycles_summary, "deadlock_records_jsonl": kinds.count("deadlock"),
+        "overlaps_seen_in_python": r["overlaps"],
+        "rss_kib_before_threads_first_last_in_run_after_join": [rss[0][1], inrun[0][1] if inrun else -1,
+                                                                inrun[-1][1] if inrun else -1, rss[-1][1]],
+        "rss_kib_peak": max(pt[1] for pt in rss), "rss_samples_in_run": len(inrun),
+        "rss_samples_2nd_half": len(half),
+        "rss_slope_kib_per_100k_calls_2nd_half": round(slope(half) * 1e5, 2),
+        "child_rc": p.returncode,
+    }
+    checks = {
+        "finished before the watchdog, rc 0": p.returncode == 0,
+        "per instance: entries == exits == planned": r["entries"] == r["exits"] == r["planned"],
+        "waits: summary == audit events": waits_summary == r["waits_audit"],
+        "cycles: summary == deadlock records": cycles_summary == kinds.count("deadlock"),
+        "overlaps only where a cycle was broken": r["overlaps"] <= cycles_summary,
+        "memory flat: 2nd-half RSS slope < 64 KiB per 100k calls":
+            figures["rss_slope_kib_per_100k_calls_2nd_half"] < 64,
+    }
+    print(json.dumps(figures, indent=1))
+    for k, v in checks.items():
+        print("%s %s" % ("PASS" if v else "FAIL", k))
+    if not all(checks.values()):
+        print(p.stderr[-3000:])
+    return 0 if all(checks.values()) else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--threads", type=int, default=64)
+    ap.add_argument("--instances", type=int, default=100)
+    ap.add_argument("--calls", type=int, default=10000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--nest", type=float, default=0.2)
+    ap.add_argument("--yield-p", type=float, default=0.05)
+    ap.add_argument("--sample", type=int, default=250)
+    ap.add_argument("--watchdog", type=int, default=900)
+    a = ap.parse_args()
+    if a.child:
+        child(a)
+        return 0
+    if not a.lib:
+        ap.error("--lib is required")
+    if not os.path.exists(a.python):
+        print("skipped: %s not installed" % a.python)
+        return 77
+    return parent(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
