@@ -52,7 +52,7 @@ def child(a):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from soak_tuner import SoakTuner
 
-    if type(SoakTuner.__dict__["run"]).__name__ != "instancemethod":
+    if type(SoakTuner.__dict__["run"]).__name__ == "function":
         print("SoakTuner.run is not guarded: is the preload there?", file=sys.stderr)
         os._exit(4)
     tuners = [SoakTuner(i) for i in range(a.instances)]

@@ -45,4 +45,6 @@ def join(threads):
 
 
 def guarded(cls, name="run"):
-    return type(cls.__dict__[name]).__name__ == "instancemethod"
+    """tunerguard replaced the plain function (by an instancemethod or a
+    method descriptor, depending on the version of the guard)."""
+    return type(cls.__dict__[name]).__name__ != "function"
