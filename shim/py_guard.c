@@ -41,6 +41,7 @@
 struct tg_guard {
     PyObject *orig;       /* the original function (strong reference) */
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
+    PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
     PyObject *wrapper;    /* the method descriptor put on the class (strong);
                              getattr(cls, name) gives this very object */
     PyObject *cls;        /* the class it was put on (strong) */
@@ -232,9 +233,56 @@ static void view_other(struct tg_thread_view *in, const struct tg_occupant *o)
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
 }
 
+/* Is the thread inside tuning (not on the fast path of an already tuned key)?
+ * Its CUDA record says so once it synchronized or launched twice in the
+ * session; before that (pruning, compiling) its Python frames do: walk them
+ * from the innermost out to the guarded method's own frame, looking for a
+ * tuning function.  Only names are read; a few frames on the fast path.
+ * GIL held; the other thread is blocked with the GIL released. */
+static int other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g)
+{
+    const struct tg_thread *ot = o->thread;
+    if (ot->session_syncs > 0 || ot->session_launches > 1)
+        return 1;
+    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
+                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
+                                         "coordinate_descent_tuning", "precompile"};
+    int found = 0;
+    PyFrameObject *f = o->tstate ? tg_py.PyThreadState_GetFrame((PyThreadState *)o->tstate) : NULL;
+    for (int depth = 0; f && depth < 64 && !found; depth++) {
+        PyObject *code = tg_py.PyFrame_GetCode(f);
+        if (code && code == g->orig_code) {
+            tg_py.Py_DecRef(code);
+            break; /* the guarded call itself: what is outside is the caller's */
+        }
+        PyObject *name = code ? tg_py.PyObject_GetAttrString(code, "co_name") : NULL;
+        const char *n = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
+        for (size_t k = 0; n && k < sizeof tuning / sizeof tuning[0]; k++)
+            found |= strcmp(n, tuning[k]) == 0;
+        if (name)
+            tg_py.Py_DecRef(name);
+        if (code)
+            tg_py.Py_DecRef(code);
+        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
+        tg_py.Py_DecRef((PyObject *)f);
+        f = back;
+    }
+    if (f)
+        tg_py.Py_DecRef((PyObject *)f);
+    tg_py.PyErr_Clear();
+    return found;
+}
+
 static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
                             int serialized)
 {
+    /* A low-severity overlap (fast path of a tuned key) is only counted at
+     * verbosity 0: decide that before paying for stacks and names, since two
+     * threads calling one tuned kernel overlap on every other call. */
+    if (tg_opts.verbosity < 1 && !other_is_tuning(other, g)) {
+        stats.overlaps++;
+        return 0;
+    }
     struct tg_report *r = &report;
     t->busy++;
     begin_report(r, TG_REPORT_RACE, inst, g);
@@ -747,6 +795,8 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
     }
     g->orig = value;
     g->orig_is_function = strcmp(tname, "function") == 0;
+    g->orig_code = tg_py.PyObject_GetAttrString(value, "__code__");
+    tg_py.PyErr_Clear();
     tg_py.Py_IncRef(value);
     g->cls = cls;
     tg_py.Py_IncRef(cls);

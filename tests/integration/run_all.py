@@ -147,7 +147,7 @@ def race_once(tuner, serialize=False):
     return order
 
 def is_guarded(cls, name="run"):
-    return type(cls.__dict__[name]).__name__ == "instancemethod"
+    return type(cls.__dict__[name]).__name__ == "method_descriptor"
 '''
 
 
