@@ -526,10 +526,39 @@ static void handover(const char *what)
              what);
 }
 
+/* The program's own libcupti, wherever it was loaded.  A library that calls
+ * cuptiSubscribe has libcupti among its dependencies, usually in a local
+ * scope (Python loads extension modules RTLD_LOCAL, and torch's libkineto
+ * pulls libcupti in with them) where dlsym(RTLD_NEXT) does not look: so find
+ * the loaded object by name and ask it directly.  Not a hot path (a profiler
+ * starting); dl_iterate_phdr takes the loader lock, fine here. */
+static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libcupti.so", 11) == 0) {
+        *(const char **)data = info->dlpi_name;
+        return 1;
+    }
+    return 0;
+}
+
 static void *next_sym(const char *name)
 {
     void *p = st_lib ? sym(name) : NULL;
-    return p ? p : tg__real_dlsym()(RTLD_NEXT, name);
+    if (p)
+        return p;
+    const char *path = NULL;
+    dl_iterate_phdr(find_cupti_cb, &path);
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (h) {
+        p = tg__real_dlsym()(h, name);
+        dlclose(h); /* NOLOAD took a reference; the object stays loaded */
+        if (p)
+            return p;
+    }
+    return tg__real_dlsym()(RTLD_NEXT, name);
 }
 
 __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s,
