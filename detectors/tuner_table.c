@@ -33,10 +33,12 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
     return NULL;
 }
 
+/* t's slot in u.  The tid is compared too: a new thread can get the record
+ * address of a thread that died inside (glibc reuses thread stacks and TLS). */
 static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
 {
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ[i].thread == t)
+        if (u->occ[i].thread == t && (!t || u->occ[i].tid == t->tid))
             return &u->occ[i];
     return NULL;
 }
@@ -73,6 +75,8 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
         return NULL;
     }
     o->thread = t;
+    o->tid = t->tid;
+    o->ident = t->ident;
     o->tstate = tstate;
     o->depth = 1;
     o->entered_ns = now_ns;
@@ -112,9 +116,11 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
 
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
 {
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ[i].thread && u->occ[i].thread != t)
-            return &u->occ[i];
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        const struct tg_occupant *o = &u->occ[i];
+        if (o->thread && !(t && o->thread == t && o->tid == t->tid))
+            return o;
+    }
     return NULL;
 }
 
@@ -139,7 +145,7 @@ static int cycle_from(struct tg_tuner *u, const struct tg_thread *t, struct tg_t
         const struct tg_thread *h = u->occ[i].thread;
         if (!h)
             continue;
-        if (h == t)
+        if (h == t && u->occ[i].tid == t->tid)
             return depth + 1;
         struct tg_tuner *next = h->waiting_for;
         if (!next)
@@ -159,6 +165,32 @@ static int cycle_from(struct tg_tuner *u, const struct tg_thread *t, struct tg_t
 int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max)
 {
     return cycle_from(u, t, path, 0, max);
+}
+
+int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max)
+{
+    int n = 0;
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_occupant *o = &u->occ[i];
+        if (!o->thread || alive(o->tid))
+            continue;
+        if (n < max) {
+            dead[n] = o->tid;
+            dead_ident[n] = o->ident;
+        }
+        n++;
+        memset(o, 0, sizeof *o);
+        if (u->waiters > 0) {
+            /* As in tg_tuner_leave: waiters read nocc under the mutex. */
+            pthread_mutex_lock(&tg_tuner_wait_mu);
+            if (--u->nocc == 0 && u->cond_ready)
+                pthread_cond_broadcast(&u->cond);
+            pthread_mutex_unlock(&tg_tuner_wait_mu);
+        } else {
+            u->nocc--;
+        }
+    }
+    return n;
 }
 
 void tg_tuner_atfork_child(void)

@@ -17,7 +17,10 @@
 #define TG_TUNER_MAX_OCC 8      /* threads inside one instance at once (detect mode) */
 
 struct tg_occupant {
-    struct tg_thread *thread;
+    struct tg_thread *thread;   /* its record; valid only while the thread lives */
+    pid_t tid;                  /* copied at entry: who it is, even after it died
+                                   (its record's address may then be reused by a new thread) */
+    unsigned long ident;        /* copied: threading's ident, for its name */
     void *tstate;               /* the thread's PyThreadState, for its Python stack */
     int depth;                  /* nested guarded calls of this thread on this instance */
     uint64_t entered_ns;
@@ -81,6 +84,13 @@ struct tg_tuner *tg_tuner_next(int *cursor);
  * Returns the number of tuners on the cycle (u first) written to path, 0 if
  * there is none.  GIL held. */
 int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max);
+
+/* Threads that left a tuner without returning (pthread_exit, a thread
+ * destroyed under Python) stay registered.  Remove every occupant of u whose
+ * thread `alive` says is gone (the predicate makes the syscall; this stays
+ * pure), wake serialize waiters if u became free, and copy the dead tids and
+ * idents out.  Returns how many were removed.  GIL held. */
+int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max);
 
 /* After fork, in the child: nobody is inside anything, nobody waits. */
 void tg_tuner_atfork_child(void);

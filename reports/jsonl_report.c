@@ -316,7 +316,9 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
         break;
     case TG_REPORT_DEADLOCK:
     case TG_REPORT_WAIT_TIMEOUT:
-        common(&w, r, r->kind == TG_REPORT_DEADLOCK ? "deadlock" : "wait_timeout");
+    case TG_REPORT_HOLDER_DIED:
+        common(&w, r, r->kind == TG_REPORT_DEADLOCK ? "deadlock"
+                      : r->kind == TG_REPORT_WAIT_TIMEOUT ? "wait_timeout" : "holder_died");
         tg_w_str(&w, ",\"detail\":");
         J_STR(&w, r->detail);
         tg_w_str(&w, ",\"entering\":");

@@ -63,6 +63,8 @@ enum tg_report_kind {
                                   closed it, inside = the holder it waited for) */
     TG_REPORT_WAIT_TIMEOUT,    /* serialize: a wait longer than wait_timeout (entering =
                                   the waiter, inside = the holder and what it is doing) */
+    TG_REPORT_HOLDER_DIED,     /* a thread left a tuner without returning (it died inside):
+                                  entering = the thread that found it, inside = the dead one */
     TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
                                   entering = the thread that raised, inside = the
                                   thread it raced with */

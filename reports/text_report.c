@@ -467,6 +467,9 @@ int tg_report_write_text(int fd, const struct tg_report *r)
     case TG_REPORT_WAIT_TIMEOUT:
         write_wait_problem(&w, r, "serialized wait longer than wait_timeout");
         break;
+    case TG_REPORT_HOLDER_DIED:
+        write_wait_problem(&w, r, "thread died inside a tuner");
+        break;
     }
     return tg_w_flush(&w);
 }

@@ -533,7 +533,8 @@ void tg_arm_exit_summary(void)
     summary_done = 1;
     struct tg_guard_stats s;
     tg_guard_stats(&s);
-    if (s.races_seen == 0 && s.waits == 0 && s.overlaps == 0 && s.deadlocks == 0 && s.wait_timeouts == 0)
+    if (s.races_seen == 0 && s.waits == 0 && s.overlaps == 0 && s.deadlocks == 0 && s.wait_timeouts == 0 &&
+        s.holders_died == 0)
         return;
     char line[900];
     size_t n = 0;
@@ -551,6 +552,9 @@ void tg_arm_exit_summary(void)
     if (s.deadlocks)
         ADD("; %llu cycle%s of waits broken (deadlock=%s)", (unsigned long long)s.deadlocks,
             s.deadlocks == 1 ? "" : "s", tg_opts.deadlock == TG_DEADLOCK_ABORT ? "abort" : "proceed");
+    if (s.holders_died)
+        ADD("; %llu thread%s died inside a tuner (holds released)", (unsigned long long)s.holders_died,
+            s.holders_died == 1 ? "" : "s");
     if (s.wait_timeouts)
         ADD("; %llu wait%s longer than %d s", (unsigned long long)s.wait_timeouts, s.wait_timeouts == 1 ? "" : "s",
             tg_opts.wait_timeout);

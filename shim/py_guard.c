@@ -30,6 +30,7 @@
 #include "shim/thread_state.h"
 
 #include <errno.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -489,6 +490,43 @@ static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *in
     return 1;
 }
 
+/* Is thread tid of this process still there?  tgkill with signal 0 sends
+ * nothing; ESRCH means the thread is gone. */
+static int tid_alive(pid_t tid)
+{
+    int saved = errno;
+    int alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+    errno = saved;
+    return alive;
+}
+
+/* Release the holds of threads that died inside u, and report each.
+ * Returns how many.  GIL held. */
+static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
+{
+    pid_t dead[TG_TUNER_MAX_OCC];
+    unsigned long ident[TG_TUNER_MAX_OCC];
+    int n = tg_tuner_reap(u, tid_alive, dead, ident, TG_TUNER_MAX_OCC);
+    for (int i = 0; i < n && i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_report *r = &report;
+        t->busy++;
+        begin_report(r, TG_REPORT_HOLDER_DIED, inst, g);
+        view_self(&r->entering, t, "entering");
+        r->inside.tid = dead[i];
+        r->inside.ident = ident[i];
+        tg_py_thread_name(ident[i], r->inside.name, sizeof r->inside.name);
+        snprintf(r->detail, sizeof r->detail,
+                 "thread tid=%d left %s of kernel '%s' without returning (it died inside: pthread_exit or a thread "
+                 "destroyed under Python); its hold was released",
+                 (int)dead[i], g ? g->method : "?", r->kernel);
+        stats.holders_died++;
+        r->seq = ++stats.reports;
+        tg_sink_emit(r);
+        t->busy--;
+    }
+    return n;
+}
+
 /* serialize: the wait has lasted wait_timeout seconds.  GIL held. */
 static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                                 uint64_t waited_ns)
@@ -542,17 +580,24 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
         PyThreadState *ts = tg_py.PyEval_SaveThread();
         pthread_mutex_lock(&tg_tuner_wait_mu);
         int rc = 0;
+        /* Wake at least every second to check that the holders still live
+         * (reap_dead), and at wait_timeout to report the long wait. */
         uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
-        struct timespec ts_deadline = {(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+        uint64_t wake = tg_mono_ns() + 1000000000ull;
+        if (!timed_out && deadline < wake)
+            wake = deadline;
+        struct timespec ts_wake = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
         while (u->nocc > 0 && rc != ETIMEDOUT)
-            rc = timed_out ? pthread_cond_wait(&u->cond, &tg_tuner_wait_mu)
-                           : pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &ts_deadline);
+            rc = pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &ts_wake);
         pthread_mutex_unlock(&tg_tuner_wait_mu);
         tg_py.PyEval_RestoreThread(ts);
         u->waiters--;
-        if (rc == ETIMEDOUT && !timed_out) {
-            timed_out = 1; /* once per wait; then wait on without a deadline */
-            report_wait_timeout(u, t, inst, g, tg_mono_ns() - t0);
+        if (rc == ETIMEDOUT && u->nocc > 0) {
+            reap_dead(u, t, inst, g);
+            if (!timed_out && tg_mono_ns() >= deadline) {
+                timed_out = 1; /* once per wait; the wait goes on */
+                report_wait_timeout(u, t, inst, g, tg_mono_ns() - t0);
+            }
         }
         /* Another thread may have entered while we waited for the GIL: loop. */
     }
@@ -678,6 +723,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         return call_orig(g, args, nargs, kwnames);
 
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
+    /* Contended entry: one tgkill(2) per thread inside, because a thread that
+     * died inside would otherwise be raced with, or waited for, forever. */
+    if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && reap_dead(u, t, inst, g))
+        v = tg_tuner_decide(u, t, tg_opts.mode);
     if (v == TG_NESTED) {
         struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
         t->depth++;

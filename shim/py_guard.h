@@ -24,6 +24,7 @@ struct tg_guard_stats {
     uint64_t exceptions;   /* exceptions linked to a race */
     uint64_t deadlocks;    /* cycles of serialized waits broken */
     uint64_t wait_timeouts;/* waits longer than wait_timeout */
+    uint64_t holders_died; /* threads that died inside a tuner, holds released */
     uint64_t reports;      /* reports written, all kinds: the next seq */
     uint64_t waits;        /* serialized calls */
     uint64_t wait_ns;      /* total time they waited */

@@ -63,6 +63,11 @@ def main():
           p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
           p, text)
     for mode in ("detect", "serialize"):
+        p, text, jsonl = run(args, "holder_died.py", f"mode={mode}")
+        kinds = [json.loads(x)["kind"] for x in jsonl]
+        check(f"{mode}: a thread that died inside a tuner is found, its hold released, reported once",
+              p.returncode == 0 and kinds == ["holder_died"] and "thread died inside a tuner" in text, p, text)
+    for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
               p.returncode == 0 and not text, p, text)

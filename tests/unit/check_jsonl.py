@@ -76,6 +76,7 @@ TOP = {
     "method_replaced": dict(TOP_COMMON, detail="str"),
     "deadlock": dict(TOP_COMMON, detail="str", inside="object"),
     "wait_timeout": dict(TOP_COMMON, detail="str", inside="object"),
+    "holder_died": dict(TOP_COMMON, detail="str", inside="object"),
     "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
                       inside="object"),
     "interference": dict(TOP_COMMON, interference="object"),
