@@ -297,12 +297,12 @@ static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const 
     header(w, r, what);
     tg_w_str(w, "  ");
     W_FIELD(w, r->detail);
-    tg_w_str(w, "\n  Waiting: ");
+    tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Found by: " : "\n  Waiting: ");
     thread_name(w, &r->entering);
     tg_w_str(w, ":\n");
     python_stack(w, &r->entering);
     native_stack(w, &r->entering);
-    tg_w_str(w, "\n  Holding the tuner: ");
+    tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Died holding the tuner: " : "\n  Holding the tuner: ");
     thread_name(w, &r->inside);
     tg_w_str(w, ":\n");
     if (r->inside.has_cuda)
