@@ -67,6 +67,22 @@ static int ncontended;
 #define TG_DEDUP_SLOTS 1024
 static uint64_t dedup[TG_DEDUP_SLOTS];
 
+static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void tg_report_lock(void)
+{
+    if (pthread_mutex_trylock(&report_mu) == 0)
+        return;
+    PyThreadState *ts = tg_py.PyEval_SaveThread();
+    pthread_mutex_lock(&report_mu);
+    tg_py.PyEval_RestoreThread(ts);
+}
+
+void tg_report_unlock(void)
+{
+    pthread_mutex_unlock(&report_mu);
+}
+
 uint64_t tg_now_ns(void)
 {
     return tg_mono_ns();

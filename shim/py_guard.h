@@ -36,6 +36,15 @@ void tg_guard_atfork_child(void);
 /* Kernels that were contended (serialize mode), comma separated, into buf. */
 void tg_guard_contended(char *buf, int len);
 
+/* Serializes the filling and writing of reports.  Filling a report calls
+ * Python (names, frames) and so can let other threads run: the GIL alone does
+ * not keep two reports apart.  tg_report_lock() takes the lock without ever
+ * blocking while holding the GIL (it releases the GIL while it waits), so a
+ * reporter that gave up the GIL mid-report can always finish.  GIL held on
+ * entry and exit of both.  Not for signal handlers. */
+void tg_report_lock(void);
+void tg_report_unlock(void);
+
 /* Monotonic nanoseconds, cheap (TSC-based where available). */
 uint64_t tg_now_ns(void);
 
