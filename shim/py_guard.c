@@ -193,10 +193,10 @@ static struct tg_report report; /* one at a time: the GIL orders writers */
 
 /* Fill and emit a race report.  Returns its seq if written, 0 if it was a
  * repeat or a low-severity overlap not shown at this verbosity. */
-/* The common head of every report about tuner inst. */
+/* The common head of every report about tuner inst (r was zeroed by the
+ * caller).  Runs Python code (attribute look-ups): other threads may run. */
 static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject *inst, const struct tg_guard *g)
 {
-    memset(r, 0, sizeof *r);
     r->kind = kind;
     r->pid = getpid();
     const char *rank = getenv("RANK");
@@ -223,22 +223,25 @@ static void view_self(struct tg_thread_view *e, struct tg_thread *t, const char 
     e->entered_ns = tg_mono_ns();
 }
 
-/* Another thread inside a tuner: its Python stack read through its thread
- * state (it is blocked with the GIL released, we hold the GIL), its native
- * stack as it recorded it at its last blocking CUDA call. */
-static void view_other(struct tg_thread_view *in, const struct tg_occupant *o)
+/* Another thread inside a tuner, in two steps.  view_other_c() copies what
+ * the report needs from the occupant and the other thread's record, and
+ * reads its Python stack through its thread state: C calls only, which never
+ * let another thread run, so the other thread is still blocked inside the
+ * tuner, with the GIL released, while we read.  view_other_names() then adds
+ * the thread's name, which runs Python code (threading's name property) and
+ * so may let other threads run: after it, neither the occupant nor the other
+ * thread's state may be touched. */
+static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
 {
     const struct tg_thread *ot = o->thread;
-    in->tid = ot->tid;
-    in->ident = ot->ident;
-    tg_py_thread_name(ot->ident, in->name, sizeof in->name);
+    in->tid = o->tid;
+    in->ident = o->ident;
     tg_py_capture_frames(in, o->tstate);
     in->entered_ns = tg_ticks_to_ns(o->entered_ns);
     read_cuda_call(ot, &in->cuda);
     if (in->cuda.kind != TG_CUDA_NONE) {
         in->has_cuda = 1;
         snprintf(in->cuda_fn, sizeof in->cuda_fn, "%s", tg_cuda_fn_name(in->cuda.fn));
-        tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
         if (in->cuda.nframes > 0) {
             in->nnative = in->cuda.nframes;
             memcpy(in->native, in->cuda.frames, sizeof(void *) * (size_t)in->nnative);
@@ -248,6 +251,22 @@ static void view_other(struct tg_thread_view *in, const struct tg_occupant *o)
     in->launches = ot->session_launches;
     in->syncs = ot->session_syncs;
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
+}
+
+static void view_other_names(struct tg_thread_view *in)
+{
+    tg_py_thread_name(in->ident, in->name, sizeof in->name);
+    if (in->has_cuda)
+        tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
+}
+
+/* The occupant of u that is thread tid, or NULL (it left meanwhile). */
+static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
+{
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ[i].thread && u->occ[i].tid == tid)
+            return &u->occ[i];
+    return NULL;
 }
 
 /* Is the thread inside tuning (not on the fast path of an already tuned key)?
@@ -290,28 +309,68 @@ static int other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g
     return found;
 }
 
-static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *other,
-                            int serialized)
+/* What a race left for the exception link (see report_exception). */
+struct race_link {
+    pid_t tid;          /* the other thread, 0 when the race is not linked */
+    char name[48];
+    uint64_t seq;       /* its report's seq, 0 if it was a repeat */
+};
+
+/* Thread t enters u while `other` is inside.  Fills and emits the report
+ * (unless it is a repeat, suppressed, or a low-severity overlap at
+ * verbosity 0) and, for a high-severity race, marks the other occupant and
+ * fills *link for t's own occupant.  GIL held; other is valid on entry only:
+ * the report lock and the name look-ups can let other threads run. */
+static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                        const struct tg_occupant *other, int serialized, struct race_link *link)
 {
+    memset(link, 0, sizeof *link);
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decide that before paying for stacks and names, since two
-     * threads calling one tuned kernel overlap on every other call. */
+     * threads calling one tuned kernel overlap on every other call.  C calls
+     * only: other stays valid. */
     if (tg_opts.verbosity < 1 && !other_is_tuning(other, g)) {
         stats.overlaps++;
-        return 0;
+        return;
+    }
+    pid_t other_tid = other->tid;
+    tg_report_lock(); /* may let other threads run: look other up again */
+    other = occupant_by_tid(u, other_tid);
+    if (!other) {
+        tg_report_unlock(); /* it left while we waited: no overlap any more */
+        return;
     }
     struct tg_report *r = &report;
     t->busy++;
+    memset(r, 0, sizeof *r);
+    struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    /* C-only captures first, while the other thread is certainly inside. */
+    view_other_c(in, other);
+    e->tid = t->tid;
+    e->ident = t->ident;
+    tg_py_capture_frames(e, NULL);
+    e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 1);
+    snprintf(e->native_where, sizeof e->native_where, "at entry");
+    int high = in->benchmarking;
+    if (high) {
+        /* Both sessions now overlap: either may end in the exception. */
+        struct tg_occupant *mo = (struct tg_occupant *)other;
+        mo->raced_tid = t->tid;
+        link->tid = other_tid;
+    }
+    other = NULL; /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->serialized = serialized;
-    struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    view_self(e, t, "at entry");
-    view_other(in, other);
-    r->high_severity = in->benchmarking;
+    e->entered_ns = r->ts_ns;
+    tg_py_thread_name(t->ident, e->name, sizeof e->name);
+    view_other_names(in);
+    r->high_severity = high;
+    snprintf(link->name, sizeof link->name, "%s", in->name);
 
-    uint64_t written = 0;
-    if (tg_supp_check(r)) /* suppressions=: neither reported nor counted */
+    if (tg_supp_check(r)) { /* suppressions=: neither reported nor counted */
+        link->tid = 0;
         goto out;
+    }
     if (!r->high_severity) {
         stats.overlaps++;
         if (tg_opts.verbosity < 1)
@@ -334,15 +393,23 @@ static uint64_t report_race(PyObject *inst, struct tg_guard *g, struct tg_thread
         stats.races++;
     r->seq = ++stats.reports;
     tg_sink_emit(r);
-    written = r->seq;
+    link->seq = r->high_severity ? r->seq : 0;
     tg_trace_race(r); /* no-op unless trace=1 */
     if (tg_opts.halt_on_race && r->high_severity) {
         tg_arm_exit_summary();
         _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
     }
 out:
+    if (link->tid) {
+        /* The other occupant's link, if it is still inside. */
+        struct tg_occupant *mo = occupant_by_tid(u, link->tid);
+        if (mo) {
+            snprintf(mo->raced_name, sizeof mo->raced_name, "%s", e->name);
+            mo->race_seq = link->seq;
+        }
+    }
     t->busy--;
-    return written;
+    tg_report_unlock();
 }
 
 /* Frames of a traceback object, most recent call first, then the caller's
@@ -403,8 +470,10 @@ static void report_exception(PyObject *inst, struct tg_guard *g, struct tg_threa
     if (!type)
         return;
     tg_py.PyErr_NormalizeException(&type, &value, &tb);
+    tg_report_lock();
     t->busy++;
     struct tg_report *r = &report;
+    memset(r, 0, sizeof *r);
     begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;
     copy_attr_name(r->exc_type, sizeof r->exc_type, type, "__name__");
@@ -440,6 +509,7 @@ static void report_exception(PyObject *inst, struct tg_guard *g, struct tg_threa
         tg_py.PyErr_Clear();
     }
     t->busy--;
+    tg_report_unlock();
     tg_py.PyErr_Restore(type, value, tb);
 }
 
@@ -466,13 +536,23 @@ static void tuner_kernel(const struct tg_tuner *u, char *buf, size_t len)
 static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                            struct tg_tuner **path, int n)
 {
+    tg_report_lock();
+    /* Waiting for the lock may have let threads run: is the cycle still there?
+     * Once it is, it stays: every other thread on it is blocked in a wait. */
+    n = tg_tuner_wait_cycle(u, t, path, 16);
+    if (n == 0) {
+        tg_report_unlock();
+        return 0;
+    }
     struct tg_report *r = &report;
     t->busy++;
-    begin_report(r, TG_REPORT_DEADLOCK, inst, g);
-    view_self(&r->entering, t, "waiting");
+    memset(r, 0, sizeof *r);
     const struct tg_occupant *h = tg_tuner_other(u, t);
     if (h)
-        view_other(&r->inside, h);
+        view_other_c(&r->inside, h);
+    view_self(&r->entering, t, "waiting");
+    view_other_names(&r->inside);
+    begin_report(r, TG_REPORT_DEADLOCK, inst, g);
     /* The cycle: each tuner's holder waits for the next; the last is held by t. */
     size_t used = 0;
     for (int k = 0; k < n && used < sizeof r->detail; k++) {
@@ -499,6 +579,7 @@ static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *in
     r->seq = ++stats.reports;
     tg_sink_emit(r);
     t->busy--;
+    tg_report_unlock();
     if (tg_opts.deadlock == TG_DEADLOCK_ABORT) {
         tg_arm_exit_summary();
         _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
@@ -524,13 +605,15 @@ static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, co
     unsigned long ident[TG_TUNER_MAX_OCC];
     int n = tg_tuner_reap(u, tid_alive, dead, ident, TG_TUNER_MAX_OCC);
     for (int i = 0; i < n && i < TG_TUNER_MAX_OCC; i++) {
+        tg_report_lock();
         struct tg_report *r = &report;
         t->busy++;
-        begin_report(r, TG_REPORT_HOLDER_DIED, inst, g);
+        memset(r, 0, sizeof *r);
         view_self(&r->entering, t, "entering");
         r->inside.tid = dead[i];
         r->inside.ident = ident[i];
         tg_py_thread_name(ident[i], r->inside.name, sizeof r->inside.name);
+        begin_report(r, TG_REPORT_HOLDER_DIED, inst, g);
         snprintf(r->detail, sizeof r->detail,
                  "thread tid=%d left %s of kernel '%s' without returning (it died inside: pthread_exit or a thread "
                  "destroyed under Python); its hold was released",
@@ -539,6 +622,7 @@ static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, co
         r->seq = ++stats.reports;
         tg_sink_emit(r);
         t->busy--;
+        tg_report_unlock();
     }
     return n;
 }
@@ -547,13 +631,19 @@ static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, co
 static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                                 uint64_t waited_ns)
 {
+    tg_report_lock();
+    const struct tg_occupant *h = tg_tuner_other(u, t); /* after the lock: it may have left */
+    if (!h) {
+        tg_report_unlock();
+        return;
+    }
     struct tg_report *r = &report;
     t->busy++;
-    begin_report(r, TG_REPORT_WAIT_TIMEOUT, inst, g);
+    memset(r, 0, sizeof *r);
+    view_other_c(&r->inside, h);
     view_self(&r->entering, t, "waiting");
-    const struct tg_occupant *h = tg_tuner_other(u, t);
-    if (h)
-        view_other(&r->inside, h);
+    view_other_names(&r->inside);
+    begin_report(r, TG_REPORT_WAIT_TIMEOUT, inst, g);
     snprintf(r->detail, sizeof r->detail,
              "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait goes on",
              (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout);
@@ -561,6 +651,7 @@ static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObjec
     r->seq = ++stats.reports;
     tg_sink_emit(r);
     t->busy--;
+    tg_report_unlock();
 }
 
 /* Serialize: block until nobody is inside u.  GIL held on entry and exit,
@@ -573,15 +664,17 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     if (n > 0 && report_deadlock(u, t, inst, g, path, n))
         return 0;
     const struct tg_occupant *holder = tg_tuner_other(u, t);
+    pid_t holder_tid = holder ? holder->tid : 0;
+    holder = NULL; /* the audit hooks below are Python code: other threads may run */
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Cheap, and only on contention. */
-    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)(holder ? holder->thread->tid : 0));
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     tg_py.PyErr_Clear();
     note_contended(inst);
     uint64_t t0 = tg_mono_ns();
     int timed_out = 0;
     if (__builtin_expect(tg_trace_on, 0))
-        tg_trace_wait_begin(t, holder ? holder->thread->tid : 0, (uintptr_t)inst);
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
     t->waiting_for = u;
     while (u->nocc > 0) {
         if (!u->cond_ready) {
@@ -752,37 +845,28 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             tg_tuner_leave(u, t);
         return res;
     }
-    pid_t raced = 0;
-    char raced_name[48] = "";
-    uint64_t race_seq = 0;
+    struct race_link link = {0};
     if (v != TG_FIRST) {
-        struct tg_occupant *other = (struct tg_occupant *)tg_tuner_other(u, t);
+        const struct tg_occupant *other = tg_tuner_other(u, t);
         if (other) {
             u->races++;
-            race_seq = report_race(inst, g, t, other, v == TG_WAIT);
-            if (v == TG_RACE) {
-                /* Both sessions now overlap: either may end in the exception.
-                 * report_race() filled `report` with both threads' names. */
-                raced = other->thread->tid;
-                snprintf(raced_name, sizeof raced_name, "%s", report.inside.name);
-                other->raced_tid = t->tid;
-                snprintf(other->raced_name, sizeof other->raced_name, "%s", report.entering.name);
-                other->race_seq = race_seq;
-            }
+            report_race(u, inst, g, t, other, v == TG_WAIT, &link);
         }
         tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst, g);
+        else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
+            link.tid = 0; /* the report let the other thread finish: no overlap left */
     }
     if (t->nheld == 0) {
         t->session_launches = 0;
         t->session_syncs = 0;
     }
     struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), orig, tg_ticks(), 0);
-    if (o && raced) {
-        o->raced_tid = raced;
-        snprintf(o->raced_name, sizeof o->raced_name, "%s", raced_name);
-        o->race_seq = race_seq;
+    if (o && link.tid) {
+        o->raced_tid = link.tid;
+        snprintf(o->raced_name, sizeof o->raced_name, "%s", link.name);
+        o->race_seq = link.seq;
     }
     if (t->nheld < TG_MAX_HELD)
         t->held[t->nheld] = u;

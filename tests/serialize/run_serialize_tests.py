@@ -62,6 +62,10 @@ def main():
     check("wait_timeout: long wait reported, names the holder, wait goes on",
           p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
           p, text)
+    for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
+        p, text, jsonl = run(args, "switch_storm.py", opts)
+        check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
+              p.returncode == 0 and all(json.loads(x)["schema"] == 1 for x in jsonl), p, text)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "holder_died.py", f"mode={mode}")
         kinds = [json.loads(x)["kind"] for x in jsonl]
