@@ -1,6 +1,7 @@
 /* The tuner table: open addressing over instance addresses.  See
  * tuner_table.h for the locking contract (GIL held). */
 #include "detectors/tuner_table.h"
+#include "shim/log.h"
 #include "shim/options.h"
 
 #include <string.h>
@@ -16,19 +17,46 @@ static inline unsigned slot_of(uintptr_t key)
     return (unsigned)(h >> 52) & (TG_TUNER_SLOTS - 1);
 }
 
+/* A slot whose tuner nobody is inside or waiting for is given back at the
+ * last leave (TOMB), so a long job that creates tuners without end (Inductor
+ * makes one per generated kernel) never fills the table: it holds only the
+ * tuners in use.  TOMB keeps probe chains intact; get() reuses the first one. */
+#define TOMB ((uintptr_t)1) /* never an object's address */
+
+static void claim(struct tg_tuner *u, uintptr_t key)
+{
+    /* nocc, occupants and waiters are 0: a slot is given back only then. */
+    u->key = key;
+    u->overflow = 0;
+    u->sessions = u->races = u->waits = u->wait_ns = 0;
+}
+
 struct tg_tuner *tg_tuner_get(uintptr_t key)
 {
+    static int warned;
+    struct tg_tuner *tomb = NULL;
     unsigned i = slot_of(key);
     for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
         struct tg_tuner *u = &table[i];
         if (u->key == key)
             return u;
-        if (u->key == 0) {
-            /* A freed instance whose address is reused lands on the same
-             * entry: harmless, since nobody can be inside a dead object. */
-            u->key = key;
-            return u;
+        if (u->key == TOMB) {
+            if (!tomb)
+                tomb = u;
+            continue;
         }
+        if (u->key == 0) {
+            claim(tomb ? tomb : u, key);
+            return tomb ? tomb : u;
+        }
+    }
+    if (tomb) {
+        claim(tomb, key);
+        return tomb;
+    }
+    if (!warned) {
+        warned = 1;
+        tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
     }
     return NULL;
 }
@@ -108,8 +136,8 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
         if (--u->nocc == 0 && u->cond_ready)
             pthread_cond_broadcast(&u->cond);
         pthread_mutex_unlock(&tg_tuner_wait_mu);
-    } else {
-        u->nocc--;
+    } else if (--u->nocc == 0) {
+        u->key = TOMB; /* nobody inside, nobody waiting: give the slot back */
     }
     return 1;
 }
@@ -128,7 +156,7 @@ struct tg_tuner *tg_tuner_next(int *cursor)
 {
     while (*cursor < TG_TUNER_SLOTS) {
         struct tg_tuner *u = &table[(*cursor)++];
-        if (u->key)
+        if (u->key && u->key != TOMB)
             return u;
     }
     return NULL;

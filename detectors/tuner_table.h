@@ -54,7 +54,10 @@ enum tg_verdict {
 extern pthread_mutex_t tg_tuner_wait_mu;
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
- * caller then passes the call through unguarded).  O(1) expected. */
+ * caller then passes the call through unguarded; said once).  O(1) expected.
+ * An entry is given back when its last occupant leaves with nobody waiting:
+ * a pointer to it is valid only while someone is inside or waiting, so after
+ * anything that may let other threads run, get it again. */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
 /* The decision for thread t entering tuner u in `mode` (enum tg_mode). */

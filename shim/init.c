@@ -13,6 +13,7 @@
 #include "shim/cupti_backend.h"
 #include "shim/log.h"
 #include "shim/options.h"
+#include "shim/py_api.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
 #include "shim/suppress_load.h"
@@ -47,7 +48,12 @@ __attribute__((constructor)) static void tg_init(void)
     }
     if (tg_opts.mode == TG_MODE_OFF)
         return;
-    if (tg_opts.suppressions[0] && tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
+    /* Suppressions matter only where reports are written: Python processes.
+     * Not reading the file elsewhere keeps the compilers and shells a job
+     * starts (often in another directory, where a relative path would not
+     * resolve) untouched. */
+    if (tg_opts.suppressions[0] && tg_py_present() &&
+        tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
         tg__warn("%s", err);
         _exit(2);
     }
@@ -56,12 +62,11 @@ __attribute__((constructor)) static void tg_init(void)
     tg_trace_configure(tg_opts.trace, tg_opts.log_path, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
     pthread_atfork(NULL, NULL, atfork_child);
-    tg_arm_init();
-    tg_fatal_install(tg_opts.log_path, 1); /* Python processes only (reports/fatal.h) */
+    tg_arm_init(); /* the fatal-signal handler is installed with the first guard */
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never
- * armed).  Applies exitcode= when anything was reported. */
+ * armed).  Applies exitcode= when any report was written. */
 __attribute__((destructor)) static void tg_fini(void)
 {
     if (tg_opts.mode == TG_MODE_OFF)
@@ -71,7 +76,7 @@ __attribute__((destructor)) static void tg_fini(void)
     tg_supp_exit_report(tg_opts.verbosity);
     struct tg_guard_stats s;
     tg_guard_stats(&s);
-    if (tg_opts.exitcode >= 0 && s.races_seen > 0) {
+    if (tg_opts.exitcode >= 0 && s.reports > 0) {
         fflush(NULL);
         _exit(tg_opts.exitcode);
     }

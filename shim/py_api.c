@@ -6,6 +6,11 @@
 
 struct tg_py_api tg_py;
 
+int tg_py_present(void)
+{
+    return dlsym(RTLD_DEFAULT, "PySys_AddAuditHook") != NULL;
+}
+
 int tg_py_resolve(void)
 {
     /* PySys_AddAuditHook is the marker: absent in bash, gcc, ptxas... */

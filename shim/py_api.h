@@ -44,6 +44,10 @@ extern struct tg_py_api tg_py;
  * constructor; no Python API is called. */
 int tg_py_resolve(void);
 
+/* Is this process a CPython (its API among the global symbols)?  One dlsym;
+ * callable from the constructor. */
+int tg_py_present(void);
+
 #define TG_PY(fn) (tg_py.fn)
 
 #endif

@@ -17,6 +17,7 @@
  * releases it while it blocks. */
 #include "shim/py_guard.h"
 #include "detectors/tuner_table.h"
+#include "reports/fatal.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
@@ -858,6 +859,13 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
             link.tid = 0; /* the report let the other thread finish: no overlap left */
     }
+    if (v != TG_FIRST) {
+        /* The report and the wait let other threads run: the entry may have
+         * been given back meanwhile (detectors/tuner_table.h). */
+        u = tg_tuner_get((uintptr_t)inst);
+        if (__builtin_expect(!u, 0))
+            return call_orig(g, args, nargs, kwnames);
+    }
     if (t->nheld == 0) {
         t->session_launches = 0;
         t->session_syncs = 0;
@@ -962,6 +970,8 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
         goto done;
     }
     tg__info(2, "guarding %s (%s)", g->method, why);
+    if (nguards == 1) /* a process with something to guard: worth a crash report */
+        tg_fatal_install(tg_opts.log_path, 1);
     rc = 1;
 done:
     if (value)

@@ -350,3 +350,30 @@ Test(tuner_table, overflowed_thread_nesting_is_not_a_race)
     cr_assert_eq(tg_tuner_decide(u, extra, TG_MODE_DETECT), TG_NESTED,
                  "the overflowed thread's nested call is reported as a race");
 }
+
+/* A long job creates tuners without end (one per generated kernel): a slot is
+ * given back when its last occupant leaves with nobody waiting, so the table
+ * holds only the tuners in use and never fills. */
+Test(tuner_table, slots_are_given_back_after_the_last_leave)
+{
+    struct tg_thread *a = &threads[0];
+    for (uintptr_t k = 0; k < 5 * TG_TUNER_SLOTS; k++) {
+        struct tg_tuner *u = tg_tuner_get(KEY(100000 + k));
+        cr_assert_not_null(u, "tuner %lu of a long job found no slot", (unsigned long)k);
+        cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_DETECT), TG_FIRST);
+        cr_assert_not_null(tg_tuner_enter(u, a, NULL, &dummy_method, 1, 0));
+        cr_assert_eq(tg_tuner_leave(u, a), 1);
+    }
+    /* One in use stays put while others come and go. */
+    struct tg_tuner *held = tg_tuner_get(KEY(7));
+    cr_assert_not_null(tg_tuner_enter(held, a, NULL, &dummy_method, 1, 0));
+    for (uintptr_t k = 0; k < 2 * TG_TUNER_SLOTS; k++) {
+        struct tg_tuner *u = tg_tuner_get(KEY(900000 + k));
+        cr_assert_not_null(u);
+        cr_assert_neq(u, held);
+        tg_tuner_enter(u, &threads[1], NULL, &dummy_method, 1, 0);
+        tg_tuner_leave(u, &threads[1]);
+    }
+    cr_assert_eq(tg_tuner_get(KEY(7)), held, "the tuner in use kept its entry");
+    cr_assert_eq(held->nocc, 1);
+}
