@@ -21,7 +21,7 @@ def table():
     for name, kind, default, helptext in ROW.findall(text):
         m = re.match(r"INT\((-?\d+),\s*(-?\d+)\)", kind)
         values = f"{m.group(1)} to {m.group(2)}" if m else kinds.get(kind, kind)
-        lines.append(f"| `{name}` | {values} | {('`' + default + '`') if default else ''} | {helptext.replace('|', '/')} |")
+        lines.append(f"| `{name}` | {values} | {('`' + default + '`') if default else ''} | {helptext.replace('|', '/').replace('<', '&lt;').replace('>', '&gt;')} |")
     return "\n".join(lines) + "\n"
 
 
