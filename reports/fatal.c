@@ -153,13 +153,17 @@ static void write_tuners(struct tg_w *w)
         tg_w_str(w, "    instance ");
         tg_w_hex(w, u->key);
         tg_w_str(w, ":");
-        int shown = nocc < TG_TUNER_MAX_OCC ? nocc : TG_TUNER_MAX_OCC;
-        for (int i = 0; i < shown; i++) {
+        /* Occupant slots are not compacted (leaving and reaping clear a slot
+         * in the middle), so every slot is looked at; and o->thread may be a
+         * dead thread's record (reused since): only its being set is read,
+         * the tid printed is the one copied at entry. */
+        for (int i = 0, shown = 0; i < TG_TUNER_MAX_OCC; i++) {
             const struct tg_occupant *o = &u->occ[i];
-            const struct tg_thread *t = o->thread;
-            tg_w_str(w, i ? ";" : "");
+            if (!o->thread)
+                continue;
+            tg_w_str(w, shown++ ? ";" : "");
             tg_w_str(w, " tid=");
-            tg_w_i64(w, t ? t->tid : 0);
+            tg_w_i64(w, o->tid);
             tg_w_str(w, " inside for ");
             uint64_t in = tg_ticks_to_ns(o->entered_ns);
             tg_w_duration(w, now > in ? now - in : 0);

@@ -224,6 +224,13 @@ static void tg__cuda_init_lib(void *lib)
     TG__SUP_SET(func_get_name, "cuFuncGetName");
     TG__SUP_SET(kernel_get_name, "cuKernelGetName");
 #undef TG__SUP_SET
+    /* Names this driver lacks (cuKernelGetName, cuLaunchKernelEx, ... on an
+     * old one) left a dlerror() message.  Init runs only after a lookup that
+     * succeeded (the caller's dlsym or cuGetProcAddress on libcuda, or a
+     * dlopen(RTLD_NOLOAD) that found it), which cleared the error state; a
+     * caller checking dlerror() after its successful dlsym must still see
+     * none, so clear ours. */
+    (void)dlerror();
 
     static _Atomic int once;
     if (atomic_exchange(&once, 1) == 0) {

@@ -15,6 +15,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "reports/native_stack.h"
@@ -139,18 +140,14 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
      * isolate_tuning may wait (shim/cuda_stress.c); one load + one branch */
     if (kind == TG_CUDA_LAUNCH && __builtin_expect(tg_itf_maybe_busy(dev), 0))
         tg__cuda_launch_busy(t, dev, func);
+    /* Everything slow is done before the seqlock write section below: a
+     * reader (a race report on another thread, shim/py_guard.c) retries a
+     * bounded number of times and then gives up, so the section must stay a
+     * handful of stores.  The unwind (up to TG_MAX_NATIVE_FRAMES frames)
+     * goes into a local array first (stack only: no allocation). */
     uint64_t now = tg__cuda_now(kind == TG_CUDA_LAUNCH ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC);
-    struct tg_cuda_call *c = &t->last;
-    tg__cuda_seq_begin(c);
-    c->fn = (uint16_t)fn;
-    c->kind = (uint8_t)kind;
-    c->inside = 1;
-    c->device = dev;
-    c->stream = (uint64_t)(uintptr_t)s;
-    c->func = func;
-    c->t_enter_ns = now;
-    c->t_exit_ns = 0;
-    c->nframes = 0;
+    void *frames[TG_MAX_NATIVE_FRAMES];
+    int nframes = 0;
     if (t->nheld > 0) {
         if (kind == TG_CUDA_LAUNCH)
             t->session_launches++;
@@ -162,10 +159,23 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
             /* blocking call inside a tuner session: where it blocks is what a
              * race report shows (tg_native_capture: no alloc/lock/syscall) */
             t->busy++;
-            c->nframes = tg_native_capture(c->frames, TG_MAX_NATIVE_FRAMES, 1);
+            nframes = tg_native_capture(frames, TG_MAX_NATIVE_FRAMES, 1);
             t->busy--;
         }
     }
+    struct tg_cuda_call *c = &t->last;
+    tg__cuda_seq_begin(c);
+    c->fn = (uint16_t)fn;
+    c->kind = (uint8_t)kind;
+    c->inside = 1;
+    c->device = dev;
+    c->stream = (uint64_t)(uintptr_t)s;
+    c->func = func;
+    c->t_enter_ns = now;
+    c->t_exit_ns = 0;
+    c->nframes = nframes;
+    if (nframes > 0)
+        memcpy(c->frames, frames, sizeof(void *) * (size_t)nframes);
     tg__cuda_seq_end(c);
     if ((kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) &&
         __builtin_expect(tg_opts.stress && t->nheld > 0, 0))

@@ -24,6 +24,7 @@
 #include "shim/log.h"
 #include "shim/options.h"
 #include "shim/py_api.h"
+#include "shim/py_guard.h"
 
 static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts, st_reports;
 static _Atomic int32_t st_holding, st_iso_waiting;
@@ -67,10 +68,22 @@ void tg__cuda_bench_begin(struct tg_thread *t, int dev)
     }
 }
 
-/* isolate_tuning: wait until nothing benchmarks on dev.  The GIL is not held
- * here (Triton's launcher and cudart call the driver without it).  Never on
- * the benchmarking thread itself, nor on a thread inside a tuner session (it
- * could hold what the benchmark waits for): the caller checks both. */
+/* Does this thread hold the GIL?  0 in a process without Python (the
+ * function is not resolved there).  PyGILState_Check is a TLS read and a
+ * compare; reached only on slow paths (isolate_tuning, a report). */
+static int tg_gil_held(void)
+{
+    int (*check)(void) = tg_py.PyGILState_Check;
+    return check && check();
+}
+
+/* isolate_tuning: wait until nothing benchmarks on dev.  Launches usually
+ * come without the GIL (Triton's launcher and cudart call the driver without
+ * it), but not always (a C extension launching from a Python call): a launch
+ * with the GIL held does not wait, since the benchmarking thread needs the
+ * GIL to end its session (tg_gil_held, checked by the caller).  Never on the
+ * benchmarking thread itself, nor on a thread inside a tuner session (it
+ * could hold what the benchmark waits for): the caller checks those too. */
 static void isolate_wait(int dev)
 {
     if (atomic_load_explicit(&iso_gave_up[dev], memory_order_relaxed))
@@ -118,7 +131,7 @@ void tg__cuda_launch_busy(struct tg_thread *t, int dev, uint64_t func)
     if (dev < 0 || dev >= TG_ITF_MAXDEV)
         return;
     if (tg_opts.isolate_tuning && t->nheld == 0 && tg_itf_self.dev1 != dev + 1 &&
-        atomic_load_explicit(&tg_itf_bench[dev], memory_order_relaxed))
+        atomic_load_explicit(&tg_itf_bench[dev], memory_order_relaxed) && !tg_gil_held())
         isolate_wait(dev);
     tg_itf_launch(dev, t->tid, func);
 }
@@ -224,7 +237,16 @@ static void py_kernel_name(PyObject *inst, char *dst, size_t len)
         snprintf(dst, len, "?");
 }
 
-static struct tg_report itf_report; /* ~100 KB: static; the GIL orders writers */
+/* ~100 KB: static.  Filling it calls Python (names, str(best_config), frames),
+ * which lets other threads run, so the GIL alone does not keep two reports
+ * apart: filled and emitted under tg_report_lock (shim/py_guard.h) when the
+ * GIL is held, and always under itf_mu, which also orders reporters without
+ * the GIL (inst == NULL: no Python facts).  Lock order: the report lock, then
+ * itf_mu.  No deadlock with the GIL: a thread blocks on itf_mu with the GIL
+ * held only while it holds the report lock, and then the holder of itf_mu
+ * is a reporter without the GIL, which never waits for it. */
+static struct tg_report itf_report;
+static pthread_mutex_t itf_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
 {
@@ -254,6 +276,11 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
         return;
     PyObject *inst = inst_;
     struct tg_report *r = &itf_report;
+    /* the report path, not a hot one: a blocking lock is fine here */
+    int gil = inst || tg_gil_held();
+    if (gil)
+        tg_report_lock(); /* waits with the GIL released */
+    pthread_mutex_lock(&itf_mu);
     t->busy++;
     PyObject *et = NULL, *ev = NULL, *etb = NULL;
     if (inst)
@@ -317,4 +344,7 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
     atomic_fetch_add(&st_reports, 1);
     tg_sink_emit(r);
     t->busy--;
+    pthread_mutex_unlock(&itf_mu);
+    if (gil)
+        tg_report_unlock();
 }

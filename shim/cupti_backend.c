@@ -529,9 +529,19 @@ static void handover(const char *what)
 /* The program's own libcupti, wherever it was loaded.  A library that calls
  * cuptiSubscribe has libcupti among its dependencies, usually in a local
  * scope (Python loads extension modules RTLD_LOCAL, and torch's libkineto
- * pulls libcupti in with them) where dlsym(RTLD_NEXT) does not look: so find
- * the loaded object by name and ask it directly.  Not a hot path (a profiler
- * starting); dl_iterate_phdr takes the loader lock, fine here. */
+ * pulls libcupti in with them) where dlsym(RTLD_NEXT) does not look.  Two
+ * copies may be loaded (a wheel's and the toolkit's; ours from cupti_path):
+ * the subscription must land in the caller's.  So, in order:
+ *  1. the caller's own scope: the object holding the return address, opened
+ *     with RTLD_NOLOAD, and a lookup on that handle, which searches the
+ *     object and its dependencies (its libcupti), never the preloaded
+ *     tunerguard; an answer that is our own export anyway (a caller in the
+ *     main program, whose handle searches the global scope) is not taken;
+ *  2. the copy tunerguard itself opened (cupti=1);
+ *  3. the first libcupti.so* loaded (dl_iterate_phdr);
+ *  4. RTLD_NEXT.
+ * Not a hot path (a profiler starting); dl_iterate_phdr and dlopen take the
+ * loader's lock, fine here. */
 static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
@@ -544,9 +554,32 @@ static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static void *next_sym(const char *name)
+static int is_own(void *p)
 {
-    void *p = st_lib ? sym(name) : NULL;
+    Dl_info me, it;
+    return p && dladdr((void *)is_own, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
+}
+
+static void *caller_sym(const void *ret, const char *name)
+{
+    Dl_info info;
+    /* ret - 1: inside the call instruction, so inside the caller's object */
+    if (!ret || !dladdr((const char *)ret - 1, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = tg__real_dlsym()(h, name);
+    dlclose(h); /* NOLOAD took a reference; the object stays loaded */
+    return is_own(p) ? NULL : p;
+}
+
+static void *next_sym(const void *ret, const char *name)
+{
+    void *p = caller_sym(ret, name);
+    if (p)
+        return p;
+    p = st_lib ? sym(name) : NULL;
     if (p)
         return p;
     const char *path = NULL;
@@ -565,7 +598,8 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe(CUpti
                                                                            CUpti_CallbackFunc cb, void *ud)
 {
     handover("cuptiSubscribe");
-    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) = next_sym("cuptiSubscribe");
+    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
+        next_sym(__builtin_return_address(0), "cuptiSubscribe");
     return f ? f(s, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
@@ -575,7 +609,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe_v2(CU
 {
     handover("cuptiSubscribe_v2");
     CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
-        next_sym("cuptiSubscribe_v2");
+        next_sym(__builtin_return_address(0), "cuptiSubscribe_v2");
     return f ? f(s, cb, ud, p) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
@@ -584,6 +618,6 @@ cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_Buffe
 {
     handover("cuptiActivityRegisterCallbacks");
     CUptiResult (*f)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
-        next_sym("cuptiActivityRegisterCallbacks");
+        next_sym(__builtin_return_address(0), "cuptiActivityRegisterCallbacks");
     return f ? f(req, done) : CUPTI_ERROR_NOT_INITIALIZED;
 }

@@ -4,7 +4,8 @@
  *
  * Contract:
  *  - Every lookup tunerguard has no business with (RTLD_NEXT, names that are
- *    not "cu" + uppercase, cuGetExportTable, tunerguard off) ends in a TAIL
+ *    not "cu" + uppercase nor "cupti", cuGetExportTable, any answer but the
+ *    own-definition one when tunerguard is off) ends in a TAIL
  *    CALL to the real dlsym: glibc resolves RTLD_NEXT (and RTLD_DEFAULT's
  *    scope) from the return address, so a normal call would make other
  *    interposers' dlsym(RTLD_NEXT, ...) resolve relative to tunerguard and
@@ -12,13 +13,18 @@
  *  - A driver name is resolved by the real dlsym first; a pointer into libcuda
  *    is replaced by the wrapper of exactly that variant (tg__cuda_wrap).
  *  - A lookup that finds tunerguard's own exported definition (RTLD_DEFAULT,
- *    the main program's handle) gives NULL while no libcuda.so.1 is loaded,
- *    so "is CUDA here?" probes are not fooled.
+ *    the main program's handle) gives NULL while no libcuda.so.1 is loaded
+ *    (for "cupti*" names: while no libcupti is loaded), in every mode,
+ *    mode=off included, so "is CUDA here?" probes are not fooled; dlerror()
+ *    then says the name is undefined, as for any failed lookup.  mode=off
+ *    only skips the wrapping: every other answer is the real dlsym's.
  *  - The real dlsym is dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"), else
  *    GLIBC_2.2.5 (tg__real_dlsym).  The unversioned definition here
  *    interposes both the @GLIBC_2.34 and the @GLIBC_2.2.5 references.
- * Allocates nothing itself; takes no lock; thread-safe. */
+ * Allocates nothing itself; takes no lock of its own (dl_iterate_phdr takes
+ * the loader's for "cupti*" names, and dlopen(RTLD_NOLOAD) does); thread-safe. */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -46,27 +52,80 @@ static int tg__is_own(void *p)
     return dladdr(p, &it) && it.dli_fbase == base;
 }
 
+/* The answer for a name whose only definition found is our own export while
+ * the library behind it is not loaded: NULL, and the dlerror() state of a
+ * failed lookup.  A lookup in libc (loaded, never unloaded; one reference
+ * kept) fails for any cu* / cupti* name and leaves glibc's own message,
+ * "...libc.so.6: undefined symbol: <name>"; without it the caller's
+ * dlerror() would say nothing (the lookup that found our export succeeded),
+ * and a caller that tells "absent" from "defined as NULL" by dlerror() would
+ * take the name for defined. */
+static void *tg__absent(tg__dlsym_fn real, const char *s)
+{
+    static void *_Atomic libc;
+    void *h = atomic_load_explicit(&libc, memory_order_relaxed);
+    if (!h) {
+        h = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+        if (h) /* two racing threads: one more reference to libc, harmless */
+            atomic_store_explicit(&libc, h, memory_order_relaxed);
+    }
+    if (h)
+        (void)real(h, s);
+    return NULL;
+}
+
 /* The driver-name path.  Returns 1 and sets *out when tunerguard decides the
  * answer; 0 when the caller should pass the lookup through unchanged. */
 static __attribute__((noinline)) int tg__dlsym_cu(tg__dlsym_fn real, void *h, const char *s,
                                                   void **out)
 {
-    if (tg_opts.mode == TG_MODE_OFF || strcmp(s, "cuGetExportTable") == 0)
+    if (strcmp(s, "cuGetExportTable") == 0)
         return 0; /* the driver and NVML look this up during their own init */
     void *p = real(h, s);
     if (!p)
         return 0; /* let the caller's own scope try (RTLD_DEFAULT) */
     if (tg__is_own(p)) {
-        /* our exported definition: right only if a driver is behind it */
+        /* our exported definition: right only if a driver is behind it,
+         * whatever the mode (mode=off must answer as if we were absent) */
         if (!tg__cuda_lib_loaded()) {
-            *out = NULL;
+            *out = tg__absent(real, s);
             return 1;
         }
+        if (tg_opts.mode == TG_MODE_OFF)
+            return 0;
         tg__cuda_init_loaded();
         *out = p;
         return 1;
     }
+    if (tg_opts.mode == TG_MODE_OFF)
+        return 0; /* off: nothing is wrapped, the real answer as is */
     *out = tg__cuda_wrap(p);
+    return 1;
+}
+
+/* Is a libcupti (any copy, any soname libcupti.so*) loaded? */
+static int tg__cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    (void)data;
+    const char *n = info->dlpi_name;
+    const char *base = n ? strrchr(n, '/') : NULL;
+    base = base ? base + 1 : n;
+    return base && strncmp(base, "libcupti.so", 11) == 0;
+}
+
+/* "cupti*" names: tunerguard exports cuptiSubscribe* and
+ * cuptiActivityRegisterCallbacks (shim/cupti_backend.c, the hand-over to
+ * another CUPTI client); they stand for a libcupti only while one is loaded.
+ * Not a hot path (a profiler starting); dl_iterate_phdr takes the loader's
+ * lock, fine here. */
+static __attribute__((noinline)) int tg__dlsym_cupti(tg__dlsym_fn real, void *h, const char *s,
+                                                     void **out)
+{
+    void *p = real(h, s);
+    if (!p || !tg__is_own(p) || dl_iterate_phdr(tg__cupti_cb, NULL))
+        return 0;
+    *out = tg__absent(real, s);
     return 1;
 }
 
@@ -84,6 +143,10 @@ __attribute__((visibility("default"))) void *dlsym(void *h, const char *s)
     if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] >= 'A' && n[2] <= 'Z') {
         void *out;
         if (tg__dlsym_cu(real, h, s, &out))
+            return out;
+    } else if (h != RTLD_NEXT && n && strncmp(n, "cupti", 5) == 0) {
+        void *out;
+        if (tg__dlsym_cupti(real, h, s, &out))
             return out;
     }
     return real(h, s); /* tail call: see the contract above */

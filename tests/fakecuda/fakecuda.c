@@ -8,7 +8,8 @@
  *    addresses (built with -Bsymbolic so that taking an address here never
  *    picks up an interposer's definition);
  *  - every call is logged (variant, tid): fakecuda.h;
- *  - a gate parks the next synchronize call until a test opens it.
+ *  - a gate parks the next synchronize call (or the next call of one chosen
+ *    variant) until a test opens it.
  * Handles are small heap objects kept in a registry, so a garbage handle gives
  * CUDA_ERROR_INVALID_HANDLE instead of a crash.  Nothing here ever touches a
  * GPU; launches do nothing and synchronizes return at once (unless gated). */
@@ -31,8 +32,9 @@
 
 /* FAKECUDA_OLD_DRIVER (a second build, tests/fakecuda/old/libcuda.so.1): an
  * 11.4-era driver that lacks the FK_NEW rows (cuLaunchKernelEx*,
- * cuCtxSynchronize_v2, cuLibrary*, cuGetProcAddress_v2) and reports version
- * 11040, for tunerguard's "driver lacks an entry point" path. */
+ * cuCtxSynchronize_v2, cuLibrary*, cuGetProcAddress_v2, and the 12.3 kernel
+ * name calls cuFuncGetName / cuKernelGetName) and reports version 11040, for
+ * tunerguard's "driver lacks an entry point" path. */
 #ifdef FAKECUDA_OLD_DRIVER
 #define FK_NEW(row)
 #define FK_DEFAULT_VERSION 11040
@@ -79,8 +81,8 @@
     FK(cuStreamGetId, cuStreamGetId, 12000, 0)                                 \
     FK(cuStreamCreate, cuStreamCreate, 2000, 0)                                \
     FK(cuStreamDestroy_v2, cuStreamDestroy, 4000, 0)                           \
-    FK(cuFuncGetName, cuFuncGetName, 12030, 0)                                 \
-    FK(cuKernelGetName, cuKernelGetName, 12030, 0)                             \
+    FK_NEW(FK(cuFuncGetName, cuFuncGetName, 12030, 0))                        \
+    FK_NEW(FK(cuKernelGetName, cuKernelGetName, 12030, 0))                    \
     FK(cuGetErrorString, cuGetErrorString, 6000, 0)                            \
     FK(cuGetExportTable, cuGetExportTable, 3000, 0)                            \
     FK(cuGetProcAddress, cuGetProcAddress, 11030, 0)                           \
@@ -185,6 +187,7 @@ FK_API void fakecuda_reset(void)
 static pthread_mutex_t fk_gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fk_gate_cv = PTHREAD_COND_INITIALIZER;
 static int fk_gate_armed;
+static int fk_gate_target = -1; /* the variant that parks (fakecuda_gate_arm_on); -1: synchronizes */
 static int fk_gate_parked; /* tid, 0 if none */
 static unsigned fk_gate_gen;  /* bumped by open */
 
@@ -196,12 +199,13 @@ static void fk_deadline(struct timespec *ts, double s)
     ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
-/* Called by every synchronize entry point.  Parks at most 60 s, so a broken
- * test fails rather than hangs. */
-static void fk_gate(void)
+/* Called by every synchronize entry point (sync = 1) and by the other
+ * variants fakecuda_gate_arm_on supports (sync = 0), with their id.  Parks at
+ * most 60 s, so a broken test fails rather than hangs. */
+static void fk_gate_at(int id, int sync)
 {
     pthread_mutex_lock(&fk_gate_mu);
-    if (fk_gate_armed && !fk_gate_parked) {
+    if (fk_gate_armed && !fk_gate_parked && (fk_gate_target < 0 ? sync : fk_gate_target == id)) {
         fk_gate_armed = 0;
         fk_gate_parked = fk_tid();
         unsigned gen = fk_gate_gen;
@@ -217,14 +221,29 @@ static void fk_gate(void)
     pthread_mutex_unlock(&fk_gate_mu);
 }
 
-FK_API int fakecuda_gate_arm(void)
+#define fk_gate(id) fk_gate_at((id), 1)
+
+static int fk_gate_arm_target(int target)
 {
     pthread_mutex_lock(&fk_gate_mu);
     int rc = fk_gate_parked ? -1 : 0;
-    if (!rc)
+    if (!rc) {
         fk_gate_armed = 1;
+        fk_gate_target = target;
+    }
     pthread_mutex_unlock(&fk_gate_mu);
     return rc;
+}
+
+FK_API int fakecuda_gate_arm(void)
+{
+    return fk_gate_arm_target(-1);
+}
+
+FK_API int fakecuda_gate_arm_on(const char *variant)
+{
+    int id = fk_lookup_name(variant);
+    return id < 0 ? -1 : fk_gate_arm_target(id);
 }
 
 FK_API int fakecuda_gate_wait_parked(double timeout_s)
@@ -380,13 +399,13 @@ FK_API CUresult cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) { fk_log_call(FK_c
 
 /* ---- synchronization -------------------------------------------------------------- */
 
-FK_API CUresult cuStreamSynchronize(CUstream s) { fk_log_call(FK_cuStreamSynchronize); fk_gate(); return CUDA_SUCCESS; }
-FK_API CUresult cuStreamSynchronize_ptsz(CUstream s) { fk_log_call(FK_cuStreamSynchronize_ptsz); fk_gate(); return CUDA_SUCCESS; }
-FK_API CUresult cuCtxSynchronize(void) { fk_log_call(FK_cuCtxSynchronize); fk_gate(); return CUDA_SUCCESS; }
+FK_API CUresult cuStreamSynchronize(CUstream s) { fk_log_call(FK_cuStreamSynchronize); fk_gate(FK_cuStreamSynchronize); return CUDA_SUCCESS; }
+FK_API CUresult cuStreamSynchronize_ptsz(CUstream s) { fk_log_call(FK_cuStreamSynchronize_ptsz); fk_gate(FK_cuStreamSynchronize_ptsz); return CUDA_SUCCESS; }
+FK_API CUresult cuCtxSynchronize(void) { fk_log_call(FK_cuCtxSynchronize); fk_gate(FK_cuCtxSynchronize); return CUDA_SUCCESS; }
 #ifndef FAKECUDA_OLD_DRIVER
-FK_API CUresult cuCtxSynchronize_v2(CUcontext c) { fk_log_call(FK_cuCtxSynchronize_v2); fk_gate(); return CUDA_SUCCESS; }
+FK_API CUresult cuCtxSynchronize_v2(CUcontext c) { fk_log_call(FK_cuCtxSynchronize_v2); fk_gate(FK_cuCtxSynchronize_v2); return CUDA_SUCCESS; }
 #endif
-FK_API CUresult cuEventSynchronize(CUevent e) { fk_log_call(FK_cuEventSynchronize); fk_gate(); return CUDA_SUCCESS; }
+FK_API CUresult cuEventSynchronize(CUevent e) { fk_log_call(FK_cuEventSynchronize); fk_gate(FK_cuEventSynchronize); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int fl) { fk_log_call(FK_cuStreamWaitEvent); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int fl) { fk_log_call(FK_cuStreamWaitEvent_ptsz); return CUDA_SUCCESS; }
 FK_API CUresult cuStreamQuery(CUstream s) { fk_log_call(FK_cuStreamQuery); return CUDA_SUCCESS; }
@@ -455,9 +474,11 @@ FK_API CUresult cuLibraryGetKernel(CUkernel *k, CUlibrary lib, const char *name)
 }
 #endif
 
+#ifndef FAKECUDA_OLD_DRIVER /* both came with 12.3 */
 FK_API CUresult cuFuncGetName(const char **name, CUfunction f)
 {
     fk_log_call(FK_cuFuncGetName);
+    fk_gate_at(FK_cuFuncGetName, 0);
     struct fk_handle *h = fk_get(f, FK_H_FUNC);
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
@@ -478,6 +499,7 @@ FK_API CUresult cuKernelGetName(const char **name, CUkernel k)
     *name = h->name;
     return CUDA_SUCCESS;
 }
+#endif
 
 /* ---- contexts, streams, misc ------------------------------------------------------ */
 

@@ -48,6 +48,9 @@ void *fakecuda_unexported_launch(void);
  * on any thread parks inside the fake until fakecuda_gate_open().  One thread
  * parks per arming.  Returns 0, or -1 if a thread is parked already. */
 int fakecuda_gate_arm(void);
+/* The same, for the next call of exactly `variant` instead: any synchronize
+ * variant, or cuFuncGetName.  Returns -1 also for an unknown name. */
+int fakecuda_gate_arm_on(const char *variant);
 /* Block until a thread is parked in the gate: 1, or 0 after timeout_s. */
 int fakecuda_gate_wait_parked(double timeout_s);
 /* Release the parked thread (if any) and disarm. */

@@ -49,10 +49,15 @@ int main(void)
         CHECK(fakecuda_gate_wait_parked(10.0) == 1);
         CHECK(fakecuda_gate_parked_tid() == worker_tid);
         CHECK(fakecuda_gate_arm() == -1);   /* one parked at a time */
-        usleep(20000);
-        CHECK(__atomic_load_n(&worker_done, __ATOMIC_SEQ_CST) == 0); /* still parked */
         /* the gate is disarmed once a thread parked: this one passes */
         CHECK(cuStreamSynchronize(NULL) == CUDA_SUCCESS);
+        /* ... and the worker is still parked, by the fake's own word rather
+         * than after a sleep: the gate keeps the parked tid until the thread
+         * is on its way out (only fakecuda_gate_open, or its 60 s safety
+         * timeout, lets it out), and the worker sets worker_done only after
+         * its call returned. */
+        CHECK(fakecuda_gate_parked_tid() == worker_tid);
+        CHECK(__atomic_load_n(&worker_done, __ATOMIC_SEQ_CST) == 0);
         fakecuda_gate_open();
         CHECK(pthread_join(th, NULL) == 0);
         CHECK(worker_done == 1);

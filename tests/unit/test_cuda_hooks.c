@@ -7,11 +7,13 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "reports/native_stack.h"
 #include "shim/cuda_hooks.h"
 #include "shim/options.h"
 #include "shim/thread_state.h"
@@ -255,6 +257,59 @@ Test(cuda_hooks, inside_a_session_counts_and_captures)
     cr_assert_eq(t->last.kind, TG_CUDA_MODULE);
     cr_assert(t->last.nframes >= 0 && t->last.nframes <= TG_MAX_NATIVE_FRAMES);
     t->nheld = 0;
+}
+
+/* The unwind of a blocking call inside a session (up to TG_MAX_NATIVE_FRAMES
+ * frames) runs before the seqlock write section of t->last, never inside it:
+ * a reader (a race report on another thread, shim/py_guard.c) retries a
+ * bounded number of times, then gives up.  The stand-in libunwind
+ * (FAKEUNWIND_LIB, loaded before tunerguard's dlopen("libunwind.so.8"), which
+ * then finds it by soname) looks at the record while the unwind runs. */
+static struct tg_thread *probe_rec;
+static int probe_calls, probe_odd;
+static void probe_seq(void)
+{
+    probe_calls++;
+    probe_odd += (int)(__atomic_load_n(&probe_rec->last.seq, __ATOMIC_RELAXED) & 1);
+}
+
+Test(cuda_hooks, the_stack_is_unwound_outside_the_record_write_section)
+{
+    char path[4096];
+#ifdef FAKEUNWIND_LIB
+    snprintf(path, sizeof path, "%s", FAKEUNWIND_LIB);
+#else
+    /* a build that only names the fake driver (cmake/tsan.cmake): the
+     * stand-in lies beside it, tests/fakecuda/unwind/ */
+    snprintf(path, sizeof path, "%s", FAKECUDA_LIB);
+    char *slash = strrchr(path, '/');
+    snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0),
+             "unwind/libunwind.so.8");
+    if (access(path, R_OK) != 0) {
+        cr_log_info("skipped: no stand-in libunwind at %s\n", path);
+        return;
+    }
+#endif
+    void *uw = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert(uw, "dlopen %s: %s", path, dlerror());
+    void (*set_probe)(void (*)(void)) = (void (*)(void (*)(void)))dlsym(uw, "fakeunwind_set_probe");
+    cr_assert(set_probe);
+    tg_native_init(); /* its warm-up unwind runs before the probe is set */
+    CUresult (*csync)(void) = (CUresult(*)(void))wrapped("cuCtxSynchronize");
+    struct tg_thread *t = tg__self();
+    probe_rec = t;
+    set_probe(probe_seq);
+    t->nheld = 1;
+    cr_assert_eq(csync(), CUDA_SUCCESS);
+    t->nheld = 0;
+    cr_assert_eq(probe_calls, 1, "the capture did not go through the stand-in unwinder");
+    cr_assert_eq(probe_odd, 0, "the stack was unwound inside the seqlock write section");
+    /* what was unwound still lands in the record: 8 frames, the capture's
+     * own two (tg_native_capture, the wrapper) skipped */
+    cr_assert_eq(t->last.nframes, 6);
+    cr_assert_eq(t->last.frames[0], (void *)0x1002);
+    cr_assert_eq(t->last.frames[5], (void *)0x1007);
+    cr_assert_eq(t->last.seq % 2, 0);
 }
 
 Test(cuda_hooks, kernel_names_off_the_hot_path)

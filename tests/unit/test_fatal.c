@@ -225,6 +225,36 @@ Test(fatal, sigkill_after_race_leaves_complete_reports)
     cr_assert_eq(rc, 0, "check_jsonl.py failed (%d)", rc);
 }
 
+/* The tuner state shows every occupant wherever its slot is (slots are not
+ * compacted: a thread leaving clears its own, here the first), by the tid
+ * copied at entry, never through its thread record (which may be a dead
+ * thread's, reused since: here rewritten with another tid). */
+Test(fatal, tuner_state_shows_every_slot_by_the_tid_copied_at_entry)
+{
+    setup_dir();
+    tg_clock_init();
+    static struct tg_thread a, b;
+    a.tid = 1111;
+    b.tid = 2222;
+    struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4e20);
+    tg_tuner_enter(u, &a, NULL, NULL, tg_ticks(), 0); /* slot 0 */
+    tg_tuner_enter(u, &b, NULL, NULL, tg_ticks(), 0); /* slot 1 */
+    cr_assert_eq(tg_tuner_leave(u, &a), 1);           /* slot 0 cleared; b stays in slot 1 */
+    cr_assert_eq(u->nocc, 1);
+    b.tid = 3333; /* the record is somebody else's now */
+    char path[200];
+    snprintf(path, sizeof path, "%s/block", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    tg_fatal_write_block(fd, SIGSEGV, NULL);
+    close(fd);
+    const char *text = slurp(path);
+    cr_assert_not_null(strstr(text, "    instance 0x7f3a1c2b4e20: tid=2222 inside for "), "%s", text);
+    cr_assert_null(strstr(text, "tid=3333"), "%s", text);
+    cr_assert_null(strstr(text, "tid=0 "), "an empty slot shown:\n%s", text);
+    cr_assert_null(strstr(text, "tid=1111"), "%s", text);
+}
+
 Test(fatal, install_requires_python_when_asked)
 {
     /* This test binary has no libpython. */
