@@ -277,9 +277,13 @@ def scenario_bench_small(dev, dev2):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
 
-    xs = [torch.zeros(1 << 16, device=f"cuda:{dev}") for _ in range(3)]
-    bench_small[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](xs[2], 1024)  # compiles both configs
-    torch.cuda.synchronize(dev)
+    # Thread i runs on (dev, dev2)[i % 2] (_threads_call): its tensor lives there.
+    devs = (dev, dev2)
+    xs = [torch.zeros(1 << 16, device=f"cuda:{d}") for d in devs]
+    for d in sorted(set(devs)):  # compile both configs on every device used
+        with torch.cuda.device(d):
+            bench_small[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](torch.zeros(1024, device=f"cuda:{d}"), 1024)
+        torch.cuda.synchronize(d)
     grid = lambda m: (triton.cdiv(1 << 16, m["BLOCK"]),)  # noqa: E731
     it = iter(range(2))
     return _threads_call(lambda: bench_small[grid](xs[next(it)], 1 << 16), 2, dev, dev2)
