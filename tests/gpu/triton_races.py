@@ -285,8 +285,8 @@ def scenario_bench_small(dev, dev2):
             bench_small[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](torch.zeros(1024, device=f"cuda:{d}"), 1024)
         torch.cuda.synchronize(d)
     grid = lambda m: (triton.cdiv(1 << 16, m["BLOCK"]),)  # noqa: E731
-    it = iter(range(2))
-    return _threads_call(lambda: bench_small[grid](xs[next(it)], 1 << 16), 2, dev, dev2)
+    return _threads_call(lambda: bench_small[grid](xs[devs.index(torch.cuda.current_device())], 1 << 16), 2, dev,
+                         dev2)
 
 
 def scenario_race_free(dev, dev2):
