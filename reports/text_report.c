@@ -31,6 +31,16 @@ static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
     tg_w_char(w, ')');
 }
 
+/* "func  file:line" of one Python frame. */
+static void py_frame(struct tg_w *w, const struct tg_py_frame *f)
+{
+    W_FIELD(w, f->func);
+    tg_w_str(w, "  ");
+    W_FIELD(w, f->file);
+    tg_w_char(w, ':');
+    tg_w_i64(w, f->line);
+}
+
 static void python_stack(struct tg_w *w, const struct tg_thread_view *v)
 {
     int n = tg__npy(v);
@@ -38,15 +48,10 @@ static void python_stack(struct tg_w *w, const struct tg_thread_view *v)
     if (n == 0)
         tg_w_str(w, "      <no Python frame>\n");
     for (int i = 0; i < n; i++) {
-        const struct tg_py_frame *f = &v->py[i];
         tg_w_str(w, "      #");
         tg_w_u64(w, (uint64_t)i);
         tg_w_char(w, ' ');
-        W_FIELD(w, f->func);
-        tg_w_str(w, "  ");
-        W_FIELD(w, f->file);
-        tg_w_char(w, ':');
-        tg_w_i64(w, f->line);
+        py_frame(w, &v->py[i]);
         tg_w_char(w, '\n');
     }
     if (v->py_truncated)
@@ -95,12 +100,7 @@ static void mixed_stack(struct tg_w *w, const struct tg_thread_view *v, void *co
         if (m[i].kind == TG_MIXED_NATIVE) {
             native_frame(w, v, frames, m[i].index);
         } else {
-            const struct tg_py_frame *f = &v->py[m[i].index];
-            W_FIELD(w, f->func);
-            tg_w_str(w, "  ");
-            W_FIELD(w, f->file);
-            tg_w_char(w, ':');
-            tg_w_i64(w, f->line);
+            py_frame(w, &v->py[m[i].index]);
         }
         tg_w_char(w, '\n');
     }
