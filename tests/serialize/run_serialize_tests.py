@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Serialize-mode safety tests (deadlock cycle, long wait) and guard transparency
-(patch/restore of a guarded method) on one interpreter.
+"""Safety tests on one interpreter: serialize mode (deadlock cycle, long wait),
+threads that die inside a tuner, reports under thread-switch storms, a race
+followed by a segfault, and guard transparency (patch/restore of a method).
 
   run_serialize_tests.py --lib LIB --python EXE
 
@@ -71,6 +72,14 @@ def main():
         kinds = [json.loads(x)["kind"] for x in jsonl]
         check(f"{mode}: a thread that died inside a tuner is found, its hold released, reported once",
               p.returncode == 0 and kinds == ["holder_died"] and "thread died inside a tuner" in text, p, text)
+    # verbosity=1: the holder waits on an Event, not in a tuning function, so
+    # the overlap is low severity and reported only at verbosity 1.
+    p, text, jsonl = run(args, "race_segv.py", "mode=detect:verbosity=1")
+    race_at = text.find("WARNING: tunerguard: thread entered a tuner")
+    fatal_at = text.find("fatal signal SIGSEGV")
+    check("a race then a segfault: dies by SIGSEGV, the race report complete before the fatal block",
+          p.returncode == -11 and 0 <= race_at < fatal_at and "SUMMARY: tunerguard: tuner race" in text
+          and len(jsonl) >= 1 and all(json.loads(x)["kind"] == "race" for x in jsonl), p, text)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
