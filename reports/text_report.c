@@ -359,7 +359,7 @@ static void write_interference(struct tg_w *w, const struct tg_report *r)
 {
     const struct tg_itf_report *f = &r->itf;
     header(w, r, "tuning under load");
-    tg_w_str(w, "  kernel '");
+    tg_w_str(w, "  the benchmark of kernel '");
     W_FIELD_OR(w, r->kernel, "?");
     tg_w_char(w, '\'');
     if (f->cuda_kernel[0]) {
@@ -367,7 +367,7 @@ static void write_interference(struct tg_w *w, const struct tg_report *r)
         W_FIELD(w, f->cuda_kernel);
         tg_w_str(w, "')");
     }
-    tg_w_str(w, "'s timings on device ");
+    tg_w_str(w, ": timings on device ");
     tg_w_i64(w, f->device);
     tg_w_str(w, " were taken under load: ");
     tg_w_u64(w, f->foreign);
