@@ -94,6 +94,20 @@ def last_repro_line(stderr, stdout, scenario):
     return tail[:200]
 
 
+def finish(args, rec, ok, outcome, tmp, out, err):
+    """Record the outcome; keep the child's directory (with its output) when asked, else remove it."""
+    rec["ok"] = ok
+    rec["outcome"] = outcome
+    if args.keep or (not ok and args.keep_failed):
+        rec["dir"] = tmp
+        with open(os.path.join(tmp, "stdout.txt"), "w") as f:
+            f.write(out)
+        with open(os.path.join(tmp, "stderr.txt"), "w") as f:
+            f.write(err)
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_one(args, scenario, mode):
     tmp = tempfile.mkdtemp(prefix=f"repro-{scenario}-{mode}-")
     log_prefix = os.path.join(tmp, "tg")
@@ -153,16 +167,7 @@ def run_one(args, scenario, mode):
         else:
             ok = True
             outcome = f"reported ({'program then passed' if rc == 0 else 'program still failed: ' + reason})"
-    rec["ok"] = ok
-    rec["outcome"] = outcome
-    if args.keep or (not ok and args.keep_failed):
-        rec["dir"] = tmp
-        with open(os.path.join(tmp, "stdout.txt"), "w") as f:
-            f.write(out)
-        with open(os.path.join(tmp, "stderr.txt"), "w") as f:
-            f.write(err)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    finish(args, rec, ok, outcome, tmp, out, err)
     if not ok and args.verbose:
         sys.stderr.write(f"--- {scenario}/{mode} rc={rc}\n{err}\n")
     return rec
@@ -205,16 +210,7 @@ def run_extra(args, scenario):
         ok = report is not None and want in report and spec["kernel"] in report
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else
                    f"no '{what[spec['expect']]}' report naming {spec['kernel']!r}; files {files}; exit {rc}: {reason}")
-    rec["ok"] = ok
-    rec["outcome"] = outcome
-    if args.keep or (not ok and args.keep_failed):
-        rec["dir"] = tmp
-        with open(os.path.join(tmp, "stdout.txt"), "w") as f:
-            f.write(out)
-        with open(os.path.join(tmp, "stderr.txt"), "w") as f:
-            f.write(err)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    finish(args, rec, ok, outcome, tmp, out, err)
     return rec
 
 
