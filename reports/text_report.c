@@ -148,8 +148,12 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
         tg_w_i64(w, c->device);
     else
         tg_w_char(w, '?');
-    tg_w_str(w, " stream ");
-    tg_w_hex(w, c->stream);
+    if (strncmp(v->cuda_fn, "cuCtxSynchronize", 16) == 0) {
+        tg_w_str(w, " (all its streams)"); /* context-wide: no stream of its own */
+    } else {
+        tg_w_str(w, " stream ");
+        tg_w_hex(w, c->stream);
+    }
     if (v->cuda_kernel[0]) {
         tg_w_str(w, " kernel '");
         W_FIELD(w, v->cuda_kernel);
@@ -230,6 +234,8 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, " by ");
     thread_name(w, e);
     tg_w_str(w, ":\n");
+    if (e->has_cuda)
+        cuda_line(w, r, e);
     python_stack(w, e);
     native_stack(w, e);
     tg_w_char(w, '\n');

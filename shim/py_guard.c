@@ -254,6 +254,20 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
 }
 
+/* The calling thread's own last CUDA call: which device and stream it was
+ * driving when it entered (a thread on another GPU shows another device).
+ * The native stack stays the one taken at entry.  Own record: no writer runs
+ * concurrently, the seqlock read just copies.  Allocates nothing. */
+static void view_self_cuda(struct tg_thread_view *e, const struct tg_thread *t)
+{
+    read_cuda_call(t, &e->cuda);
+    if (e->cuda.kind == TG_CUDA_NONE)
+        return;
+    e->has_cuda = 1;
+    e->cuda.nframes = 0; /* its stack at that call is not this report's concern */
+    snprintf(e->cuda_fn, sizeof e->cuda_fn, "%s", tg_cuda_fn_name(e->cuda.fn));
+}
+
 static void view_other_names(struct tg_thread_view *in)
 {
     tg_py_thread_name(in->ident, in->name, sizeof in->name);
@@ -352,6 +366,7 @@ static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, 
     tg_py_capture_frames(e, NULL);
     e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 1);
     snprintf(e->native_where, sizeof e->native_where, "at entry");
+    view_self_cuda(e, t);
     int high = in->benchmarking;
     if (high) {
         /* Both sessions now overlap: either may end in the exception. */
@@ -364,6 +379,8 @@ static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, 
     r->serialized = serialized;
     e->entered_ns = r->ts_ns;
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
+    if (e->has_cuda) /* a driver call (cuFuncGetName), after the C-only captures */
+        tg_cuda_kernel_name(e->cuda.func, e->cuda_kernel, sizeof e->cuda_kernel);
     view_other_names(in);
     r->high_severity = high;
     snprintf(link->name, sizeof link->name, "%s", in->name);

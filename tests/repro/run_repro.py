@@ -58,7 +58,35 @@ EXTRA = {
     # ... on another device: nothing
     "interference_split": dict(script="interference.py", args=["--other-device"], options="mode=detect",
                                expect="clean", kernel=None, min_runs=1),
+    # threads on two devices share one tuner: the race report names both devices
+    "two_devices": dict(script="two_devices.py", args=[], options="mode=detect", expect="race",
+                        kernel="two_device_kernel", min_runs=1, check="two_devices"),
 }
+
+
+def check_two_devices(jsonl_path):
+    """The race in the JSON Lines report: the entering thread last launched
+    on device 1 (a stream and a kernel named), the thread inside was blocked
+    in a synchronize on device 0.  Returns None when it holds, else why not."""
+    if not os.path.exists(jsonl_path):
+        return f"no {os.path.basename(jsonl_path)}"
+    with open(jsonl_path) as f:
+        races = [r for r in map(json.loads, f) if r.get("kind") == "race"]
+    if not races:
+        return "no race record in the JSON Lines report"
+    r = races[0]
+    e, i = r["entering"].get("cuda"), r["inside"].get("cuda")
+    if not e or e.get("device") != 1 or e.get("kind") != "launch" or not e.get("stream") or not e.get("kernel"):
+        return f"entering thread's CUDA call is not a named launch on device 1: {e}"
+    if not i or i.get("device") != 0 or i.get("kind") != "sync" or not i.get("inside") \
+            or not str(i.get("fn", "")).startswith("cuCtxSynchronize"):
+        return f"thread inside is not shown blocked in cuCtxSynchronize on device 0: {i}"
+    if r.get("severity") != "high":
+        return f"severity {r.get('severity')!r}, want 'high' (the thread inside was benchmarking)"
+    return None
+
+
+CHECKS = {"two_devices": check_two_devices}
 MODES = ("none", "detect", "serialize", "control")
 DEFAULT_MODES = ("none", "detect", "serialize")
 EXPECTED = {
@@ -210,6 +238,10 @@ def run_extra(args, scenario):
         ok = report is not None and want in report and spec["kernel"] in report
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else
                    f"no '{what[spec['expect']]}' report naming {spec['kernel']!r}; files {files}; exit {rc}: {reason}")
+        if ok and spec.get("check"):
+            why = CHECKS[spec["check"]](f"{log_prefix}.{proc.pid}.jsonl")
+            if why:
+                ok, outcome = False, f"{spec['expect']} reported, but {why}"
     finish(args, rec, ok, outcome, tmp, out, err)
     return rec
 

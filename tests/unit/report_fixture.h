@@ -35,7 +35,8 @@ static inline void fx_py(struct tg_thread_view *v, const char *func, const char 
 }
 
 /* A high-severity race: MainThread inside, benchmarking, blocked in
- * cuCtxSynchronize_v2; Thread-3 entering.  The entering thread's native
+ * cuCtxSynchronize_v2 on device 0; Thread-3 entering, last launched on
+ * device 1.  The entering thread's native
  * frames are symbolized (as tg_report_symbolize would), the inside thread's
  * come from its CUDA call and are left raw. */
 static inline void fx_race_high(struct tg_report *r)
@@ -68,6 +69,17 @@ static inline void fx_race_high(struct tg_report *r)
     e->nsym = 2;
     snprintf(e->native_sym[0], TG_SYM_LEN, "tg_guard_call+0x1a (libtunerguard.so+0x3a1c)");
     snprintf(e->native_sym[1], TG_SYM_LEN, "_PyObject_MakeTpCall+0x90 (libpython3.11.so.1.0+0x1b2c40)");
+    /* The entering thread drives another GPU: its last launch, on device 1. */
+    e->has_cuda = 1;
+    e->cuda.kind = TG_CUDA_LAUNCH;
+    e->cuda.fn = 2;
+    e->cuda.device = 1;
+    e->cuda.stream = 0x55d0c0de0100;
+    e->cuda.func = 0x55d0c0ffee40;
+    e->cuda.t_enter_ns = 1000000000ull + 1600000ull;
+    e->cuda.t_exit_ns = 1000000000ull + 1700000ull;
+    snprintf(e->cuda_fn, sizeof e->cuda_fn, "cuLaunchKernelEx");
+    snprintf(e->cuda_kernel, sizeof e->cuda_kernel, "matmul_kernel");
 
     struct tg_thread_view *in = &r->inside;
     in->tid = 41230;
