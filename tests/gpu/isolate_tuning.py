@@ -10,6 +10,9 @@ so nothing is cached on disk and every run benchmarks every config):
   quiet     tunerguard preloaded (detect), no hammer: the reference timings
   load      hammer thread on, isolate_tuning=0
   isolated  hammer thread on, isolate_tuning=1
+  other_device  (asked for with --variant, needs two GPUs) the hammer on
+            device 1 while device 0 tunes: tunerguard must write no
+            interference report, and the timings should match quiet
 A child: thread "hammer" loops a 8192^3 fp16 torch.matmul on its own stream
 (synchronizing each iteration, so at most one queued); once it runs, the main
 thread calls an autotuned Triton matmul (8 configs) once; the Autotuner's
@@ -75,11 +78,13 @@ def child(args):
     running = threading.Event()
     iters = [0]
 
+    hdev = torch.device(f"cuda:{args.hammer_device}")
+
     def hammer():
-        s = torch.cuda.Stream(device=dev)
-        x = torch.randn(8192, 8192, device=dev, dtype=torch.float16)
-        y = torch.randn(8192, 8192, device=dev, dtype=torch.float16)
-        with torch.cuda.stream(s):
+        s = torch.cuda.Stream(device=hdev)
+        x = torch.randn(8192, 8192, device=hdev, dtype=torch.float16)
+        y = torch.randn(8192, 8192, device=hdev, dtype=torch.float16)
+        with torch.cuda.device(hdev), torch.cuda.stream(s):
             while not stop.is_set():
                 torch.matmul(x, y)
                 s.synchronize()
@@ -106,7 +111,7 @@ def child(args):
                       "hammer_iters": hammer_iters}))
 
 
-def run_variant(args, name, hammer, isolate, outdir):
+def run_variant(args, name, hammer, isolate, outdir, hammer_device=0):
     runs = []
     for i in range(args.runs):
         work = tempfile.mkdtemp(prefix=f"iso-{name}-{i}-", dir=outdir)
@@ -115,7 +120,7 @@ def run_variant(args, name, hammer, isolate, outdir):
                    TUNERGUARD_OPTIONS=f"mode=detect:isolate_tuning={isolate}:log_path={work}/tg")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--size", str(args.size)]
         if hammer:
-            cmd.append("--hammer")
+            cmd += ["--hammer", "--hammer-device", str(hammer_device)]
         p = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=args.timeout)
         line = next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("{")), None)
         if p.returncode != 0 or line is None:
@@ -170,9 +175,10 @@ def main():
     p.add_argument("--size", type=int, default=4096, help="M = N = K of the tuned matmul")
     p.add_argument("--out", help="directory for the per-run reports and summary.json (default: a temp dir)")
     p.add_argument("--timeout", type=float, default=300)
-    p.add_argument("--variant", action="append", choices=["quiet", "load", "isolated"])
+    p.add_argument("--variant", action="append", choices=["quiet", "load", "isolated", "other_device"])
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--hammer", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--hammer-device", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args)
@@ -180,11 +186,11 @@ def main():
         p.error("--lib must name libtunerguard.so")
     outdir = args.out or tempfile.mkdtemp(prefix="isolate-tuning-")
     os.makedirs(outdir, exist_ok=True)
-    spec = {"quiet": (False, 0), "load": (True, 0), "isolated": (True, 1)}
+    spec = {"quiet": (False, 0, 0), "load": (True, 0, 0), "isolated": (True, 1, 0), "other_device": (True, 0, 1)}
     variants = {}
     for name in args.variant or ["quiet", "load", "isolated"]:
-        hammer, iso = spec[name]
-        variants[name] = run_variant(args, name, hammer, iso, outdir)
+        hammer, iso, hdev = spec[name]
+        variants[name] = run_variant(args, name, hammer, iso, outdir, hdev)
     summary = {"runs_per_variant": args.runs, "size": args.size, "variants": summarize(variants), "raw": variants}
     with open(os.path.join(outdir, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)

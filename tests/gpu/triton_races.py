@@ -11,6 +11,10 @@ Scenarios:
                    new key: the tuning thread's _bench reads self.nargs = None.
   cached_subclass  the same through a CachedAutotuner-style subclass whose run()
                    calls super().run() (flash-linear-attention's shape).
+  keys_loop        one thread per device (--device, --device2), one autotuned
+                   kernel called with six keys, three rounds, cold cache: both
+                   threads tune and benchmark at once.  Wrong numbers or an
+                   exception when the race shows.
   reset_to_zero    positional tensors, an atomic counter kernel with
                    reset_to_zero: the tuning thread resets the other thread's
                    tensor and its own accumulates.  No exception: wrong numbers.
@@ -302,6 +306,61 @@ def scenario_race_free(dev, dev2):
     return _threads_call(lambda: free[(1,)](), 4, dev, dev2)
 
 
+def scenario_keys_loop(dev, dev2):
+    """The seeds' configuration: one thread per device (thread 0 on dev, thread
+    1 on dev2), each on its own stream, calling one autotuned kernel with six
+    keys (sizes), ROUNDS times over, cold cache, starting together.  Both
+    threads tune at once; after the first key the configs are compiled, so the
+    tuning is pure benchmarking (do_bench's synchronize).  restore_value keeps
+    the benchmarks from changing the tensors: every tensor must end equal to
+    the number of calls made on it."""
+    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in (128, 256, 512, 1024) for w in (2, 4)]
+
+    @triton.autotune(configs=configs, key=["n"], restore_value=["x_ptr"])
+    @triton.jit
+    def keys_add_one(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+    rounds = 3
+    sizes = [1 << k for k in range(12, 18)]
+    devs = (dev, dev2)
+    xs = {(i, n): torch.zeros(n, device=f"cuda:{devs[i]}") for i in range(2) for n in sizes}
+    for d in set(devs):
+        torch.cuda.synchronize(d)
+    start = threading.Barrier(2)
+    errors = {}
+
+    def run(i):
+        try:
+            with torch.cuda.device(devs[i]), torch.cuda.stream(torch.cuda.Stream()):
+                start.wait(TIMEOUT)
+                for _ in range(rounds):
+                    for n in (sizes if i == 0 else sizes[::-1]):
+                        keys_add_one[lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)](xs[(i, n)], n)
+                torch.cuda.synchronize(devs[i])
+        except BaseException as e:
+            errors[i] = e
+            traceback.print_exc()
+
+    threads = [threading.Thread(target=run, args=(i,), name=f"dev{devs[i]}-loop") for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    wrong = [(i, n, float(x.min().item()), float(x.max().item())) for (i, n), x in xs.items()
+             if not torch.all(x == rounds).item()]
+    if wrong:
+        i, n, lo, hi = wrong[0]
+        return (f"wrong numbers in {len(wrong)} of {len(xs)} tensors: thread {i} n={n} holds {lo:g}..{hi:g}, "
+                f"want {rounds}")
+    return None
+
+
 def _threads_call(call, n, dev, dev2):
     errors = {}
 
@@ -330,7 +389,7 @@ def _threads_call(call, n, dev, dev2):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
-                                        "race_free", "bench_small"])
+                                        "race_free", "bench_small", "keys_loop"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
@@ -338,7 +397,8 @@ def main():
     fn = {"seeds004": scenario_seeds004, "hammer": scenario_hammer,
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
           "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
-          "race_free": scenario_race_free, "bench_small": scenario_bench_small}[a.scenario]
+          "race_free": scenario_race_free, "bench_small": scenario_bench_small,
+          "keys_loop": scenario_keys_loop}[a.scenario]
     why = fn(a.device, dev2)
     if why:
         print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Issue 5 on a machine with two GPUs: threads on different devices sharing one
+# autotuner (the seeds' configuration).  Three parts, each one device call:
+#
+#   tests/gpu/two_gpus.sh LIB OUTDIR races [JOBS]
+#       keys_loop and seeds004 (tests/gpu/triton_races.py --device 0 --device2 1),
+#       each run in a fresh TRITON_CACHE_DIR, JOBS runs at a time (default 8):
+#       keys_loop: none x KEYS_NONE (20), serialize x 20, detect x 4,
+#                  detect:stress=1 x 4;  seeds004: none x 10, serialize x 20,
+#                  detect x 2.  (Counts: KEYS_NONE, KEYS_SER, SEEDS_NONE,
+#                  SEEDS_SER in the environment.)
+#       OUTDIR/races.txt: one line per run and a table; OUTDIR/reports/: the
+#       text and JSONL reports of the detect runs; OUTDIR/race_cuda.txt: what
+#       each detect run's first race report says of both threads' CUDA calls.
+#   tests/gpu/two_gpus.sh LIB OUTDIR steady [ROUNDS]
+#       tests/gpu/steady_state.py --device 0 --device2 1, ROUNDS rounds (default
+#       5) of none / detect / serialize side by side; OUTDIR/steady.txt ends with
+#       the medians and ratios.  Run it alone on the machine.
+#   tests/gpu/two_gpus.sh LIB OUTDIR interference [RUNS]
+#       tests/gpu/isolate_tuning.py --variant quiet,load,other_device: a hammer
+#       thread on device 0 (same device) or device 1 (other device) while device
+#       0 tunes; OUTDIR/interference.json.
+set -u
+lib=$(readlink -f "${1:?LIB}")
+out=$(mkdir -p "${2:?OUTDIR}" && cd "$2" && pwd)
+part=${3:?races, steady or interference}
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PYTHON:-python3}
+export lib out here py
+
+# One run: SCENARIO MODE OPTIONS INDEX.  Writes OUTDIR/runs/SCENARIO.MODE.INDEX.
+one_run() {
+    local scen=$1 mode=$2 opts=$3 i=$4 work rc start dur rep
+    work=$(mktemp -d)
+    local env=(TRITON_CACHE_DIR="$work/cache" PYTHONUNBUFFERED=1)
+    [ "$opts" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="$opts:log_path=$work/tg")
+    start=$(date +%s.%N)
+    (cd "$work" && env "${env[@]}" timeout 300 "$py" "$here/triton_races.py" "$scen" --device 0 --device2 1) \
+        >"$work/stdout" 2>"$work/stderr"
+    rc=$?
+    dur=$("$py" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$start")
+    rep=$(ls "$work"/tg.*.txt 2>/dev/null | head -n 1)
+    if [ -n "$rep" ]; then
+        cp "$rep" "$out/reports/$scen.$mode.$i.txt"
+        cp "${rep%.txt}.jsonl" "$out/reports/$scen.$mode.$i.jsonl" 2>/dev/null
+    fi
+    printf '%s %s %s rc=%d %ss report=%s | %s\n' "$scen" "$mode" "$i" "$rc" "$dur" "$([ -n "$rep" ] && echo yes || echo no)" \
+        "$(grep -E 'triton_races|tunerguard:' "$work/stderr" | tail -n 2 | tr '\n' ' ' | cut -c1-300)" \
+        >"$out/runs/$scen.$mode.$i"
+    rm -rf "$work"
+}
+export -f one_run
+
+case $part in
+races)
+    jobs=${4:-8}
+    mkdir -p "$out/runs" "$out/reports"
+    {
+        for i in $(seq 1 "${KEYS_NONE:-20}"); do echo "keys_loop none none $i"; done
+        for i in $(seq 1 "${KEYS_SER:-20}"); do echo "keys_loop serialize mode=serialize $i"; done
+        for i in 1 2 3 4; do echo "keys_loop detect mode=detect $i"; done
+        for i in 1 2 3 4; do echo "keys_loop detect-stress mode=detect:stress=1 $i"; done
+        for i in $(seq 1 "${SEEDS_NONE:-10}"); do echo "seeds004 none none $i"; done
+        for i in $(seq 1 "${SEEDS_SER:-20}"); do echo "seeds004 serialize mode=serialize $i"; done
+        for i in 1 2; do echo "seeds004 detect mode=detect $i"; done
+    } | xargs -P "$jobs" -L 1 bash -c 'one_run "$@"' _
+    {
+        cat "$out"/runs/* | sort -k1,1 -k2,2 -k3,3n
+        for f in "$out"/runs/*; do b=$(basename "$f"); echo "${b%.*}"; done | sort | uniq | while read -r cell; do
+            n=$(ls "$out"/runs/"$cell".* | wc -l)
+            pass=$(cat "$out"/runs/"$cell".* | grep -c ' rc=0 ')
+            rep=$(cat "$out"/runs/"$cell".* | grep -c 'report=yes')
+            printf 'TABLE %-24s exit 0 in %d/%d, report in %d/%d\n' "$cell" "$pass" "$n" "$rep" "$n"
+        done
+    } >"$out/races.txt"
+    "$py" - "$out/reports" >"$out/race_cuda.txt" <<'EOF'
+import glob, json, os, sys
+# What each detect run's first race report says of both threads' CUDA calls.
+def call(c):
+    if not c:
+        return "no CUDA call yet"
+    where = "all its streams" if str(c["fn"]).startswith("cuCtxSynchronize") else f"stream {c['stream']}"
+    state = "still inside it" if c["inside"] else "returned"
+    return f"{c['fn']} on device {c['device']} ({where}), {state}"
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
+    races = [r for r in map(json.loads, open(f)) if r["kind"] == "race"]
+    if not races:
+        print(f"{os.path.basename(f)}: no race record")
+        continue
+    r = races[0]
+    print(f"{os.path.basename(f)}: severity {r['severity']}, {len(races)} race record(s)")
+    print(f"  entering {r['entering']['name']}: {call(r['entering']['cuda'])}")
+    print(f"  inside   {r['inside']['name']}: {call(r['inside']['cuda'])}")
+EOF
+    cat "$out/races.txt" | grep TABLE
+    cat "$out/race_cuda.txt"
+    ;;
+steady)
+    rounds=${4:-5}
+    : >"$out/steady.txt"
+    w=$(mktemp -d)
+    for r in $(seq 1 "$rounds"); do
+        for mode in none detect serialize; do
+            env=(TRITON_CACHE_DIR="$w/c")
+            [ "$mode" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="mode=$mode")
+            (cd "$w" && env "${env[@]}" timeout 300 "$py" "$here/steady_state.py" --device 0 --device2 1 --iters 20000) \
+                2>&1 | tail -n 1 | sed "s/^/round $r $mode: /" >>"$out/steady.txt"
+        done
+    done
+    "$py" - "$out/steady.txt" >>"$out/steady.txt" <<'EOF'
+import json, statistics, sys
+per = {}
+for line in open(sys.argv[1]):
+    if ": {" not in line:
+        continue
+    head, js = line.split(": ", 1)
+    rec = json.loads(js)
+    per.setdefault(head.split()[2], []).append((rec["calls_per_s"], rec["correct"]))
+med = {m: statistics.median(v for v, _ in recs) for m, recs in per.items()}
+for m, recs in per.items():
+    print(f"median {m}: {med[m]:.0f} calls/s over {len(recs)} rounds, all correct: {all(c for _, c in recs)}")
+for m in ("detect", "serialize"):
+    if m in med and "none" in med:
+        print(f"ratio {m}/none: {med[m] / med['none']:.2f}")
+EOF
+    cat "$out/steady.txt"
+    ;;
+interference)
+    runs=${4:-3}
+    timeout 540 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$runs" --out "$out/iso" \
+        --variant quiet --variant load --variant other_device 2>&1 | tail -n 60 >"$out/interference.txt"
+    cp "$out/iso/summary.json" "$out/interference.json" 2>/dev/null
+    "$py" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))["variants"]
+for name, v in s.items():
+    print(f"{name}: runs {v[\"runs\"]}, interference reports per run {v[\"interference_reports\"]}, "
+          f"median |timing error| vs quiet {v[\"median_abs_rel_err_vs_quiet\"]}, chosen {v[\"chosen\"]}")
+' "$out/interference.json" | tee -a "$out/interference.txt"
+    ;;
+*)
+    echo "two_gpus.sh: part must be races, steady or interference, not '$part'" >&2
+    exit 2
+    ;;
+esac
