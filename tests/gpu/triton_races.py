@@ -15,6 +15,8 @@ Scenarios:
                    kernel called with six keys, three rounds, cold cache: both
                    threads tune and benchmark at once.  Wrong numbers or an
                    exception when the race shows.
+  keys_loop_warm   the same with every config compiled first (another key), so
+                   the overlap is in the benchmarking (do_bench's synchronize).
   reset_to_zero    positional tensors, an atomic counter kernel with
                    reset_to_zero: the tuning thread resets the other thread's
                    tensor and its own accumulates.  No exception: wrong numbers.
@@ -306,14 +308,20 @@ def scenario_race_free(dev, dev2):
     return _threads_call(lambda: free[(1,)](), 4, dev, dev2)
 
 
-def scenario_keys_loop(dev, dev2):
+def scenario_keys_loop(dev, dev2, warm=False):
     """The seeds' configuration: one thread per device (thread 0 on dev, thread
     1 on dev2), each on its own stream, calling one autotuned kernel with six
     keys (sizes), ROUNDS times over, cold cache, starting together.  Both
     threads tune at once; after the first key the configs are compiled, so the
     tuning is pure benchmarking (do_bench's synchronize).  restore_value keeps
     the benchmarks from changing the tensors: every tensor must end equal to
-    the number of calls made on it."""
+    the number of calls made on it.
+
+    warm (scenario keys_loop_warm): the main thread first tunes another key on
+    each device, so every config is compiled there, and each loop thread zeroes
+    its tensors on its own stream before the loop (its last CUDA call is then
+    on its device and stream).  The first overlap is then in the benchmarking,
+    where the thread inside sits in do_bench's synchronize."""
     configs = [triton.Config({"BLOCK": b}, num_warps=w) for b in (128, 256, 512, 1024) for w in (2, 4)]
 
     @triton.autotune(configs=configs, key=["n"], restore_value=["x_ptr"])
@@ -327,6 +335,11 @@ def scenario_keys_loop(dev, dev2):
     sizes = [1 << k for k in range(12, 18)]
     devs = (dev, dev2)
     xs = {(i, n): torch.zeros(n, device=f"cuda:{devs[i]}") for i in range(2) for n in sizes}
+    if warm:
+        for j, d in enumerate(sorted(set(devs))):  # a key of its own per device: each tunes, so compiles all
+            n = (1 << 11) >> j
+            with torch.cuda.device(d):
+                keys_add_one[lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)](torch.zeros(n, device=f"cuda:{d}"), n)
     for d in set(devs):
         torch.cuda.synchronize(d)
     start = threading.Barrier(2)
@@ -335,6 +348,10 @@ def scenario_keys_loop(dev, dev2):
     def run(i):
         try:
             with torch.cuda.device(devs[i]), torch.cuda.stream(torch.cuda.Stream()):
+                if warm:
+                    for n in sizes:
+                        xs[(i, n)].zero_()
+                    torch.cuda.current_stream().synchronize()
                 start.wait(TIMEOUT)
                 for _ in range(rounds):
                     for n in (sizes if i == 0 else sizes[::-1]):
@@ -389,7 +406,7 @@ def _threads_call(call, n, dev, dev2):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
-                                        "race_free", "bench_small", "keys_loop"])
+                                        "race_free", "bench_small", "keys_loop", "keys_loop_warm"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
@@ -398,7 +415,7 @@ def main():
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
           "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
           "race_free": scenario_race_free, "bench_small": scenario_bench_small,
-          "keys_loop": scenario_keys_loop}[a.scenario]
+          "keys_loop": scenario_keys_loop, "keys_loop_warm": lambda d, d2: scenario_keys_loop(d, d2, warm=True)}[a.scenario]
     why = fn(a.device, dev2)
     if why:
         print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)

@@ -2,16 +2,15 @@
 # Issue 5 on a machine with two GPUs: threads on different devices sharing one
 # autotuner (the seeds' configuration).  Three parts, each one device call:
 #
-#   tests/gpu/two_gpus.sh LIB OUTDIR races [JOBS]
-#       keys_loop and seeds004 (tests/gpu/triton_races.py --device 0 --device2 1),
-#       each run in a fresh TRITON_CACHE_DIR, JOBS runs at a time (default 8):
-#       keys_loop: none x KEYS_NONE (20), serialize x 20, detect x 4,
-#                  detect:stress=1 x 4;  seeds004: none x 10, serialize x 20,
-#                  detect x 2.  (Counts: KEYS_NONE, KEYS_SER, SEEDS_NONE,
-#                  SEEDS_SER in the environment.)
-#       OUTDIR/races.txt: one line per run and a table; OUTDIR/reports/: the
-#       text and JSONL reports of the detect runs; OUTDIR/race_cuda.txt: what
-#       each detect run's first race report says of both threads' CUDA calls.
+#   tests/gpu/two_gpus.sh LIB OUTDIR races [JOBS [SCENARIO,NAME,OPTIONS,RUNS ...]]
+#       scenarios of tests/gpu/triton_races.py with --device 0 --device2 1, each
+#       run in a fresh TRITON_CACHE_DIR, JOBS runs at a time (default 8).  OPTIONS
+#       is TUNERGUARD_OPTIONS, or none for a run without tunerguard.  Default:
+#       keys_loop: none x 20, serialize x 20, detect x 4, detect:stress=1 x 4;
+#       seeds004: none x 10, serialize x 20, detect x 2.
+#       OUTDIR/races.txt: one line per run and a table; OUTDIR/race_cuda.txt:
+#       what each run's first race report says of both threads' CUDA calls;
+#       OUTDIR/reports.tgz: the reports and per-run lines.
 #   tests/gpu/two_gpus.sh LIB OUTDIR steady [ROUNDS]
 #       tests/gpu/steady_state.py --device 0 --device2 1, ROUNDS rounds (default
 #       5) of none / detect / serialize side by side; OUTDIR/steady.txt ends with
@@ -54,16 +53,17 @@ export -f one_run
 case $part in
 races)
     jobs=${4:-8}
+    shift $(($# < 4 ? $# : 4))
+    specs=("$@")
+    [ ${#specs[@]} -gt 0 ] || specs=(keys_loop,none,none,20 keys_loop,serialize,mode=serialize,20
+        keys_loop,detect,mode=detect,4 keys_loop,detect-stress,mode=detect:stress=1,4
+        seeds004,none,none,10 seeds004,serialize,mode=serialize,20 seeds004,detect,mode=detect,2)
+    rm -rf "$out/runs" "$out/reports"
     mkdir -p "$out/runs" "$out/reports"
-    {
-        for i in $(seq 1 "${KEYS_NONE:-20}"); do echo "keys_loop none none $i"; done
-        for i in $(seq 1 "${KEYS_SER:-20}"); do echo "keys_loop serialize mode=serialize $i"; done
-        for i in 1 2 3 4; do echo "keys_loop detect mode=detect $i"; done
-        for i in 1 2 3 4; do echo "keys_loop detect-stress mode=detect:stress=1 $i"; done
-        for i in $(seq 1 "${SEEDS_NONE:-10}"); do echo "seeds004 none none $i"; done
-        for i in $(seq 1 "${SEEDS_SER:-20}"); do echo "seeds004 serialize mode=serialize $i"; done
-        for i in 1 2; do echo "seeds004 detect mode=detect $i"; done
-    } | xargs -P "$jobs" -L 1 bash -c 'one_run "$@"' _
+    for spec in "${specs[@]}"; do
+        IFS=, read -r scen name opts runs <<<"$spec"
+        for i in $(seq 1 "$runs"); do echo "$scen $name $opts $i"; done
+    done | xargs -P "$jobs" -L 1 bash -c 'one_run "$@"' _
     {
         cat "$out"/runs/* | sort -k1,1 -k2,2 -k3,3n
         for f in "$out"/runs/*; do b=$(basename "$f"); echo "${b%.*}"; done | sort | uniq | while read -r cell; do
@@ -92,8 +92,9 @@ for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
     print(f"  entering {r['entering']['name']}: {call(r['entering']['cuda'])}")
     print(f"  inside   {r['inside']['name']}: {call(r['inside']['cuda'])}")
 EOF
-    cat "$out/races.txt" | grep TABLE
-    cat "$out/race_cuda.txt"
+    tar czf "$out/reports.tgz" -C "$out" runs reports && rm -rf "$out/runs" "$out/reports"
+    grep TABLE "$out/races.txt"
+    head -n 40 "$out/race_cuda.txt"
     ;;
 steady)
     rounds=${4:-5}
