@@ -28,6 +28,8 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     u->key = key;
     u->overflow = 0;
+    u->ticket_next = u->ticket_turn = 0; /* equal already: given back only with the queue empty */
+    u->starving = 0;
     u->sessions = u->races = u->waits = u->wait_ns = 0;
 }
 
@@ -74,7 +76,8 @@ static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *
 enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode)
 {
     if (u->nocc == 0)
-        return TG_FIRST;
+        return mode == TG_MODE_SERIALIZE && u->starving && !tg_tuner_queue_empty(u) && t->nheld == 0 ? TG_WAIT
+                                                                                                 : TG_FIRST;
     if (find_occ((struct tg_tuner *)u, t))
         return TG_NESTED;
     /* A thread that entered while every slot was taken has no slot, but its
@@ -136,10 +139,51 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
         if (--u->nocc == 0 && u->cond_ready)
             pthread_cond_broadcast(&u->cond);
         pthread_mutex_unlock(&tg_tuner_wait_mu);
-    } else if (--u->nocc == 0) {
-        u->key = TOMB; /* nobody inside, nobody waiting: give the slot back */
+    } else if (--u->nocc == 0 && tg_tuner_queue_empty(u)) {
+        /* Nobody inside, nobody waiting or queued (a queued thread may be
+         * running Python between two waits): give the slot back. */
+        u->key = TOMB;
     }
     return 1;
+}
+
+/* Queue writes: under the mutex too while someone may read them without the
+ * GIL (tg_tuner_must_wait in a waiter's cond loop). */
+#define QUEUE_WRITE(u, stmt)                         \
+    do {                                             \
+        if ((u)->waiters > 0) {                      \
+            pthread_mutex_lock(&tg_tuner_wait_mu);   \
+            stmt;                                    \
+            pthread_mutex_unlock(&tg_tuner_wait_mu); \
+        } else {                                     \
+            stmt;                                    \
+        }                                            \
+    } while (0)
+
+uint32_t tg_tuner_take_ticket(struct tg_tuner *u)
+{
+    uint32_t ticket = u->ticket_next;
+    QUEUE_WRITE(u, u->ticket_next = ticket + 1);
+    return ticket;
+}
+
+void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns)
+{
+    if (waited_ns >= TG_TUNER_STARVE_NS)
+        u->starving = 1; /* read with the GIL only (tg_tuner_decide) */
+}
+
+void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns)
+{
+    if (queued && (int32_t)(ticket - u->ticket_turn) >= 0)
+        QUEUE_WRITE(u, u->ticket_turn = ticket + 1);
+    if (waited_ns < TG_TUNER_STARVE_NS || tg_tuner_queue_empty(u))
+        u->starving = 0;
+}
+
+void tg_tuner_take_turn(struct tg_tuner *u, uint32_t ticket)
+{
+    QUEUE_WRITE(u, u->ticket_turn = ticket);
 }
 
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
@@ -228,6 +272,8 @@ void tg_tuner_atfork_child(void)
         u->nocc = 0;
         u->overflow = 0;
         u->waiters = 0;
+        u->ticket_next = u->ticket_turn = 0;
+        u->starving = 0;
         memset(u->occ, 0, sizeof u->occ);
         if (u->cond_ready)
             pthread_cond_init(&u->cond, NULL);

@@ -40,6 +40,12 @@ struct tg_tuner {
     int waiters;                /* threads blocked in serialize mode */
     pthread_cond_t cond;        /* signalled when nocc drops to 0 and waiters > 0 */
     int cond_ready;
+    /* serialize mode's queue (fairness, see "The queue" below).  Written with
+     * the GIL held, and under tg_tuner_wait_mu as well while waiters > 0. */
+    uint32_t ticket_next;       /* the ticket the next queued thread takes */
+    uint32_t ticket_turn;       /* the earliest ticket not yet served */
+    int starving;               /* a queued thread was passed over after waiting
+                                   TG_TUNER_STARVE_NS: newcomers queue too */
     /* statistics */
     uint64_t sessions, races, waits, wait_ns;
 };
@@ -53,6 +59,52 @@ enum tg_verdict {
 
 extern pthread_mutex_t tg_tuner_wait_mu;
 
+/* The queue (serialize mode).  Without it a thread that calls a tuner in a
+ * loop starves the others: it leaves, keeps the GIL, and re-enters before a
+ * woken waiter gets the GIL back, so the waiter finds the tuner taken again
+ * (seen on two H200s: one thread ran all its 18 calls while the other waited
+ * 40 s).  The rule is sync.Mutex's from Go: newcomers may take a free tuner
+ * ahead of queued threads (no hand-off per call: the GIL makes that costly)
+ * until a queued thread that has waited TG_TUNER_STARVE_NS is passed over;
+ * from then on newcomers queue too and the tuner goes to queued threads in
+ * ticket order, until one that waited less than that enters or the queue is
+ * empty.  Only threads that hold no tuner queue: a thread inside another
+ * tuner waits only for this one to be free, as before, so queue order can
+ * never close a cycle of waits (a thread holding nothing has no thread
+ * waiting for what it holds). */
+#define TG_TUNER_STARVE_NS 1000000ull
+
+static inline int tg_tuner_queue_empty(const struct tg_tuner *u)
+{
+    return u->ticket_next == u->ticket_turn;
+}
+
+/* Take a ticket (a thread holding no tuner, about to wait).  GIL held. */
+uint32_t tg_tuner_take_ticket(struct tg_tuner *u);
+
+/* Must a waiter still wait?  queued: it holds `ticket`.  Reads only what
+ * writers update under tg_tuner_wait_mu while waiters > 0, so it is valid
+ * either with the GIL or under the mutex. */
+static inline int tg_tuner_must_wait(const struct tg_tuner *u, uint32_t ticket, int queued)
+{
+    return u->nocc > 0 || (queued && (int32_t)(ticket - u->ticket_turn) > 0);
+}
+
+/* A waiter that woke and must still wait, having waited waited_ns so far:
+ * marks the tuner starving when that is long.  GIL held. */
+void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns);
+
+/* A waiter stops waiting and enters: its ticket is served, the turn moves on;
+ * starving ends when it waited less than TG_TUNER_STARVE_NS or nobody is left
+ * in the queue.  Call right before tg_tuner_enter.  GIL held. */
+void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns);
+
+/* The thread whose turn it is never came to take it (it exited while
+ * waiting for the GIL, as daemon threads do at interpreter exit): give the
+ * turn to `ticket`.  The caller decides that from a free tuner whose turn did
+ * not move for a whole timed wait.  GIL held. */
+void tg_tuner_take_turn(struct tg_tuner *u, uint32_t ticket);
+
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded; said once).  O(1) expected.
  * An entry is given back when its last occupant leaves with nobody waiting:
@@ -60,7 +112,9 @@ extern pthread_mutex_t tg_tuner_wait_mu;
  * anything that may let other threads run, get it again. */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
-/* The decision for thread t entering tuner u in `mode` (enum tg_mode). */
+/* The decision for thread t entering tuner u in `mode` (enum tg_mode).  In
+ * serialize mode a free tuner is TG_WAIT for a thread holding no tuner while
+ * the tuner is starving and threads are queued (the queue, above). */
 enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode);
 
 /* Record t inside u (after TG_FIRST, TG_RACE or a finished wait), or one

@@ -672,15 +672,21 @@ static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObjec
     tg_report_unlock();
 }
 
-/* Serialize: block until nobody is inside u.  GIL held on entry and exit,
- * released while blocked.  Returns 1 with u free, or 0 when a cycle of waits
- * was found and the policy lets this thread proceed unserialized. */
+/* Serialize: block until nobody is inside u and, for a thread holding no
+ * tuner, its turn in u's queue has come (the queue: detectors/tuner_table.h).
+ * GIL held on entry and exit, released while blocked.  Returns 1 when the
+ * caller may enter u, or 0 when a cycle of waits was found and the policy
+ * lets this thread proceed unserialized. */
 static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
 {
     struct tg_tuner *path[16];
     int n = tg_tuner_wait_cycle(u, t, path, 16);
     if (n > 0 && report_deadlock(u, t, inst, g, path, n))
         return 0;
+    /* A ticket only once no early return is left: a ticket never served
+     * would hold up everyone queued behind it. */
+    int queued = t->nheld == 0;
+    uint32_t ticket = queued ? tg_tuner_take_ticket(u) : 0;
     const struct tg_occupant *holder = tg_tuner_other(u, t);
     pid_t holder_tid = holder ? holder->tid : 0;
     holder = NULL; /* the audit hooks below are Python code: other threads may run */
@@ -694,7 +700,13 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
     t->waiting_for = u;
-    while (u->nocc > 0) {
+    int woke = 0;                /* a pass of the loop after the first */
+    int stale = 0;               /* timed wakes in a row finding u free but the turn unmoved */
+    uint32_t turn_seen = u->ticket_turn;
+    while (tg_tuner_must_wait(u, ticket, queued)) {
+        if (woke)
+            tg_tuner_passed_over(u, tg_mono_ns() - t0);
+        woke = 1;
         if (!u->cond_ready) {
             pthread_condattr_t ca;
             pthread_condattr_init(&ca);
@@ -714,12 +726,21 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
         if (!timed_out && deadline < wake)
             wake = deadline;
         struct timespec ts_wake = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
-        while (u->nocc > 0 && rc != ETIMEDOUT)
+        /* One wait per pass: a wake-up that finds the tuner taken again goes
+         * back through the GIL, so the pass above counts it as passed over. */
+        if (tg_tuner_must_wait(u, ticket, queued))
             rc = pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &ts_wake);
         pthread_mutex_unlock(&tg_tuner_wait_mu);
         tg_py.PyEval_RestoreThread(ts);
         u->waiters--;
-        if (rc == ETIMEDOUT && u->nocc > 0) {
+        if (rc == ETIMEDOUT && tg_tuner_must_wait(u, ticket, queued)) {
+            /* Free for a whole timed wait, and the turn did not move: the
+             * thread whose turn it is will not come (it exited while waiting
+             * for the GIL).  Take its turn rather than wait for ever. */
+            stale = u->nocc == 0 && u->ticket_turn == turn_seen ? stale + 1 : 0;
+            turn_seen = u->ticket_turn;
+            if (stale >= 2)
+                tg_tuner_take_turn(u, ticket);
             reap_dead(u, t, inst, g);
             if (!timed_out && tg_mono_ns() >= deadline) {
                 timed_out = 1; /* once per wait; the wait goes on */
@@ -730,6 +751,7 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     }
     t->waiting_for = NULL;
     uint64_t dt = tg_mono_ns() - t0;
+    tg_tuner_served(u, ticket, queued, dt);
     stats.waits++;
     stats.wait_ns += dt;
     u->waits++;
@@ -866,11 +888,11 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     struct race_link link = {0};
     if (v != TG_FIRST) {
         const struct tg_occupant *other = tg_tuner_other(u, t);
-        if (other) {
+        if (other) { /* none: serialize's queue made a free tuner TG_WAIT */
             u->races++;
             report_race(u, inst, g, t, other, v == TG_WAIT, &link);
+            tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
         }
-        tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst, g);
         else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)

@@ -291,8 +291,13 @@ def scenario_bench_small(dev, dev2):
             bench_small[lambda m: (triton.cdiv(1024, m["BLOCK"]),)](torch.zeros(1024, device=f"cuda:{d}"), 1024)
         torch.cuda.synchronize(d)
     grid = lambda m: (triton.cdiv(1 << 16, m["BLOCK"]),)  # noqa: E731
-    return _threads_call(lambda: bench_small[grid](xs[devs.index(torch.cuda.current_device())], 1 << 16), 2, dev,
-                         dev2)
+
+    def call():
+        x = xs[devs.index(torch.cuda.current_device())]
+        x.zero_()  # work of its own first, on its stream: the report then names its device and stream
+        bench_small[grid](x, 1 << 16)
+
+    return _threads_call(call, 2, dev, dev2)
 
 
 def scenario_race_free(dev, dev2):

@@ -105,7 +105,8 @@ steady)
             env=(TRITON_CACHE_DIR="$w/c")
             [ "$mode" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="mode=$mode")
             (cd "$w" && env "${env[@]}" timeout 300 "$py" "$here/steady_state.py" --device 0 --device2 1 --iters 20000) \
-                2>&1 | tail -n 1 | sed "s/^/round $r $mode: /" >>"$out/steady.txt"
+                2>"$w/err" | grep '^{' | tail -n 1 | sed "s/^/round $r $mode: /" >>"$out/steady.txt"
+            grep tunerguard: "$w/err" | tail -n 1 | sed "s/^/round $r $mode summary: /" >>"$out/steady.txt"
         done
     done
     "$py" - "$out/steady.txt" >>"$out/steady.txt" <<'EOF'

@@ -377,3 +377,87 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
     cr_assert_eq(tg_tuner_get(KEY(7)), held, "the tuner in use kept its entry");
     cr_assert_eq(held->nocc, 1);
 }
+
+/* serialize's queue (detectors/tuner_table.h): what the guard does around a
+ * wait, step by step.  leave_outer() is the guard's leave of an outermost call. */
+static void leave_outer(struct tg_tuner *u, struct tg_thread *t)
+{
+    cr_assert_eq(tg_tuner_leave(u, t), 1);
+    t->nheld--;
+}
+
+Test(tuner_table, queue_newcomers_go_first_until_a_waiter_starves)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1], *c = &threads[2];
+    struct tg_tuner *u = tg_tuner_get(KEY(1));
+    enter_outer(u, a, 1);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
+    uint32_t tb = tg_tuner_take_ticket(u);
+    cr_assert(tg_tuner_must_wait(u, tb, 1));
+    leave_outer(u, a);
+    /* Free, b queued but not starving: a newcomer may take it (no hand-off). */
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_FIRST);
+    enter_outer(u, a, 2);
+    /* b woke, found it taken again after 0.5 ms: not starving yet. */
+    tg_tuner_passed_over(u, TG_TUNER_STARVE_NS / 2);
+    cr_assert_eq(u->starving, 0);
+    /* ... and again after 2 ms: starving. */
+    tg_tuner_passed_over(u, 2 * TG_TUNER_STARVE_NS);
+    cr_assert_eq(u->starving, 1);
+    leave_outer(u, a);
+    /* Now a newcomer holding nothing queues, even though the tuner is free ... */
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_WAIT);
+    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_SERIALIZE), TG_WAIT);
+    /* ... detect mode never waits ... */
+    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_DETECT), TG_FIRST);
+    /* ... and a thread inside another tuner does not queue (no cycles). */
+    struct tg_tuner *v = tg_tuner_get(KEY(2));
+    enter_outer(v, c, 3);
+    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_SERIALIZE), TG_FIRST);
+    leave_outer(v, c);
+    /* a queues behind b; b's turn first. */
+    uint32_t ta = tg_tuner_take_ticket(u);
+    cr_assert_not(tg_tuner_must_wait(u, tb, 1));
+    cr_assert(tg_tuner_must_wait(u, ta, 1));
+    tg_tuner_served(u, tb, 1, 2 * TG_TUNER_STARVE_NS);
+    enter_outer(u, b, 4);
+    cr_assert_eq(u->starving, 1, "a is still queued and b waited long: still starving");
+    cr_assert(tg_tuner_must_wait(u, ta, 1), "a's turn, but b is inside");
+    leave_outer(u, b);
+    cr_assert_not(tg_tuner_must_wait(u, ta, 1));
+    tg_tuner_served(u, ta, 1, TG_TUNER_STARVE_NS / 10);
+    cr_assert_eq(u->starving, 0, "a waited briefly: back to newcomers first");
+    cr_assert(tg_tuner_queue_empty(u));
+}
+
+Test(tuner_table, queue_a_waiter_holding_a_tuner_waits_only_for_free)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(1)), *v = tg_tuner_get(KEY(2));
+    enter_outer(u, a, 1);
+    uint32_t tq = tg_tuner_take_ticket(u); /* someone holding nothing queued first */
+    enter_outer(v, b, 2);
+    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
+    cr_assert(tg_tuner_must_wait(u, 0, 0));
+    leave_outer(u, a);
+    cr_assert_not(tg_tuner_must_wait(u, 0, 0), "b holds v: it does not wait for its turn");
+    cr_assert(tg_tuner_must_wait(u, tq + 1, 1), "a thread queued after tq does");
+}
+
+Test(tuner_table, queue_keeps_the_slot_and_a_lost_turn_can_be_taken)
+{
+    struct tg_thread *a = &threads[0];
+    struct tg_tuner *u = tg_tuner_get(KEY(1));
+    enter_outer(u, a, 1);
+    uint32_t gone = tg_tuner_take_ticket(u); /* its thread will never come */
+    uint32_t mine = tg_tuner_take_ticket(u);
+    leave_outer(u, a);
+    cr_assert_eq(tg_tuner_get(KEY(1)), u, "queued threads keep the entry");
+    cr_assert_eq(u->key, KEY(1));
+    cr_assert(tg_tuner_must_wait(u, mine, 1));
+    tg_tuner_take_turn(u, mine);
+    cr_assert_not(tg_tuner_must_wait(u, mine, 1));
+    cr_assert_not(tg_tuner_must_wait(u, gone, 1), "a skipped ticket may still enter when free");
+    tg_tuner_served(u, mine, 1, 0);
+    cr_assert(tg_tuner_queue_empty(u));
+}
