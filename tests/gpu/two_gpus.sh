@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Issue 5 on a machine with two GPUs: threads on different devices sharing one
-# autotuner (the seeds' configuration).  Three parts, each one device call:
+# autotuner (the seeds' configuration).  DEV2=0 in the environment puts both
+# threads on device 0 (two streams), for a machine with one GPU.  Three parts,
+# each one device call:
 #
 #   tests/gpu/two_gpus.sh LIB OUTDIR races [JOBS [SCENARIO,NAME,OPTIONS,RUNS ...]]
 #       scenarios of tests/gpu/triton_races.py with --device 0 --device2 1, each
@@ -34,7 +36,7 @@ one_run() {
     local env=(TRITON_CACHE_DIR="$work/cache" PYTHONUNBUFFERED=1)
     [ "$opts" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="$opts:log_path=$work/tg")
     start=$(date +%s.%N)
-    (cd "$work" && env "${env[@]}" timeout 300 "$py" "$here/triton_races.py" "$scen" --device 0 --device2 1) \
+    (cd "$work" && env "${env[@]}" timeout 300 "$py" "$here/triton_races.py" "$scen" --device 0 --device2 "${DEV2:-1}") \
         >"$work/stdout" 2>"$work/stderr"
     rc=$?
     dur=$("$py" -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$start")
@@ -104,7 +106,7 @@ steady)
         for mode in none detect serialize; do
             env=(TRITON_CACHE_DIR="$w/c")
             [ "$mode" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="mode=$mode")
-            (cd "$w" && env "${env[@]}" timeout 300 "$py" "$here/steady_state.py" --device 0 --device2 1 --iters 20000) \
+            (cd "$w" && env "${env[@]}" timeout 300 "$py" "$here/steady_state.py" --device 0 --device2 "${DEV2:-1}" --iters 20000) \
                 2>"$w/err" | grep '^{' | tail -n 1 | sed "s/^/round $r $mode: /" >>"$out/steady.txt"
             grep tunerguard: "$w/err" | tail -n 1 | sed "s/^/round $r $mode summary: /" >>"$out/steady.txt"
         done
