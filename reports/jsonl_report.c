@@ -247,6 +247,11 @@ static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_th
         cuda(w, v);
     else
         tg_w_str(w, "null");
+    tg_w_str(w, ",\"device_at_entry\":");
+    if (v->has_entry_device)
+        tg_w_i64(w, v->entry_device);
+    else
+        tg_w_str(w, "null");
     tg_w_char(w, '}');
 }
 

@@ -39,6 +39,9 @@ struct tg_thread_view {
     struct tg_cuda_call cuda;  /* last GIL-releasing CUDA call */
     char cuda_fn[48];          /* its driver function name */
     char cuda_kernel[128];     /* kernel name, "" if none or unknown */
+    int has_entry_device;      /* !has_cuda, and entry_device is known */
+    int entry_device;          /* the thread made no CUDA call yet: its current
+                                  device when it entered the tuner */
     uint64_t entered_ns;       /* when it entered the tuner (CLOCK_MONOTONIC) */
     int benchmarking;          /* it launched or synchronized inside the session */
     uint32_t launches;         /* launches inside the session (0 if unknown) */

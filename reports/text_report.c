@@ -133,6 +133,14 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     mixed_stack(w, v, frames);
 }
 
+/* A thread with no CUDA call yet: the device it entered the tuner on. */
+static void entry_device_line(struct tg_w *w, const struct tg_thread_view *v)
+{
+    tg_w_str(w, "    No CUDA call yet; on device ");
+    tg_w_i64(w, v->entry_device);
+    tg_w_str(w, " when it entered the tuner\n");
+}
+
 static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
 {
     const struct tg_cuda_call *c = &v->cuda;
@@ -236,6 +244,8 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, ":\n");
     if (e->has_cuda)
         cuda_line(w, r, e);
+    else if (e->has_entry_device)
+        entry_device_line(w, e);
     python_stack(w, e);
     native_stack(w, e);
     tg_w_char(w, '\n');
@@ -261,6 +271,8 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, ":\n");
     if (in->has_cuda)
         cuda_line(w, r, in);
+    else if (in->has_entry_device)
+        entry_device_line(w, in);
     python_stack(w, in);
     native_stack(w, in);
     tg_w_char(w, '\n');

@@ -58,6 +58,12 @@ const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n);
 /* 1 once a libcuda pointer has been seen and the real table resolved. */
 int tg_cuda_active(void);
 
+/* The calling thread's current device (its current context's), -1 when
+ * unknown: libcuda not in use yet, no current context.  Two driver calls
+ * (cuCtxGetCurrent, cuCtxGetDevice: reads of the driver's thread state); never
+ * loads libcuda; allocates nothing; not async-signal-safe. */
+int tg_cuda_current_device(void);
+
 /* Calls recorded for row fn since start (or fork), all threads summed.
  * Relaxed reads: exact once the counting threads are quiescent. */
 unsigned long long tg_cuda_count(unsigned fn);

@@ -71,6 +71,23 @@ int tg__cuda_device_miss(struct tg_thread *t, uint64_t key, CUstream s, CUcontex
     return dev;
 }
 
+int tg_cuda_current_device(void)
+{
+    if (!tg_cuda_active())
+        return -1; /* never load libcuda for this: the program has not */
+    CUresult (*get_current)(CUcontext *) = TG__SUP(ctx_get_current);
+    CUresult (*get_dev)(CUdevice *) = TG__SUP(ctx_get_device);
+    CUcontext cur = NULL;
+    CUdevice d;
+    int dev = -1;
+    struct tg_thread *t = tg__self();
+    t->busy++; /* nothing the driver does for us is recorded */
+    if (get_current && get_dev && get_current(&cur) == CUDA_SUCCESS && cur && get_dev(&d) == CUDA_SUCCESS)
+        dev = d;
+    t->busy--;
+    return dev;
+}
+
 /* fork child (only the forking thread survives): counts restart at zero, the
  * device cache is invalidated (handles of the parent's streams are the
  * child's now too, but the driver state after fork is not to be trusted). */

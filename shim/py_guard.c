@@ -182,6 +182,7 @@ static void read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
 
 /* The hooks for the CUDA side fill these in once it exists. */
 __attribute__((weak)) const char *tg_cuda_fn_name(unsigned fn) { (void)fn; return "?"; }
+__attribute__((weak)) int tg_cuda_current_device(void) { return -1; }
 __attribute__((weak)) const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
 {
     (void)func;
@@ -249,6 +250,10 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
             snprintf(in->native_where, sizeof in->native_where, "in %s", in->cuda_fn);
         }
     }
+    if (!in->has_cuda && ot->entry_device >= 0) {
+        in->has_entry_device = 1;
+        in->entry_device = ot->entry_device;
+    }
     in->launches = ot->session_launches;
     in->syncs = ot->session_syncs;
     in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
@@ -261,8 +266,11 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
 static void view_self_cuda(struct tg_thread_view *e, const struct tg_thread *t)
 {
     read_cuda_call(t, &e->cuda);
-    if (e->cuda.kind == TG_CUDA_NONE)
+    if (e->cuda.kind == TG_CUDA_NONE) {
+        e->entry_device = t->entry_device;
+        e->has_entry_device = e->entry_device >= 0;
         return;
+    }
     e->has_cuda = 1;
     e->cuda.nframes = 0; /* its stack at that call is not this report's concern */
     snprintf(e->cuda_fn, sizeof e->cuda_fn, "%s", tg_cuda_fn_name(e->cuda.fn));
@@ -871,6 +879,12 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     if (__builtin_expect(!u, 0))
         return call_orig(g, args, nargs, kwnames);
 
+    /* A thread that has made no CUDA call yet (cold cache: the first tunings
+     * compile before they launch) is known by its current device.  Costs two
+     * loads on every later call; the two driver calls only until the thread's
+     * first recorded CUDA call or a known device. */
+    if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE && t->entry_device < 0, 0))
+        t->entry_device = tg_cuda_current_device();
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
     /* Contended entry: one tgkill(2) per thread inside, because a thread that
      * died inside would otherwise be raced with, or waited for, forever. */

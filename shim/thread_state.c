@@ -18,6 +18,7 @@ struct tg_thread *tg__self(void)
         t->tid = (pid_t)syscall(SYS_gettid);
         t->ident = (unsigned long)pthread_self();
         t->last.device = -1;
+        t->entry_device = -1;
     }
     return t;
 }

@@ -56,6 +56,11 @@ struct tg_thread {
     uint32_t session_launches;
     uint32_t session_syncs;
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
+    /* The current device when the thread last entered a tuner before it made
+     * any CUDA call of its own (the race of a cold cache happens while both
+     * threads compile), -1 unknown.  Written by the thread at entry, read by
+     * another thread's report; both with the GIL held. */
+    int32_t entry_device;
     /* serialize mode: the tuner table entry this thread waits for, NULL when
      * not waiting.  Written and read with the GIL held (wait-graph search). */
     void *waiting_for;

@@ -61,7 +61,39 @@ EXTRA = {
     # threads on two devices share one tuner: the race report names both devices
     "two_devices": dict(script="two_devices.py", args=[], options="mode=detect", expect="race",
                         kernel="two_device_kernel", min_runs=1, check="two_devices"),
+    # ... the entering thread made no CUDA call yet: its device at entry is named
+    "two_devices_no_launch": dict(script="two_devices.py", args=["--no-launch"], options="mode=detect",
+                                  expect="race", kernel="two_device_kernel", min_runs=1,
+                                  check="two_devices_no_launch"),
 }
+
+
+def first_race(jsonl_path):
+    if not os.path.exists(jsonl_path):
+        return None, f"no {os.path.basename(jsonl_path)}"
+    with open(jsonl_path) as f:
+        races = [r for r in map(json.loads, f) if r.get("kind") == "race"]
+    return (races[0], None) if races else (None, "no race record in the JSON Lines report")
+
+
+def check_inside_blocked_on_0(r):
+    i = r["inside"].get("cuda")
+    if not i or i.get("device") != 0 or i.get("kind") != "sync" or not i.get("inside") \
+            or not str(i.get("fn", "")).startswith("cuCtxSynchronize"):
+        return f"thread inside is not shown blocked in cuCtxSynchronize on device 0: {i}"
+    return None
+
+
+def check_two_devices_no_launch(jsonl_path):
+    """As check_two_devices, but the entering thread made no CUDA call: no
+    cuda record, its device at entry (1) instead."""
+    r, why = first_race(jsonl_path)
+    if why:
+        return why
+    e = r["entering"]
+    if e.get("cuda") is not None or e.get("device_at_entry") != 1:
+        return f"entering thread: want no CUDA call and device_at_entry 1, got {e.get('cuda')}, {e.get('device_at_entry')}"
+    return check_inside_blocked_on_0(r)
 
 
 def check_two_devices(jsonl_path):
@@ -86,7 +118,7 @@ def check_two_devices(jsonl_path):
     return None
 
 
-CHECKS = {"two_devices": check_two_devices}
+CHECKS = {"two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch}
 MODES = ("none", "detect", "serialize", "control")
 DEFAULT_MODES = ("none", "detect", "serialize")
 EXPECTED = {

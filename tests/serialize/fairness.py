@@ -6,10 +6,13 @@ Thread "looper" calls Tuner.run LOOP times; each body sleeps STEP seconds, the
 GIL released, as a benchmark's synchronize does.  Thread "waiter" calls once.
 Forced overlap, no ordering by time: looper's first body waits until the
 waiter is blocked in tunerguard (the tunerguard.serialize_wait audit event),
-so the waiter waits behind looper's first call.  The waiter must then run
-before looper's third call starts (the queue of detectors/tuner_table.h: the
-waiter is passed over once, having waited more than 1 ms, and from then on
-looper queues behind it).  Without the queue it ran after all LOOP calls.
+so the waiter waits behind looper's first call.  With the queue of
+detectors/tuner_table.h the waiter is passed over once, having waited more
+than 1 ms, and from then on looper queues behind it: on an idle machine the
+waiter runs before looper's third call.  Without the queue it ran after all
+LOOP calls.  The bound checked is a quarter of LOOP: a loaded machine may not
+run the woken waiter during looper's next call or two, and the count
+is the outcome that matters, not a timing.
 Exit 0 when it held; 1 with a line saying when the waiter ran."""
 import os
 import sys
@@ -20,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fix
 from tgfix.tuners import Tuner  # noqa: E402
 
 T = 30.0
-LOOP = 40
+LOOP = 100
 STEP = 0.002  # the body's work, GIL released; longer than the queue's 1 ms
 t = Tuner("fair_kernel")
 waiter_blocked = threading.Event()
@@ -61,4 +64,4 @@ if lt.is_alive() or wt.is_alive() or not seen_at:
     print("fairness: a thread did not finish")
     sys.exit(1)
 print(f"fairness: the waiter ran after {seen_at[0]} of looper's {LOOP} calls had started")
-sys.exit(0 if seen_at[0] <= 2 else 1)
+sys.exit(0 if seen_at[0] <= LOOP // 4 else 1)

@@ -97,6 +97,7 @@ THREAD = {
     "entered_ago_ns": ("uint", "null"), "benchmarking": "bool", "launches": "uint",
     "syncs": "uint", "python": "list", "python_truncated": "bool",
     "native_where": ("str", "null"), "native": "list", "mixed": "list", "cuda": ("object", "null"),
+    "device_at_entry": ("int", "null"),
 }
 NATIVE = {"pc": "hex", "symbol": ("str", "null"), "file": ("str", "null"), "line": ("uint", "null")}
 MIXED_NATIVE = dict(NATIVE, kind="str", index="uint")

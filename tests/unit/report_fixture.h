@@ -127,6 +127,8 @@ static inline void fx_race_low(struct tg_report *r)
 
     struct tg_thread_view *e = &r->entering;
     e->tid = 5002;
+    e->has_entry_device = 1; /* no CUDA call yet: the device it entered on */
+    e->entry_device = 3;
     fx_py(e, "run", "/site/triton/runtime/autotuner.py", 171);
     fx_py(e, "run", "/site/fla/ops/utils/cache.py", 52);
     fx_py(e, "l2norm", "/site/fla/modules/l2norm.py", 19);

@@ -46,6 +46,7 @@ Test(report_jsonl, three_reports_parse_and_match_schema)
         "2:rank=3", "2:mode=\"serialize\"", "2:severity=\"low\"", "2:serialized=true",
         "2:entering.name=null", "2:entering.python_truncated=true",
         "2:location.file=\"/site/fla/modules/l2norm.py\"", "2:inside.cuda=null",
+        "2:entering.cuda=null", "2:entering.device_at_entry=3", "2:inside.device_at_entry=null",
         "2:inside.native=[]", "2:inside.entered_ago_ns=850",
         "3:kind=\"method_replaced\"", "3:detail=\"Autotuner.run = locked_run at patch.py:12\"",
         "3:tuner.kernel=null", "3:entering.python.0.file=\"patch.py\"",

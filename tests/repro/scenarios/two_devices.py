@@ -6,7 +6,12 @@ thread "dev1" first launches a plain kernel on fake device 1, then calls the
 already tuned key of the same autotuned kernel, entering the tuner the tuner
 thread is inside.
 
-run_repro.py (extra scenario "two_devices", mode=detect) then checks the JSON
+With --no-launch, dev1 makes no CUDA call before it enters (as in a cold
+cache, where both threads compile first): the report then names the device
+current on it when it entered.
+
+run_repro.py (extra scenarios "two_devices" and "two_devices_no_launch",
+mode=detect) then checks the JSON
 Lines report: the race names both devices, the entering thread's stream and
 launch on device 1, and the synchronize on device 0 the thread inside was
 blocked in.
@@ -60,7 +65,8 @@ def tuner():
 
 def dev1():
     lib.cuCtxSetCurrent(lib.fakecuda_ctx(1))
-    plain_kernel[(1,)]()         # its last CUDA call before entering: a launch on device 1
+    if "--no-launch" not in sys.argv:
+        plain_kernel[(1,)]()     # its last CUDA call before entering: a launch on device 1
     two_device_kernel[(1,)](1)   # the tuned key: enters the tuner "tuner" is inside
     done["dev1"] = "ok"
 
