@@ -132,12 +132,14 @@ static const char *field(char *buf, size_t n, const char *src, size_t srcn)
     return buf;
 }
 
+/* The file or the function (qualified name) of any Python frame of v. */
 static int match_view(const char *pat, const struct tg_thread_view *v)
 {
     char b[sizeof v->py[0].file + 1];
     int n = v->npy < TG_MAX_PY_FRAMES ? v->npy : TG_MAX_PY_FRAMES;
     for (int i = 0; i < n; i++)
-        if (tg_supp_match(pat, field(b, sizeof b, v->py[i].file, sizeof v->py[i].file)))
+        if (tg_supp_match(pat, field(b, sizeof b, v->py[i].file, sizeof v->py[i].file)) ||
+            tg_supp_match(pat, field(b, sizeof b, v->py[i].func, sizeof v->py[i].func)))
             return 1;
     return 0;
 }

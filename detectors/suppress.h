@@ -4,12 +4,14 @@
  *     race:matmul_kernel          # kernel name
  *     race:^triton.runtime.autotuner.Autotuner$
  *     race:fla/modules/l2norm.py  # a file in either thread's Python stack
+ *     race:^Model.forward$        # a function (qualified name) in either stack
  *
  * A pattern matches a string when it occurs in it, '*' matching any run of
  * characters; '^' at the start anchors it to the start, '$' at the end to the
  * end.  A race report is suppressed when some pattern matches its kernel
- * name, its tuner class, its method (Autotuner.run) or the file of any
- * Python frame of either thread.
+ * name, its tuner class, its method (Autotuner.run), or the file or the
+ * function (co_qualname on 3.11+, co_name before) of any Python frame of
+ * either thread.
  *
  * Pure logic: no I/O, no allocation (a fixed table), no locks.  Parsing and
  * counting are not thread-safe: parse before threads exist (constructor),

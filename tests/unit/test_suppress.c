@@ -111,6 +111,7 @@ static void mk_report(struct tg_report *r)
     r->entering.npy = 2;
     snprintf(r->entering.py[0].file, sizeof r->entering.py[0].file, "/site/triton/runtime/autotuner.py");
     snprintf(r->entering.py[1].file, sizeof r->entering.py[1].file, "/home/me/train.py");
+    snprintf(r->entering.py[1].func, sizeof r->entering.py[1].func, "Model.forward");
     r->inside.npy = 1;
     snprintf(r->inside.py[0].file, sizeof r->inside.py[0].file, "/site/fla/modules/l2norm.py");
 }
@@ -130,6 +131,8 @@ Test(suppress, report_matching_and_counts)
         {"race:^CachedAutotuner.run$\n", 1},              /* method */
         {"race:train.py$\n", 1},                          /* entering thread's file */
         {"race:fla/modules/*.py\n", 1},                   /* inside thread's file */
+        {"race:^Model.forward$\n", 1},                    /* a function of the entering thread */
+        {"race:^forward$\n", 0},                          /* ... anchored: the whole qualified name */
         {"race:matmul\nrace:^train\nrace:l2norm\n", 3},   /* first match wins */
         {"race:matmul\nrace:^autotuner.py\n", 0},
     };
