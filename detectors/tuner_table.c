@@ -28,8 +28,8 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     u->key = key;
     u->overflow = 0;
-    u->ticket_next = u->ticket_turn = 0; /* equal already: given back only with the queue empty */
-    u->starving = 0;
+    u->ticket_next = u->ticket_turn = 0;
+    u->starving = 0; /* pinned is 0: given back only then */
     u->sessions = u->races = u->waits = u->wait_ns = 0;
 }
 
@@ -175,15 +175,38 @@ void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns)
 
 void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns)
 {
-    if (queued && (int32_t)(ticket - u->ticket_turn) >= 0)
+    if (!queued)
+        return; /* a thread inside another tuner: no ticket, no say on starving */
+    if ((int32_t)(ticket - u->ticket_turn) >= 0)
         QUEUE_WRITE(u, u->ticket_turn = ticket + 1);
-    if (waited_ns < TG_TUNER_STARVE_NS || tg_tuner_queue_empty(u))
+    /* pinned still counts the caller (it unpins after entering) */
+    if (waited_ns < TG_TUNER_STARVE_NS || u->pinned <= 1)
         u->starving = 0;
 }
 
-void tg_tuner_take_turn(struct tg_tuner *u, uint32_t ticket)
+void tg_tuner_pin(struct tg_tuner *u)
 {
-    QUEUE_WRITE(u, u->ticket_turn = ticket);
+    u->pinned++;
+}
+
+void tg_tuner_unpin(struct tg_tuner *u)
+{
+    u->pinned--;
+}
+
+void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn)
+{
+    if (u->ticket_turn != turn || u->nocc > 0)
+        return;
+    if (u->waiters > 0) {
+        pthread_mutex_lock(&tg_tuner_wait_mu);
+        u->ticket_turn = turn + 1;
+        if (u->cond_ready)
+            pthread_cond_broadcast(&u->cond); /* the new head may be asleep */
+        pthread_mutex_unlock(&tg_tuner_wait_mu);
+    } else {
+        u->ticket_turn = turn + 1;
+    }
 }
 
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
@@ -274,9 +297,11 @@ void tg_tuner_atfork_child(void)
         u->waiters = 0;
         u->ticket_next = u->ticket_turn = 0;
         u->starving = 0;
+        u->pinned = 0;
         memset(u->occ, 0, sizeof u->occ);
-        if (u->cond_ready)
-            pthread_cond_init(&u->cond, NULL);
+        /* The next waiter initializes it again, on the monotonic clock its
+         * deadlines use (a default cond here would time out at once). */
+        u->cond_ready = 0;
     }
     pthread_mutex_init(&tg_tuner_wait_mu, NULL);
 }

@@ -43,7 +43,9 @@ struct tg_tuner {
     /* serialize mode's queue (fairness, see "The queue" below).  Written with
      * the GIL held, and under tg_tuner_wait_mu as well while waiters > 0. */
     uint32_t ticket_next;       /* the ticket the next queued thread takes */
-    uint32_t ticket_turn;       /* the earliest ticket not yet served */
+    uint32_t ticket_turn;       /* the earliest ticket not yet served or skipped */
+    int pinned;                 /* threads inside wait_for_tuner for this entry:
+                                   the entry is not given back while > 0 */
     int starving;               /* a queued thread was passed over after waiting
                                    TG_TUNER_STARVE_NS: newcomers queue too */
     /* statistics */
@@ -71,15 +73,25 @@ extern pthread_mutex_t tg_tuner_wait_mu;
  * empty.  Only threads that hold no tuner queue: a thread inside another
  * tuner waits only for this one to be free, as before, so queue order can
  * never close a cycle of waits (a thread holding nothing has no thread
- * waiting for what it holds). */
+ * waiting for what it holds).  A head of the queue that never comes for its
+ * turn (a daemon thread ended at interpreter exit while it waited for the
+ * GIL) is skipped after TG_TUNER_SKIP_NS of a free tuner; a skipped thread
+ * that does come may still enter whenever the tuner is free. */
 #define TG_TUNER_STARVE_NS 1000000ull
+#define TG_TUNER_SKIP_NS 1000000000ull
 
+/* Anyone waiting for u (queued or not)? */
 static inline int tg_tuner_queue_empty(const struct tg_tuner *u)
 {
-    return u->ticket_next == u->ticket_turn;
+    return u->pinned == 0;
 }
 
-/* Take a ticket (a thread holding no tuner, about to wait).  GIL held. */
+/* A thread starts waiting for u: the entry stays in place (not given back)
+ * until tg_tuner_unpin, whatever Python code runs meanwhile.  GIL held. */
+void tg_tuner_pin(struct tg_tuner *u);
+void tg_tuner_unpin(struct tg_tuner *u);
+
+/* Take a ticket (a pinned thread holding no tuner).  GIL held. */
 uint32_t tg_tuner_take_ticket(struct tg_tuner *u);
 
 /* Must a waiter still wait?  queued: it holds `ticket`.  Reads only what
@@ -99,11 +111,10 @@ void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns);
  * in the queue.  Call right before tg_tuner_enter.  GIL held. */
 void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns);
 
-/* The thread whose turn it is never came to take it (it exited while
- * waiting for the GIL, as daemon threads do at interpreter exit): give the
- * turn to `ticket`.  The caller decides that from a free tuner whose turn did
- * not move for a whole timed wait.  GIL held. */
-void tg_tuner_take_turn(struct tg_tuner *u, uint32_t ticket);
+/* The head of the queue (the ticket whose turn it is, `turn`) did not come
+ * for a free tuner for TG_TUNER_SKIP_NS: skip it, one ticket, and wake the
+ * waiters.  No-op when the turn moved meanwhile.  GIL held. */
+void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn);
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded; said once).  O(1) expected.

@@ -131,6 +131,9 @@ struct tg_report {
  * outside signal context, before the writers.  tg_sink_emit() calls it on
  * its own copy of the report, so callers of the sink need not. */
 void tg_report_symbolize(struct tg_report *r);
+/* The symbolize= option (2 names and file:line, 1 names, 0 module+offset);
+ * call before any report is written. */
+void tg_report_set_symbolize(int level);
 
 /* Text block, ThreadSanitizer-shaped: fence, WARNING header, one block per
  * thread, SUMMARY line, fence.  Signal-safe; returns 0, or -1 if a write failed. */

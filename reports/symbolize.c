@@ -122,6 +122,15 @@ static const char *elf_lookup(const struct elf_syms *e, uint64_t key, uint64_t *
 
 typedef char *(*tg__demangle_fn)(const char *, char *, size_t *, int *);
 
+/* symbolize= option: 2 names and file:line, 1 names, 0 module+offset.  Set
+ * once at start-up (before any report), read at report time. */
+static int tg__sym_level = 2;
+
+void tg_report_set_symbolize(int level)
+{
+    tg__sym_level = level;
+}
+
 char *tg_native_symbolize(void *addr, char *buf, size_t len)
 {
     if (!buf || len == 0)
@@ -159,7 +168,9 @@ char *tg_native_symbolize(void *addr, char *buf, size_t len)
     const char *name = NULL;
     uintptr_t symoff = 0;
     pthread_mutex_lock(&tg__sym_lock);
-    if (info.dli_sname && info.dli_saddr) {
+    if (tg__sym_level < 1) {
+        /* module+offset only: nothing read, nothing cached */
+    } else if (info.dli_sname && info.dli_saddr) {
         name = info.dli_sname;
         symoff = pc - (uintptr_t)info.dli_saddr;
     } else if (lm) {
@@ -196,7 +207,8 @@ static void symbolize_view(struct tg_thread_view *v)
     for (int i = 0; i < n; i++) {
         tg_native_symbolize(frames[i], v->native_sym[i], TG_SYM_LEN);
         /* file:line where debug info exists (libdw on demand, else "") */
-        tg_dwarf_line(frames[i], v->native_file[i], TG_SRC_LEN, &v->native_line[i]);
+        if (tg__sym_level >= 2)
+            tg_dwarf_line(frames[i], v->native_file[i], TG_SRC_LEN, &v->native_line[i]);
     }
     v->nsym = n;
 }

@@ -59,6 +59,7 @@ __attribute__((constructor)) static void tg_init(void)
     }
     tg_clock_init();
     tg_sink_configure(tg_opts.log_path);
+    tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.log_path, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
     pthread_atfork(NULL, NULL, atfork_child);

@@ -687,12 +687,17 @@ static void report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObjec
  * lets this thread proceed unserialized. */
 static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
 {
+    /* Pinned: u stays this instance's entry while Python code runs below
+     * (reports, audit hooks), which lets other threads leave and enter. */
+    tg_tuner_pin(u);
     struct tg_tuner *path[16];
     int n = tg_tuner_wait_cycle(u, t, path, 16);
-    if (n > 0 && report_deadlock(u, t, inst, g, path, n))
+    if (n > 0 && report_deadlock(u, t, inst, g, path, n)) {
+        tg_tuner_unpin(u);
         return 0;
+    }
     /* A ticket only once no early return is left: a ticket never served
-     * would hold up everyone queued behind it. */
+     * would hold up everyone queued behind it (for TG_TUNER_SKIP_NS). */
     int queued = t->nheld == 0;
     uint32_t ticket = queued ? tg_tuner_take_ticket(u) : 0;
     const struct tg_occupant *holder = tg_tuner_other(u, t);
@@ -709,11 +714,28 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
     t->waiting_for = u;
     int woke = 0;                /* a pass of the loop after the first */
-    int stale = 0;               /* timed wakes in a row finding u free but the turn unmoved */
     uint32_t turn_seen = u->ticket_turn;
+    uint64_t free_seen = 0;      /* when u was first seen free with turn_seen unserved */
     while (tg_tuner_must_wait(u, ticket, queued)) {
-        if (woke)
-            tg_tuner_passed_over(u, tg_mono_ns() - t0);
+        if (woke) {
+            uint64_t now = tg_mono_ns();
+            tg_tuner_passed_over(u, now - t0);
+            if (u->ticket_turn != turn_seen) {
+                turn_seen = u->ticket_turn;
+                free_seen = 0;
+            }
+            if (queued && u->nocc == 0) { /* free, but another ticket's turn */
+                if (!free_seen) {
+                    free_seen = now;
+                } else if (now - free_seen >= TG_TUNER_SKIP_NS) {
+                    /* Its thread never came (it ended while waiting for the
+                     * GIL, as daemon threads do at interpreter exit). */
+                    tg_tuner_skip_head(u, turn_seen);
+                    free_seen = 0;
+                    continue;
+                }
+            }
+        }
         woke = 1;
         if (!u->cond_ready) {
             pthread_condattr_t ca;
@@ -742,13 +764,6 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
         tg_py.PyEval_RestoreThread(ts);
         u->waiters--;
         if (rc == ETIMEDOUT && tg_tuner_must_wait(u, ticket, queued)) {
-            /* Free for a whole timed wait, and the turn did not move: the
-             * thread whose turn it is will not come (it exited while waiting
-             * for the GIL).  Take its turn rather than wait for ever. */
-            stale = u->nocc == 0 && u->ticket_turn == turn_seen ? stale + 1 : 0;
-            turn_seen = u->ticket_turn;
-            if (stale >= 2)
-                tg_tuner_take_turn(u, ticket);
             reap_dead(u, t, inst, g);
             if (!timed_out && tg_mono_ns() >= deadline) {
                 timed_out = 1; /* once per wait; the wait goes on */
@@ -760,6 +775,7 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     t->waiting_for = NULL;
     uint64_t dt = tg_mono_ns() - t0;
     tg_tuner_served(u, ticket, queued, dt);
+    tg_tuner_unpin(u); /* the caller enters now, with no Python code between */
     stats.waits++;
     stats.wait_ns += dt;
     u->waits++;
@@ -906,6 +922,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             u->races++;
             report_race(u, inst, g, t, other, v == TG_WAIT, &link);
             tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
+            /* The report ran Python code: the entry may have been given back. */
+            u = tg_tuner_get((uintptr_t)inst);
+            if (__builtin_expect(!u, 0))
+                return call_orig(g, args, nargs, kwnames);
         }
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst, g);

@@ -135,3 +135,30 @@ Test(native_stack, report_symbolize_fills_both_views)
     cr_assert(strstr(text, "    Native (in cuCtxSynchronize_v2):\n      #0 level2+0x"), "%s", text);
     free(text);
 }
+
+/* symbolize= option: 1 names without file:line, 0 module+offset only. */
+Test(native_stack, symbolize_levels)
+{
+    char buf[TG_SYM_LEN];
+    void *pc = (void *)((char *)(uintptr_t)&pthread_create + 4);
+    tg_report_set_symbolize(0);
+    tg_native_symbolize(pc, buf, sizeof buf);
+    cr_assert(!strncmp(buf, "?? (libc.so.6+0x", 16), "level 0 names no function: %s", buf);
+    tg_report_set_symbolize(1);
+    tg_native_symbolize(pc, buf, sizeof buf);
+    cr_assert(strstr(buf, "pthread_create+0x4 (libc.so.6+0x"), "level 1 names it: %s", buf);
+
+    tg_native_init();
+    static struct tg_report r;
+    fx_race_high(&r);
+    skip_arg = 0;
+    level3();
+    memcpy(r.entering.native, frames, sizeof frames);
+    r.entering.nnative = nframes;
+    tg_report_symbolize(&r);
+    for (int i = 0; i < r.entering.nsym; i++)
+        cr_assert(r.entering.native_file[i][0] == '\0' && r.entering.native_line[i] == 0,
+                  "level 1 reads no line tables (frame %d: %s:%d)", i, r.entering.native_file[i],
+                  r.entering.native_line[i]);
+    tg_report_set_symbolize(2);
+}

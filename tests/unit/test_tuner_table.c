@@ -379,11 +379,25 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
 }
 
 /* serialize's queue (detectors/tuner_table.h): what the guard does around a
- * wait, step by step.  leave_outer() is the guard's leave of an outermost call. */
+ * wait, step by step.  leave_outer() is the guard's leave of an outermost
+ * call; queue() what wait_for_tuner does first for a thread holding nothing. */
 static void leave_outer(struct tg_tuner *u, struct tg_thread *t)
 {
     cr_assert_eq(tg_tuner_leave(u, t), 1);
     t->nheld--;
+}
+
+static uint32_t queue(struct tg_tuner *u)
+{
+    tg_tuner_pin(u);
+    return tg_tuner_take_ticket(u);
+}
+
+static void serve(struct tg_tuner *u, struct tg_thread *t, uint32_t ticket, uint64_t waited, uint64_t now)
+{
+    tg_tuner_served(u, ticket, 1, waited);
+    tg_tuner_unpin(u);
+    enter_outer(u, t, now);
 }
 
 Test(tuner_table, queue_newcomers_go_first_until_a_waiter_starves)
@@ -392,7 +406,7 @@ Test(tuner_table, queue_newcomers_go_first_until_a_waiter_starves)
     struct tg_tuner *u = tg_tuner_get(KEY(1));
     enter_outer(u, a, 1);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
-    uint32_t tb = tg_tuner_take_ticket(u);
+    uint32_t tb = queue(u);
     cr_assert(tg_tuner_must_wait(u, tb, 1));
     leave_outer(u, a);
     /* Free, b queued but not starving: a newcomer may take it (no hand-off). */
@@ -416,18 +430,19 @@ Test(tuner_table, queue_newcomers_go_first_until_a_waiter_starves)
     cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_SERIALIZE), TG_FIRST);
     leave_outer(v, c);
     /* a queues behind b; b's turn first. */
-    uint32_t ta = tg_tuner_take_ticket(u);
+    uint32_t ta = queue(u);
     cr_assert_not(tg_tuner_must_wait(u, tb, 1));
     cr_assert(tg_tuner_must_wait(u, ta, 1));
-    tg_tuner_served(u, tb, 1, 2 * TG_TUNER_STARVE_NS);
-    enter_outer(u, b, 4);
+    serve(u, b, tb, 2 * TG_TUNER_STARVE_NS, 4);
     cr_assert_eq(u->starving, 1, "a is still queued and b waited long: still starving");
     cr_assert(tg_tuner_must_wait(u, ta, 1), "a's turn, but b is inside");
     leave_outer(u, b);
     cr_assert_not(tg_tuner_must_wait(u, ta, 1));
-    tg_tuner_served(u, ta, 1, TG_TUNER_STARVE_NS / 10);
+    serve(u, a, ta, TG_TUNER_STARVE_NS / 10, 5);
     cr_assert_eq(u->starving, 0, "a waited briefly: back to newcomers first");
     cr_assert(tg_tuner_queue_empty(u));
+    leave_outer(u, a);
+    cr_assert_eq(u->key, (uintptr_t)1, "nobody inside or waiting: the entry is given back");
 }
 
 Test(tuner_table, queue_a_waiter_holding_a_tuner_waits_only_for_free)
@@ -435,29 +450,65 @@ Test(tuner_table, queue_a_waiter_holding_a_tuner_waits_only_for_free)
     struct tg_thread *a = &threads[0], *b = &threads[1];
     struct tg_tuner *u = tg_tuner_get(KEY(1)), *v = tg_tuner_get(KEY(2));
     enter_outer(u, a, 1);
-    uint32_t tq = tg_tuner_take_ticket(u); /* someone holding nothing queued first */
+    uint32_t tq = queue(u); /* someone holding nothing queued first */
     enter_outer(v, b, 2);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
     cr_assert(tg_tuner_must_wait(u, 0, 0));
     leave_outer(u, a);
     cr_assert_not(tg_tuner_must_wait(u, 0, 0), "b holds v: it does not wait for its turn");
     cr_assert(tg_tuner_must_wait(u, tq + 1, 1), "a thread queued after tq does");
+    /* b enters without a ticket: starving is not its to clear. */
+    u->starving = 1;
+    tg_tuner_served(u, 0, 0, 0);
+    cr_assert_eq(u->starving, 1);
 }
 
-Test(tuner_table, queue_keeps_the_slot_and_a_lost_turn_can_be_taken)
+/* The review's case: a pinned waiter (here with a ticket that gets skipped)
+ * keeps the entry, so it is never given back and claimed by another tuner
+ * under a thread still waiting on it. */
+Test(tuner_table, queue_pinned_keeps_the_entry_and_a_lost_head_is_skipped)
+{
+    struct tg_thread *a = &threads[0], *c = &threads[2];
+    struct tg_tuner *u = tg_tuner_get(KEY(1));
+    enter_outer(u, a, 1);
+    uint32_t gone = queue(u); /* its thread is held up (or will never come) */
+    uint32_t mine = queue(u);
+    leave_outer(u, a);
+    cr_assert_eq(u->key, KEY(1), "waiters keep the entry");
+    cr_assert(tg_tuner_must_wait(u, mine, 1));
+    tg_tuner_skip_head(u, gone + 1); /* a stale view of the turn: no-op */
+    cr_assert(tg_tuner_must_wait(u, mine, 1));
+    tg_tuner_skip_head(u, gone);
+    cr_assert_not(tg_tuner_must_wait(u, mine, 1));
+    serve(u, c, mine, 2 * TG_TUNER_STARVE_NS, 2);
+    leave_outer(u, c);
+    cr_assert_eq(u->key, KEY(1), "the skipped thread still waits: the entry stays");
+    cr_assert_eq(tg_tuner_get(KEY(1)), u);
+    cr_assert_not(tg_tuner_must_wait(u, gone, 1), "a skipped ticket may enter whenever the tuner is free");
+    serve(u, a, gone, 3 * TG_TUNER_STARVE_NS, 3);
+    cr_assert(tg_tuner_queue_empty(u));
+    leave_outer(u, a);
+    cr_assert_eq(u->key, (uintptr_t)1);
+    /* skip_head never moves the turn while someone is inside */
+    struct tg_tuner *w = tg_tuner_get(KEY(3));
+    enter_outer(w, a, 4);
+    uint32_t t0 = queue(w);
+    tg_tuner_skip_head(w, t0);
+    cr_assert(tg_tuner_must_wait(w, t0, 1));
+    cr_assert_eq(w->ticket_turn, t0);
+}
+
+Test(tuner_table, atfork_child_resets_the_queue)
 {
     struct tg_thread *a = &threads[0];
     struct tg_tuner *u = tg_tuner_get(KEY(1));
     enter_outer(u, a, 1);
-    uint32_t gone = tg_tuner_take_ticket(u); /* its thread will never come */
-    uint32_t mine = tg_tuner_take_ticket(u);
-    leave_outer(u, a);
-    cr_assert_eq(tg_tuner_get(KEY(1)), u, "queued threads keep the entry");
-    cr_assert_eq(u->key, KEY(1));
-    cr_assert(tg_tuner_must_wait(u, mine, 1));
-    tg_tuner_take_turn(u, mine);
-    cr_assert_not(tg_tuner_must_wait(u, mine, 1));
-    cr_assert_not(tg_tuner_must_wait(u, gone, 1), "a skipped ticket may still enter when free");
-    tg_tuner_served(u, mine, 1, 0);
-    cr_assert(tg_tuner_queue_empty(u));
+    queue(u);
+    u->starving = 1;
+    u->cond_ready = 1;
+    tg_tuner_atfork_child();
+    cr_assert_eq(u->pinned, 0);
+    cr_assert_eq(u->starving, 0);
+    cr_assert_eq(u->ticket_next, u->ticket_turn);
+    cr_assert_eq(u->cond_ready, 0, "the next waiter makes the cond again, on the monotonic clock");
 }
