@@ -134,13 +134,12 @@ interference)
     timeout 540 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$runs" --out "$out/iso" \
         --variant quiet --variant load --variant other_device 2>&1 | tail -n 60 >"$out/interference.txt"
     cp "$out/iso/summary.json" "$out/interference.json" 2>/dev/null
-    "$py" -c '
+    "$py" - "$out/interference.json" <<'EOF' | tee -a "$out/interference.txt"
 import json, sys
-s = json.load(open(sys.argv[1]))["variants"]
-for name, v in s.items():
-    print(f"{name}: runs {v[\"runs\"]}, interference reports per run {v[\"interference_reports\"]}, "
-          f"median |timing error| vs quiet {v[\"median_abs_rel_err_vs_quiet\"]}, chosen {v[\"chosen\"]}")
-' "$out/interference.json" | tee -a "$out/interference.txt"
+for name, v in json.load(open(sys.argv[1]))["variants"].items():
+    print(f"{name}: runs {v['runs']}, interference reports per run {v['interference_reports']}, "
+          f"median |timing error| vs quiet {v['median_abs_rel_err_vs_quiet']}, chosen {v['chosen']}")
+EOF
     ;;
 *)
     echo "two_gpus.sh: part must be races, steady or interference, not '$part'" >&2
