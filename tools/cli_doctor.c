@@ -6,8 +6,9 @@
  * 3.9-3.13 and not free-threaded, Triton and torch versions, and whether the
  * library's hooks arm in a child (a probe module in a temp dir, preloaded with
  * verbosity=2 and targets=<probe>:Probe.method, must print "guarding
- * Probe.method"); libcuda.so.1 and cuDriverGetVersion (dlopen here: the doctor
- * is not preloaded); TUNERGUARD_OPTIONS as the library parses it (a preloaded
+ * Probe.method"); libcuda.so.1, cuDriverGetVersion and the device count
+ * (cuInit, cuDeviceGetCount; dlopen here: the doctor is not preloaded);
+ * TUNERGUARD_OPTIONS as the library parses it (a preloaded
  * /bin/true: exit 2 is a rejection).  Exit 0 when no line is FAIL, else 1. */
 #include "cli.h"
 
@@ -182,6 +183,27 @@ static int check_python(const char *label, const char *py, const char *lib)
     return ok;
 }
 
+/* How many GPUs, and what that means for the autotuner race.  cuInit here,
+ * in the doctor's own process (it is not preloaded into anything). */
+static void check_devices(void *h)
+{
+    int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+    int (*count)(int *) = (int (*)(int *))dlsym(h, "cuDeviceGetCount");
+    int n = 0, rc = init ? init(0) : -1;
+    if (rc != 0 || !count || count(&n) != 0) {
+        line("WARN", "cuInit/cuDeviceGetCount %s (cuInit returned %d): no usable GPU here; the CUDA hooks will see "
+             "no launches", !init || !count ? "missing" : "failed", rc);
+        return;
+    }
+    if (n == 0)
+        line("WARN", "no CUDA device visible (check CUDA_VISIBLE_DEVICES); the CUDA hooks will see no launches");
+    else if (n == 1)
+        line("OK", "1 CUDA device: threads on separate streams of it still share one Autotuner per kernel");
+    else
+        line("OK", "%d CUDA devices: threads that drive different devices still share one Autotuner per kernel "
+             "(the seeds' crash); mode=detect reports it, mode=serialize makes the second thread wait", n);
+}
+
 static void check_cuda(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -201,6 +223,7 @@ static void check_cuda(void)
     else
         line("WARN", "libcuda.so.1 loads but cuDriverGetVersion %s; check the driver installation",
              get ? "failed" : "is missing");
+    check_devices(h);
     dlclose(h);
 }
 

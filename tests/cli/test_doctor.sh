@@ -11,6 +11,7 @@ check "hooks arm in a child" grep -q 'hooks arm (a preloaded child guarded Probe
 check "libcuda line" grep -q -E '^(OK|WARN)  +libcuda.so.1 ' d.out
 LD_LIBRARY_PATH=$FAKE env -u TUNERGUARD_OPTIONS "$TG" doctor >f.out 2>&1
 check "libcuda (stand-in) loads with its driver version" grep -q '^OK    libcuda.so.1 loads (.*), cuDriverGetVersion: [0-9]* (CUDA ' f.out
+check "device count (stand-in: 4) and what it means" grep -q '^OK    4 CUDA devices: threads that drive different devices still share one Autotuner' f.out
 TUNERGUARD_OPTIONS=mode=bogus "$TG" doctor >b.out 2>&1
 rc=$?
 check "bad TUNERGUARD_OPTIONS: FAIL with the library's line, exit 1" sh -c "[ $rc = 1 ] && grep -q \"^FAIL  TUNERGUARD_OPTIONS=mode=bogus is rejected: tunerguard: bad value 'bogus'\" b.out"

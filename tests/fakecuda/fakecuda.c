@@ -73,6 +73,7 @@
     FK_NEW(FK(cuLibraryGetKernel, cuLibraryGetKernel, 12000, 0))              \
     FK(cuInit, cuInit, 2000, 0)                                                \
     FK(cuDriverGetVersion, cuDriverGetVersion, 2020, 0)                        \
+    FK(cuDeviceGetCount, cuDeviceGetCount, 2000, 0)                            \
     FK(cuCtxGetCurrent, cuCtxGetCurrent, 4000, 0)                              \
     FK(cuCtxSetCurrent, cuCtxSetCurrent, 4000, 0)                              \
     FK(cuCtxGetDevice, cuCtxGetDevice, 2000, 0)                                \
@@ -511,6 +512,16 @@ FK_API CUresult cuDriverGetVersion(int *v)
     if (!v)
         return CUDA_ERROR_INVALID_VALUE;
     *v = fk_version();
+    return CUDA_SUCCESS;
+}
+
+/* Four devices, as fakecuda_ctx(0..3) has contexts for. */
+FK_API CUresult cuDeviceGetCount(int *n)
+{
+    fk_log_call(FK_cuDeviceGetCount);
+    if (!n)
+        return CUDA_ERROR_INVALID_VALUE;
+    *n = 4;
     return CUDA_SUCCESS;
 }
 
