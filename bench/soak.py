@@ -41,7 +41,9 @@ TUNERGUARD_OPTIONS=mode=serialize:deadlock=proceed and checks:
     time in the run that is up to 16 MiB, which would hide a leak of a byte a
     call.  The JSON Lines reports say when (ts_ns, CLOCK_MONOTONIC like the
     samples) each thread first captured; each sample's RSS is lowered by
-    256 KiB per thread that had captured by then.  The raw slope is printed
+    256 KiB per thread that had captured and not yet finished by then, and
+    only when libunwind is mapped in the child (glibc's backtrace, the
+    fallback, keeps no such cache).  The raw slope is printed
     too.  The child runs with symbolize=1 (function names, no file:line):
     with file:line, libdw reads line tables as new addresses show up, tens of
     MiB bounded by the debug info, which would hide a leak the same way.
@@ -77,6 +79,7 @@ def child(a):
     waits_seen = [0] * a.threads
     tls = threading.local()
     progress = [0] * a.threads
+    finished_ns = [0] * a.threads
     rss = []
 
     def hook(event, args):
@@ -121,6 +124,7 @@ def child(a):
             progress[k] = c + 1
             if k == 0 and c % a.sample == 0:
                 rss.append((sum(progress), vmrss(), time.monotonic_ns()))
+        finished_ns[k] = time.monotonic_ns()  # its trace cache (if any) is freed at exit, just after
 
     done = threading.Event()
 
@@ -146,7 +150,8 @@ def child(a):
     tot = lambda m: [sum(m[k][i] for k in range(a.threads)) for i in range(n)]  # noqa: E731
     out = {"seconds": round(dt, 2), "entries": tot(entries), "exits": tot(exits), "planned": tot(planned),
            "overlaps": sum(overlaps), "waits_audit": sum(waits_seen), "rss": rss,
-           "outer_calls": a.threads * per_thread}
+           "outer_calls": a.threads * per_thread, "finished_ns": finished_ns,
+           "libunwind_mapped": "libunwind" in open("/proc/self/maps").read()}
     print("SOAK " + json.dumps(out), flush=True)
 
 
@@ -192,8 +197,21 @@ def parent(a):
             e = rec.get("entering") or {}
             if e.get("native"):  # its own capture (view of the calling thread)
                 first_capture[e["tid"]] = min(first_capture.get(e["tid"], rec["ts_ns"]), rec["ts_ns"])
-    caps = sorted(first_capture.values())
-    rss = [(x, k - UNW_TRACE_CACHE_KIB * sum(1 for c in caps if c <= ts), k) for x, k, ts in r["rss"]]
+    # Threads whose cache was mapped at time ts: first capture before it, not
+    # finished yet.  Only when libunwind is the unwinder (glibc's backtrace,
+    # its fallback, keeps no per-thread cache).
+    caps = list(first_capture.values())
+    fin = sorted(r["finished_ns"])
+    per_thread_kib = UNW_TRACE_CACHE_KIB if r["libunwind_mapped"] else 0
+
+    def live_caches(ts):
+        # Reports name OS tids, finish times are per worker: count both.  A
+        # finished thread that never captured makes this too small, so the
+        # correction errs towards a higher slope (a false alarm, never a
+        # hidden leak).
+        return max(0, sum(1 for c in caps if c <= ts) - sum(1 for f in fin if f <= ts))
+
+    rss = [(x, k - per_thread_kib * live_caches(ts), k) for x, k, ts in r["rss"]]
     inrun = rss[1:-1]  # thread 0's samples while all threads run (not the start, not after join)
     # The second half, less its last tenth: threads that finish free their
     # trace caches, which would pull the slope down.
@@ -211,7 +229,7 @@ def parent(a):
                                                                 inrun[-1][2] if inrun else -1, rss[-1][2]],
         "rss_kib_peak": max(pt[2] for pt in rss), "rss_samples_in_run": len(inrun),
         "rss_samples_2nd_half": len(half),
-        "threads_with_libunwind_trace_cache": len(caps),
+        "threads_with_libunwind_trace_cache": len(caps) if r["libunwind_mapped"] else 0,
         "rss_slope_kib_per_100k_calls_2nd_half_raw": round(slope(raw_half) * 1e5, 2),
         "rss_slope_kib_per_100k_calls_2nd_half": round(slope([(x, k) for x, k, _ in half]) * 1e5, 2),
         "child_rc": p.returncode,

@@ -165,7 +165,9 @@ static int frames_show_tuning(const struct tg_thread_view *v)
     return 0;
 }
 
-static void read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
+/* Returns 0 when no consistent copy could be read (out is then zeroed: its
+ * kind NONE means "unknown", not "no call yet"). */
+static int read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
 {
     /* Seqlock read: the owner writes without waiting for us. */
     for (int tries = 0; tries < 100; tries++) {
@@ -175,9 +177,10 @@ static void read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
         memcpy(out, (const void *)&th->last, sizeof *out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0)
-            return;
+            return 1;
     }
     memset(out, 0, sizeof *out);
+    return 0;
 }
 
 /* The hooks for the CUDA side fill these in once it exists. */
@@ -240,7 +243,7 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
     in->ident = o->ident;
     tg_py_capture_frames(in, o->tstate);
     in->entered_ns = tg_ticks_to_ns(o->entered_ns);
-    read_cuda_call(ot, &in->cuda);
+    int read_ok = read_cuda_call(ot, &in->cuda);
     if (in->cuda.kind != TG_CUDA_NONE) {
         in->has_cuda = 1;
         snprintf(in->cuda_fn, sizeof in->cuda_fn, "%s", tg_cuda_fn_name(in->cuda.fn));
@@ -250,7 +253,7 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
             snprintf(in->native_where, sizeof in->native_where, "in %s", in->cuda_fn);
         }
     }
-    if (!in->has_cuda && ot->entry_device >= 0) {
+    if (!in->has_cuda && read_ok && ot->entry_device >= 0) {
         in->has_entry_device = 1;
         in->entry_device = ot->entry_device;
     }
@@ -265,7 +268,7 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
  * concurrently, the seqlock read just copies.  Allocates nothing. */
 static void view_self_cuda(struct tg_thread_view *e, const struct tg_thread *t)
 {
-    read_cuda_call(t, &e->cuda);
+    read_cuda_call(t, &e->cuda); /* its own record: never torn */
     if (e->cuda.kind == TG_CUDA_NONE) {
         e->entry_device = t->entry_device;
         e->has_entry_device = e->entry_device >= 0;
@@ -896,10 +899,12 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         return call_orig(g, args, nargs, kwnames);
 
     /* A thread that has made no CUDA call yet (cold cache: the first tunings
-     * compile before they launch) is known by its current device.  Costs two
-     * loads on every later call; the two driver calls only until the thread's
-     * first recorded CUDA call or a known device. */
-    if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE && t->entry_device < 0, 0))
+     * compile before they launch) is known by its current device, taken at
+     * each outermost entry (it may switch devices).  After the thread's first
+     * recorded CUDA call this is one load; before it, an atomic load while
+     * libcuda is not in use, else two driver calls (reads of the driver's
+     * thread state), on outermost entries only. */
+    if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
         t->entry_device = tg_cuda_current_device();
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
     /* Contended entry: one tgkill(2) per thread inside, because a thread that

@@ -224,7 +224,7 @@ static void check_cuda(void)
         line("WARN", "libcuda.so.1 loads but cuDriverGetVersion %s; check the driver installation",
              get ? "failed" : "is missing");
     check_devices(h);
-    dlclose(h);
+    /* not dlclose'd: after cuInit the driver has threads and state of its own */
 }
 
 static void check_options(const char *lib)
