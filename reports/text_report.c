@@ -325,6 +325,8 @@ static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const 
     tg_w_str(w, ":\n");
     if (r->inside.has_cuda)
         cuda_line(w, r, &r->inside);
+    else if (r->inside.has_entry_device)
+        entry_device_line(w, &r->inside);
     python_stack(w, &r->inside);
     native_stack(w, &r->inside);
     tg_w_char(w, '\n');
