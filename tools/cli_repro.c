@@ -252,9 +252,14 @@ static int gpu_ready(const char *py)
     return rc;
 }
 
+/* devs: "" (both threads' scenarios on device 0), or "A,B" from --devices:
+ * the scenario's first thread on device A, the second on B. */
 static int run_gpu(const char *src, const char *lib, const char *py, int runs, const int *scen, int nscen,
-                   struct recs *rs)
+                   const int devs[2], struct recs *rs)
 {
+    char dev_a[16], dev_b[16];
+    snprintf(dev_a, sizeof dev_a, "%d", devs[0]);
+    snprintf(dev_b, sizeof dev_b, "%d", devs[1]);
     char script[PATH_MAX];
     snprintf(script, sizeof script, "%s/tests/gpu/triton_races.py", src);
     for (int s = 0; s < nscen; s++) {
@@ -270,7 +275,8 @@ static int run_gpu(const char *src, const char *lib, const char *py, int runs, c
                                         {"PYTHONUNBUFFERED", "1"},
                                         {"LD_PRELOAD", m ? lib : NULL},
                                         {"TUNERGUARD_OPTIONS", m ? opts : NULL}};
-                char *argv[] = {(char *)py, script, (char *)all_scenarios[scen[s]], NULL};
+                char *argv[] = {(char *)py, script, (char *)all_scenarios[scen[s]], "--device", dev_a,
+                                "--device2", dev_b, NULL};
                 struct cli_capture cap;
                 if (cli_capture_run(argv, env, 4, work, 300, &cap) < 0)
                     return -1;
@@ -303,7 +309,7 @@ static int run_gpu(const char *src, const char *lib, const char *py, int runs, c
 
 int cli_repro(int argc, char **argv)
 {
-    int gpu = 0, runs = 1, as_json = 0, nscen = 0;
+    int gpu = 0, runs = 1, as_json = 0, nscen = 0, devs[2] = {0, 0}, have_devs = 0;
     int scen[NSCEN];
     const char *py = getenv("PYTHON");
     if (!py || !*py)
@@ -314,6 +320,17 @@ int cli_repro(int argc, char **argv)
             return cli_help("repro");
         if (!strcmp(a, "--gpu")) {
             gpu = 1;
+        } else if (!strcmp(a, "--devices") || !strncmp(a, "--devices=", 10)) {
+            const char *v = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
+            char *e1 = NULL, *e2 = NULL;
+            long d0 = v ? strtol(v, &e1, 10) : -1, d1 = -1;
+            if (v && e1 != v && *e1 == ',')
+                d1 = strtol(e1 + 1, &e2, 10);
+            if (!v || d0 < 0 || d0 > 1023 || d1 < 0 || d1 > 1023 || !e2 || e2 == e1 + 1 || *e2)
+                return cli_usage("repro", "--devices needs two device ordinals, A,B (for example 0,1)");
+            devs[0] = (int)d0;
+            devs[1] = (int)d1;
+            have_devs = 1;
         } else if (!strcmp(a, "--json")) {
             as_json = 1;
         } else if (!strcmp(a, "--runs") || !strncmp(a, "--runs=", 7)) {
@@ -356,11 +373,13 @@ int cli_repro(int argc, char **argv)
     }
     struct recs rs = {0};
     int r;
+    if (have_devs && !gpu)
+        return cli_usage("repro", "--devices needs --gpu (the CPU reproducers choose their stand-in devices)");
     if (gpu) {
         int ready = gpu_ready(py);
         if (ready != 0)
             return ready > 0 ? 0 : 2;
-        r = run_gpu(src, lib, py, runs, scen, nscen, &rs);
+        r = run_gpu(src, lib, py, runs, scen, nscen, devs, &rs);
     } else {
         r = run_cpu(src, lib, py, runs, scen, nscen, &rs);
     }

@@ -55,16 +55,19 @@ static const struct cli_cmd cmds[] = {
      "The program's exit status; 128+N when it was killed by signal N; 126/127 when it could not be executed; "
      "2 for a usage error or when libtunerguard.so is not found.",
      cli_run},
-    {"repro", "repro [--gpu] [--runs N] [--python PY] [SCENARIO...]",
+    {"repro", "repro [--gpu [--devices A,B]] [--runs N] [--python PY] [SCENARIO...]",
      "run the race reproducers without tunerguard, under detect and under serialize",
      "Without --gpu: the CPU reproducers (tests/repro: a model of Triton 3.6's Autotuner and a stand-in libcuda from "
      "the build tree) through tests/repro/run_repro.py. With --gpu: the real-Triton scenarios of "
-     "tests/gpu/triton_races.py, each run in a fresh TRITON_CACHE_DIR; when there is no GPU or no Triton it prints "
+     "tests/gpu/triton_races.py, each run in a fresh TRITON_CACHE_DIR, with the scenario's threads on device 0 "
+     "or, with --devices A,B, alternating between devices A and B (threads on two GPUs share one Autotuner per "
+     "kernel as well); when there is no GPU or no Triton it prints "
      "one \"skipped:\" line and exits 0. Scenarios: seeds004, cached_subclass, hammer, reset_to_zero (default: all). "
      "Prints a table scenario x mode -> outcome (failed / reported / passed), runs, median seconds. Expected: "
      "none -> failed, detect -> reported, serialize -> passed. Needs the source tree (compiled in; "
      "$TUNERGUARD_SOURCE_DIR overrides).",
      {{"--gpu", "use real Triton on a GPU (tests/gpu/triton_races.py)"},
+      {"--devices A,B", "with --gpu: put the scenario's threads on devices A and B in turn (default 0,0)"},
       {"--runs N", "runs of each scenario x mode (default 1)"},
       {"--python PY", "interpreter for the children (default: $PYTHON, else python3)"},
       {"--json", "print the results as one JSON document instead of the table"},

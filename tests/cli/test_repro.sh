@@ -16,6 +16,10 @@ run_tg u repro nosuch
 check "unknown scenario: exit 2 + usage" sh -c "[ $rc = 2 ] && grep -q \"unknown scenario 'nosuch'\" u.err && grep -q '^usage: tunerguard repro' u.err"
 run_tg z repro --runs 0
 check "--runs 0: exit 2" [ "$rc" = 2 ]
+run_tg v repro --gpu --devices 0 seeds004
+check "--devices needs A,B: exit 2 naming the flag" sh -c "[ $rc = 2 ] && grep -q -- '--devices needs two device ordinals' v.err"
+run_tg w repro --devices 0,1 seeds004
+check "--devices without --gpu: exit 2" sh -c "[ $rc = 2 ] && grep -q -- '--devices needs --gpu' w.err"
 run_tg g repro --gpu --runs 1 seeds004
 if grep -q '^skipped:' g.out; then
     check "--gpu without GPU/Triton: one skipped line, exit 0" sh -c "[ $rc = 0 ] && [ \$(wc -l <g.out) = 1 ]"
