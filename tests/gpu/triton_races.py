@@ -231,6 +231,18 @@ def scenario_reset_to_zero(dev, dev2):
     return None
 
 
+def _run_all(threads, errors):
+    """Start the threads, join them; one line about the first exception, or None."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    return None
+
+
 def scenario_seeds004(dev, dev2):
     @triton.autotune(configs=[triton.Config({"N": n}) for n in range(24)], key=[])
     @triton.jit
@@ -251,14 +263,7 @@ def scenario_seeds004(dev, dev2):
             traceback.print_exc()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT)
-    if errors:
-        e = next(iter(errors.values()))
-        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
-    return None
+    return _run_all(threads, errors)
 
 
 def scenario_small(dev, dev2):
@@ -367,13 +372,9 @@ def scenario_keys_loop(dev, dev2, warm=False):
             traceback.print_exc()
 
     threads = [threading.Thread(target=run, args=(i,), name=f"dev{devs[i]}-loop") for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT)
-    if errors:
-        e = next(iter(errors.values()))
-        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    why = _run_all(threads, errors)
+    if why:
+        return why
     wrong = [(i, n, float(x.min().item()), float(x.max().item())) for (i, n), x in xs.items()
              if not torch.all(x == rounds).item()]
     if wrong:
@@ -398,14 +399,7 @@ def _threads_call(call, n, dev, dev2):
             traceback.print_exc()
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(TIMEOUT)
-    if errors:
-        e = next(iter(errors.values()))
-        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
-    return None
+    return _run_all(threads, errors)
 
 
 def main():
