@@ -305,6 +305,41 @@ def scenario_bench_small(dev, dev2):
     return _threads_call(call, 2, dev, dev2)
 
 
+def scenario_bench_spin(dev, dev2):
+    """bench_small with a kernel that spins (SPIN dependent steps per element,
+    milliseconds a launch), so a benchmarking thread spends most of its time
+    blocked in do_bench's synchronize and the other thread's entry finds it
+    there; each device warms its own key, so both configs compile on both.
+    For issue 5's last item (the report names the synchronize on two GPUs).
+    Written at the end of a session with no device time left: not yet run on
+    a GPU (docs/gpu-runs/2026-11-29-issue5-two-gpus.txt says what to run)."""
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256)], key=["n"])
+    @triton.jit
+    def bench_spin(x_ptr, n, spin, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs, mask=offs < n)
+        for _ in range(spin):
+            v = v * 0.5 + 0.5  # only the time it takes matters
+        tl.store(x_ptr + offs, v + 1, mask=offs < n)
+
+    spin = 200_000
+    devs = (dev, dev2)
+    xs = [torch.zeros(1 << 16, device=f"cuda:{d}") for d in devs]
+    for j, d in enumerate(sorted(set(devs))):
+        n = 1024 >> j
+        with torch.cuda.device(d):
+            bench_spin[lambda m, n=n: (triton.cdiv(n, m["BLOCK"]),)](torch.zeros(n, device=f"cuda:{d}"), n, spin)
+        torch.cuda.synchronize(d)
+    grid = lambda m: (triton.cdiv(1 << 16, m["BLOCK"]),)  # noqa: E731
+
+    def call():
+        x = xs[devs.index(torch.cuda.current_device())]
+        x.zero_()
+        bench_spin[grid](x, 1 << 16, spin)
+
+    return _threads_call(call, 2, dev, dev2)
+
+
 def scenario_race_free(dev, dev2):
     """All threads tune one after the other, then launch concurrently: no race,
     so stress=1 must report nothing."""
@@ -405,7 +440,7 @@ def _threads_call(call, n, dev, dev2):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
-                                        "race_free", "bench_small", "keys_loop", "keys_loop_warm"])
+                                        "race_free", "bench_small", "bench_spin", "keys_loop", "keys_loop_warm"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
@@ -413,7 +448,7 @@ def main():
     fn = {"seeds004": scenario_seeds004, "hammer": scenario_hammer,
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
           "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
-          "race_free": scenario_race_free, "bench_small": scenario_bench_small,
+          "race_free": scenario_race_free, "bench_small": scenario_bench_small, "bench_spin": scenario_bench_spin,
           "keys_loop": scenario_keys_loop, "keys_loop_warm": lambda d, d2: scenario_keys_loop(d, d2, warm=True)}[a.scenario]
     why = fn(a.device, dev2)
     if why:
