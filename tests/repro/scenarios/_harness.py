@@ -68,6 +68,39 @@ class Gate:
         self.lib.fakecuda_gate_open()
 
 
+def use_fake_device(dev):
+    """Make the stand-in libcuda's context of device `dev` current on the
+    calling thread (the stand-in has devices 0 to 3)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    lib.fakecuda_ctx.restype = ctypes.c_void_p
+    lib.fakecuda_ctx.argtypes = [ctypes.c_int]
+    lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+    lib.cuCtxSetCurrent(lib.fakecuda_ctx(dev))
+
+
+def run_parked(name, victim, other):
+    """Steps 2-4 above for the single-run scripts (interference.py,
+    two_devices.py): start thread `victim` (its tuning parks in the gate),
+    wait until it parked, run thread `other` to its end, open the gate, join
+    the victim.  Exits EXIT_HARNESS with one line when the victim never parks
+    or a thread does not end."""
+    gate = Gate()
+    gate.arm()
+    v = threading.Thread(target=victim, name=victim.__name__)
+    v.start()
+    if not gate.wait_parked(SAFETY_TIMEOUT_S):
+        sys.stderr.write(f"repro {name}: harness: thread {v.name} never parked in the gate\n")
+        sys.exit(EXIT_HARNESS)
+    o = threading.Thread(target=other, name=other.__name__)
+    o.start()
+    o.join(SAFETY_TIMEOUT_S)
+    gate.open()
+    v.join(SAFETY_TIMEOUT_S)
+    if o.is_alive() or v.is_alive():
+        sys.stderr.write(f"repro {name}: harness: a thread did not end within {SAFETY_TIMEOUT_S:.0f} s\n")
+        sys.exit(EXIT_HARNESS)
+
+
 class Worker(threading.Thread):
     """A thread that runs `body()` once and records how it ended."""
 

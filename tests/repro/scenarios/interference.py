@@ -9,22 +9,14 @@ its first benchmark synchronize (it is benchmarking by then); the hammer
 launches while it is parked; then the gate opens.  Exit status 0 when both
 threads finished, 2 when the choreography could not run.
 """
-import ctypes
-import os
 import sys
-import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model"))
+import _harness  # puts the model package on sys.path
 
 import triton  # noqa: E402  (the model)
 from triton.runtime.driver import driver  # noqa: E402
 
 same = "--same-device" in sys.argv
-lib = ctypes.CDLL("libcuda.so.1")
-lib.fakecuda_ctx.restype = ctypes.c_void_p
-lib.fakecuda_ctx.argtypes = [ctypes.c_int]
-lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
-lib.fakecuda_gate_wait_parked.argtypes = [ctypes.c_double]
 
 
 @triton.autotune(configs=[triton.Config({"N": n}) for n in range(3)], key=[])
@@ -43,7 +35,7 @@ errors = []
 
 def tuner():
     try:
-        lib.cuCtxSetCurrent(lib.fakecuda_ctx(0))
+        _harness.use_fake_device(0)
         tuned_kernel[(1,)]()
     except BaseException as e:  # noqa: B902
         errors.append(e)
@@ -51,7 +43,7 @@ def tuner():
 
 def hammer():
     try:
-        lib.cuCtxSetCurrent(lib.fakecuda_ctx(0 if same else 1))
+        _harness.use_fake_device(0 if same else 1)
         for _ in range(20):
             hammer_kernel[(1,)]()
     except BaseException as e:  # noqa: B902
@@ -59,17 +51,7 @@ def hammer():
 
 
 driver.active.lib  # load libcuda (cuInit) before the gate
-lib.fakecuda_gate_arm()
-t = threading.Thread(target=tuner, name="tuner")
-t.start()
-if not lib.fakecuda_gate_wait_parked(30.0):
-    sys.stderr.write("repro interference: harness: the tuner never parked in the gate\n")
-    sys.exit(2)
-h = threading.Thread(target=hammer, name="hammer")
-h.start()
-h.join()
-lib.fakecuda_gate_open()
-t.join()
+_harness.run_parked("interference", tuner, hammer)
 if errors:
     sys.stderr.write(f"repro interference: FAIL: {errors[0]!r}\n")
     sys.exit(1)

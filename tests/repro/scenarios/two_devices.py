@@ -23,21 +23,13 @@ gate opens.  The tuner thread may then fail as the race makes it fail
 Exit status 0 when both threads ran to their end, 2 when the choreography
 could not run.
 """
-import ctypes
-import os
 import sys
-import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model"))
+import _harness  # puts the model package on sys.path
 
 import triton  # noqa: E402  (the model)
 from triton.runtime.driver import driver  # noqa: E402
 
-lib = ctypes.CDLL("libcuda.so.1")
-lib.fakecuda_ctx.restype = ctypes.c_void_p
-lib.fakecuda_ctx.argtypes = [ctypes.c_int]
-lib.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
-lib.fakecuda_gate_wait_parked.argtypes = [ctypes.c_double]
 
 
 @triton.autotune(configs=[triton.Config({"B": b}) for b in (1, 2, 3)], key=["n"])
@@ -55,7 +47,7 @@ done = {}
 
 
 def tuner():
-    lib.cuCtxSetCurrent(lib.fakecuda_ctx(0))
+    _harness.use_fake_device(0)
     try:
         two_device_kernel[(1,)](2)  # a new key: tunes, parks in the gate
         done["tuner"] = "ok"
@@ -64,7 +56,7 @@ def tuner():
 
 
 def dev1():
-    lib.cuCtxSetCurrent(lib.fakecuda_ctx(1))
+    _harness.use_fake_device(1)
     if "--no-launch" not in sys.argv:
         plain_kernel[(1,)]()     # its last CUDA call before entering: a launch on device 1
     two_device_kernel[(1,)](1)   # the tuned key: enters the tuner "tuner" is inside
@@ -72,19 +64,9 @@ def dev1():
 
 
 driver.active.lib  # load libcuda (cuInit) before the gate
-lib.cuCtxSetCurrent(lib.fakecuda_ctx(1))
+_harness.use_fake_device(1)
 two_device_kernel[(1,)](1)  # tune key n=1 on device 1 first, gate closed
-lib.fakecuda_gate_arm()
-t = threading.Thread(target=tuner, name="tuner")
-t.start()
-if not lib.fakecuda_gate_wait_parked(30.0):
-    sys.stderr.write("repro two_devices: harness: the tuner never parked in the gate\n")
-    sys.exit(2)
-d = threading.Thread(target=dev1, name="dev1")
-d.start()
-d.join()
-lib.fakecuda_gate_open()
-t.join()
+_harness.run_parked("two_devices", tuner, dev1)
 if done.get("dev1") != "ok":
     sys.stderr.write(f"repro two_devices: harness: thread dev1 did not finish: {done}\n")
     sys.exit(2)
