@@ -29,6 +29,9 @@ static struct sigaction tg__old[TG__NSIG];
 static _Atomic int tg__installed;
 static atomic_flag tg__in_handler = ATOMIC_FLAG_INIT;
 static char tg__stem[1100];     /* "<log_path>[.rank<R>]", or "stderr" */
+static long tg__rank = -1;      /* $RANK, -1 unset */
+static const char *tg__mode;    /* "detect" | "serialize" | NULL (tg_fatal_set_context) */
+static uint64_t *tg__seq;       /* the process's report counter, or NULL */
 
 typedef const char *(*tg__dump_fn)(int fd, void *interp, void *tstate);
 static tg__dump_fn tg__py_dump;
@@ -138,12 +141,60 @@ static void resolve_modules(void *const *pcs, int n, struct frame_mod *fm)
     close(fd);
 }
 
+/* ---- one capture per signal ------------------------------------------------- */
+
+/* What both writers show.  Static, not on the stack: the handler runs on
+ * one thread at a time (tg__in_handler) and may be on a small alternate
+ * signal stack; the tests call the writers from one thread. */
+static struct fatal_capture {
+    int sig;
+    const siginfo_t *info;
+    pid_t pid, tid;
+    uint64_t now_ns;
+    int n;
+    void *pcs[TG_MAX_NATIVE_FRAMES];
+    struct frame_mod fm[TG_MAX_NATIVE_FRAMES];
+} tg__cap;
+
+static void capture(int sig, const void *info)
+{
+    struct fatal_capture *c = &tg__cap;
+    c->sig = sig;
+    c->info = info;
+    c->pid = getpid();
+    c->tid = (pid_t)syscall(SYS_gettid);
+    c->now_ns = tg_ticks_to_ns(tg_ticks());
+    c->n = tg_native_capture(c->pcs, TG_MAX_NATIVE_FRAMES, 0);
+    resolve_modules(c->pcs, c->n, c->fm);
+}
+
+/* The innermost tuner the receiving thread is inside (of its sessions, the
+ * one it entered last) and its slot there, or NULL.  Found through the
+ * table, not the thread's held[] list, so it reads only what tg_tuner_enter
+ * wrote.  The table's entries are never freed; a field read mid-update gives
+ * a stale value, not a fault. */
+static const struct tg_occupant *own_session(const struct tg_tuner **tuner)
+{
+    const struct tg_thread *self = tg__self();
+    const struct tg_occupant *best = NULL;
+    int cursor = 0;
+    struct tg_tuner *u;
+    *tuner = NULL;
+    while (self && (u = tg_tuner_next(&cursor)) != NULL)
+        for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+            if (u->occ[i].thread == self && (!best || u->occ[i].entered_ns >= best->entered_ns)) {
+                best = &u->occ[i];
+                *tuner = u;
+            }
+    return best;
+}
+
 /* ---- the block --------------------------------------------------------------- */
 
 static void write_tuners(struct tg_w *w)
 {
     int cursor = 0, any = 0;
-    uint64_t now = tg_ticks_to_ns(tg_ticks());
+    uint64_t now = tg__cap.now_ns;
     struct tg_tuner *u;
     while ((u = tg_tuner_next(&cursor)) != NULL) {
         int nocc = u->nocc, waiters = u->waiters;
@@ -169,6 +220,10 @@ static void write_tuners(struct tg_w *w)
             tg_w_duration(w, now > in ? now - in : 0);
             tg_w_str(w, " (depth ");
             tg_w_i64(w, o->depth);
+            if (o->race_seq) {
+                tg_w_str(w, "; raced, report #");
+                tg_w_u64(w, o->race_seq);
+            }
             tg_w_char(w, ')');
         }
         if (nocc == 0)
@@ -184,13 +239,14 @@ static void write_tuners(struct tg_w *w)
         tg_w_str(w, "    (no thread is inside a tuner)\n");
 }
 
-void tg_fatal_write_block(int fd, int sig, const void *siginfo)
+static void write_block(int fd)
 {
-    const siginfo_t *info = siginfo;
-    struct tg_w w;
+    const struct fatal_capture *c = &tg__cap;
+    const siginfo_t *info = c->info;
+    int sig = c->sig, n = c->n;
+    pid_t pid = c->pid, tid = c->tid;
+    static struct tg_w w;      /* static: see tg__cap */
     tg_w_init(&w, fd);
-    pid_t pid = getpid();
-    pid_t tid = (pid_t)syscall(SYS_gettid);
     tg_w_str(&w, "==================\nWARNING: tunerguard: fatal signal ");
     tg_w_str(&w, sig_name(sig));
     tg_w_str(&w, " (pid=");
@@ -208,10 +264,8 @@ void tg_fatal_write_block(int fd, int sig, const void *siginfo)
     tg_w_str(&w, "\n\n  Native stack of tid=");
     tg_w_i64(&w, tid);
     tg_w_str(&w, " (innermost first, handler frames included):\n");
-    void *pcs[TG_MAX_NATIVE_FRAMES];
-    int n = tg_native_capture(pcs, TG_MAX_NATIVE_FRAMES, 0);
-    struct frame_mod fm[TG_MAX_NATIVE_FRAMES];
-    resolve_modules(pcs, n, fm);
+    void *const *pcs = c->pcs;
+    const struct frame_mod *fm = c->fm;
     for (int i = 0; i < n; i++) {
         tg_w_str(&w, "    #");
         tg_w_i64(&w, i);
@@ -228,6 +282,28 @@ void tg_fatal_write_block(int fd, int sig, const void *siginfo)
     }
     if (n == 0)
         tg_w_str(&w, "    <no native stack: unwinder not loaded>\n");
+    const struct tg_tuner *own;
+    const struct tg_occupant *o = own_session(&own);
+    if (own) {
+        tg_w_str(&w, "\n  tid=");
+        tg_w_i64(&w, tid);
+        tg_w_str(&w, " was inside tuner instance ");
+        tg_w_hex(&w, own->key);
+        if (o && o->raced_tid) {
+            tg_w_str(&w, " in a session that raced with thread '");
+            tg_w_strn(&w, o->raced_name, sizeof o->raced_name);
+            tg_w_str(&w, "' (tid=");
+            tg_w_i64(&w, o->raced_tid);
+            if (o->race_seq) {
+                tg_w_str(&w, "): race report #");
+                tg_w_u64(&w, o->race_seq);
+                tg_w_str(&w, " of this process");
+            } else {
+                tg_w_str(&w, "; no report of its own: a repeat or low severity)");
+            }
+        }
+        tg_w_str(&w, ".\n");
+    }
     tg_w_str(&w, "\n  Tuner state (who is inside which tuner):\n");
     write_tuners(&w);
     tg_w_str(&w, "\n  Python stacks of all threads (faulthandler format):\n");
@@ -253,24 +329,169 @@ void tg_fatal_write_block(int fd, int sig, const void *siginfo)
     tg_w_flush(&w);
 }
 
-/* The text report's descriptor, opening <stem>.<pid>.txt if no report was
- * written yet.  *opened = 1 when this function opened it.  -1: none. */
-static int report_fd(int *opened)
+/* ---- the JSON line ------------------------------------------------------------ */
+
+static void j_hex(struct tg_w *w, uint64_t v)
+{
+    tg_w_char(w, '"');
+    tg_w_hex(w, v);
+    tg_w_char(w, '"');
+}
+
+static void j_seq(struct tg_w *w, uint64_t seq)
+{
+    if (seq)
+        tg_w_u64(w, seq);
+    else
+        tg_w_str(w, "null");
+}
+
+/* One "kind":"fatal" object (docs/report-schema.md), same capture as the
+ * text block. */
+static void write_jsonl(int fd)
+{
+    const struct fatal_capture *c = &tg__cap;
+    static struct tg_w w;      /* static: see tg__cap */
+    tg_w_init(&w, fd);
+    uint64_t before = tg__seq ? __atomic_load_n(tg__seq, __ATOMIC_RELAXED) : 0;
+    uint64_t seq = tg__seq ? __atomic_add_fetch(tg__seq, 1, __ATOMIC_RELAXED) : before + 1;
+    tg_w_str(&w, "{\"schema\":1,\"kind\":\"fatal\",\"seq\":");
+    tg_w_u64(&w, seq);
+    tg_w_str(&w, ",\"pid\":");
+    tg_w_i64(&w, c->pid);
+    tg_w_str(&w, ",\"rank\":");
+    if (tg__rank >= 0)
+        tg_w_i64(&w, tg__rank);
+    else
+        tg_w_str(&w, "null");
+    tg_w_str(&w, ",\"mode\":");
+    if (tg__mode) {
+        tg_w_char(&w, '"');
+        tg_w_str(&w, tg__mode);
+        tg_w_char(&w, '"');
+    } else {
+        tg_w_str(&w, "null");
+    }
+    tg_w_str(&w, ",\"ts_ns\":");
+    tg_w_u64(&w, c->now_ns);
+    const struct tg_tuner *own;
+    const struct tg_occupant *o = own_session(&own);
+    tg_w_str(&w, ",\"tuner\":");
+    if (own) {
+        tg_w_str(&w, "{\"class\":null,\"method\":null,\"kernel\":null,\"instance\":");
+        j_hex(&w, own->key);
+        tg_w_char(&w, '}');
+    } else {
+        tg_w_str(&w, "null");
+    }
+    tg_w_str(&w, ",\"location\":null,\"entering\":null,\"signal\":\"");
+    tg_w_str(&w, sig_name(c->sig));
+    tg_w_str(&w, "\",\"signo\":");
+    tg_w_i64(&w, c->sig);
+    tg_w_str(&w, ",\"si_code\":");
+    if (c->info)
+        tg_w_i64(&w, c->info->si_code);
+    else
+        tg_w_str(&w, "null");
+    tg_w_str(&w, ",\"fault_addr\":");
+    if (c->info && c->sig != SIGABRT && c->info->si_code > 0)
+        j_hex(&w, (uint64_t)(uintptr_t)c->info->si_addr);
+    else
+        tg_w_str(&w, "null");
+    tg_w_str(&w, ",\"tid\":");
+    tg_w_i64(&w, c->tid);
+    tg_w_str(&w, ",\"native\":[");
+    for (int i = 0; i < c->n; i++) {
+        tg_w_str(&w, i ? ",{\"pc\":" : "{\"pc\":");
+        j_hex(&w, (uint64_t)(uintptr_t)c->pcs[i]);
+        tg_w_str(&w, ",\"symbol\":");
+        if (c->fm[i].mod[0]) {  /* the text reports' unsymbolized shape: "?? (module+0xoff)" */
+            static struct tg_w sym; /* formatted in its buffer, never flushed */
+            tg_w_init(&sym, -1);
+            tg_w_str(&sym, "?? (");
+            tg_w_str(&sym, c->fm[i].mod);
+            tg_w_char(&sym, '+');
+            tg_w_hex(&sym, c->fm[i].off);
+            tg_w_char(&sym, ')');
+            tg_w_json_str(&w, sym.buf, sym.len);
+        } else {
+            tg_w_str(&w, "null");
+        }
+        tg_w_str(&w, ",\"file\":null,\"line\":null}");
+    }
+    tg_w_str(&w, "],\"tuners\":[");
+    int cursor = 0, any = 0;
+    struct tg_tuner *u;
+    while ((u = tg_tuner_next(&cursor)) != NULL) {
+        int nocc = u->nocc, waiters = u->waiters;
+        if (nocc <= 0 && waiters <= 0)
+            continue;
+        tg_w_str(&w, any++ ? ",{\"instance\":" : "{\"instance\":");
+        j_hex(&w, u->key);
+        tg_w_str(&w, ",\"occupants\":[");
+        for (int i = 0, shown = 0; i < TG_TUNER_MAX_OCC; i++) {
+            const struct tg_occupant *x = &u->occ[i];
+            if (!x->thread)     /* as in write_tuners: the tid copied at entry */
+                continue;
+            tg_w_str(&w, shown++ ? ",{\"tid\":" : "{\"tid\":");
+            tg_w_i64(&w, x->tid);
+            uint64_t in = tg_ticks_to_ns(x->entered_ns);
+            tg_w_str(&w, ",\"inside_ns\":");
+            tg_w_u64(&w, c->now_ns > in ? c->now_ns - in : 0);
+            tg_w_str(&w, ",\"depth\":");
+            tg_w_i64(&w, x->depth);
+            tg_w_str(&w, ",\"race_seq\":");
+            j_seq(&w, x->race_seq);
+            tg_w_char(&w, '}');
+        }
+        tg_w_str(&w, "],\"waiters\":");
+        tg_w_i64(&w, waiters > 0 ? waiters : 0);
+        tg_w_char(&w, '}');
+    }
+    tg_w_str(&w, "],\"race_seq\":");
+    j_seq(&w, o ? o->race_seq : 0);
+    tg_w_str(&w, ",\"reports_before\":");
+    tg_w_u64(&w, before);
+    tg_w_str(&w, "}\n");
+    tg_w_flush(&w);
+}
+
+void tg_fatal_write_block(int fd, int sig, const void *siginfo)
+{
+    capture(sig, siginfo);
+    write_block(fd);
+}
+
+void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
+{
+    capture(sig, siginfo);
+    write_jsonl(fd);
+}
+
+
+/* The descriptor of the text report (ext ".txt") or the JSON Lines report
+ * (".jsonl"), opening <stem>.<pid><ext> if no report was written yet.
+ * *opened = 1 when this function opened it.  -1: none (no JSON Lines with
+ * log_path=stderr, or the file cannot be created). */
+static int report_fd(int *opened, const char *ext)
 {
     int txt, jsonl;
+    int is_txt = ext[1] == 't';
     *opened = 0;
     tg_sink_signal_fds(&txt, &jsonl);
-    if (txt >= 0)
+    if (is_txt && txt >= 0)
         return txt;
+    if (!is_txt && jsonl >= 0)
+        return jsonl;
     if (strcmp(tg__stem, "stderr") == 0)
-        return 2;
+        return is_txt ? 2 : -1;
     char path[1200];
-    struct tg_w w; /* format the path into w.buf, never flushed */
+    static struct tg_w w; /* format the path into w.buf, never flushed */
     tg_w_init(&w, -1);
     tg_w_str(&w, tg__stem);
     tg_w_char(&w, '.');
     tg_w_i64(&w, getpid());
-    tg_w_str(&w, ".txt");
+    tg_w_str(&w, ext);
     size_t len = w.len < sizeof path - 1 ? w.len : sizeof path - 1;
     memcpy(path, w.buf, len);
     path[len] = '\0';
@@ -278,12 +499,14 @@ static int report_fd(int *opened)
     if (fd < 0)
         return -1;
     *opened = 1;
-    struct tg_w note;
-    tg_w_init(&note, 2);
-    tg_w_str(&note, "tunerguard: fatal signal; report in ");
-    tg_w_str(&note, path);
-    tg_w_char(&note, '\n');
-    tg_w_flush(&note);
+    if (is_txt) {
+        struct tg_w note;
+        tg_w_init(&note, 2);
+        tg_w_str(&note, "tunerguard: fatal signal; report in ");
+        tg_w_str(&note, path);
+        tg_w_char(&note, '\n');
+        tg_w_flush(&note);
+    }
     return fd;
 }
 
@@ -295,9 +518,15 @@ static void handler(int sig, siginfo_t *info, void *uc)
     while (idx < TG__NSIG && tg__fatal_sigs[idx] != sig)
         idx++;
     if (!atomic_flag_test_and_set(&tg__in_handler)) {
+        capture(sig, info);
         int opened;
-        int fd = report_fd(&opened);
-        tg_fatal_write_block(fd >= 0 ? fd : 2, sig, info);
+        int fd = report_fd(&opened, ".txt");
+        write_block(fd >= 0 ? fd : 2);
+        if (opened)
+            close(fd);
+        fd = report_fd(&opened, ".jsonl"); /* none with log_path=stderr, as for reports */
+        if (fd >= 0)
+            write_jsonl(fd);
         if (opened)
             close(fd);
         tg_trace_signal_flush();
@@ -311,6 +540,12 @@ static void handler(int sig, siginfo_t *info, void *uc)
         raise(sig);  /* sent (kill, raise, abort): blocked now, delivered on return */
     /* a hardware fault re-executes the faulting instruction on return */
     errno = saved;
+}
+
+void tg_fatal_set_context(const char *mode, uint64_t *seq)
+{
+    tg__mode = mode;
+    tg__seq = seq;
 }
 
 int tg_fatal_install(const char *log_path, int require_python)
@@ -328,7 +563,9 @@ int tg_fatal_install(const char *log_path, int require_python)
     const char *env = getenv("RANK");
     char *end = NULL;
     long rank = env && env[0] ? strtol(env, &end, 10) : -1;
-    if (strcmp(prefix, "stderr") != 0 && env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
+    if (env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
+        tg__rank = rank;
+    if (strcmp(prefix, "stderr") != 0 && tg__rank >= 0)
         snprintf(tg__stem, sizeof tg__stem, "%s.rank%ld", prefix, rank);
     else
         snprintf(tg__stem, sizeof tg__stem, "%s", prefix);

@@ -13,9 +13,16 @@
  * instruction for hardware faults), so faulthandler, other handlers and the
  * default action (core dump, exit status) still happen.  A second fatal
  * signal while the block is being written (another thread, or a fault in the
- * handler itself) skips straight to chaining. */
+ * handler itself) skips straight to chaining.
+ *
+ * After the text block it writes one JSON Lines record, "kind":"fatal"
+ * (docs/report-schema.md), to the JSON Lines report (opened the same way;
+ * none with log_path=stderr): the same stack and tuner state, and the link to
+ * the race report of the session the receiving thread was in, if any. */
 #ifndef TG_FATAL_H
 #define TG_FATAL_H
+
+#include <stdint.h>
 
 /* Install the handlers (once; later calls return 0 and do nothing).  Not
  * signal-safe: resolves the CPython functions with dlsym and saves the
@@ -24,8 +31,16 @@
  * log_path as for the sink.  Returns 1 installed, 0 already, -1 skipped. */
 int tg_fatal_install(const char *log_path, int require_python);
 
-/* Write the block for signal sig to fd (no chaining): what the handler
- * does, callable from tests.  Async-signal-safe. */
+/* What the JSON Lines record says of the process: mode ("detect",
+ * "serialize"; a string that lives forever) and the counter that numbers its
+ * reports (the record takes the next seq from it; reports_before is its value
+ * before).  NULLs: "mode":null, seq 1.  Call before tg_fatal_install. */
+void tg_fatal_set_context(const char *mode, uint64_t *seq);
+
+/* Write the block, or the JSON Lines record, for signal sig to fd (no
+ * chaining): what the handler does, callable from tests.  Async-signal-safe;
+ * not reentrant (one static capture). */
 void tg_fatal_write_block(int fd, int sig, const void *siginfo);
+void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo);
 
 #endif

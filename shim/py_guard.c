@@ -1048,8 +1048,10 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
         goto done;
     }
     tg__info(2, "guarding %s (%s)", g->method, why);
-    if (nguards == 1) /* a process with something to guard: worth a crash report */
+    if (nguards == 1) { /* a process with something to guard: worth a crash report */
+        tg_fatal_set_context(tg_mode_name(tg_opts.mode), &stats.reports);
         tg_fatal_install(tg_opts.log_path, 1);
+    }
     rc = 1;
 done:
     if (value)

@@ -80,9 +80,23 @@ def main():
     p, text, jsonl = run(args, "race_segv.py", "mode=detect:verbosity=1")
     race_at = text.find("WARNING: tunerguard: thread entered a tuner")
     fatal_at = text.find("fatal signal SIGSEGV")
+    recs = [json.loads(x) for x in jsonl]
     check("a race then a segfault: dies by SIGSEGV, the race report complete before the fatal block",
           p.returncode == -11 and 0 <= race_at < fatal_at and "SUMMARY: tunerguard: tuner race" in text
-          and len(jsonl) >= 1 and all(json.loads(x)["kind"] == "race" for x in jsonl), p, text)
+          and [r["kind"] for r in recs] == ["race", "fatal"] and recs[1]["race_seq"] is None, p, jsonl)
+    # A high-severity race, then the thread that entered second dies inside
+    # that session: the fatal record names the tuner and links the report.
+    p, text, jsonl = run(args, "race_segv.py", "mode=detect", ["bench"])
+    recs = [json.loads(x) for x in jsonl]
+    race, fatal = (recs + [{}, {}])[:2]
+    check("a race while benchmarking, then a segfault inside that session: the fatal record links the race",
+          p.returncode == -11 and [r.get("kind") for r in recs] == ["race", "fatal"]
+          and race["severity"] == "high" and fatal["signal"] == "SIGSEGV"
+          and fatal["race_seq"] == race["seq"] and fatal["reports_before"] == 1
+          and fatal["tuner"]["instance"] == race["tuner"]["instance"]
+          and fatal["tid"] == race["entering"]["tid"]
+          and f"in a session that raced with thread 'holder' (tid={race['inside']['tid']}): race report "
+              f"#{race['seq']} of this process" in text, p, jsonl)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",

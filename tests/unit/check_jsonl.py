@@ -80,7 +80,12 @@ TOP = {
     "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
                       inside="object"),
     "interference": dict(TOP_COMMON, interference="object"),
+    "fatal": dict(TOP_COMMON, tuner=("object", "null"), location="null", entering="null", signal="str",
+                  signo="uint", si_code=("int", "null"), fault_addr=("hex", "null"), tid="uint",
+                  native="list", tuners="list", race_seq=("uint", "null"), reports_before="uint"),
 }
+FATAL_TUNER = {"instance": "hex", "occupants": "list", "waiters": "uint"}
+FATAL_OCCUPANT = {"tid": "int", "inside_ns": "uint", "depth": "int", "race_seq": ("uint", "null")}
 INTERFERENCE = {"device": "uint", "foreign_launches": "uint", "own_launches": "uint",
                 "cuda_kernel": ("str", "null"), "best_config": ("str", "null"), "from": "list",
                 "gpu": ("object", "null")}
@@ -143,6 +148,16 @@ def check_report(where, r):
         fail(where, f"unknown kind {kind!r}")
         return
     check_obj(where, r, TOP[kind])
+    if kind == "fatal":
+        if r.get("tuner") is not None:
+            check_obj(f"{where}.tuner", r["tuner"], TUNER)
+        for i, f in enumerate(r.get("native") or []):
+            check_obj(f"{where}.native[{i}]", f, NATIVE)
+        for i, u in enumerate(r.get("tuners") or []):
+            check_obj(f"{where}.tuners[{i}]", u, FATAL_TUNER)
+            for j, o in enumerate((u or {}).get("occupants") or []):
+                check_obj(f"{where}.tuners[{i}].occupants[{j}]", o, FATAL_OCCUPANT)
+        return
     check_obj(f"{where}.tuner", r.get("tuner"), TUNER)
     if isinstance(r.get("location"), dict):
         check_obj(f"{where}.location", r["location"], FRAME)

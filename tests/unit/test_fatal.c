@@ -102,6 +102,60 @@ Test(fatal, segv_leaves_block_and_dies_by_segv)
     const char *text = slurp(path);
     check_block(text, "SIGSEGV", pid);
     cr_assert_not_null(strstr(text, ", fault address 0x8\n"), "%s", text);
+    cr_assert_not_null(strstr(text, "was inside tuner instance 0x7f3a1c2b4d10.\n"), "%s", text);
+    /* The JSON Lines record, in a file the handler created (no report before). */
+    snprintf(path, sizeof path, "%s.%d.jsonl", prefix, (int)pid);
+    const char *ex[] = {"1:kind=\"fatal\"", "1:seq=1", "1:mode=null", "1:signal=\"SIGSEGV\"", "1:signo=11",
+                        "1:fault_addr=\"0x8\"", "1:tuner.instance=\"0x7f3a1c2b4d10\"",
+                        "1:tuners.0.instance=\"0x7f3a1c2b4d10\"", "1:tuners.0.occupants.0.depth=2",
+                        "1:tuners.0.waiters=1", "1:race_seq=null", "1:reports_before=0", NULL};
+    cr_assert_eq(run_jsonl_checker(path, 1, ex), 0, "check_jsonl.py failed on %s", path);
+    char want[64];
+    snprintf(want, sizeof want, "\"tid\":%d,\"native\":[{", (int)pid);
+    cr_assert_not_null(strstr(slurp(path), want), "no receiving thread or no native frame:\n%s", slurp(path));
+    cr_assert_not_null(strstr(slurp(path), "\"symbol\":\"?? (test_fatal+0x"), "%s", slurp(path));
+}
+
+/* A race, then a crash of the thread that raced: the block and the JSON
+ * record both name the race report of the session the thread died in, and
+ * the record takes the next seq from the process's report counter. */
+Test(fatal, crash_links_to_the_race_of_its_session)
+{
+    setup_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_setup_inside();
+        static struct tg_report r;
+        fx_race_high(&r);
+        r.pid = getpid();
+        tg_sink_emit(&r);
+        static uint64_t reports = 1;
+        struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4d10);
+        struct tg_occupant *o = &u->occ[0];
+        o->race_seq = 1;
+        o->raced_tid = 4243;
+        snprintf(o->raced_name, sizeof o->raced_name, "worker-1");
+        tg_fatal_set_context("detect", &reports);
+        tg_fatal_install(prefix, 0);
+        volatile uintptr_t bad = 16;
+        *(volatile int *)bad = 1;
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+    char path[256];
+    txt_path(path, sizeof path, pid);
+    const char *text = slurp(path);
+    cr_assert_not_null(strstr(text, "was inside tuner instance 0x7f3a1c2b4d10 in a session that raced with thread "
+                                    "'worker-1' (tid=4243): race report #1 of this process.\n"), "%s", text);
+    cr_assert_not_null(strstr(text, " (depth 2; raced, report #1), 1 thread waiting\n"), "%s", text);
+    snprintf(path, sizeof path, "%s.%d.jsonl", prefix, (int)pid);
+    const char *ex[] = {"1:kind=\"race\"", "2:kind=\"fatal\"", "2:seq=2", "2:mode=\"detect\"",
+                        "2:fault_addr=\"0x10\"", "2:race_seq=1", "2:reports_before=1",
+                        "2:tuners.0.occupants.0.race_seq=1", NULL};
+    cr_assert_eq(run_jsonl_checker(path, 2, ex), 0, "check_jsonl.py failed on %s", path);
 }
 
 static int marker_fd = -1;
@@ -190,6 +244,10 @@ Test(fatal, stderr_mode_writes_to_fd2)
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGFPE);
     check_block(slurp(errf), "SIGFPE", pid);
+    char path[256];
+    struct stat sb;
+    snprintf(path, sizeof path, "stderr.%d.jsonl", (int)pid);
+    cr_assert_neq(stat(path, &sb), 0, "log_path=stderr wrote %s", path);
 }
 
 /* SIGKILL a millisecond after a race: the text and JSON Lines reports are
