@@ -79,12 +79,15 @@ static const struct cli_cmd cmds[] = {
      "PATH is a report file or a directory of them. Per process, the JSON Lines file "
      "(<prefix>.<pid>.jsonl or <prefix>.rank<R>.<pid>.jsonl) is read; the text file (.txt) is the fallback when "
      "there is no .jsonl. Prints races per kernel with their severity, the processes and ranks involved, the first "
-     "occurrence (earliest ts_ns and its file) and the SUMMARY lines.",
+     "occurrence (earliest ts_ns and its file), the processes that died of a fatal signal (SIGSEGV, SIGBUS, "
+     "SIGABRT, SIGFPE, SIGILL: the signal, the thread, and the kernel whose tuner it was inside, linked to that "
+     "process's race report) and the SUMMARY lines.",
      {{"--json", "print the summary as one JSON document"},
       {"--trace OUT", "merge the Chrome trace files (<prefix>.<pid>.trace.json, possibly truncated) found under the "
                       "PATHs into OUT, one file for Perfetto or chrome://tracing"},
       {"-h, --help", "this help"}},
-     "0 when no race was found; 1 when races were found; 2 usage error, or no report file under the PATHs.",
+     "0 when no race and no fatal signal was found; 1 when races or processes that died of a fatal signal were "
+     "found; 2 usage error, or no report file under the PATHs.",
      cli_report},
     {"doctor", "doctor [--python PY]",
      "check what would happen if a program were run here",
