@@ -42,7 +42,7 @@ def main():
     dev2 = a.device if a.device2 is None else a.device2
     benchmarking = threading.Event()
 
-    def pre_hook(nargs):
+    def pre_hook(nargs, reset_only=False):  # Triton 3.6 also calls it with reset_only=True
         name = threading.current_thread().name
         if name == "holder":
             benchmarking.set()
