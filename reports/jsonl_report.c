@@ -314,6 +314,7 @@ int tg_report_write_jsonl(int fd, const struct tg_report *r)
         tg_w_str(&w, r->high_severity ? "high" : "low");
         tg_w_str(&w, "\",\"serialized\":");
         bool_(&w, r->serialized);
+        tg_w_str(&w, r->seen_at_exit ? ",\"seen_at\":\"exit\"" : ",\"seen_at\":\"entry\"");
         tg_w_str(&w, ",\"entering\":");
         thread(&w, r, &r->entering);
         tg_w_str(&w, ",\"inside\":");

@@ -112,6 +112,9 @@ struct tg_report {
     const char *mode;          /* "detect" | "serialize" */
     int high_severity;         /* thread inside was benchmarking */
     int serialized;            /* serialize mode: the entering thread waited */
+    int seen_at_exit;          /* TG_REPORT_RACE: seen when the thread inside returned
+                                  (clearing the tuner's arguments) while the entering
+                                  thread was benchmarking, not at the entry */
     char tuner_class[96];      /* e.g. "triton.runtime.autotuner.Autotuner" */
     char method[64];           /* e.g. "Autotuner.run" */
     char kernel[128];          /* kernel function name, "?" if unknown */

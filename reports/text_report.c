@@ -232,7 +232,35 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
     tg_w_str(w, "\n" FENCE);
 }
 
-static void write_race(struct tg_w *w, const struct tg_report *r)
+/* ", benchmarking (N launches, M synchronizations)" or ", not benchmarking" */
+static void benchmarking(struct tg_w *w, const struct tg_thread_view *v)
+{
+    if (v->benchmarking && v->launches == 0 && v->syncs == 0) {
+        tg_w_str(w, ", benchmarking");  /* known from its frames, counts unknown */
+    } else if (v->benchmarking) {
+        tg_w_str(w, ", benchmarking (");
+        tg_w_u64(w, v->launches);
+        tg_w_str(w, v->launches == 1 ? " launch, " : " launches, ");
+        tg_w_u64(w, v->syncs);
+        tg_w_str(w, v->syncs == 1 ? " synchronization)" : " synchronizations)");
+    } else {
+        tg_w_str(w, ", not benchmarking");
+    }
+}
+
+static void thread_block(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+{
+    if (v->has_cuda)
+        cuda_line(w, r, v);
+    else if (v->has_entry_device)
+        entry_device_line(w, v);
+    python_stack(w, v);
+    native_stack(w, v);
+    tg_w_char(w, '\n');
+}
+
+/* A race seen at entry: the entering thread found another one inside. */
+static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
 {
     const struct tg_thread_view *e = &r->entering, *in = &r->inside;
     header(w, r, "thread entered a tuner another thread is inside");
@@ -242,13 +270,7 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, " by ");
     thread_name(w, e);
     tg_w_str(w, ":\n");
-    if (e->has_cuda)
-        cuda_line(w, r, e);
-    else if (e->has_entry_device)
-        entry_device_line(w, e);
-    python_stack(w, e);
-    native_stack(w, e);
-    tg_w_char(w, '\n');
+    thread_block(w, r, e);
 
     tg_w_str(w, "  Previous call, still inside, by ");
     thread_name(w, in);
@@ -257,25 +279,9 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
         tg_w_duration(w, r->ts_ns - in->entered_ns);
         tg_w_str(w, " earlier");
     }
-    if (in->benchmarking && in->launches == 0 && in->syncs == 0) {
-        tg_w_str(w, ", benchmarking");  /* known from its frames, counts unknown */
-    } else if (in->benchmarking) {
-        tg_w_str(w, ", benchmarking (");
-        tg_w_u64(w, in->launches);
-        tg_w_str(w, in->launches == 1 ? " launch, " : " launches, ");
-        tg_w_u64(w, in->syncs);
-        tg_w_str(w, in->syncs == 1 ? " synchronization)" : " synchronizations)");
-    } else {
-        tg_w_str(w, ", not benchmarking");
-    }
+    benchmarking(w, in);
     tg_w_str(w, ":\n");
-    if (in->has_cuda)
-        cuda_line(w, r, in);
-    else if (in->has_entry_device)
-        entry_device_line(w, in);
-    python_stack(w, in);
-    native_stack(w, in);
-    tg_w_char(w, '\n');
+    thread_block(w, r, in);
 
     if (r->high_severity)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
@@ -286,6 +292,51 @@ static void write_race(struct tg_w *w, const struct tg_report *r)
     if (r->serialized)
         tg_w_str(w, "  serialize mode: the entering thread waited until the tuner was free.\n");
     summary(w, r, "tuner race");
+}
+
+/* A race seen when the thread inside returned: the thread that entered
+ * during its call was benchmarking by then (seen_at_exit). */
+static void write_race_at_exit(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    header(w, r, "a call left a tuner while another thread was benchmarking in it");
+
+    tg_w_str(w, "  Call of ");
+    tuner_line(w, r);
+    tg_w_str(w, " by ");
+    thread_name(w, e);
+    if (e->entered_ns && in->entered_ns && e->entered_ns >= in->entered_ns) {
+        tg_w_str(w, ", entered ");
+        tg_w_duration(w, e->entered_ns - in->entered_ns);
+        tg_w_str(w, " after the call below");
+    }
+    benchmarking(w, e);
+    tg_w_str(w, ", still inside:\n");
+    thread_block(w, r, e);
+
+    tg_w_str(w, "  Previous call, returned just now, by ");
+    thread_name(w, in);
+    if (in->entered_ns && r->ts_ns >= in->entered_ns) {
+        tg_w_str(w, ", entered ");
+        tg_w_duration(w, r->ts_ns - in->entered_ns);
+        tg_w_str(w, " earlier");
+    }
+    benchmarking(w, in);
+    tg_w_str(w, ":\n");
+    thread_block(w, r, in);
+
+    tg_w_str(w, "  Severity: high: the earlier call returned while the later one was benchmarking;"
+                " its return clears the arguments on the shared tuner (Autotuner.run ends with"
+                " self.nargs = None) that the benchmarking call reads next.\n");
+    summary(w, r, "tuner race");
+}
+
+static void write_race(struct tg_w *w, const struct tg_report *r)
+{
+    if (r->seen_at_exit)
+        write_race_at_exit(w, r);
+    else
+        write_race_at_entry(w, r);
 }
 
 static void write_replaced(struct tg_w *w, const struct tg_report *r)

@@ -342,6 +342,38 @@ struct race_link {
     uint64_t seq;       /* its report's seq, 0 if it was a repeat */
 };
 
+/* Count race report r (filled, suppressions checked) and write it, unless
+ * it repeats one already written: same instance, same code locations on both
+ * sides, same `salt` (what saw it).  Returns its seq, 0 for a repeat (counted
+ * in races_seen only).  halt_on_race ends the process here.  GIL and the
+ * report lock held. */
+static uint64_t emit_race(struct tg_report *r, uintptr_t inst, uint64_t salt)
+{
+    stats.races_seen += r->high_severity;
+    uint64_t h = tg_py_frames_hash(&r->entering, 6) ^ (tg_py_frames_hash(&r->inside, 3) * 31) ^
+                 ((uint64_t)inst * 0x9E3779B97F4A7C15ull) ^ salt;
+    h |= 1;
+    unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
+    for (unsigned probe = 0; probe < TG_DEDUP_SLOTS; probe++, slot = (slot + 1) & (TG_DEDUP_SLOTS - 1)) {
+        if (dedup[slot] == h)
+            return 0;
+        if (dedup[slot] == 0) {
+            dedup[slot] = h;
+            break;
+        }
+    }
+    if (r->high_severity)
+        stats.races++;
+    r->seq = ++stats.reports;
+    tg_sink_emit(r);
+    tg_trace_race(r); /* no-op unless trace=1 */
+    if (tg_opts.halt_on_race && r->high_severity) {
+        tg_arm_exit_summary();
+        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+    }
+    return r->seq;
+}
+
 /* Thread t enters u while `other` is inside.  Fills and emits the report
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
@@ -405,29 +437,8 @@ static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, 
         if (tg_opts.verbosity < 1)
             goto out;
     }
-    stats.races_seen += r->high_severity;
-    /* Repeats: same instance, same code locations on both sides. */
-    uint64_t h = tg_py_frames_hash(e, 6) ^ (tg_py_frames_hash(in, 3) * 31) ^ ((uint64_t)inst * 0x9E3779B97F4A7C15ull);
-    h |= 1;
-    unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
-    for (unsigned probe = 0; probe < TG_DEDUP_SLOTS; probe++, slot = (slot + 1) & (TG_DEDUP_SLOTS - 1)) {
-        if (dedup[slot] == h)
-            goto out; /* counted in races_seen, not re-reported */
-        if (dedup[slot] == 0) {
-            dedup[slot] = h;
-            break;
-        }
-    }
-    if (r->high_severity)
-        stats.races++;
-    r->seq = ++stats.reports;
-    tg_sink_emit(r);
-    link->seq = r->high_severity ? r->seq : 0;
-    tg_trace_race(r); /* no-op unless trace=1 */
-    if (tg_opts.halt_on_race && r->high_severity) {
-        tg_arm_exit_summary();
-        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
-    }
+    uint64_t seq = emit_race(r, (uintptr_t)inst, 0);
+    link->seq = r->high_severity ? seq : 0;
 out:
     if (link->tid) {
         /* The other occupant's link, if it is still inside. */
@@ -436,6 +447,80 @@ out:
             snprintf(mo->raced_name, sizeof mo->raced_name, "%s", e->name);
             mo->race_seq = link->seq;
         }
+    }
+    t->busy--;
+    tg_report_unlock();
+}
+
+/* Thread t's outermost call on u has returned while a thread that entered
+ * during it is still inside and benchmarking.  Autotuner.run ends with
+ * `self.nargs = None` (warmup too): t's return cleared the arguments that
+ * thread reads on its next _bench, the seeds' TypeError, or its next read
+ * finds t's.  At that thread's entry t was on the fast path of a tuned key
+ * and nothing was benchmarking, so the entry saw only a low-severity
+ * overlap; this is where it turns into a race.  Reported as a race with the
+ * roles of the entry (entering = the thread that came in second, inside = t)
+ * and seen_at_exit set, and linked like one for the exception report.
+ * Called before t leaves u; cheap to rule out (u->nocc > 1 first).  GIL
+ * held; `mine` is t's occupant slot. */
+static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                               const struct tg_occupant *mine)
+{
+    const struct tg_occupant *x = NULL;
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
+        const struct tg_occupant *c = &u->occ[i];
+        /* entered during t's call, not already linked to a race (a race seen
+         * at its entry, with t benchmarking, was reported then) */
+        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
+            other_is_tuning(c, g))
+            x = c;
+    }
+    if (!x)
+        return;
+    pid_t x_tid = x->tid;
+    t->busy++;
+    tg_report_lock(); /* may let other threads run: look both up again */
+    x = occupant_by_tid(u, x_tid);
+    mine = occupant_by_tid(u, t->tid);
+    if (!x || !mine || x->raced_tid) {
+        t->busy--;
+        tg_report_unlock();
+        return;
+    }
+    struct tg_report *r = &report;
+    memset(r, 0, sizeof *r);
+    struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    view_other_c(e, x); /* C calls only: x is still inside */
+    in->tid = t->tid;
+    in->ident = t->ident;
+    tg_py_capture_frames(in, NULL);
+    in->nnative = tg_native_capture(in->native, TG_MAX_NATIVE_FRAMES, 1);
+    snprintf(in->native_where, sizeof in->native_where, "at return");
+    view_self_cuda(in, t);
+    in->entered_ns = tg_ticks_to_ns(mine->entered_ns);
+    in->launches = t->session_launches;
+    in->syncs = t->session_syncs;
+    in->benchmarking = t->session_syncs > 0 || t->session_launches > 1;
+    /* Link x's session now, while its slot is certainly valid: its exception
+     * names t even if the report below is suppressed or a repeat. */
+    struct tg_occupant *xo = (struct tg_occupant *)x;
+    xo->raced_tid = t->tid;
+    x = NULL; xo = NULL; mine = NULL; /* from here on, Python code runs */
+    begin_report(r, TG_REPORT_RACE, inst, g);
+    r->high_severity = 1;
+    r->seen_at_exit = 1;
+    view_other_names(e);
+    tg_py_thread_name(t->ident, in->name, sizeof in->name);
+    if (in->has_cuda)
+        tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
+    u->races++;
+    uint64_t seq = 0;
+    if (!tg_supp_check(r))
+        seq = emit_race(r, (uintptr_t)inst, 0x5EE1A7E417ull);
+    struct tg_occupant *back = occupant_by_tid(u, x_tid);
+    if (back) {
+        snprintf(back->raced_name, sizeof back->raced_name, "%s", in->name);
+        back->race_seq = seq;
     }
     t->busy--;
     tg_report_unlock();
@@ -964,6 +1049,11 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
 
     PyObject *res = call_orig(g, args, nargs, kwnames);
 
+    /* Another thread inside (rare; one load otherwise): did this return run
+     * under its benchmarking?  Only a call that returned: an exception may
+     * leave before the tuner's own `self.nargs = None`. */
+    if (__builtin_expect(u->nocc > 1, 0) && o && o->depth == 1 && res != NULL)
+        check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         report_exception(inst, g, t, o);
     t->depth--;

@@ -3,9 +3,10 @@
 the outcome each mode must have.
 
   none       no tunerguard                  -> the race shows: exit 1
-  detect     LD_PRELOAD=<lib>, mode=detect  -> <log>.<pid>.txt has "WARNING: tunerguard"
-                                               and the kernel's name (the program may
-                                               still fail: detect does not prevent)
+  detect     LD_PRELOAD=<lib>, mode=detect  -> <log>.<pid>.txt has a race report on the
+                                               kernel ("SUMMARY: tunerguard: tuner race
+                                               on 'K'"; the program may still fail:
+                                               detect does not prevent)
   serialize  LD_PRELOAD=<lib>, mode=serialize -> exit 0, results correct
   control    no tunerguard, --control-lock  -> exit 0 (the hand-written lock fixes it;
                                                shows the model is faithful)
@@ -38,11 +39,14 @@ SCENARIOS = {
     "cached_subclass": ("l2norm_fwd_kernel", NONE_IS_NOT_A_MAPPING),
     "hammer": ("hammer_kernel", NONE_IS_NOT_A_MAPPING),
     "reset_to_zero": ("accumulate_kernel", "wrong numbers in thread tuner"),
+    "fast_path_first": ("fast_first_kernel", NONE_IS_NOT_A_MAPPING),
 }
 # Scenarios with options and an expectation of their own, run once per run
 # (mode "extra") instead of the none/detect/serialize matrix:
 #   race          the text report has a race ("thread entered a tuner another
 #                 thread is inside") naming the kernel, in EVERY run
+#   race_at_exit  ... a race seen when the call inside returned ("a call left a
+#                 tuner while another thread was benchmarking in it")
 #   interference  the text report has "tuning under load" naming the kernel
 #   clean         no report file at all, exit 0
 EXTRA = {
@@ -65,6 +69,11 @@ EXTRA = {
     "two_devices_no_launch": dict(script="two_devices.py", args=["--no-launch"], options="mode=detect",
                                   expect="race", kernel="two_device_kernel", min_runs=1,
                                   check="two_devices_no_launch"),
+    # the fast-path call is inside first; its return clears self.nargs under the
+    # tuning thread: a high race seen at exit, and the TypeError linked to it
+    "fast_path_first_exit": dict(script="fast_path_first.py", args=[], options="mode=detect",
+                                 expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
+                                 check="race_at_exit"),
 }
 
 
@@ -118,7 +127,29 @@ def check_two_devices(jsonl_path):
     return None
 
 
-CHECKS = {"two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch}
+def check_race_at_exit(jsonl_path):
+    """The race was seen when thread 'fast' returned: high, seen_at "exit",
+    entering = 'tuner' (blocked in its benchmark synchronize), inside =
+    'fast'; and tuner's TypeError is linked to it by an exception record."""
+    r, why = first_race(jsonl_path)
+    if why:
+        return why
+    if r.get("seen_at") != "exit" or r.get("severity") != "high":
+        return f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}; want 'exit', 'high'"
+    if r["entering"].get("name") != "tuner" or r["inside"].get("name") != "fast":
+        return f"entering {r['entering'].get('name')!r}, inside {r['inside'].get('name')!r}; want 'tuner', 'fast'"
+    c = r["entering"].get("cuda") or {}
+    if c.get("kind") != "sync" or not c.get("inside"):
+        return f"entering thread not shown inside its benchmark synchronize: {c}"
+    with open(jsonl_path) as f:
+        exc = [x for x in map(json.loads, f) if x.get("kind") == "exception"]
+    if not exc or exc[0].get("race_seq") != r["seq"] or exc[0]["exception"].get("type") != "TypeError":
+        return f"no TypeError exception record linked to race #{r['seq']}: {exc}"
+    return None
+
+
+CHECKS = {"two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
+          "race_at_exit": check_race_at_exit}
 MODES = ("none", "detect", "serialize", "control")
 DEFAULT_MODES = ("none", "detect", "serialize")
 EXPECTED = {
@@ -220,8 +251,9 @@ def run_one(args, scenario, mode):
             outcome = f"no report {os.path.basename(report_path)} (dir has {rec['report_files']}); exit {rc}: {reason}"
         elif "WARNING: tunerguard" not in report:
             ok, outcome = False, f"report lacks 'WARNING: tunerguard' (exit {rc})"
-        elif kernel not in report:
-            ok, outcome = False, f"report does not name kernel {kernel!r} (exit {rc})"
+        elif f"SUMMARY: tunerguard: tuner race on '{kernel}'" not in report:
+            # a race, not only another kind (an interference report names the kernel too)
+            ok, outcome = False, f"no race report on kernel {kernel!r} (exit {rc})"
         elif rc not in (EXIT_PASS, EXIT_RACE):
             ok, outcome = False, f"report written but exit {rc}: {reason}"
         else:
@@ -265,7 +297,8 @@ def run_extra(args, scenario):
         ok = rc == EXIT_PASS and not files
         outcome = "clean" if ok else f"exit {rc}, files {files}: {reason}"
     else:
-        what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load"}
+        what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load",
+                "race_at_exit": "a call left a tuner while another thread was benchmarking in it"}
         want = "WARNING: tunerguard: " + what[spec["expect"]]
         ok = report is not None and want in report and spec["kernel"] in report
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else

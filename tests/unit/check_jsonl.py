@@ -72,7 +72,7 @@ TOP_COMMON = {
     "entering": "object",
 }
 TOP = {
-    "race": dict(TOP_COMMON, severity="str", serialized="bool", inside="object"),
+    "race": dict(TOP_COMMON, severity="str", serialized="bool", seen_at="str", inside="object"),
     "method_replaced": dict(TOP_COMMON, detail="str"),
     "deadlock": dict(TOP_COMMON, detail="str", inside="object"),
     "wait_timeout": dict(TOP_COMMON, detail="str", inside="object"),
@@ -175,6 +175,8 @@ def check_report(where, r):
         check_thread(f"{where}.inside", r.get("inside"))
         if r.get("severity") not in ("high", "low"):
             fail(f"{where}.severity", f"{r.get('severity')!r} is not high|low")
+        if r.get("seen_at") not in ("entry", "exit"):
+            fail(f"{where}.seen_at", f"{r.get('seen_at')!r} is not entry|exit")
 
 
 def lookup(obj, path):

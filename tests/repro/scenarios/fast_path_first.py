@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""hammer's race the other way round (anatomy note §8.4 R2): the thread on the
+fast path of a tuned key is inside FIRST, and a thread that tunes a new key
+enters while it is there.  At that entry nothing is benchmarking yet, so it is
+only an overlap on a tuned key; the damage comes when the fast-path call
+returns and runs W2 (self.nargs = None) under the tuning thread, whose next
+_bench raises
+    TypeError: 'NoneType' object is not a mapping.
+
+Forced overlap: the main thread tunes n=16.  Thread 'fast' calls with n=16 and
+parks in the config pre_hook of its fast path (run() calls it between W1 and
+W2; Event.wait releases the GIL).  The gate is armed and thread 'tuner' calls
+with n=32 (a new key); main waits until it has settled: parked in its first
+benchmark synchronize (the gate), or blocked by tunerguard's serialize mode or
+by the --control-lock.  Main then lets 'fast' finish, joins it, opens the gate
+and joins 'tuner'.
+
+Correct result: both calls return y == 2 * x, and both keys end up tuned.
+"""
+import threading
+
+import _harness
+
+h = _harness.Harness("fast_path_first", __doc__)
+
+import triton  # noqa: E402  (the model, from tests/repro/model)
+import triton.language as tl  # noqa: E402
+from repro_tensor import Tensor  # noqa: E402
+
+fast_inside = threading.Event()
+release_fast = threading.Event()
+
+
+def park_fast_once(nargs):
+    """Every config's pre_hook: parks thread 'fast' on its first call."""
+    if threading.current_thread().name == "fast" and not fast_inside.is_set():
+        fast_inside.set()
+        if not release_fast.wait(_harness.SAFETY_TIMEOUT_S):
+            raise RuntimeError("fast: never released")
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=w, pre_hook=park_fast_once) for b in (16, 32, 64)
+             for w in (2, 4)],
+    key=["n"],
+)
+@triton.jit
+def fast_first_kernel(x, y, n, BLOCK: tl.constexpr):
+    for i in range(n):
+        y.data[i] = 2.0 * x.data[i]
+
+
+N_WARM, N_NEW = 16, 32
+
+
+def scale(n, name):
+    x = Tensor([float(j) for j in range(n)], name=f"x_{name}")
+    y = Tensor.zeros(n, name=f"y_{name}")
+    h.call(lambda: fast_first_kernel[(1,)](x, y, n))
+    return x, y
+
+
+def ok(x, y):
+    return y.data == [2.0 * v for v in x.data]
+
+
+x, y = scale(N_WARM, "warm")  # key n=16 tuned on the main thread
+if not ok(x, y):
+    h.fail(f"warm-up call gave {y.data}")
+
+fast = h.worker("fast", lambda: [scale(N_WARM, "fast")])
+tuner = h.worker("tuner", lambda: [scale(N_NEW, "tuner")])
+fast.start()
+if not fast_inside.wait(_harness.SAFETY_TIMEOUT_S):
+    h.harness_error("thread fast never reached its fast-path pre_hook")
+if not h.gate.arm():
+    h.harness_error("could not arm the gate: a thread is parked in it already")
+
+
+def watch_gate():  # daemon: it may outlive the run when the tuner never parks
+    if h.gate.wait_parked(_harness.SAFETY_TIMEOUT_S) and h.gate.parked_tid() == tuner.native_id:
+        tuner.settle("parked in the gate")
+
+
+h.victim, h.others = fast, [tuner]  # --expect-serialized: tuner must wait behind fast
+tuner.start()
+threading.Thread(target=watch_gate, name="gate-watch", daemon=True).start()
+if not tuner.settled.wait(_harness.SAFETY_TIMEOUT_S):
+    h.harness_error("thread tuner neither parked, waited nor finished")
+h.log(f"tuner settled: {tuner.how_settled}")
+release_fast.set()
+h.join([fast])
+h.open_gate()
+h.join([tuner])
+
+h.check_no_exceptions()
+for w in (fast, tuner):
+    bad = [(x.name, y.data) for x, y in w.result if not ok(x, y)]
+    if bad:
+        h.fail(f"{w.name}: wrong result {bad[0]}")
+keys = sorted(k[0] for k in fast_first_kernel.cache)
+if keys != [N_WARM, N_NEW]:
+    h.fail(f"tuned keys {keys}, expected {[N_WARM, N_NEW]}")
+h.passed(f"key n={N_NEW} tuned while a fast-path call of n={N_WARM} returned")
