@@ -22,6 +22,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -48,7 +49,7 @@ SCENARIOS = {
 #   race_at_exit  ... a race seen when the call inside returned ("a call left a
 #                 tuner while another thread was benchmarking in it")
 #   interference  the text report has "tuning under load" naming the kernel
-#   clean         no report file at all, exit 0
+#   clean         no report file at all, no "tunerguard:" line on stderr, exit 0
 EXTRA = {
     # stress=1 makes the unchoreographed seeds/004 race show in every run
     "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
@@ -294,8 +295,9 @@ def run_extra(args, scenario):
     elif rc < 0 or rc == EXIT_HARNESS:
         ok, outcome = False, f"exit {rc}: {reason}"
     elif spec["expect"] == "clean":
-        ok = rc == EXIT_PASS and not files
-        outcome = "clean" if ok else f"exit {rc}, files {files}: {reason}"
+        said = [ln for ln in err.splitlines() if ln.startswith("tunerguard:")]
+        ok = rc == EXIT_PASS and not files and not said  # nothing reported: no file, no line
+        outcome = "clean" if ok else f"exit {rc}, files {files}, said {said}: {reason}"
     else:
         what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load",
                 "race_at_exit": "a call left a tuner while another thread was benchmarking in it"}
@@ -303,6 +305,9 @@ def run_extra(args, scenario):
         ok = report is not None and want in report and spec["kernel"] in report
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else
                    f"no '{what[spec['expect']]}' report naming {spec['kernel']!r}; files {files}; exit {rc}: {reason}")
+        if ok and spec["expect"] == "interference" and not re.search(
+                r"^tunerguard: .*\b1 benchmark timed under load; reports in ", err, re.M):
+            ok, outcome = False, "interference reported, but no exit summary line says so"
         if ok and spec.get("check"):
             why = CHECKS[spec["check"]](f"{log_prefix}.{proc.pid}.jsonl")
             if why:
