@@ -73,9 +73,18 @@ int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *e
         line++;
         while (start < end && is_space(text[start]))
             start++;
+        /* A '#' at the start or after whitespace begins a comment to the end
+         * of the line (TSan knows whole-line comments only; we also take
+         * trailing ones, as the README's example has).  Elsewhere '#' is part
+         * of the pattern: race:foo#bar. */
+        for (size_t k = start; k < end; k++)
+            if (text[k] == '#' && (k == start || is_space(text[k - 1]))) {
+                end = k;
+                break;
+            }
         while (end > start && is_space(text[end - 1]))
             end--;
-        if (start == end || text[start] == '#')
+        if (start == end)
             continue;
         const char *colon = memchr(text + start, ':', end - start);
         if (!colon) {

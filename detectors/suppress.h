@@ -6,6 +6,10 @@
  *     race:fla/modules/l2norm.py  # a file in either thread's Python stack
  *     race:^Model.forward$        # a function (qualified name) in either stack
  *
+ * A '#' that starts a line or follows whitespace begins a comment to the end
+ * of the line; elsewhere it is part of the pattern (race:foo#bar).  Leading
+ * and trailing whitespace is not part of a pattern.
+ *
  * A pattern matches a string when it occurs in it, '*' matching any run of
  * characters; '^' at the start anchors it to the start, '$' at the end to the
  * end.  A race report is suppressed when some pattern matches its kernel

@@ -22,7 +22,28 @@ int tg_supp_load(const char *path, char *err, size_t errlen)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd < 0 && errno == EINTR);
     if (fd < 0) {
-        snprintf(err, errlen, "suppressions file '%s': cannot read (%s)", path, strerror(errno));
+        int e = errno;
+        /* A relative path is looked up in this process's own directory.  A
+         * child started elsewhere (subprocess.run(cwd=...), a spawn worker
+         * after os.chdir) inherits TUNERGUARD_OPTIONS but not the directory
+         * it was written for, and tunerguard never rewrites the environment
+         * for its children.  Nothing tells the process the user started from
+         * its children, so a relative path that does not resolve here
+         * (ENOENT, ENOTDIR) is a warning in every process: it runs without
+         * suppressions.  Any other failure, and any failure of an absolute
+         * path, stops the process as before. */
+        if (path[0] != '/' && (e == ENOENT || e == ENOTDIR)) {
+            char cwd[512];
+            if (!getcwd(cwd, sizeof cwd))
+                snprintf(cwd, sizeof cwd, "?");
+            snprintf(err, errlen,
+                     "suppressions file '%s': cannot read (%s) from %s; pid %ld runs without suppressions "
+                     "(a relative path is resolved in each process's directory: use an absolute path)",
+                     path, strerror(e), cwd, (long)getpid());
+            tg__warn("%s", err);
+            return 1;
+        }
+        snprintf(err, errlen, "suppressions file '%s': cannot read (%s)", path, strerror(e));
         return -1;
     }
     char *buf = malloc(TG_SUPP_FILE_MAX + 1);

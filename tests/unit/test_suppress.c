@@ -1,7 +1,9 @@
 /* Suppressions: the TSan template matcher (table-driven), the file parser's
  * errors, matching a race report (kernel, class, method, Python files of
- * either thread), per-pattern counts, and the preload refusing a bad file
- * with one line and status 2 before the program runs. */
+ * either thread), per-pattern counts, trailing comments (the README's own
+ * example must parse and match), the preload refusing a bad file with one
+ * line and status 2 before the program runs, and a relative path that does
+ * not resolve (a child in another directory) being a warning instead. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -74,6 +76,44 @@ Test(suppress, parser_accepts_comments_blanks_and_spaces)
     cr_assert_str_eq(set.s[1].pattern, "^fla/");
     cr_assert_eq(set.s[1].line, 5);
     cr_assert_str_eq(set.s[2].pattern, "x"); /* last line without a newline */
+}
+
+/* A '#' at the start of a line or after whitespace begins a comment; any
+ * other '#' is part of the pattern; trailing whitespace never is. */
+Test(suppress, parser_trailing_comments)
+{
+    static struct tg_supp_set set;
+    static const struct {
+        const char *line, *pattern;
+    } cases[] = {
+        {"race:^_l2norm_fwd_kernel$          # one kernel", "^_l2norm_fwd_kernel$"},
+        {"race:fla/modules/\t# tab before the comment", "fla/modules/"},
+        {"race:x # a # b", "x"},
+        {"race:x #", "x"},
+        {"race:x   \r", "x"},
+        {"race:foo#bar", "foo#bar"},               /* '#' not after whitespace: pattern */
+        {"race:foo#bar  # but this is a comment", "foo#bar"},
+        {"race:#foo", "#foo"},                     /* after ':', not whitespace */
+        {"race:a#", "a#"},
+        {"race:my dir/x.py # c", "my dir/x.py"},   /* inner whitespace stays */
+    };
+    char err[200];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_expect_eq(parse(&set, cases[i].line, err, sizeof err), 0, "%s: %s", cases[i].line, err);
+        cr_expect_eq(set.n, 1, "%s", cases[i].line);
+        if (set.n == 1)
+            cr_expect_str_eq(set.s[0].pattern, cases[i].pattern, "line '%s'", cases[i].line);
+    }
+    /* a line that is only a comment after the type is an empty pattern */
+    cr_expect_eq(parse(&set, "race:   # nothing\n", err, sizeof err), -1);
+    cr_expect_str_eq(err, "line 1: empty pattern");
+    cr_expect_eq(parse(&set, "race: ^$ # nothing\n", err, sizeof err), -1);
+    cr_expect_str_eq(err, "line 1: empty pattern");
+    /* whole-line comments, indented or not, with or without a type */
+    cr_expect_eq(parse(&set, "#race:x\n  # y\n\t#\nrace:z # w\n", err, sizeof err), 0, "%s", err);
+    cr_expect_eq(set.n, 1);
+    cr_expect_str_eq(set.s[0].pattern, "z");
+    cr_expect_eq(set.s[0].line, 4);
 }
 
 Test(suppress, parser_errors_name_the_line)
@@ -158,6 +198,64 @@ Test(suppress, report_matching_and_counts)
     cr_expect_null(tg_supp_match_report(&set, &r));
 }
 
+/* The example block of README.md's suppressions paragraph, read from the
+ * checkout this test was built from: every line parses, the comments are not
+ * part of the patterns, and each line alone suppresses the fixture report
+ * (its kernel, a file of the inside thread, a function of the entering one). */
+Test(suppress, readme_example_parses_and_matches)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *slash = strrchr(path, '/');
+    cr_assert_not_null(slash);
+    snprintf(slash, sizeof path - (size_t)(slash - path), "/../../README.md");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot open %s", path);
+    static char readme[1 << 17];
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[n] = '\0';
+    const char *para = strstr(readme, "A suppressions file takes ThreadSanitizer's `race:` lines");
+    cr_assert_not_null(para, "README.md has no suppressions paragraph");
+    const char *open = strstr(para, "\n```\n");
+    cr_assert_not_null(open);
+    open += 5;
+    const char *close = strstr(open, "\n```");
+    cr_assert_not_null(close);
+    static char block[4096];
+    size_t blen = (size_t)(close - open) + 1;
+    cr_assert_lt(blen, sizeof block);
+    memcpy(block, open, blen);
+    block[blen] = '\0';
+
+    static struct tg_supp_set set;
+    static struct tg_report r;
+    char err[200];
+    cr_assert_eq(parse(&set, block, err, sizeof err), 0, "README example: %s", err);
+    int races = 0;
+    for (const char *l = block; *l; l = strchr(l, '\n') + 1)
+        races += strncmp(l, "race:", 5) == 0;
+    cr_assert_eq(set.n, races, "README example: %d race lines, %d patterns", races, set.n);
+    cr_assert_geq(set.n, 3);
+    for (int i = 0; i < set.n; i++) {
+        const char *p = set.s[i].pattern;
+        size_t len = strlen(p);
+        cr_expect_null(strchr(p, '#'), "README example line %d: pattern '%s' kept its comment", set.s[i].line, p);
+        cr_expect(len > 0 && p[len - 1] != ' ' && p[len - 1] != '\t', "pattern '%s' kept its spaces", p);
+        static struct tg_supp_set one;
+        one.n = 1;
+        one.s[0] = set.s[i];
+        one.s[0].hits = 0;
+        mk_report(&r);
+        cr_expect_not_null(tg_supp_match_report(&one, &r), "README example line %d ('%s') does not match", set.s[i].line,
+                           p);
+    }
+    /* as the README has them today */
+    cr_expect_str_eq(set.s[0].pattern, "^_l2norm_fwd_kernel$");
+    cr_expect_str_eq(set.s[1].pattern, "fla/modules/");
+    cr_expect_str_eq(set.s[2].pattern, "^Model.forward$");
+}
+
 static char tmpfile_path[64];
 
 static const char *write_tmp(const char *text)
@@ -193,7 +291,11 @@ Test(suppress, loader_messages)
 
 /* The preload refuses a bad file before the program runs: exit status 2 and
  * one stderr line naming the file and the line. */
-static int run_preloaded_exe(const char *prog, const char *opts, char *out, size_t outlen)
+/* prog (Python: run with -c code, "pass" when code is NULL) started in cwd
+ * (NULL: ours) with only the preload, the options and PATH in its
+ * environment; its stderr in out, its exit status returned. */
+static int run_preloaded_in(const char *cwd, const char *prog, const char *code, const char *opts, char *out,
+                            size_t outlen)
 {
     char exe[1024], lib[1100], preload[1200], options[600];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -210,9 +312,11 @@ static int run_preloaded_exe(const char *prog, const char *opts, char *out, size
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, efd, 2);
+    if (cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
     /* A Python child that does nothing: suppressions are read in Python
      * processes only (non-Python children of a job must stay untouched). */
-    char *pyargv[] = {(char *)prog, "-c", "pass", NULL};
+    char *pyargv[] = {(char *)prog, "-c", (char *)(code ? code : "pass"), NULL};
     char *trueargv[] = {(char *)prog, NULL};
     char **argv = strstr(prog, "python") ? pyargv : trueargv;
     pid_t pid;
@@ -222,9 +326,15 @@ static int run_preloaded_exe(const char *prog, const char *opts, char *out, size
     lseek(efd, 0, SEEK_SET);
     ssize_t k = read(efd, out, outlen - 1);
     out[k > 0 ? k : 0] = '\0';
+    posix_spawn_file_actions_destroy(&fa);
     close(efd);
     unlink(errf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run_preloaded_exe(const char *prog, const char *opts, char *out, size_t outlen)
+{
+    return run_preloaded_in(NULL, prog, NULL, opts, out, outlen);
 }
 
 /* Debian's python3 (on every machine of this project), as a Python child. */
@@ -255,4 +365,74 @@ Test(suppress, preload_refuses_bad_file_with_status_2)
      * that does not resolve in its directory must not stop it. */
     cr_expect_eq(run_preloaded_exe("/bin/true", "suppressions=no/such/file.txt", out, sizeof out), 0);
     cr_expect_str_eq(out, "");
+}
+
+/* A relative path is resolved in each process's own directory, and
+ * tunerguard never rewrites the environment its children inherit.  Where it
+ * does not resolve (ENOENT, ENOTDIR) the process gets one warning line and
+ * runs without suppressions; anything else wrong with the file still stops
+ * it with status 2. */
+static int starts_ends(const char *s, const char *head, const char *tail)
+{
+    size_t n = strlen(s), h = strlen(head), t = strlen(tail);
+    return n >= h + t && strncmp(s, head, h) == 0 && strcmp(s + n - t, tail) == 0 &&
+           strchr(s, '\n') == s + n - 1; /* exactly one line */
+}
+
+Test(suppress, relative_path_that_does_not_resolve_is_a_warning)
+{
+    char dir[] = "/tmp/tg_supp_dir_XXXXXX", path[200], out[2000];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/supp.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("race:hammer_kernel   # trailing comment\n", f);
+    fclose(f);
+    const char *tail = " runs without suppressions (a relative path is resolved in each process's directory: "
+                       "use an absolute path)\n";
+
+    /* the parent, started in dir, reads it; its child started in / does not
+     * find it and runs (before: the child exited 2, and the parent 12) */
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3",
+                                  "import subprocess, sys\n"
+                                  "sys.exit(10 + subprocess.run([sys.executable, '-c', 'pass'], cwd='/').returncode)",
+                                  "suppressions=supp.txt", out, sizeof out),
+                 10, "%s", out);
+    cr_expect(starts_ends(out,
+                          "tunerguard: suppressions file 'supp.txt': cannot read (No such file or directory) from /; "
+                          "pid ",
+                          tail),
+              "got: %s", out);
+
+    /* the same in the process the user started: a warning, status 0 */
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=nosuch.txt", out, sizeof out), 0);
+    char head[300];
+    snprintf(head, sizeof head,
+             "tunerguard: suppressions file 'nosuch.txt': cannot read (No such file or directory) from %s; pid ", dir);
+    cr_expect(starts_ends(out, head, tail), "got: %s", out);
+    /* a file where a directory should be: ENOTDIR, does not resolve either */
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=supp.txt/x", out, sizeof out), 0);
+    cr_expect(strstr(out, "cannot read (Not a directory)") && strstr(out, tail), "got: %s", out);
+
+    /* an absolute path that does not exist still stops the process */
+    char opts[300];
+    snprintf(opts, sizeof opts, "suppressions=%s/nosuch.txt", dir);
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, opts, out, sizeof out), 2);
+    /* and so does a relative path that resolves to something unreadable or
+     * wrong */
+    cr_expect_eq(run_preloaded_in("/tmp", "/usr/bin/python3", NULL, "suppressions=.", out, sizeof out), 2);
+    cr_expect_str_eq(out, "tunerguard: suppressions file '.': cannot read (Is a directory)\n");
+    snprintf(path, sizeof path, "%s/bad.txt", dir);
+    f = fopen(path, "w");
+    fputs("race:ok\nmutex:x\n", f);
+    fclose(f);
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=bad.txt", out, sizeof out), 2);
+    cr_expect_str_eq(out, "tunerguard: suppressions file 'bad.txt' line 2: unknown type 'mutex' (valid: race)\n");
+    /* a good relative file: silent */
+    cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=supp.txt", out, sizeof out), 0);
+    cr_expect_str_eq(out, "");
+
+    unlink(path);
+    snprintf(path, sizeof path, "%s/supp.txt", dir);
+    unlink(path);
+    rmdir(dir);
 }
