@@ -428,7 +428,10 @@ static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, 
     r->high_severity = high;
     snprintf(link->name, sizeof link->name, "%s", in->name);
 
-    if (tg_supp_check(r)) { /* suppressions=: neither reported nor counted */
+    if (tg_supp_check(r)) { /* suppressions=: neither reported nor counted, nor linked */
+        struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
+        if (mo && mo->raced_tid == t->tid) /* marked above: its exception must not name this race */
+            mo->raced_tid = 0;
         link->tid = 0;
         goto out;
     }
@@ -514,11 +517,13 @@ static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_gua
     if (in->has_cuda)
         tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
     u->races++;
-    uint64_t seq = 0;
-    if (!tg_supp_check(r))
-        seq = emit_race(r, (uintptr_t)inst, 0x5EE1A7E417ull);
+    int suppressed = tg_supp_check(r);
+    uint64_t seq = suppressed ? 0 : emit_race(r, (uintptr_t)inst, 0x5EE1A7E417ull);
     struct tg_occupant *back = occupant_by_tid(u, x_tid);
-    if (back) {
+    if (back && back->raced_tid == t->tid) {
+        /* suppressed: unlinked, as at entry, so its exception is not reported;
+         * the mark stays 0 only if nothing else linked it meanwhile */
+        back->raced_tid = suppressed ? 0 : t->tid;
         snprintf(back->raced_name, sizeof back->raced_name, "%s", in->name);
         back->race_seq = seq;
     }

@@ -50,6 +50,8 @@ SCENARIOS = {
 #                 tuner while another thread was benchmarking in it")
 #   interference  the text report has "tuning under load" naming the kernel
 #   clean         no report file at all, no "tunerguard:" line on stderr, exit 0
+#   no_race       the program fails as without tunerguard, and no report (text or
+#                 JSON) is a race or an exception linked to one (suppressions)
 EXTRA = {
     # stress=1 makes the unchoreographed seeds/004 race show in every run
     "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
@@ -70,6 +72,10 @@ EXTRA = {
     "two_devices_no_launch": dict(script="two_devices.py", args=["--no-launch"], options="mode=detect",
                                   expect="race", kernel="two_device_kernel", min_runs=1,
                                   check="two_devices_no_launch"),
+    # a suppressed race is neither reported nor linked to the exception it causes
+    "hammer_suppressed": dict(script="hammer.py", args=[], options="mode=detect:suppressions=supp.txt",
+                              files={"supp.txt": "race:^hammer_kernel$   # the README's form\n"},
+                              expect="no_race", kernel="hammer_kernel", min_runs=1),
     # the fast-path call is inside first; its return clears self.nargs under the
     # tuning thread: a high race seen at exit, and the TypeError linked to it
     "fast_path_first_exit": dict(script="fast_path_first.py", args=[], options="mode=detect",
@@ -272,6 +278,9 @@ def run_extra(args, scenario):
     log_prefix = os.path.join(tmp, "tg")
     env = child_env(args, "detect", log_prefix)
     env["TUNERGUARD_OPTIONS"] = f"{spec['options']}:log_path={log_prefix}"
+    for name, text in spec.get("files", {}).items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
     cmd = [args.python, os.path.join(SCENARIO_DIR, spec["script"])] + spec["args"]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -285,7 +294,8 @@ def run_extra(args, scenario):
         rc = None
     rec = {"scenario": scenario, "mode": "extra", "options": spec["options"], "rc": rc,
            "seconds": round(time.monotonic() - t0, 3), "expected": spec["expect"], "pid": proc.pid}
-    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*")))
+    files = sorted(os.path.basename(p) for p in glob.glob(os.path.join(tmp, "*"))
+                   if os.path.basename(p) not in spec.get("files", {}))
     rec["report_files"] = files
     report_path = f"{log_prefix}.{proc.pid}.txt"
     report = open(report_path, errors="replace").read() if os.path.exists(report_path) else None
@@ -294,6 +304,17 @@ def run_extra(args, scenario):
         ok, outcome = False, f"timeout after {args.timeout:.0f} s"
     elif rc < 0 or rc == EXIT_HARNESS:
         ok, outcome = False, f"exit {rc}: {reason}"
+    elif spec["expect"] == "no_race":
+        kinds = []
+        jp = f"{log_prefix}.{proc.pid}.jsonl"
+        if os.path.exists(jp):
+            with open(jp) as f:
+                kinds = [json.loads(x).get("kind") for x in f]
+        bad = [k for k in kinds if k in ("race", "exception")]
+        ok = rc == EXIT_RACE and not bad and "tuner race" not in (report or "") and "exception in a tuner" \
+            not in (report or "")
+        outcome = (f"failed unreported (kinds {kinds})" if ok else
+                   f"exit {rc}, reported {bad or 'in text'}: {reason}")
     elif spec["expect"] == "clean":
         said = [ln for ln in err.splitlines() if ln.startswith("tunerguard:")]
         ok = rc == EXIT_PASS and not files and not said  # nothing reported: no file, no line
