@@ -125,14 +125,25 @@ void tg_options_free(struct tg_options *o)
     }
 }
 
-/* Does `p` (just after a ':') start a new "key=" with a known key? */
-static int starts_known_key(const char *p)
+static int is_sep(char c)
 {
-    for (size_t i = 0; i < NROWS; i++) {
-        size_t k = strlen(rows[i].name);
-        if (strncmp(p, rows[i].name, k) == 0 && p[k] == '=')
+    return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* `p` is just after a ':' inside an unquoted targets= value.  Does a new
+ * key=value pair start there?  A '=' can never be part of a targets value,
+ * so it does when the text up to the next ':' or whitespace holds a '='
+ * (a known key or not: an unknown one is then named as unknown). */
+static int pair_follows(const char *p)
+{
+    for (; *p && !is_sep(*p); p++)
+        if (*p == '=')
             return 1;
-    }
     return 0;
 }
 
@@ -166,9 +177,12 @@ static int valid_targets(const char *v)
     }
 }
 
-/* Pairs are separated by ':' (sanitizer style) or whitespace.  In a targets=
- * value a ':' belongs to the value unless a known "key=" follows it, so
- * targets=mod:Class.method needs no quoting. */
+/* Pairs are separated by ':' (sanitizer style) or whitespace.  A value that
+ * begins with ' or " runs to the next same quote (no escapes), so it may hold
+ * ':' and spaces: log_path='my reports/tg'.  An unquoted value runs to the
+ * next separator, except that in a targets= value a ':' belongs to the value
+ * unless a new key=value pair follows it, so targets=mod:Class.method needs
+ * no quoting. */
 int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
 {
     set_defaults(out);
@@ -176,20 +190,16 @@ int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t
         return 0;
     const char *p = text;
     while (*p) {
-        while (*p == ':' || *p == ' ' || *p == '\t' || *p == '\n')
+        while (is_sep(*p))
             p++;
         if (!*p)
             break;
         const char *start = p;
-        /* Only targets= values hold ':' (module:Class.method); in them a ':'
-         * ends the value only when a known "key=" follows. */
-        int colon_ok = strncmp(start, "targets=", 8) == 0;
-        while (*p && *p != ' ' && *p != '\t' && *p != '\n' &&
-               !(*p == ':' && (!colon_ok || starts_known_key(p + 1))))
-            p++;
-        size_t len = (size_t)(p - start);
-        const char *eq = memchr(start, '=', len);
-        if (!eq || eq == start) {
+        const char *eq = start;
+        while (*eq && *eq != '=' && !is_sep(*eq))
+            eq++;
+        if (*eq != '=' || eq == start) {
+            size_t len = strcspn(start, ": \t\n\r");
             snprintf(err, errlen, "malformed option '%.*s' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')",
                      (int)len, start);
             goto fail;
@@ -208,7 +218,36 @@ int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t
             snprintf(err, errlen, "unknown option '%.*s' in TUNERGUARD_OPTIONS (valid: %s)", (int)klen, start, keys);
             goto fail;
         }
-        if (set_value(out, r, eq + 1, len - klen - 1, err, errlen) < 0)
+        const char *val = eq + 1;
+        size_t vlen;
+        if (*val == '\'' || *val == '"') {
+            char quote = *val++;
+            const char *close = strchr(val, quote);
+            if (!close) {
+                snprintf(err, errlen,
+                         "unterminated quote in the value of option '%s' in TUNERGUARD_OPTIONS (it begins with %c "
+                         "and has no closing %c)",
+                         r->name, quote, quote);
+                goto fail;
+            }
+            vlen = (size_t)(close - val);
+            p = close + 1;
+            if (*p && !is_sep(*p)) {
+                size_t len = strcspn(p, ": \t\n\r");
+                snprintf(err, errlen,
+                         "malformed option '%s' in TUNERGUARD_OPTIONS (text '%.*s' after the closing %c; expected ':' "
+                         "or a space)",
+                         r->name, (int)len, p, quote);
+                goto fail;
+            }
+        } else {
+            int colon_ok = r->offset == offsetof(struct tg_options, targets);
+            p = val;
+            while (*p && !is_space(*p) && !(*p == ':' && (!colon_ok || pair_follows(p + 1))))
+                p++;
+            vlen = (size_t)(p - val);
+        }
+        if (set_value(out, r, val, vlen, err, errlen) < 0)
             goto fail;
     }
     if (!valid_targets(out->targets)) {
@@ -231,7 +270,8 @@ void tg_options_print_help(int fd)
 {
     char line[512];
     int n = snprintf(line, sizeof line,
-                     "tunerguard options (TUNERGUARD_OPTIONS=\"key=value:key=value\"):\n");
+                     "tunerguard options (TUNERGUARD_OPTIONS=\"key=value:key=value\"; quote a value that holds ':' or "
+                     "spaces: log_path='my reports/tg'):\n");
     if (write(fd, line, (size_t)n) < 0)
         return;
     for (size_t i = 0; i < NROWS; i++) {

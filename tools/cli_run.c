@@ -2,7 +2,8 @@
  *
  * Contract: LD_PRELOAD becomes "<lib>[:<preloads already set>]" (never
  * dropping what was there); TUNERGUARD_OPTIONS becomes "<already set>:<ours>"
- * (the library's parser lets a later key win, so ours win); the program's exit
+ * (the library's parser lets a later key win, so ours win; a --report-dir
+ * holding ':' or whitespace goes in quoted, log_path='DIR/tunerguard'); the program's exit
  * status is passed through (128+N for signal N, 127/126 when it cannot be
  * executed); afterwards one stderr line per report file the run created or
  * changed under the effective log_path prefix, or "no reports". */
@@ -91,17 +92,68 @@ static void free_snapshot(struct snap *s)
     s->n = 0;
 }
 
-/* The value of the last log_path= in an options string ('' when none). */
+static int is_sep(char c)
+{
+    return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The value of the last log_path= in an options string ('' when none),
+ * split into pairs as the library does: pairs separated by ':' or
+ * whitespace, a value beginning with ' or " running to the next same quote.
+ * (The library keeps a ':' inside an unquoted targets= value unless a
+ * key=value pair follows it; the fragments that leaves here hold no '=' and
+ * are skipped, so no log_path is found where the library sees none.) */
 static void last_log_path(const char *opts, char *out, size_t n)
 {
     out[0] = '\0';
-    for (const char *p = opts; (p = strstr(p, "log_path=")); p++) {
-        if (p != opts && p[-1] != ':' && p[-1] != ' ' && p[-1] != '\t')
-            continue;
-        const char *v = p + 9;
-        size_t len = strcspn(v, ": \t\n");
-        snprintf(out, n, "%.*s", (int)len, v);
+    const char *p = opts;
+    while (*p) {
+        while (is_sep(*p))
+            p++;
+        if (!*p)
+            break;
+        const char *key = p;
+        while (*p && *p != '=' && !is_sep(*p))
+            p++;
+        if (*p != '=')
+            continue; /* not a pair: the library refuses it */
+        size_t klen = (size_t)(p - key);
+        const char *v = ++p;
+        size_t vlen;
+        if (*v == '\'' || *v == '"') {
+            const char *close = strchr(v + 1, *v);
+            if (!close)
+                return; /* unterminated: the library refuses it */
+            v++;
+            vlen = (size_t)(close - v);
+            p = close + 1;
+        } else {
+            p += strcspn(p, ": \t\n\r");
+            vlen = (size_t)(p - v);
+        }
+        if (klen == 8 && strncmp(key, "log_path", 8) == 0)
+            snprintf(out, n, "%.*s", (int)vlen, v);
     }
+}
+
+/* S as one shell word: unchanged when it needs no quoting, else in '...'. */
+static void shell_word(const char *s, char *out, size_t n)
+{
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=.,/@%") == strlen(s)) {
+        snprintf(out, n, "%s", s);
+        return;
+    }
+    struct cli_buf b = {0};
+    cli_buf_puts(&b, "'");
+    for (const char *c = s; *c; c++) {
+        if (*c == '\'')
+            cli_buf_puts(&b, "'\\''");
+        else
+            cli_buf_add(&b, c, 1);
+    }
+    cli_buf_puts(&b, "'");
+    snprintf(out, n, "%s", b.s);
+    cli_buf_free(&b);
 }
 
 static void print_reports(const char *log_path, const struct snap *before)
@@ -141,8 +193,11 @@ static void print_reports(const char *log_path, const struct snap *before)
                 after.e[i].name);
         shown++;
     }
-    if (shown)
-        fprintf(stderr, "tunerguard: summarize with: tunerguard report %s\n", dir);
+    if (shown) {
+        char word[2 * PATH_MAX];
+        shell_word(dir, word, sizeof word);
+        fprintf(stderr, "tunerguard: summarize with: tunerguard report %s\n", word);
+    }
     else
         fprintf(stderr, "tunerguard: no reports (%s.<pid>.*)\n", log_path);
     free_snapshot(&after);
@@ -205,11 +260,29 @@ int cli_run(int argc, char **argv)
     if (trace)
         cli_buf_puts(&opts, ":trace=1");
     if (report_dir) {
+        /* A value holding ':' or whitespace, or beginning with a quote, is
+         * quoted for the library's parser with a quote it does not hold. */
+        const char *quote = "";
+        if (strpbrk(report_dir, ": \t\n\r") || report_dir[0] == '\'' || report_dir[0] == '"') {
+            if (!strchr(report_dir, '\''))
+                quote = "'";
+            else if (!strchr(report_dir, '"'))
+                quote = "\"";
+            else {
+                fprintf(stderr,
+                        "tunerguard: run: --report-dir %s holds both ' and \" as well as ':' or a space; "
+                        "TUNERGUARD_OPTIONS cannot quote it, choose another directory\n",
+                        report_dir);
+                cli_buf_free(&extra);
+                cli_buf_free(&opts);
+                return CLI_EXIT_USAGE;
+            }
+        }
         if (cli_mkdirs(report_dir) < 0) {
             fprintf(stderr, "tunerguard: cannot create report dir %s: %s\n", report_dir, strerror(errno));
             return 1;
         }
-        cli_buf_printf(&opts, ":log_path=%s/tunerguard", report_dir);
+        cli_buf_printf(&opts, ":log_path=%s%s/tunerguard%s", quote, report_dir, quote);
     }
     if (extra.len)
         cli_buf_puts(&opts, extra.s);

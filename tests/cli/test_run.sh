@@ -56,4 +56,31 @@ LD_LIBRARY_PATH=$FAKE "$TG" run --serialize --report-dir "$WORK/race" -- python3
 rc=$?
 check "serialize: the racing program passes" [ "$rc" = 0 ]
 check "second run lists only its own reports" sh -c "[ \$(grep -c '^tunerguard: report:' race2.err) = 2 ] && ! grep -q \"\$(sed -n 's/^tunerguard: report: //p' race.err | head -1)\" race2.err"
+
+# --report-dir with a space or ':' in it: the library gets log_path quoted, the
+# program runs, its reports land there and the listing names the real directory.
+run_tg q1 run --report-dir "my reports" -- python3 -c 'print("PROGRAM RAN")'
+check "--report-dir with a space: the program runs (exit 0)" sh -c "[ $rc = 0 ] && grep -qx 'PROGRAM RAN' q1.out"
+check "--report-dir with a space: the dir is created" [ -d "$WORK/my reports" ]
+check "--report-dir with a space: 'no reports' names the real prefix" grep -qxF 'tunerguard: no reports (my reports/tunerguard.<pid>.*)' q1.err
+"$TG" run --report-dir "$WORK/a:b" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q2.out 2>q2.err
+check "--report-dir with ':': log_path is quoted with '" grep -qxF "log_path='$WORK/a:b/tunerguard'" q2.out
+"$TG" run --report-dir "$WORK/it's:here" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q3.out 2>q3.err
+check "--report-dir holding ' and ':': log_path is quoted with \"" grep -qxF "log_path=\"$WORK/it's:here/tunerguard\"" q3.out
+run_tg q4 run --report-dir "$WORK/it's \"both\"" -- python3 -c 'print("PROGRAM RAN")'
+check "--report-dir holding both quotes and a space: exit 2, one line, nothing run" \
+    sh -c "[ $rc = 2 ] && [ ! -s q4.out ] && [ \$(wc -l <q4.err) = 1 ] && grep -q \"^tunerguard: run: --report-dir .* holds both ' and \\\" \" q4.err"
+check "--report-dir holding both quotes: the dir is not created" [ ! -e "$WORK/it's \"both\"" ]
+for rdir in "$WORK/race dir" "$WORK/race:dir"; do
+    LD_LIBRARY_PATH=$FAKE "$TG" run --report-dir "$rdir" -- python3 "$SCEN/seeds004.py" >qr.out 2>qr.err
+    rc=$?
+    check "racing program, --report-dir '$rdir': the program ran (0 or 1, no option error)" \
+        sh -c "{ [ $rc = 0 ] || [ $rc = 1 ]; } && ! grep -q 'malformed option' qr.err"
+    check "racing program, --report-dir '$rdir': .txt and .jsonl listed there" \
+        sh -c "grep -q '^tunerguard: report: $rdir/tunerguard\.[0-9]*\.jsonl\$' qr.err && grep -q '^tunerguard: report: $rdir/tunerguard\.[0-9]*\.txt\$' qr.err"
+    check "racing program, --report-dir '$rdir': the listed files exist and name the kernel" \
+        sh -c "sed -n 's/^tunerguard: report: //p' qr.err | { n=0; while IFS= read -r f; do grep -q test_seed004 \"\$f\" || exit 1; n=\$((n+1)); done; [ \$n = 2 ]; }"
+    check "racing program, --report-dir '$rdir': tunerguard report pointed at the dir, shell-quoted" \
+        grep -qxF "tunerguard: summarize with: tunerguard report '$rdir'" qr.err
+done
 finish

@@ -254,6 +254,8 @@ def check_bad_options(ctx):
         ("exitcode=300", "'exitcode'", "-1 to 255"),
         ("halt_on_race=yes", "'halt_on_race'", "0, 1"),
         ("targets=nocolon", "'targets'", "module:Class.method"),
+        # a misspelt key after a targets= value (which holds ':') is named, not targets
+        ("targets=a:B.c:typo=1", "unknown option 'typo'", "mode, log_path"),
     ]
     for options, key, valid in cases:
         res = ctx.run_py(PRINT_RAN, options=options)
@@ -264,6 +266,37 @@ def check_bad_options(ctx):
         expect(lines[0].startswith("tunerguard: ") and key in lines[0] and valid in lines[0],
                "%s: the line names %s and the valid choices (%s)" % (options, key, valid), res)
         no_files(res)
+
+
+def check_unterminated_quote(ctx):
+    for options, q in (("mode=serialize:log_path='my reports/tg", "'"), ('log_path="a:b/tg:verbosity=1', '"')):
+        res = ctx.run_py(PRINT_RAN, options=options)
+        expect(res.rc == 2, "%s: exit status 2" % options, res)
+        expect("PROGRAM RAN" not in res.out, "%s: the program must not run" % options, res)
+        lines = res.err.splitlines()
+        expect(lines == ["tunerguard: unterminated quote in the value of option 'log_path' in TUNERGUARD_OPTIONS "
+                         "(it begins with %s and has no closing %s)" % (q, q)],
+               "%s: exactly the one line naming log_path" % options, res)
+        no_files(res)
+
+
+# A quoted log_path holds spaces and ':' (and the other quote kind): the
+# reports land there.
+QUOTED_DIRS = [("my reports", "'"), ("a:b", '"'), ("it's here: x", '"'), ('say "hi" now', "'")]
+
+
+def check_quoted_log_path(ctx):
+    for d, q in QUOTED_DIRS:
+        prog = "os.makedirs(%r)\n" % d + textwrap.dedent(RACE_PROG % {"serialize": False})
+        res = ctx.run_py(prog, options="log_path=%s%s/tg%s:verbosity=0" % (q, d, q))
+        expect(res.rc == 0 and "DONE" in res.out, "log_path=%s%s/tg%s: the program ran" % (q, d, q), res)
+        pid = re.search(r"DONE pid (\d+)", res.out).group(1)
+        for ext in ("txt", "jsonl"):
+            path = os.path.join(res.tmp, d, "tg.%s.%s" % (pid, ext))
+            expect(os.path.isfile(path), "the report is %s" % path, res)
+            with open(path) as f:
+                expect("my_kernel" in f.read(), "%s names the kernel" % path, res)
+        expect(not res.files("tg.*"), "nothing written beside the program", res)
 
 
 def check_help(ctx):
@@ -593,7 +626,7 @@ def check_fork_child_after_race(ctx):
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
-    "options": [check_bad_options, check_help],
+    "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_race_serialize, check_race_off, check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],

@@ -1,7 +1,7 @@
 /* The TUNERGUARD_OPTIONS parser (shim/options.c): every key, the defaults,
  * each bad value and its exact one-line message, malformed input, unknown
- * keys, ':' inside targets= values, and "a failed parse leaves pure
- * defaults". */
+ * keys, ':' inside targets= values, quoted values, and "a failed parse
+ * leaves pure defaults". */
 #include <criterion/criterion.h>
 
 #include <stdio.h>
@@ -306,10 +306,104 @@ Test(options, unknown_keys)
     expect_error("Mode=detect", unknown_msg("Mode"));
     expect_error("mode=serialize:verbose=1", unknown_msg("verbose"));
     expect_error("exitcode=3:bogus=1", unknown_msg("bogus"));
-    /* In a targets= value an unknown "key=" cannot be told from the value:
-     * the whole value is refused, naming targets. */
-    expect_error("targets=a:B.c:bogus=1",
-                 "bad value 'a:B.c:bogus=1' for option 'targets' (valid: module:Class.method[,module:Class.method...])");
+}
+
+/* A ':' in a targets= value followed by "word=" starts a new pair ('=' is
+ * never part of a targets value), so a misspelt key after targets is named
+ * as the unknown key, not blamed on targets. */
+Test(options, targets_then_unknown_key_names_the_key)
+{
+    expect_error("targets=a:B.c:typo=1", unknown_msg("typo"));
+    expect_error("targets=a:B.c:bogus=1", unknown_msg("bogus"));
+    expect_error("mode=off:targets=pkg.m:C.run,x:Y.warmup:Verbosity=2:exitcode=1", unknown_msg("Verbosity"));
+    expect_error("targets=a:B.c verbose=1", unknown_msg("verbose"));
+    expect_error("targets=a:B.c:=1",
+                 "malformed option '=1' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')");
+    /* a known key after targets still ends the value */
+    expect_ok("targets=a:B.c:log_path='x:y'");
+    cr_assert_str_eq(o.targets, "a:B.c");
+    cr_assert_str_eq(o.log_path, "x:y");
+    /* without '=' the text after ':' is still part of the value */
+    expect_error("targets=a:B.c:typo",
+                 "bad value 'a:B.c:typo' for option 'targets' (valid: module:Class.method[,module:Class.method...])");
+}
+
+/* ---- quoted values (sanitizer_common style) ---------------------------------- */
+
+Test(options, quoted_values_hold_spaces_and_colons)
+{
+    expect_ok("log_path='my reports/tg':mode=serialize");
+    cr_assert_str_eq(o.log_path, "my reports/tg");
+    cr_assert_eq(o.mode, TG_MODE_SERIALIZE);
+
+    expect_ok("log_path=\"a:b/tg\"");
+    cr_assert_str_eq(o.log_path, "a:b/tg");
+
+    expect_ok("mode=off:log_path=\"x y:z/tg\":verbosity=2");
+    cr_assert_str_eq(o.log_path, "x y:z/tg");
+    cr_assert_eq(o.mode, TG_MODE_OFF);
+    cr_assert_eq(o.verbosity, 2);
+
+    /* each quote kind holds the other one */
+    expect_ok("log_path=\"it's here/tg\"");
+    cr_assert_str_eq(o.log_path, "it's here/tg");
+    expect_ok("log_path='say \"hi\"/tg'");
+    cr_assert_str_eq(o.log_path, "say \"hi\"/tg");
+
+    /* a quoted value is followed by ':' or whitespace, or ends the text */
+    expect_ok("log_path='a b' mode=serialize\tverbosity=\"1\"");
+    cr_assert_str_eq(o.log_path, "a b");
+    cr_assert_eq(o.mode, TG_MODE_SERIALIZE);
+    cr_assert_eq(o.verbosity, 1);
+
+    /* quoting works for every kind of value */
+    expect_ok("mode='serialize':exitcode=\"7\":halt_on_race='1':targets='a.b:C.run,x:Y.z'");
+    cr_assert_eq(o.mode, TG_MODE_SERIALIZE);
+    cr_assert_eq(o.exitcode, 7);
+    cr_assert_eq(o.halt_on_race, 1);
+    cr_assert_str_eq(o.targets, "a.b:C.run,x:Y.z");
+
+    /* a quote that does not begin the value is an ordinary character */
+    expect_ok("log_path=it's:mode=off");
+    cr_assert_str_eq(o.log_path, "it's");
+    cr_assert_eq(o.mode, TG_MODE_OFF);
+
+    /* last one wins, quoted or not */
+    expect_ok("log_path='a b':log_path=c");
+    cr_assert_str_eq(o.log_path, "c");
+}
+
+Test(options, quoted_bad_values)
+{
+    expect_error("log_path=''", "bad value '' for option 'log_path' (valid: a path prefix, or 'stderr')");
+    expect_error("mode='fast mode'", "bad value 'fast mode' for option 'mode' (valid: detect, serialize, off)");
+    expect_error("verbosity=\"1:2\"", "bad value '1:2' for option 'verbosity' (valid: an integer from 0 to 2)");
+}
+
+Test(options, unterminated_quote)
+{
+    expect_error("log_path='my reports/tg",
+                 "unterminated quote in the value of option 'log_path' in TUNERGUARD_OPTIONS (it begins with ' and "
+                 "has no closing ')");
+    expect_error("mode=serialize:log_path=\"a:b/tg:verbosity=1",
+                 "unterminated quote in the value of option 'log_path' in TUNERGUARD_OPTIONS (it begins with \" and "
+                 "has no closing \")");
+    /* the other quote kind does not close it */
+    expect_error("targets='a:B.c\"",
+                 "unterminated quote in the value of option 'targets' in TUNERGUARD_OPTIONS (it begins with ' and "
+                 "has no closing ')");
+    /* an unknown key is named first */
+    expect_error("bogus='x", unknown_msg("bogus"));
+}
+
+Test(options, text_after_closing_quote)
+{
+    expect_error("log_path='a b'c:mode=off",
+                 "malformed option 'log_path' in TUNERGUARD_OPTIONS (text 'c' after the closing '; expected ':' or a "
+                 "space)");
+    expect_error("log_path=\"a\"\"b\"",
+                 "malformed option 'log_path' in TUNERGUARD_OPTIONS (text '\"b\"' after the closing \"; expected ':' "
+                 "or a space)");
 }
 
 /* ---- nothing half-configured ------------------------------------------------ */
