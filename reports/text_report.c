@@ -351,7 +351,7 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
     W_FIELD(w, r->detail);
     tg_w_str(w, "\n  The replacement is guarded too.\n");
     if (e->tid || e->npy) {
-        tg_w_str(w, "  Replaced by ");
+        tg_w_str(w, "  Found at the first call through it, by ");
         thread_name(w, e);
         tg_w_str(w, ":\n");
         python_stack(w, e);

@@ -42,6 +42,9 @@ struct target {
     char cls[96];      /* qualname inside the module, may be dotted */
     char method[48];
     PyObject *base;    /* the class once found (strong reference) */
+    int user;          /* from targets= (not built in): a target that guards
+                          nothing is the user's mistake, said once */
+    int said;
 };
 static struct target targets[TG_MAX_TARGETS];
 static int ntargets;
@@ -63,7 +66,7 @@ static int summary_done;
 
 /* ---- targets ---------------------------------------------------------------- */
 
-static void add_target(const char *spec, size_t len)
+static void add_target(const char *spec, size_t len, int user)
 {
     if (ntargets == TG_MAX_TARGETS)
         return;
@@ -82,17 +85,18 @@ static void add_target(const char *spec, size_t len)
     snprintf(t->module, sizeof t->module, "%s", buf);
     snprintf(t->cls, sizeof t->cls, "%s", colon + 1);
     snprintf(t->method, sizeof t->method, "%s", dot + 1);
+    t->user = user;
 }
 
 static void parse_targets(void)
 {
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
-        add_target(builtin_targets[i], strlen(builtin_targets[i]));
+        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0);
     const char *p = tg_opts.targets;
     while (p && *p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        add_target(p, len);
+        add_target(p, len, 1);
         p = end ? end + 1 : p + len;
     }
 }
@@ -251,9 +255,82 @@ static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
 
 /* ---- modules ---------------------------------------------------------------------- */
 
+/* Has module mod finished running?  An import in progress marks its spec
+ * with _initializing = True (importlib._bootstrap); a class named in
+ * targets= may be defined further down. */
+static int module_executed(PyObject *mod)
+{
+    PyObject *spec = tg_py.PyObject_GetAttrString(mod, "__spec__");
+    PyObject *init = spec && spec != tg_py.none ? tg_py.PyObject_GetAttrString(spec, "_initializing") : NULL;
+    tg_py.PyErr_Clear();
+    PyObject *str = init ? tg_py.PyObject_Str(init) : NULL;
+    const char *v = str ? tg_py.PyUnicode_AsUTF8(str) : NULL;
+    int executing = v && strcmp(v, "True") == 0;
+    tg_py.PyErr_Clear();
+    PyObject *objs[] = {str, init, spec};
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+        if (objs[i])
+            tg_py.Py_DecRef(objs[i]);
+    return !executing;
+}
+
+/* A user target (targets=) that guards nothing: one line, once, saying why.
+ * cls: the class found, or NULL when the module has no such class. */
+static void say_unguarded(struct target *t, PyObject *cls)
+{
+    if (!t->user || t->said)
+        return;
+    PyObject *dict = cls ? tg_py.PyObject_GetAttrString(cls, "__dict__") : NULL;
+    PyObject *key = dict ? tg_py.PyUnicode_FromString(t->method) : NULL;
+    PyObject *own = key ? tg_py.PyObject_GetItem(dict, key) : NULL;
+    if (key)
+        tg_py.Py_DecRef(key);
+    tg_py.PyErr_Clear();
+    if (own && tg_guard_is_ours(own)) {
+        tg_py.Py_DecRef(own);
+        if (dict)
+            tg_py.Py_DecRef(dict);
+        return; /* guarded */
+    }
+    t->said = 1;
+    if (!cls) {
+        tg__warn("targets=%s:%s.%s: module %s has no class %s; nothing guarded", t->module, t->cls, t->method,
+                 t->module, t->cls);
+    } else if (!own) {
+        PyObject *inherited = tg_py.PyObject_GetAttrString(cls, t->method);
+        tg_py.PyErr_Clear();
+        if (inherited && tg_guard_is_ours(inherited)) /* a base guarded by another target */
+            t->said = 0;
+        else if (inherited)
+            tg__warn("targets=%s:%s.%s: %s does not define %s itself (it inherits it): name the class that "
+                     "defines it; nothing guarded", t->module, t->cls, t->method, t->cls, t->method);
+        else
+            tg__warn("targets=%s:%s.%s: class %s has no method %s; nothing guarded", t->module, t->cls, t->method,
+                     t->cls, t->method);
+        if (inherited)
+            tg_py.Py_DecRef(inherited);
+    } else {
+        PyObject *type = tg_py.PyObject_Type(own);
+        PyObject *tn = type ? tg_py.PyObject_GetAttrString(type, "__name__") : NULL;
+        const char *tname = tn ? tg_py.PyUnicode_AsUTF8(tn) : NULL;
+        tg__warn("targets=%s:%s.%s: %s.%s is a %s, not a plain function (an instance method); nothing guarded",
+                 t->module, t->cls, t->method, t->cls, t->method, tname ? tname : "?");
+        tg_py.PyErr_Clear();
+        if (tn)
+            tg_py.Py_DecRef(tn);
+        if (type)
+            tg_py.Py_DecRef(type);
+    }
+    if (own)
+        tg_py.Py_DecRef(own);
+    if (dict)
+        tg_py.Py_DecRef(dict);
+}
+
 /* Guard every target of module `name` if its class exists now.  Returns the
- * number of targets of that module still not found. */
-static int arm_module(const char *name)
+ * number of targets of that module still not found.  executed: the module
+ * ran to its end (else its import spec says). */
+static int arm_module(const char *name, int executed)
 {
     int missing = 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
@@ -264,6 +341,8 @@ static int arm_module(const char *name)
             continue;
         PyObject *cls = mod ? get_dotted(mod, t->cls) : NULL;
         if (!cls) {
+            if (mod && (executed || module_executed(mod)))
+                say_unguarded(t, NULL);
             missing++;
             continue;
         }
@@ -276,6 +355,7 @@ static int arm_module(const char *name)
                 tg_py.Py_IncRef(cls);
             }
         guard_family_methods(cls, cls, "target");
+        say_unguarded(t, cls);
         guard_existing_subclasses(cls, cls, 0);
         hook_subclasses(cls);
     }
@@ -287,7 +367,7 @@ static void arm_loaded_modules(void)
 {
     for (int i = 0; i < ntargets; i++)
         if (!targets[i].base)
-            arm_module(targets[i].module);
+            arm_module(targets[i].module, 0);
 }
 
 /* exec_module wrapper: run the module, then guard its targets at once. */
@@ -303,7 +383,7 @@ static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssiz
         struct tg_thread *t = tg__self();
         if (n) {
             t->busy++;
-            arm_module(n);
+            arm_module(n, 1); /* its exec_module returned: it ran to the end */
             t->busy--;
         }
         tg_py.PyErr_Clear();
@@ -435,7 +515,7 @@ void tg_arm_process_pending(void)
     if (module_pending) {
         module_pending = 0;
         for (int i = 0; i < ntargets; i++)
-            if (!targets[i].base && arm_module(targets[i].module) > 0) {
+            if (!targets[i].base && arm_module(targets[i].module, 0) > 0) {
                 PyObject *mods = tg_py.PyImport_GetModuleDict();
                 if (mods && tg_py.PyDict_GetItemString(mods, targets[i].module))
                     still = 1; /* importing now: the class is not defined yet */

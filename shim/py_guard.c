@@ -53,6 +53,8 @@ struct tg_guard {
     char name[48];        /* "run" */
     char method[112];     /* "Autotuner.run" */
     char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
+    char doc[96];         /* def.ml_doc: a text signature, so inspect.signature()
+                             of the guarded method works (else ValueError) */
 };
 
 static struct tg_guard guards[TG_MAX_GUARDS];
@@ -342,6 +344,16 @@ struct race_link {
     uint64_t seq;       /* its report's seq, 0 if it was a repeat */
 };
 
+/* halt_on_race and deadlock=abort: stop the process now, after the report,
+ * with what a normal exit would leave: the trace closed (trace=1, its ']'),
+ * the summary line.  Exit status `exitcode`, else 66. */
+static void halt_now(void)
+{
+    tg_trace_close();
+    tg_arm_exit_summary();
+    _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+}
+
 /* Count race report r (filled, suppressions checked) and write it, unless
  * it repeats one already written: same instance, same code locations on both
  * sides, same `salt` (what saw it).  Returns its seq, 0 for a repeat (counted
@@ -367,10 +379,8 @@ static uint64_t emit_race(struct tg_report *r, uintptr_t inst, uint64_t salt)
     r->seq = ++stats.reports;
     tg_sink_emit(r);
     tg_trace_race(r); /* no-op unless trace=1 */
-    if (tg_opts.halt_on_race && r->high_severity) {
-        tg_arm_exit_summary();
-        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
-    }
+    if (tg_opts.halt_on_race && r->high_severity)
+        halt_now();
     return r->seq;
 }
 
@@ -699,10 +709,8 @@ static int report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *in
     tg_sink_emit(r);
     t->busy--;
     tg_report_unlock();
-    if (tg_opts.deadlock == TG_DEADLOCK_ABORT) {
-        tg_arm_exit_summary();
-        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
-    }
+    if (tg_opts.deadlock == TG_DEADLOCK_ABORT)
+        halt_now();
     return 1;
 }
 
@@ -878,6 +886,27 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     return 1;
 }
 
+/* verbosity>=1: a method_replaced report for guard g, whose class
+ * attribute is now `qual` defined at file:line (NULLs: unknown), found by
+ * the calling thread at its call.  GIL held; the caller is busy. */
+static void report_replaced(struct tg_guard *g, const char *qual, const char *file, const char *line)
+{
+    tg_report_lock();
+    struct tg_report *r = &report;
+    memset(r, 0, sizeof *r);
+    begin_report(r, TG_REPORT_METHOD_REPLACED, NULL, g);
+    snprintf(r->tuner_class, sizeof r->tuner_class, "%s", g->cls_name);
+    if (file)
+        snprintf(r->detail, sizeof r->detail, "%s = %s at %s:%s", g->method, qual ? qual : "?", file,
+                 line ? line : "?");
+    else
+        snprintf(r->detail, sizeof r->detail, "%s = %s", g->method, qual ? qual : "an object without code");
+    view_self(&r->entering, tg__self(), "at the call");
+    r->seq = ++stats.reports;
+    tg_sink_emit(r);
+    tg_report_unlock();
+}
+
 /* ---- replaced methods --------------------------------------------------------
  *
  * CPython raises no audit event for a plain class attribute assignment, so
@@ -911,8 +940,11 @@ static void check_replaced(struct tg_guard *g)
             snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
         tg_py.PyErr_Clear();
         /* Guard it on the class that holds the attribute now. */
-        if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0)
+        if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
             tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
+            if (tg_opts.verbosity >= 1)
+                report_replaced(g, qs, fs, lstr);
+        }
         PyObject *objs[] = {ls, qn, line, file, code};
         for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
             if (objs[i])
@@ -1115,7 +1147,10 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
     g->def.ml_name = g->name;
     g->def.ml_meth = trampolines[nguards];
     g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
-    g->def.ml_doc = NULL;
+    /* "run($self, /, *args, **kwargs)\n--\n\n": what inspect.signature()
+     * reads from a method descriptor; the arguments pass through unchanged. */
+    snprintf(g->doc, sizeof g->doc, "%s($self, /, *args, **kwargs)\n--\n\n", name);
+    g->def.ml_doc = g->doc;
     PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
     if (!wrapper) {
         tg_py.PyErr_Clear();

@@ -458,7 +458,71 @@ def check_replaced_method(ctx):
            "stderr says it was replaced (by locked at prog.py:N) and guarded", res)
     expect("GUARDED_AFTER True" in res.out, "the replacement is guarded", res)
     _, text = only_report(res)
-    expect(text.count("WARNING: tunerguard") == 1, "the race through the replacement is reported", res)
+    expect(text.count("WARNING: tunerguard: guarded method replaced") == 1
+           and re.search(r"Autotuner\.run = locked at .*prog\.py:\d+", text),
+           "verbosity=1: a method_replaced report names the replacement and where it is defined", res)
+    expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1,
+           "the race through the replacement is reported", res)
+    kinds = [o["kind"] for o in jsonl_lines(res)]
+    expect(kinds == ["method_replaced", "race"], "JSON Lines: method_replaced, then race (got %s)" % kinds, res)
+
+
+def check_replaced_method_quiet(ctx):
+    """verbosity 0: the replacement is guarded without a word or a file."""
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        orig = Autotuner.run
+        def locked(self, *a, **k):
+            return orig(self, *a, **k)
+        Autotuner.run = locked
+        Autotuner(my_kernel).run("first")
+        print("GUARDED_AFTER", is_guarded(Autotuner))
+    ''', options=opts())
+    expect(res.rc == 0 and "GUARDED_AFTER True" in res.out and res.err == "", "guarded, silent", res)
+    no_files(res)
+
+
+def check_signature(ctx):
+    """inspect.signature() of a guarded method works (it raised ValueError)."""
+    res = ctx.run_py('''
+        import inspect
+        from triton.runtime.autotuner import Autotuner
+        print("GUARDED", is_guarded(Autotuner))
+        print("SIG", inspect.signature(Autotuner.run))
+        print("BOUND", inspect.signature(Autotuner(my_kernel).run))
+    ''', options=opts())
+    expect(res.rc == 0 and "GUARDED True" in res.out, "guarded", res)
+    expect("SIG (self, /, *args, **kwargs)" in res.out and "BOUND (*args, **kwargs)" in res.out,
+           "a signature that passes everything through", res)
+
+
+TARGETS_MOD = '''
+    with open("mymod.py", "w") as f:
+        f.write("class Base:\\n    def run(self):\\n        return 1\\n"
+                "class Sub(Base):\\n    pass\\n"
+                "class S2:\\n    @staticmethod\\n    def run():\\n        return 2\\n")
+    sys.path.insert(0, ".")
+    import mymod
+    print("BASE_GUARDED", is_guarded(mymod.Base))
+'''
+
+
+def check_targets_unguarded(ctx):
+    """A targets= entry that guards nothing says why, once, in one line."""
+    res = ctx.run_py(TARGETS_MOD, options=opts(
+        targets="mymod:Sub.run,mymod:Nope.run,mymod:S2.run,mymod:Base.rnu,notimported:X.run"))
+    expect(res.rc == 0 and "BASE_GUARDED False" in res.out, "program ran, nothing guarded", res)
+    want = [r"targets=mymod:Sub\.run: Sub does not define run itself \(it inherits it\): name the class",
+            r"targets=mymod:Nope\.run: module mymod has no class Nope; nothing guarded",
+            r"targets=mymod:S2\.run: S2\.run is a staticmethod, not a plain function",
+            r"targets=mymod:Base\.rnu: class Base has no method rnu; nothing guarded"]
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    for w in want:
+        expect(sum(bool(re.search(w, ln)) for ln in lines) == 1, "one line: %s" % w, res)
+    expect(len(lines) == len(want), "nothing else said (a module never imported is not an error)", res)
+    # Base.run named too: Sub inherits the guarded method, nothing to say.
+    res = ctx.run_py(TARGETS_MOD, options=opts(targets="mymod:Base.run,mymod:Sub.run"))
+    expect(res.rc == 0 and "BASE_GUARDED True" in res.out and res.err == "", "guarded, silent", res)
 
 
 # --------------------------------------------------------------------------
@@ -493,7 +557,7 @@ HALT_PROG = '''
 
 
 def check_halt_on_race(ctx):
-    for extra, want_rc in (({}, None), ({"exitcode": 9}, 9)):
+    for extra, want_rc in (({}, None), ({"exitcode": 9}, 9), ({"trace": 1}, None)):
         res = ctx.run_py(HALT_PROG, options=opts(halt_on_race=1, **extra))
         expect("BEFORE" in res.out, "program started", res)
         expect("AFTER" not in res.out, "the code after the race must not run", res)
@@ -506,6 +570,14 @@ def check_halt_on_race(ctx):
                and text.rstrip("\n").endswith("=================="), "report complete", res)
         expect(len(jsonl_lines(res)) == 1, "json line complete", res)
         expect(re.search(r"^tunerguard: 1 race reported", res.err, re.M), "summary line", res)
+        if extra.get("trace"):
+            tr = res.files("tg.*.trace.json")
+            expect(len(tr) == 1, "trace=1: one trace file", res)
+            try:
+                with open(tr[0]) as f:
+                    json.load(f)  # closed with its ']' before the halt
+            except ValueError as e:
+                raise Fail("the trace of a halted process is not valid JSON: %s" % e)
 
 
 # --------------------------------------------------------------------------
@@ -630,7 +702,7 @@ CHECKS = {
     "race": [check_race_detect, check_race_serialize, check_race_off, check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
-    "replace": [check_replaced_method],
+    "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_distinct_races_reported],
