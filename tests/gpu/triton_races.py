@@ -17,6 +17,9 @@ Scenarios:
                    exception when the race shows.
   keys_loop_warm   the same with every config compiled first (another key), so
                    the overlap is in the benchmarking (do_bench's synchronize).
+  fast_path_first  the fast-path call is inside first; a thread tuning a new
+                   key comes in, and the fast call's return clears self.nargs
+                   under it (TypeError).  detect sees it at that return.
   reset_to_zero    positional tensors, an atomic counter kernel with
                    reset_to_zero: the tuning thread resets the other thread's
                    tensor and its own accumulates.  No exception: wrong numbers.
@@ -419,6 +422,75 @@ def scenario_keys_loop(dev, dev2, warm=False):
     return None
 
 
+def scenario_fast_path_first(dev, dev2):
+    """hammer the other way round (tests/repro/scenarios/fast_path_first.py on
+    a GPU): thread 'fast' (on dev) calls a tuned key and parks in the config
+    pre_hook of its fast path, between run()'s `self.nargs = ...` and its
+    `self.nargs = None`; thread 'tuner' (on dev2) then tunes a new key of the
+    same kernel.  Once the tuner is benchmarking (its autotune pre_hook runs
+    before every benchmark launch), or is blocked by tunerguard's serialize
+    mode, 'fast' is let go: its return clears self.nargs under the tuner,
+    whose next _bench raises TypeError.  Under detect the race is seen when
+    'fast' returns ("a call left a tuner while another thread was
+    benchmarking in it")."""
+    fast_inside, release_fast, tuner_benchmarking = threading.Event(), threading.Event(), threading.Event()
+
+    def config_hook(nargs):  # run() calls it on the fast path too
+        if threading.current_thread().name == "fast" and not fast_inside.is_set():
+            fast_inside.set()
+            if not release_fast.wait(TIMEOUT):
+                raise RuntimeError("fast was never released")
+
+    def bench_hook(nargs, reset_only=False):  # before every benchmark launch
+        if threading.current_thread().name == "tuner":
+            tuner_benchmarking.set()
+
+    @triton.autotune(configs=[triton.Config({"BLOCK": b}, pre_hook=config_hook) for b in (128, 256, 512)],
+                     key=["n"], pre_hook=bench_hook)
+    @triton.jit
+    def fast_first(x_ptr, n, spin, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs, mask=offs < n)
+        for _ in range(spin):
+            v = v * 0.5 + 0.5
+        tl.store(x_ptr + offs, v + 1, mask=offs < n)
+
+    n_warm, n_new = 4096, 1 << 16
+    for d in sorted({dev, dev2}):  # the warm key tuned (and every config compiled) on each device
+        with torch.cuda.device(d):
+            fast_first[lambda m: (triton.cdiv(n_warm, m["BLOCK"]),)](torch.zeros(n_warm, device=f"cuda:{d}"),
+                                                                      n_warm, 16)
+        torch.cuda.synchronize(d)
+    errors = {}
+
+    def call(name, d, n, spin):
+        try:
+            with torch.cuda.device(d), torch.cuda.stream(torch.cuda.Stream()):
+                fast_first[lambda m: (triton.cdiv(n, m["BLOCK"]),)](torch.zeros(n, device=f"cuda:{d}"), n, spin)
+                torch.cuda.synchronize(d)
+        except BaseException as e:
+            errors[name] = e
+            traceback.print_exc()
+
+    fast = threading.Thread(target=call, args=("fast", dev, n_warm, 16), name="fast")
+    tuner = threading.Thread(target=call, args=("tuner", dev2, n_new, 20_000), name="tuner")
+    fast.start()
+    if not fast_inside.wait(TIMEOUT):
+        return "fast never reached its fast-path pre_hook"
+    tuner.start()
+    for _ in range(int(TIMEOUT * 10)):  # benchmarking, blocked by serialize, or already failed
+        if tuner_benchmarking.is_set() or serialize_waits.is_set() or not tuner.is_alive():
+            break
+        tuner_benchmarking.wait(0.1)  # bounded wait on the tuner's own progress, not an ordering sleep
+    release_fast.set()
+    fast.join(TIMEOUT)
+    tuner.join(TIMEOUT)
+    if errors:
+        e = next(iter(errors.values()))
+        return f"{len(errors)} thread(s) raised {type(e).__name__}: {e}"
+    return None
+
+
 def _threads_call(call, n, dev, dev2):
     errors = {}
 
@@ -440,7 +512,8 @@ def _threads_call(call, n, dev, dev2):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario", choices=["seeds004", "hammer", "cached_subclass", "reset_to_zero", "small",
-                                        "race_free", "bench_small", "bench_spin", "keys_loop", "keys_loop_warm"])
+                                        "race_free", "bench_small", "bench_spin", "keys_loop", "keys_loop_warm",
+                                        "fast_path_first"])
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--device2", type=int, default=None, help="device of the second thread (default: --device)")
     a = p.parse_args()
@@ -449,7 +522,8 @@ def main():
           "cached_subclass": lambda d, d2: scenario_hammer(d, d2, subclass=True),
           "reset_to_zero": scenario_reset_to_zero, "small": scenario_small,
           "race_free": scenario_race_free, "bench_small": scenario_bench_small, "bench_spin": scenario_bench_spin,
-          "keys_loop": scenario_keys_loop, "keys_loop_warm": lambda d, d2: scenario_keys_loop(d, d2, warm=True)}[a.scenario]
+          "keys_loop": scenario_keys_loop, "keys_loop_warm": lambda d, d2: scenario_keys_loop(d, d2, warm=True),
+          "fast_path_first": scenario_fast_path_first}[a.scenario]
     why = fn(a.device, dev2)
     if why:
         print(f"triton_races {a.scenario}: FAIL: {why}", file=sys.stderr)
