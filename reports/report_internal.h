@@ -48,7 +48,8 @@ static inline int tg__ends_with(const char *s, size_t slen, const char *suffix, 
  * (most recent first) that is neither in the tuner's own module file (derived
  * from tuner_class: "a.b.C" -> ".../a/b.py") nor in Triton's launch and
  * benchmarking plumbing (a file under "triton/runtime/", "triton/testing.py",
- * a file under "torch/cuda/").  When every frame is one of those, frame
+ * a file under "torch/cuda/"), searched below the outermost frame of the
+ * tuner's module when there is one (a stack taken deep inside the tuner).  When every frame is one of those, frame
  * #1 (the tuner method's caller), else #0.  Returns -1 when there is no
  * Python frame. */
 static inline int tg__summary_frame(const struct tg_report *r)
@@ -70,7 +71,19 @@ static inline int tg__summary_frame(const struct tg_report *r)
         memcpy(modfile + flen, ".py", 3);
         flen += 3;
     }
-    for (int i = 0; i < n; i++) {
+    /* A stack read while the thread was deep inside the tuner (a race seen
+     * at exit: the other thread benchmarking, or compiling in the stdlib)
+     * holds the tuner's own frames: the caller is below the outermost one. */
+    int from = 0;
+    for (int i = 0; i < n && flen; i++) {
+        const char *f = v->py[i].file;
+        size_t len = strnlen(f, sizeof v->py[i].file);
+        if (tg__ends_with(f, len, modfile, flen) || (len == flen - 1 && memcmp(f, modfile + 1, len) == 0))
+            from = i + 1;
+    }
+    if (from >= n)
+        from = 0;
+    for (int i = from; i < n; i++) {
         const char *f = v->py[i].file;
         size_t len = strnlen(f, sizeof v->py[i].file);
         /* the module file, matched as "/a/b.py" or the whole name "a/b.py" */

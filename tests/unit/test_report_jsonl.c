@@ -131,3 +131,31 @@ Test(report_jsonl, write_error_returns_minus_one)
     cr_assert_eq(errno, ENOSPC);
     close(fd);
 }
+
+/* A race seen at exit: the entering thread's stack was read deep inside the
+ * tuner (compiling, in the stdlib): the location is the caller of the
+ * outermost tuner frame, not the innermost non-Triton frame. */
+Test(report_jsonl, race_at_exit_location_is_the_tuner_caller)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.seen_at_exit = 1;
+    struct tg_thread_view *e = &r.entering;
+    e->npy = 0;
+    fx_py(e, "exists", "<frozen genericpath>", 19);
+    fx_py(e, "makedirs", "<frozen os>", 225);
+    fx_py(e, "compile", "/site/triton/compiler/compiler.py", 300);
+    fx_py(e, "JITFunction.run", "/site/triton/runtime/jit.py", 700);
+    fx_py(e, "Autotuner._bench", "/site/triton/runtime/autotuner.py", 164);
+    fx_py(e, "Autotuner.run", "/site/triton/runtime/autotuner.py", 240);
+    fx_py(e, "<lambda>", "/site/triton/runtime/jit.py", 370);
+    fx_py(e, "call", "user.py", 469);
+    int fd = open_tmp();
+    cr_assert_eq(tg_report_write_jsonl(fd, &r), 0);
+    close(fd);
+    const char *expects[] = {"1:seen_at=\"exit\"", "1:severity=\"high\"",
+                             "1:location={\"func\":\"call\",\"file\":\"user.py\",\"line\":469}", NULL};
+    int st = run_jsonl_checker(path, 1, expects);
+    unlink(path);
+    cr_assert_eq(st, 0, "check_jsonl.py found problems (listed above)");
+}
