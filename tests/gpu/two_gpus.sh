@@ -16,7 +16,9 @@
 #   tests/gpu/two_gpus.sh LIB OUTDIR steady [ROUNDS]
 #       tests/gpu/steady_state.py --device 0 --device2 1, ROUNDS rounds (default
 #       5) of none / detect / serialize side by side; OUTDIR/steady.txt ends with
-#       the medians and ratios.  Run it alone on the machine.
+#       the medians and ratios.  Run it alone on the machine.  LIB_BEFORE=LIB2 in
+#       the environment adds detect-before / serialize-before rounds with LIB2
+#       (an older build), for a before/after comparison in the same run.
 #   tests/gpu/two_gpus.sh LIB OUTDIR interference [RUNS]
 #       tests/gpu/isolate_tuning.py --variant quiet,load,other_device: a hammer
 #       thread on device 0 (same device) or device 1 (other device) while device
@@ -103,9 +105,13 @@ steady)
     : >"$out/steady.txt"
     w=$(mktemp -d)
     for r in $(seq 1 "$rounds"); do
-        for mode in none detect serialize; do
+        for mode in none detect serialize ${LIB_BEFORE:+detect-before serialize-before}; do
             env=(TRITON_CACHE_DIR="$w/c")
-            [ "$mode" != none ] && env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="mode=$mode")
+            case $mode in
+            *-before) env+=(LD_PRELOAD="$(readlink -f "$LIB_BEFORE")" TUNERGUARD_OPTIONS="mode=${mode%-before}") ;;
+            none) ;;
+            *) env+=(LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="mode=$mode") ;;
+            esac
             (cd "$w" && env "${env[@]}" timeout 300 "$py" "$here/steady_state.py" --device 0 --device2 "${DEV2:-1}" --iters 20000) \
                 2>"$w/err" | grep '^{' | tail -n 1 | sed "s/^/round $r $mode: /" >>"$out/steady.txt"
             grep tunerguard: "$w/err" | tail -n 1 | sed "s/^/round $r $mode summary: /" >>"$out/steady.txt"
@@ -123,8 +129,8 @@ for line in open(sys.argv[1]):
 med = {m: statistics.median(v for v, _ in recs) for m, recs in per.items()}
 for m, recs in per.items():
     print(f"median {m}: {med[m]:.0f} calls/s over {len(recs)} rounds, all correct: {all(c for _, c in recs)}")
-for m in ("detect", "serialize"):
-    if m in med and "none" in med:
+for m in sorted(med):
+    if m != "none" and "none" in med:
         print(f"ratio {m}/none: {med[m] / med['none']:.2f}")
 EOF
     cat "$out/steady.txt"
