@@ -55,6 +55,9 @@ struct tg_guard {
     char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
     char doc[96];         /* def.ml_doc: a text signature, so inspect.signature()
                              of the guarded method works (else ValueError) */
+    int clears_args;      /* the class is Triton's Autotuner or derives from it:
+                             its run()/warmup() end with `self.nargs = None`
+                             (the race seen at exit, check_race_at_exit) */
 };
 
 static struct tg_guard guards[TG_MAX_GUARDS];
@@ -474,6 +477,9 @@ out:
  * overlap; this is where it turns into a race.  Reported as a race with the
  * roles of the entry (entering = the thread that came in second, inside = t)
  * and seen_at_exit set, and linked like one for the exception report.
+ * Only for Triton's Autotuner and its subclasses (g->clears_args): other
+ * tuners (inductor's CachingAutotuner, targets=) keep no per-call arguments
+ * that their return clears.
  * Called before t leaves u; cheap to rule out (u->nocc > 1 first).  GIL
  * held; `mine` is t's occupant slot. */
 static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
@@ -1089,7 +1095,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     /* Another thread inside (rare; one load otherwise): did this return run
      * under its benchmarking?  Only a call that returned: an exception may
      * leave before the tuner's own `self.nargs = None`. */
-    if (__builtin_expect(u->nocc > 1, 0) && o && o->depth == 1 && res != NULL)
+    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL)
         check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         report_exception(inst, g, t, o);
@@ -1110,6 +1116,25 @@ int tg_guard_is_ours(PyObject *value)
         if (guards[i].wrapper == value)
             return 1;
     return 0;
+}
+
+/* Is triton.runtime.autotuner.Autotuner in cls.__mro__?  Install time only. */
+static int derives_from_triton_autotuner(PyObject *cls)
+{
+    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
+    Py_ssize_t n = mro ? tg_py.PyTuple_Size(mro) : 0;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < n && !found; i++) {
+        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
+        char mod[64], qual[32];
+        copy_attr_name(mod, sizeof mod, c, "__module__");
+        copy_attr_name(qual, sizeof qual, c, "__qualname__");
+        found = strcmp(mod, "triton.runtime.autotuner") == 0 && strcmp(qual, "Autotuner") == 0;
+    }
+    if (mro)
+        tg_py.Py_DecRef(mro);
+    tg_py.PyErr_Clear();
+    return found;
 }
 
 int tg_guard_install(PyObject *cls, const char *name, const char *why)
@@ -1165,6 +1190,7 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
     tg_py.Py_IncRef(value);
     g->cls = cls;
     tg_py.Py_IncRef(cls);
+    g->clears_args = derives_from_triton_autotuner(cls);
     g->pyname = key;
     tg_py.Py_IncRef(key);
     g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
