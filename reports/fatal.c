@@ -182,7 +182,9 @@ static const struct tg_occupant *own_session(const struct tg_tuner **tuner)
     *tuner = NULL;
     while (self && (u = tg_tuner_next(&cursor)) != NULL)
         for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-            if (u->occ[i].thread == self && (!best || u->occ[i].entered_ns >= best->entered_ns)) {
+            /* the tid too: a dead thread's record address may be ours now */
+            if (u->occ[i].thread == self && u->occ[i].tid == self->tid &&
+                (!best || u->occ[i].entered_ns >= best->entered_ns)) {
                 best = &u->occ[i];
                 *tuner = u;
             }
@@ -525,8 +527,17 @@ static void handler(int sig, siginfo_t *info, void *uc)
         if (opened)
             close(fd);
         fd = report_fd(&opened, ".jsonl"); /* none with log_path=stderr, as for reports */
-        if (fd >= 0)
+        if (fd >= 0) {
+            /* A report line cut by this signal (lines over the writer's
+             * buffer go out in pieces): end it, so the record stands on a
+             * line of its own. */
+            char last;
+            off_t end = lseek(fd, 0, SEEK_END);
+            if (end > 0 && pread(fd, &last, 1, end - 1) == 1 && last != '\n' && write(fd, "\n", 1) < 0) {
+                /* nothing to do: the record follows anyway */
+            }
             write_jsonl(fd);
+        }
         if (opened)
             close(fd);
         tg_trace_signal_flush();

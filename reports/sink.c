@@ -69,12 +69,18 @@ void tg_sink_atfork_child(void)
     reset_unlocked();
 }
 
+/* Read access too, so the fatal-signal handler can see whether a report
+ * line was cut (reports/fatal.c); write-only when that is all we may have. */
 static int open_report(const char *path)
 {
     int fd;
     do
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     while (fd < 0 && errno == EINTR);
+    if (fd < 0 && errno == EACCES)
+        do
+            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        while (fd < 0 && errno == EINTR);
     return fd;
 }
 

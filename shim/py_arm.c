@@ -86,6 +86,13 @@ static void add_target(const char *spec, size_t len, int user)
     snprintf(t->cls, sizeof t->cls, "%s", colon + 1);
     snprintf(t->method, sizeof t->method, "%s", dot + 1);
     t->user = user;
+    if (user && strcmp(t->module, "__main__") == 0) {
+        /* arming runs before the script does, and the script is never
+         * imported after: its classes are not seen */
+        tg__warn("targets=%s:%s.%s: classes of the script itself (__main__) cannot be guarded; define %s in "
+                 "a module and name that module", t->module, t->cls, t->method, t->cls);
+        t->said = 1;
+    }
 }
 
 static void parse_targets(void)
@@ -260,6 +267,16 @@ static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
  * targets= may be defined further down. */
 static int module_executed(PyObject *mod)
 {
+    /* __main__ (spec None when run as a script) is running from before
+     * arming to the end: its classes may come later. */
+    PyObject *mname = tg_py.PyObject_GetAttrString(mod, "__name__");
+    const char *mn = mname ? tg_py.PyUnicode_AsUTF8(mname) : NULL;
+    int is_main = mn && strcmp(mn, "__main__") == 0;
+    if (mname)
+        tg_py.Py_DecRef(mname);
+    tg_py.PyErr_Clear();
+    if (is_main)
+        return 0;
     PyObject *spec = tg_py.PyObject_GetAttrString(mod, "__spec__");
     PyObject *init = spec && spec != tg_py.none ? tg_py.PyObject_GetAttrString(spec, "_initializing") : NULL;
     tg_py.PyErr_Clear();
@@ -355,7 +372,9 @@ static int arm_module(const char *name, int executed)
                 tg_py.Py_IncRef(cls);
             }
         guard_family_methods(cls, cls, "target");
-        say_unguarded(t, cls);
+        for (int j = 0; j < ntargets; j++) /* t and the targets sharing its class */
+            if (targets[j].base == cls)
+                say_unguarded(&targets[j], cls);
         guard_existing_subclasses(cls, cls, 0);
         hook_subclasses(cls);
     }

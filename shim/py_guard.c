@@ -482,26 +482,54 @@ out:
  * that their return clears.
  * Called before t leaves u; cheap to rule out (u->nocc > 1 first).  GIL
  * held; `mine` is t's occupant slot. */
+static int tid_alive(pid_t tid);
+
+/* inst.nargs is None right now: what t's return left (C calls only).  When
+ * it is not, another thread set it after t cleared it (t let the GIL go
+ * between its `self.nargs = None` and its return), and nothing was lost. */
+static int nargs_cleared(PyObject *inst)
+{
+    PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
+    PyObject *v = dict ? tg_py.PyDict_GetItemString(dict, "nargs") : NULL; /* borrowed */
+    int cleared = v == tg_py.none;
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    tg_py.PyErr_Clear();
+    return cleared;
+}
+
+/* The occupant of u that is thread tid in the session it entered at
+ * entered (ticks): NULL when it left, or left and came back. */
+static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t entered)
+{
+    struct tg_occupant *o = occupant_by_tid(u, tid);
+    return o && o->entered_ns == entered ? o : NULL;
+}
+
 static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                                const struct tg_occupant *mine)
 {
+    if (!nargs_cleared(inst))
+        return;
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
         /* entered during t's call, not already linked to a race (a race seen
-         * at its entry, with t benchmarking, was reported then) */
+         * at its entry, with t benchmarking, was reported then), alive (the
+         * record of a thread that died inside may be another's by now) */
         if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
-            other_is_tuning(c, g))
+            tid_alive(c->tid) && other_is_tuning(c, g))
             x = c;
     }
     if (!x)
         return;
     pid_t x_tid = x->tid;
+    uint64_t x_entered = x->entered_ns;
     t->busy++;
-    tg_report_lock(); /* may let other threads run: look both up again */
-    x = occupant_by_tid(u, x_tid);
+    tg_report_lock(); /* may let other threads run: look both up again, same sessions */
+    x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
-    if (!x || !mine || x->raced_tid) {
+    if (!x || !mine || x->raced_tid || !other_is_tuning(x, g)) {
         t->busy--;
         tg_report_unlock();
         return;
@@ -533,9 +561,10 @@ static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_gua
     if (in->has_cuda)
         tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
     u->races++;
+    tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
     int suppressed = tg_supp_check(r);
     uint64_t seq = suppressed ? 0 : emit_race(r, (uintptr_t)inst, 0x5EE1A7E417ull);
-    struct tg_occupant *back = occupant_by_tid(u, x_tid);
+    struct tg_occupant *back = same_session(u, x_tid, x_entered);
     if (back && back->raced_tid == t->tid) {
         /* suppressed: unlinked, as at entry, so its exception is not reported;
          * the mark stays 0 only if nothing else linked it meanwhile */

@@ -523,6 +523,23 @@ def check_targets_unguarded(ctx):
     # Base.run named too: Sub inherits the guarded method, nothing to say.
     res = ctx.run_py(TARGETS_MOD, options=opts(targets="mymod:Base.run,mymod:Sub.run"))
     expect(res.rc == 0 and "BASE_GUARDED True" in res.out and res.err == "", "guarded, silent", res)
+    # Two targets on one class: the one that guards nothing still says so.
+    res = ctx.run_py(TARGETS_MOD, options=opts(targets="mymod:Base.run,mymod:Base.rnu"))
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "BASE_GUARDED True" in res.out and len(lines) == 1
+           and "targets=mymod:Base.rnu: class Base has no method rnu" in lines[0], "the sibling's line", res)
+    # A class of the script itself: arming runs before the script, which is
+    # never imported after, so it cannot be guarded: one line says so (not
+    # "module __main__ has no class Foo").
+    res = ctx.run_py('''
+        class Foo:
+            def run(self):
+                return 1
+        print("FOO_GUARDED", is_guarded(Foo))
+    ''', options=opts(targets="__main__:Foo.run"))
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "FOO_GUARDED False" in res.out and len(lines) == 1
+           and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
 # --------------------------------------------------------------------------

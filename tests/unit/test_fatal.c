@@ -318,3 +318,35 @@ Test(fatal, install_requires_python_when_asked)
     /* This test binary has no libpython. */
     cr_assert_eq(tg_fatal_install("x", 1), -1);
 }
+
+/* A report line cut by the signal (a line longer than the writer's buffer
+ * goes out in pieces): the fatal record still starts a line of its own. */
+Test(fatal, record_after_a_cut_line_stands_on_its_own_line)
+{
+    setup_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child_setup_inside();
+        static struct tg_report r;
+        fx_race_high(&r);
+        r.pid = getpid();
+        tg_sink_emit(&r);
+        int txt, jsonl;
+        tg_sink_signal_fds(&txt, &jsonl);
+        if (jsonl < 0 || write(jsonl, "{\"schema\":1,\"kind\":\"ra", 22) != 22)
+            _exit(12);
+        tg_fatal_install(prefix, 0);
+        raise(SIGSEGV);
+        _exit(11);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status 0x%x", st);
+    char path[256];
+    snprintf(path, sizeof path, "%s.%d.jsonl", prefix, (int)pid);
+    const char *text = slurp(path);
+    const char *cut = strstr(text, "{\"schema\":1,\"kind\":\"ra\n");
+    cr_assert_not_null(cut, "the cut line was not ended before the record:\n%s", text);
+    cr_assert(strncmp(cut + 23, "{\"schema\":1,\"kind\":\"fatal\"", 26) == 0, "no record on the next line:\n%s", text);
+}

@@ -140,8 +140,11 @@ class Worker(threading.Thread):
 
 class Harness:
 
-    def __init__(self, name, description):
+    def __init__(self, name, description, flags=()):
+        """flags: extra store_true options of the scenario (e.g. "--after-clear")."""
         parser = argparse.ArgumentParser(description=description)
+        for flag in flags:
+            parser.add_argument(flag, action="store_true")
         parser.add_argument("--control-lock", action="store_true",
                             help="wrap every kernel call in one threading.Lock (the hand-written workaround)")
         parser.add_argument("--expect-serialized", action="store_true",

@@ -16,12 +16,17 @@ by the --control-lock.  Main then lets 'fast' finish, joins it, opens the gate
 and joins 'tuner'.
 
 Correct result: both calls return y == 2 * x, and both keys end up tuned.
+
+--after-clear: 'fast' parks after run() returned instead (a subclass whose run
+does more work after super().run(), here waiting on an Event): its W2 came
+before the tuner's W1, so nothing is cleared under the tuner and the program is
+correct; tunerguard must not report a race when 'fast' returns.
 """
 import threading
 
 import _harness
 
-h = _harness.Harness("fast_path_first", __doc__)
+h = _harness.Harness("fast_path_first", __doc__, flags=("--after-clear",))
 
 import triton  # noqa: E402  (the model, from tests/repro/model)
 import triton.language as tl  # noqa: E402
@@ -31,8 +36,9 @@ fast_inside = threading.Event()
 release_fast = threading.Event()
 
 
-def park_fast_once(nargs):
-    """Every config's pre_hook: parks thread 'fast' on its first call."""
+def park_fast_once(nargs=None):
+    """Every config's pre_hook (or, --after-clear, the end of run): parks
+    thread 'fast' on its first call."""
     if threading.current_thread().name == "fast" and not fast_inside.is_set():
         fast_inside.set()
         if not release_fast.wait(_harness.SAFETY_TIMEOUT_S):
@@ -40,8 +46,8 @@ def park_fast_once(nargs):
 
 
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": b}, num_warps=w, pre_hook=park_fast_once) for b in (16, 32, 64)
-             for w in (2, 4)],
+    configs=[triton.Config({"BLOCK": b}, num_warps=w, pre_hook=None if h.args.after_clear else park_fast_once)
+             for b in (16, 32, 64) for w in (2, 4)],
     key=["n"],
 )
 @triton.jit
@@ -49,6 +55,16 @@ def fast_first_kernel(x, y, n, BLOCK: tl.constexpr):
     for i in range(n):
         y.data[i] = 2.0 * x.data[i]
 
+
+if h.args.after_clear:
+    class PostWork(type(fast_first_kernel)):
+        """run() that does more after super().run(): W2 has run, the GIL is let go."""
+        def run(self, *args, **kwargs):
+            ret = super().run(*args, **kwargs)
+            park_fast_once()
+            return ret
+
+    fast_first_kernel.__class__ = PostWork
 
 N_WARM, N_NEW = 16, 32
 
