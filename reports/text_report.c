@@ -259,20 +259,14 @@ static void thread_block(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_char(w, '\n');
 }
 
-/* A race seen at entry: the entering thread found another one inside. */
-static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
+/* "  Previous call, STATE, by <thread>, entered N earlier, benchmarking:"
+ * and the thread inside's block. */
+static void previous_call(struct tg_w *w, const struct tg_report *r, const char *state)
 {
-    const struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    header(w, r, "thread entered a tuner another thread is inside");
-
-    tg_w_str(w, "  Call of ");
-    tuner_line(w, r);
-    tg_w_str(w, " by ");
-    thread_name(w, e);
-    tg_w_str(w, ":\n");
-    thread_block(w, r, e);
-
-    tg_w_str(w, "  Previous call, still inside, by ");
+    const struct tg_thread_view *in = &r->inside;
+    tg_w_str(w, "  Previous call, ");
+    tg_w_str(w, state);
+    tg_w_str(w, ", by ");
     thread_name(w, in);
     if (in->entered_ns && r->ts_ns >= in->entered_ns) {
         tg_w_str(w, ", entered ");
@@ -282,6 +276,22 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
     benchmarking(w, in);
     tg_w_str(w, ":\n");
     thread_block(w, r, in);
+}
+
+/* A race seen at entry: the entering thread found another one inside. */
+static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_thread_view *e = &r->entering;
+    header(w, r, "thread entered a tuner another thread is inside");
+
+    tg_w_str(w, "  Call of ");
+    tuner_line(w, r);
+    tg_w_str(w, " by ");
+    thread_name(w, e);
+    tg_w_str(w, ":\n");
+    thread_block(w, r, e);
+
+    previous_call(w, r, "still inside");
 
     if (r->high_severity)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
@@ -314,16 +324,7 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, ", still inside:\n");
     thread_block(w, r, e);
 
-    tg_w_str(w, "  Previous call, returned just now, by ");
-    thread_name(w, in);
-    if (in->entered_ns && r->ts_ns >= in->entered_ns) {
-        tg_w_str(w, ", entered ");
-        tg_w_duration(w, r->ts_ns - in->entered_ns);
-        tg_w_str(w, " earlier");
-    }
-    benchmarking(w, in);
-    tg_w_str(w, ":\n");
-    thread_block(w, r, in);
+    previous_call(w, r, "returned just now");
 
     tg_w_str(w, "  Severity: high: the earlier call returned while the later one was benchmarking;"
                 " its return clears the arguments on the shared tuner (Autotuner.run ends with"

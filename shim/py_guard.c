@@ -284,6 +284,20 @@ static void view_self_cuda(struct tg_thread_view *e, const struct tg_thread *t)
     snprintf(e->cuda_fn, sizeof e->cuda_fn, "%s", tg_cuda_fn_name(e->cuda.fn));
 }
 
+/* The calling thread for a race report, C calls only (the other thread
+ * must stay where it is): its Python frames, its native stack from its
+ * caller's caller (the guard) inward, and its last CUDA call.  noinline: the
+ * frames skipped are counted. */
+__attribute__((noinline)) static void view_self_c(struct tg_thread_view *v, struct tg_thread *t, const char *where)
+{
+    v->tid = t->tid;
+    v->ident = t->ident;
+    tg_py_capture_frames(v, NULL);
+    v->nnative = tg_native_capture(v->native, TG_MAX_NATIVE_FRAMES, 2);
+    snprintf(v->native_where, sizeof v->native_where, "%s", where);
+    view_self_cuda(v, t);
+}
+
 static void view_other_names(struct tg_thread_view *in)
 {
     tg_py_thread_name(in->ident, in->name, sizeof in->name);
@@ -419,12 +433,7 @@ static void report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, 
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     /* C-only captures first, while the other thread is certainly inside. */
     view_other_c(in, other);
-    e->tid = t->tid;
-    e->ident = t->ident;
-    tg_py_capture_frames(e, NULL);
-    e->nnative = tg_native_capture(e->native, TG_MAX_NATIVE_FRAMES, 1);
-    snprintf(e->native_where, sizeof e->native_where, "at entry");
-    view_self_cuda(e, t);
+    view_self_c(e, t, "at entry");
     int high = in->benchmarking;
     if (high) {
         /* Both sessions now overlap: either may end in the exception. */
@@ -540,12 +549,7 @@ static void check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_gua
     memset(r, 0, sizeof *r);
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     view_other_c(e, x); /* C calls only: x is still inside */
-    in->tid = t->tid;
-    in->ident = t->ident;
-    tg_py_capture_frames(in, NULL);
-    in->nnative = tg_native_capture(in->native, TG_MAX_NATIVE_FRAMES, 1);
-    snprintf(in->native_where, sizeof in->native_where, "at return");
-    view_self_cuda(in, t);
+    view_self_c(in, t, "at return");
     in->entered_ns = tg_ticks_to_ns(mine->entered_ns);
     in->launches = t->session_launches;
     in->syncs = t->session_syncs;
