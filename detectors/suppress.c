@@ -62,7 +62,7 @@ static int is_space(char c)
 
 int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *err, size_t errlen)
 {
-    static const char *const valid[] = {"race"};
+    static const char *const valid[] = {"race", "interference"};
     size_t i = 0;
     int line = 0;
     while (i < len) {
@@ -97,7 +97,7 @@ int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *e
         for (size_t k = 0; k < sizeof valid / sizeof valid[0]; k++)
             known |= strlen(valid[k]) == tlen && memcmp(valid[k], text + start, tlen) == 0;
         if (!known) {
-            snprintf(err, errlen, "line %d: unknown type '%.*s' (valid: race)", line, (int)(tlen > 40 ? 40 : tlen),
+            snprintf(err, errlen, "line %d: unknown type '%.*s' (valid: race, interference)", line, (int)(tlen > 40 ? 40 : tlen),
                      text + start);
             return -1;
         }
@@ -155,20 +155,24 @@ static int match_view(const char *pat, const struct tg_thread_view *v)
 
 const struct tg_supp *tg_supp_match_report(struct tg_supp_set *set, const struct tg_report *r)
 {
-    if (!set || !r || r->kind != TG_REPORT_RACE)
+    if (!set || !r || (r->kind != TG_REPORT_RACE && r->kind != TG_REPORT_INTERFERENCE))
         return NULL;
+    const char *type = r->kind == TG_REPORT_RACE ? "race" : "interference";
     char kernel[sizeof r->kernel + 1], cls[sizeof r->tuner_class + 1], method[sizeof r->method + 1];
+    char cuda[sizeof r->itf.cuda_kernel + 1];
     field(kernel, sizeof kernel, r->kernel, sizeof r->kernel);
     field(cls, sizeof cls, r->tuner_class, sizeof r->tuner_class);
     field(method, sizeof method, r->method, sizeof r->method);
+    field(cuda, sizeof cuda, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel); /* "" for a race */
     for (int i = 0; i < set->n; i++) {
         struct tg_supp *s = &set->s[i];
-        if (strcmp(s->type, "race") != 0)
+        if (strcmp(s->type, type) != 0)
             continue;
         if (tg_supp_match(s->pattern, kernel) || tg_supp_match(s->pattern, cls) ||
-            tg_supp_match(s->pattern, method) || match_view(s->pattern, &r->entering) ||
-            match_view(s->pattern, &r->inside)) {
-            s->hits++;
+            tg_supp_match(s->pattern, method) || (cuda[0] && tg_supp_match(s->pattern, cuda)) ||
+            match_view(s->pattern, &r->entering) || match_view(s->pattern, &r->inside)) {
+            /* atomic: an interference report without Python runs without the GIL */
+            __atomic_fetch_add(&s->hits, 1, __ATOMIC_RELAXED);
             return s;
         }
     }

@@ -10,7 +10,7 @@ struct tg_report;
 /* Read and parse the file (constructor, before threads).  Returns 0, or -1
  * with one line in err naming the file and the problem (the caller prints it
  * and stops the process), e.g.
- *   suppressions file 'x' line 3: unknown type 'foo' (valid: race)
+ *   suppressions file 'x' line 3: unknown type 'foo' (valid: race, interference)
  *   suppressions file '/x': cannot read (No such file or directory)
  * or 1 when a relative path does not resolve from this process's directory
  * (ENOENT, ENOTDIR: typically a child started in another directory): the

@@ -62,6 +62,11 @@ EXTRA = {
     # another thread launches on the benchmark's device: interference report
     "interference_same": dict(script="interference.py", args=["--same-device"], options="mode=detect",
                               expect="interference", kernel="tuned_kernel", min_runs=1),
+    # ... suppressed by an interference: line: nothing written, nothing said
+    "interference_suppressed": dict(script="interference.py", args=["--same-device"],
+                                    options="mode=detect:suppressions=supp.txt",
+                                    files={"supp.txt": "interference:tuned_kernel\n"}, expect="clean",
+                                    kernel=None, min_runs=1),
     # ... on another device: nothing
     "interference_split": dict(script="interference.py", args=["--other-device"], options="mode=detect",
                                expect="clean", kernel=None, min_runs=1),

@@ -122,8 +122,8 @@ Test(suppress, parser_errors_name_the_line)
     static const struct {
         const char *text, *err;
     } cases[] = {
-        {"race:a\n# c\nfoo:bar\n", "line 3: unknown type 'foo' (valid: race)"},
-        {"called_from_lib:libzmq.so\n", "line 1: unknown type 'called_from_lib' (valid: race)"},
+        {"race:a\n# c\nfoo:bar\n", "line 3: unknown type 'foo' (valid: race, interference)"},
+        {"called_from_lib:libzmq.so\n", "line 1: unknown type 'called_from_lib' (valid: race, interference)"},
         {"\nmatmul_kernel\n", "line 2: expected type:pattern, e.g. race:matmul_kernel, got 'matmul_kernel'"},
         {"race:\n", "line 1: empty pattern"},
         {"race:   \n", "line 1: empty pattern"},
@@ -198,6 +198,36 @@ Test(suppress, report_matching_and_counts)
     cr_expect_null(tg_supp_match_report(&set, &r));
 }
 
+/* interference: lines suppress "tuning under load" reports (by kernel, by the
+ * driver's kernel name, by the benchmarking thread's frames), race: lines do
+ * not, and interference: lines never suppress a race. */
+Test(suppress, interference_lines)
+{
+    static struct tg_supp_set set;
+    static struct tg_report r;
+    char err[200];
+    mk_report(&r);
+    r.kind = TG_REPORT_INTERFERENCE;
+    snprintf(r.itf.cuda_kernel, sizeof r.itf.cuda_kernel, "l2norm_fwd_kernel_0d1d");
+    static const struct {
+        const char *file;
+        int suppressed;
+    } cases[] = {
+        {"interference:l2norm_fwd\n", 1},
+        {"interference:^l2norm_fwd_kernel_0d1d$\n", 1}, /* the driver's name */
+        {"interference:train.py$\n", 1},                /* the benchmarking thread's frames */
+        {"race:l2norm_fwd\n", 0},
+        {"interference:matmul\n", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(parse(&set, cases[i].file, err, sizeof err), 0, "%s", err);
+        cr_expect_eq(tg_supp_match_report(&set, &r) != NULL, cases[i].suppressed, "%s", cases[i].file);
+    }
+    mk_report(&r); /* a race on the same kernel */
+    cr_assert_eq(parse(&set, "interference:l2norm_fwd\n", err, sizeof err), 0);
+    cr_expect_null(tg_supp_match_report(&set, &r));
+}
+
 /* The example block of README.md's suppressions paragraph, read from the
  * checkout this test was built from: every line parses, the comments are not
  * part of the patterns, and each line alone suppresses the fixture report
@@ -232,10 +262,10 @@ Test(suppress, readme_example_parses_and_matches)
     static struct tg_report r;
     char err[200];
     cr_assert_eq(parse(&set, block, err, sizeof err), 0, "README example: %s", err);
-    int races = 0;
+    int lines = 0;
     for (const char *l = block; *l; l = strchr(l, '\n') + 1)
-        races += strncmp(l, "race:", 5) == 0;
-    cr_assert_eq(set.n, races, "README example: %d race lines, %d patterns", races, set.n);
+        lines += strncmp(l, "race:", 5) == 0 || strncmp(l, "interference:", 13) == 0;
+    cr_assert_eq(set.n, lines, "README example: %d race/interference lines, %d patterns", lines, set.n);
     cr_assert_geq(set.n, 3);
     for (int i = 0; i < set.n; i++) {
         const char *p = set.s[i].pattern;
@@ -246,7 +276,9 @@ Test(suppress, readme_example_parses_and_matches)
         one.n = 1;
         one.s[0] = set.s[i];
         one.s[0].hits = 0;
-        mk_report(&r);
+        mk_report(&r); /* a race, or for an interference: line the same kernel's interference report */
+        if (strcmp(set.s[i].type, "interference") == 0)
+            r.kind = TG_REPORT_INTERFERENCE;
         cr_expect_not_null(tg_supp_match_report(&one, &r), "README example line %d ('%s') does not match", set.s[i].line,
                            p);
     }
@@ -254,6 +286,8 @@ Test(suppress, readme_example_parses_and_matches)
     cr_expect_str_eq(set.s[0].pattern, "^_l2norm_fwd_kernel$");
     cr_expect_str_eq(set.s[1].pattern, "fla/modules/");
     cr_expect_str_eq(set.s[2].pattern, "^Model.forward$");
+    cr_expect_str_eq(set.s[3].type, "interference");
+    cr_expect_str_eq(set.s[3].pattern, "^_l2norm_fwd_kernel$");
 }
 
 static char tmpfile_path[64];
@@ -275,7 +309,7 @@ Test(suppress, loader_messages)
     cr_expect_str_eq(err, "suppressions file '/nonexistent/supp.txt': cannot read (No such file or directory)");
     const char *p = write_tmp("race:ok\n\nfoo:bar\n");
     char want[300];
-    snprintf(want, sizeof want, "suppressions file '%s' line 3: unknown type 'foo' (valid: race)", p);
+    snprintf(want, sizeof want, "suppressions file '%s' line 3: unknown type 'foo' (valid: race, interference)", p);
     cr_expect_eq(tg_supp_load(p, err, sizeof err), -1);
     cr_expect_str_eq(err, want);
     unlink(p);
@@ -350,7 +384,7 @@ Test(suppress, preload_refuses_bad_file_with_status_2)
     char opts[200];
     snprintf(opts, sizeof opts, "suppressions=%s", p);
     cr_expect_eq(run_preloaded(opts, out, sizeof out), 2);
-    snprintf(want, sizeof want, "tunerguard: suppressions file '%s' line 3: unknown type 'deadlock' (valid: race)\n", p);
+    snprintf(want, sizeof want, "tunerguard: suppressions file '%s' line 3: unknown type 'deadlock' (valid: race, interference)\n", p);
     cr_expect_str_eq(out, want);
     unlink(p);
     cr_expect_eq(run_preloaded("suppressions=/nonexistent/s.txt", out, sizeof out), 2);
@@ -426,7 +460,7 @@ Test(suppress, relative_path_that_does_not_resolve_is_a_warning)
     fputs("race:ok\nmutex:x\n", f);
     fclose(f);
     cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=bad.txt", out, sizeof out), 2);
-    cr_expect_str_eq(out, "tunerguard: suppressions file 'bad.txt' line 2: unknown type 'mutex' (valid: race)\n");
+    cr_expect_str_eq(out, "tunerguard: suppressions file 'bad.txt' line 2: unknown type 'mutex' (valid: race, interference)\n");
     /* a good relative file: silent */
     cr_expect_eq(run_preloaded_in(dir, "/usr/bin/python3", NULL, "suppressions=supp.txt", out, sizeof out), 0);
     cr_expect_str_eq(out, "");
