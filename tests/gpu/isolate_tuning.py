@@ -117,7 +117,8 @@ def run_variant(args, name, hammer, isolate, outdir, hammer_device=0):
         work = tempfile.mkdtemp(prefix=f"iso-{name}-{i}-", dir=outdir)
         env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(work, "cache"), PYTHONUNBUFFERED="1",
                    LD_PRELOAD=os.path.abspath(args.lib),
-                   TUNERGUARD_OPTIONS=f"mode=detect:isolate_tuning={isolate}:log_path={work}/tg")
+                   TUNERGUARD_OPTIONS=f"mode=detect:isolate_tuning={isolate}:log_path={work}/tg"
+                                      + (f":{args.options}" if args.options else ""))
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--size", str(args.size)]
         if hammer:
             cmd += ["--hammer", "--hammer-device", str(hammer_device)]
@@ -175,6 +176,7 @@ def main():
     p.add_argument("--size", type=int, default=4096, help="M = N = K of the tuned matmul")
     p.add_argument("--out", help="directory for the per-run reports and summary.json (default: a temp dir)")
     p.add_argument("--timeout", type=float, default=300)
+    p.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for every run (e.g. suppressions=FILE)")
     p.add_argument("--variant", action="append", choices=["quiet", "load", "isolated", "other_device"])
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--hammer", action="store_true", help=argparse.SUPPRESS)
