@@ -44,6 +44,12 @@ const char *cli_source_dir(void);
 /* Directory holding the stand-in libcuda.so.1 (build/tests/fakecuda), or NULL. */
 const char *cli_fakecuda_dir(void);
 
+/* ---- TUNERGUARD_OPTIONS (cli_common.c) ---------------------------------- */
+
+/* The value of the last NAME= pair in an options string, split as the
+ * library splits it (quoted values unquoted); "" when there is none. */
+void cli_option_value(const char *opts, const char *name, char *out, size_t n);
+
 /* ---- processes (cli_common.c) ------------------------------------------- */
 
 /* Environment edit applied in the child between fork and exec:

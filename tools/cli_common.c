@@ -319,3 +319,49 @@ int cli_mkdirs(const char *path)
         return -1;
     return is_dir(p) ? 0 : -1;
 }
+
+/* ---- TUNERGUARD_OPTIONS ---------------------------------------------------- */
+
+static int opt_sep(char c)
+{
+    return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The value of the last NAME= in an options string ('' when none),
+ * split into pairs as the library does: pairs separated by ':' or
+ * whitespace, a value beginning with ' or " running to the next same quote.
+ * (The library keeps a ':' inside an unquoted targets= value unless a
+ * key=value pair follows it; the fragments that leaves here hold no '=' and
+ * are skipped, so no log_path is found where the library sees none.) */
+void cli_option_value(const char *opts, const char *name, char *out, size_t n)
+{
+    out[0] = '\0';
+    const char *p = opts;
+    while (*p) {
+        while (opt_sep(*p))
+            p++;
+        if (!*p)
+            break;
+        const char *key = p;
+        while (*p && *p != '=' && !opt_sep(*p))
+            p++;
+        if (*p != '=')
+            continue; /* not a pair: the library refuses it */
+        size_t klen = (size_t)(p - key);
+        const char *v = ++p;
+        size_t vlen;
+        if (*v == '\'' || *v == '"') {
+            const char *close = strchr(v + 1, *v);
+            if (!close)
+                return; /* unterminated: the library refuses it */
+            v++;
+            vlen = (size_t)(close - v);
+            p = close + 1;
+        } else {
+            p += strcspn(p, ": \t\n\r");
+            vlen = (size_t)(p - v);
+        }
+        if (klen == strlen(name) && strncmp(key, name, klen) == 0)
+            snprintf(out, n, "%.*s", (int)vlen, v);
+    }
+}

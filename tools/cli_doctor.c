@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unistd.h>
 
 static int nfail, nwarn;
@@ -227,7 +229,60 @@ static void check_cuda(void)
     /* not dlclose'd: after cuInit the driver has threads and state of its own */
 }
 
-static void check_options(const char *lib)
+/* log_path=: reports go to PREFIX.<pid>.txt; a directory that is missing
+ * or not writable sends them to stderr (the library says so then, once). */
+static void check_log_path(const char *opts)
+{
+    char lp[4096];
+    cli_option_value(opts, "log_path", lp, sizeof lp);
+    if (!lp[0] || !strcmp(lp, "stderr"))
+        return;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", lp);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat sb;
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        line("WARN", "log_path=%s: %s is not a directory here; reports would go to stderr (create it, or use "
+             "`tunerguard run --report-dir DIR`, which does)", lp, dir);
+    else if (access(dir, W_OK | X_OK) != 0)
+        line("WARN", "log_path=%s: %s is not writable by this user; reports would go to stderr", lp, dir);
+    else
+        line("OK", "log_path=%s: reports go to %s/", lp, dir);
+}
+
+/* suppressions=: read by every Python process (a bad file stops it with
+ * status 2 before the program runs), so try it in one. */
+static void check_suppressions(const char *opts, const char *py, const char *lib)
+{
+    char file[4096];
+    cli_option_value(opts, "suppressions", file, sizeof file);
+    if (!file[0] || !py)
+        return;
+    char *argv[] = {(char *)py, "-c", "pass", NULL};
+    struct cli_env env[] = {{"LD_PRELOAD", lib}};
+    struct cli_capture cap;
+    if (cli_capture_run(argv, env, 1, NULL, 60, &cap) < 0)
+        return;
+    int rc = cli_exit_status(cap.status);
+    const char *said = last_line(cap.err);
+    if (rc == 2)
+        line("FAIL", "suppressions=%s: a Python process stops: %s", file, said);
+    else if (rc == 0 && strstr(cap.err, "suppressions"))
+        line("WARN", "suppressions=%s: %s", file, said);
+    else if (rc == 0)
+        line("OK", "suppressions=%s reads and parses", file);
+    else
+        line("WARN", "suppressions=%s: a preloaded %s -c pass exited %d: %s", file, py, rc, said);
+    cli_capture_free(&cap);
+}
+
+static void check_options(const char *lib, const char *py)
 {
     const char *opts = getenv("TUNERGUARD_OPTIONS");
     if (!opts || !*opts) {
@@ -248,6 +303,10 @@ static void check_options(const char *lib)
     else
         line("WARN", "TUNERGUARD_OPTIONS=%s: a preloaded /bin/true exited %d: %s", opts, rc, last_line(cap.err));
     cli_capture_free(&cap);
+    if (rc == 2)
+        return;
+    check_log_path(opts);
+    check_suppressions(opts, py, lib);
 }
 
 int cli_doctor(int argc, char **argv)
@@ -286,7 +345,7 @@ int cli_doctor(int argc, char **argv)
         line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.13 (not free-threaded)");
     check_cuda();
     if (lib)
-        check_options(lib);
+        check_options(lib, supported ? "python3" : NULL);
     printf("%d FAIL, %d WARN\n", nfail, nwarn);
     return nfail ? 1 : 0;
 }

@@ -92,49 +92,6 @@ static void free_snapshot(struct snap *s)
     s->n = 0;
 }
 
-static int is_sep(char c)
-{
-    return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* The value of the last log_path= in an options string ('' when none),
- * split into pairs as the library does: pairs separated by ':' or
- * whitespace, a value beginning with ' or " running to the next same quote.
- * (The library keeps a ':' inside an unquoted targets= value unless a
- * key=value pair follows it; the fragments that leaves here hold no '=' and
- * are skipped, so no log_path is found where the library sees none.) */
-static void last_log_path(const char *opts, char *out, size_t n)
-{
-    out[0] = '\0';
-    const char *p = opts;
-    while (*p) {
-        while (is_sep(*p))
-            p++;
-        if (!*p)
-            break;
-        const char *key = p;
-        while (*p && *p != '=' && !is_sep(*p))
-            p++;
-        if (*p != '=')
-            continue; /* not a pair: the library refuses it */
-        size_t klen = (size_t)(p - key);
-        const char *v = ++p;
-        size_t vlen;
-        if (*v == '\'' || *v == '"') {
-            const char *close = strchr(v + 1, *v);
-            if (!close)
-                return; /* unterminated: the library refuses it */
-            v++;
-            vlen = (size_t)(close - v);
-            p = close + 1;
-        } else {
-            p += strcspn(p, ": \t\n\r");
-            vlen = (size_t)(p - v);
-        }
-        if (klen == 8 && strncmp(key, "log_path", 8) == 0)
-            snprintf(out, n, "%.*s", (int)vlen, v);
-    }
-}
 
 /* S as one shell word: unchanged when it needs no quoting, else in '...'. */
 static void shell_word(const char *s, char *out, size_t n)
@@ -296,7 +253,7 @@ int cli_run(int argc, char **argv)
         cli_buf_printf(&pre, ":%s", old_pre);
 
     char log_path[PATH_MAX];
-    last_log_path(optstr, log_path, sizeof log_path);
+    cli_option_value(optstr, "log_path", log_path, sizeof log_path);
     if (!log_path[0])
         strcpy(log_path, "tunerguard");
     struct snap before = {0};

@@ -93,8 +93,9 @@ static const struct cli_cmd cmds[] = {
      "check what would happen if a program were run here",
      "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.13, not free-threaded), "
      "whether libcuda.so.1 loads and its driver version, the Triton and torch versions, whether the library's hooks "
-     "arm in a test child (a Python process with the library preloaded and a test target), and whether "
-     "TUNERGUARD_OPTIONS is valid. Each line starts with OK, WARN or FAIL and says what to do.",
+     "arm in a test child (a Python process with the library preloaded and a test target), whether "
+     "TUNERGUARD_OPTIONS is valid, whether its log_path directory takes reports, and whether its suppressions "
+     "file reads and parses in a Python process. Each line starts with OK, WARN or FAIL and says what to do.",
      {{"--python PY", "also check this interpreter"}, {"-h, --help", "this help"}},
      "0 when no line is FAIL; 1 otherwise; 2 usage error.",
      cli_doctor},

@@ -17,6 +17,23 @@ rc=$?
 check "bad TUNERGUARD_OPTIONS: FAIL with the library's line, exit 1" sh -c "[ $rc = 1 ] && grep -q \"^FAIL  TUNERGUARD_OPTIONS=mode=bogus is rejected: tunerguard: bad value 'bogus'\" b.out"
 TUNERGUARD_OPTIONS=mode=serialize "$TG" doctor >s.out 2>&1
 check "good TUNERGUARD_OPTIONS: accepted" grep -q '^OK    TUNERGUARD_OPTIONS=mode=serialize is accepted' s.out
+printf 'race:foo\nbogus:x\n' >bad.supp
+printf 'race:foo   # a comment\n' >good.supp
+TUNERGUARD_OPTIONS="suppressions=$WORK/bad.supp" "$TG" doctor >bs.out 2>&1
+rc=$?
+check "bad suppressions file: FAIL with the library's line (a Python process stops), exit 1" sh -c \
+    "[ $rc = 1 ] && grep -q \"^FAIL  suppressions=$WORK/bad.supp: a Python process stops: tunerguard: suppressions file '$WORK/bad.supp' line 2: unknown type 'bogus'\" bs.out"
+mkdir -p rep
+TUNERGUARD_OPTIONS="suppressions=$WORK/good.supp:log_path=$WORK/rep/tg" "$TG" doctor >gs.out 2>&1
+rc=$?
+check "good suppressions file and log_path: OK lines, exit 0" sh -c \
+    "[ $rc = 0 ] && grep -q '^OK    suppressions=$WORK/good.supp reads and parses' gs.out && grep -q '^OK    log_path=$WORK/rep/tg: reports go to $WORK/rep/' gs.out"
+TUNERGUARD_OPTIONS="log_path=$WORK/no/such/dir/tg" "$TG" doctor >lp.out 2>&1
+check "log_path in a missing directory: WARN (reports would go to stderr)" \
+    grep -q "^WARN  log_path=$WORK/no/such/dir/tg: $WORK/no/such/dir is not a directory here; reports would go to stderr" lp.out
+TUNERGUARD_OPTIONS="suppressions=no_such.supp" "$TG" doctor >rs.out 2>&1
+check "relative suppressions path that does not resolve: WARN with the library's line" \
+    grep -q "^WARN  suppressions=no_such.supp: tunerguard: suppressions file 'no_such.supp': cannot read" rs.out
 PYTHON=/no/such/python env -u TUNERGUARD_OPTIONS "$TG" doctor >p.out 2>&1
 check "missing \$PYTHON: WARN" grep -q '^WARN  \$PYTHON: /no/such/python not found' p.out
 run_tg x doctor --bogus
