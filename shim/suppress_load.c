@@ -91,7 +91,7 @@ int tg_supp_check(const struct tg_report *r)
         return 0;
     if (!tg_supp_match_report(&tg__supp, r))
         return 0;
-    tg__supp_total++;
+    __atomic_fetch_add(&tg__supp_total, 1, __ATOMIC_RELAXED); /* interference reports may come without the GIL */
     return 1;
 }
 
