@@ -478,7 +478,7 @@ void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
 static int report_fd(int *opened, const char *ext)
 {
     int txt, jsonl;
-    int is_txt = ext[1] == 't';
+    int is_txt = strcmp(ext, ".txt") == 0;
     *opened = 0;
     tg_sink_signal_fds(&txt, &jsonl);
     if (is_txt && txt >= 0)

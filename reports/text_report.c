@@ -259,6 +259,15 @@ static void thread_block(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_char(w, '\n');
 }
 
+/* "  Call of <tuner> by <entering thread>" (the caller ends the line). */
+static void call_of(struct tg_w *w, const struct tg_report *r)
+{
+    tg_w_str(w, "  Call of ");
+    tuner_line(w, r);
+    tg_w_str(w, " by ");
+    thread_name(w, &r->entering);
+}
+
 /* "  Previous call, STATE, by <thread>, entered N earlier, benchmarking:"
  * and the thread inside's block. */
 static void previous_call(struct tg_w *w, const struct tg_report *r, const char *state)
@@ -284,10 +293,7 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
     const struct tg_thread_view *e = &r->entering;
     header(w, r, "thread entered a tuner another thread is inside");
 
-    tg_w_str(w, "  Call of ");
-    tuner_line(w, r);
-    tg_w_str(w, " by ");
-    thread_name(w, e);
+    call_of(w, r);
     tg_w_str(w, ":\n");
     thread_block(w, r, e);
 
@@ -311,10 +317,7 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r)
     const struct tg_thread_view *e = &r->entering, *in = &r->inside;
     header(w, r, "a call left a tuner while another thread was benchmarking in it");
 
-    tg_w_str(w, "  Call of ");
-    tuner_line(w, r);
-    tg_w_str(w, " by ");
-    thread_name(w, e);
+    call_of(w, r);
     if (e->entered_ns && in->entered_ns && e->entered_ns >= in->entered_ns) {
         tg_w_str(w, ", entered ");
         tg_w_duration(w, e->entered_ns - in->entered_ns);

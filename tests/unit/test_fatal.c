@@ -55,6 +55,16 @@ static void child_setup_inside(void)
     u->waiters = 1;
 }
 
+/* Child: one race report written (opens the report files), as a process
+ * that raced before it crashed. */
+static void child_emit_race(void)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.pid = getpid();
+    tg_sink_emit(&r);
+}
+
 static void check_block(const char *text, const char *sig, pid_t pid)
 {
     char want[200];
@@ -126,10 +136,7 @@ Test(fatal, crash_links_to_the_race_of_its_session)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         child_setup_inside();
-        static struct tg_report r;
-        fx_race_high(&r);
-        r.pid = getpid();
-        tg_sink_emit(&r);
+        child_emit_race();
         static uint64_t reports = 1;
         struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4d10);
         struct tg_occupant *o = &u->occ[0];
@@ -203,10 +210,7 @@ Test(fatal, block_follows_existing_report)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         child_setup_inside();
-        static struct tg_report r;
-        fx_race_high(&r);
-        r.pid = getpid();
-        tg_sink_emit(&r);
+        child_emit_race();
         tg_fatal_install(prefix, 0);
         raise(SIGBUS);
         _exit(11);
@@ -328,10 +332,7 @@ Test(fatal, record_after_a_cut_line_stands_on_its_own_line)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         child_setup_inside();
-        static struct tg_report r;
-        fx_race_high(&r);
-        r.pid = getpid();
-        tg_sink_emit(&r);
+        child_emit_race();
         int txt, jsonl;
         tg_sink_signal_fds(&txt, &jsonl);
         if (jsonl < 0 || write(jsonl, "{\"schema\":1,\"kind\":\"ra", 22) != 22)
