@@ -1,8 +1,8 @@
 /* The tuner table: open addressing over instance addresses.  See
  * tuner_table.h for the locking contract (GIL held). */
 #include "detectors/tuner_table.h"
-#include "shim/log.h"
-#include "shim/options.h"
+#include "core/log.h"
+#include "core/options.h"
 
 #include <string.h>
 

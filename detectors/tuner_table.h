@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 #define TG_TUNER_SLOTS 4096     /* distinct tuner instances tracked */
 #define TG_TUNER_MAX_OCC 8      /* threads inside one instance at once (detect mode) */

@@ -10,7 +10,7 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "reports/writer.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* Python frames and thread names for reports.  See py_stack.h. */
 #include "reports/py_stack.h"
-#include "shim/py_api.h"
+#include "core/py_api.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include "../shim/thread_state.h"
+#include "core/thread_state.h"
 
 #define TG_MAX_PY_FRAMES 48
 #define TG_REPORT_SCHEMA_VERSION 1

@@ -15,7 +15,7 @@
  * child opens its own files (tg_sink_atfork_child, or detected by pid). */
 #include "reports/report.h"
 #include "reports/writer.h"
-#include "shim/log.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -11,9 +11,9 @@
 #include "reports/trace.h"
 #include "reports/report.h"
 #include "reports/writer.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cuda_hooks.h"
-#include "shim/log.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

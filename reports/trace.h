@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 struct tg_report;
 

@@ -19,9 +19,9 @@
 
 #include "reports/trace.h"
 #include "shim/cuda_record.h"
-#include "shim/log.h"
-#include "shim/options.h"
-#include "shim/thread_state.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/thread_state.h"
 
 /* ---- the table ------------------------------------------------------------------ */
 

@@ -11,7 +11,7 @@
  * variant.  Nothing at all happens before a libcuda pointer is seen.
  *
  * What a wrapper records, on the calling thread, into tg__self()->last (see
- * shim/thread_state.h for the seqlock): fn, kind, device, stream, func,
+ * core/thread_state.h for the seqlock): fn, kind, device, stream, func,
  * inside, t_enter_ns/t_exit_ns; inside a tuner session (nheld > 0) it also
  * counts session_launches / session_syncs and, for SYNC and MODULE calls,
  * captures the native stack.  Timestamps: SYNC/MODULE/OTHER use

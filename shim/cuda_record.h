@@ -21,8 +21,8 @@
 #include "reports/native_stack.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cuda_stress.h"
-#include "shim/options.h"
-#include "shim/thread_state.h"
+#include "core/options.h"
+#include "core/thread_state.h"
 
 /* ---- counters: one slot per recording thread (first come), the last slot
  * shared by every thread after the first 255 ---------------------------- */
@@ -110,7 +110,7 @@ static inline uint64_t tg__cuda_now(clockid_t clk)
 
 /* ---- the record -------------------------------------------------------------- */
 
-/* Seqlock writer side (shim/thread_state.h): seq odd while writing. */
+/* Seqlock writer side (core/thread_state.h): seq odd while writing. */
 static inline void tg__cuda_seq_begin(struct tg_cuda_call *c)
 {
     __atomic_store_n(&c->seq, c->seq + 1, __ATOMIC_RELAXED);

@@ -19,12 +19,12 @@
 
 #include "reports/py_stack.h"
 #include "reports/report.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cupti_backend.h"
-#include "shim/log.h"
-#include "shim/options.h"
-#include "shim/py_api.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/py_api.h"
 #include "shim/py_guard.h"
 
 static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts, st_reports;

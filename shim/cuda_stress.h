@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "detectors/interference.h"
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 /* Seconds a launch waits under isolate_tuning before it goes ahead (one
  * warning, then no more waiting until the device is idle again). */

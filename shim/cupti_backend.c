@@ -13,11 +13,11 @@
 #include <cupti.h>
 
 #include "reports/trace.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cuda_hooks.h"
-#include "shim/log.h"
-#include "shim/options.h"
-#include "shim/thread_state.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/thread_state.h"
 
 enum { ST_OFF, ST_ACTIVE, ST_FAILED, ST_RELEASED };
 static _Atomic int st_state;      /* enum above */

@@ -9,15 +9,15 @@
 #include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/trace.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cupti_backend.h"
-#include "shim/log.h"
-#include "shim/options.h"
-#include "shim/py_api.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/py_api.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
 #include "shim/suppress_load.h"
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 #include <pthread.h>
 #include <stdio.h>

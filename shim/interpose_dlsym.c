@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "shim/cuda_hooks.h"
-#include "shim/options.h"
+#include "core/options.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 /* the pass-through must be a sibling call even in a -O0 build */

@@ -19,11 +19,11 @@
 #include "reports/report.h"
 #include "shim/cuda_stress.h"
 #include "shim/cupti_backend.h"
-#include "shim/log.h"
-#include "shim/options.h"
-#include "shim/py_api.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/py_api.h"
 #include "shim/py_guard.h"
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,12 +23,12 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "shim/suppress_load.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cuda_stress.h"
-#include "shim/log.h"
-#include "shim/options.h"
+#include "core/log.h"
+#include "core/options.h"
 #include "shim/py_arm.h"
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 #include <errno.h>
 #include <sys/syscall.h>

@@ -5,7 +5,7 @@
 #ifndef TG_PY_GUARD_H
 #define TG_PY_GUARD_H
 
-#include "shim/py_api.h"
+#include "core/py_api.h"
 #include <stdint.h>
 
 /* Replace cls.<name> (found in cls's own __dict__) with a guard.  Returns 1

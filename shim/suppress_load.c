@@ -1,7 +1,7 @@
 /* See suppress_load.h. */
 #include "shim/suppress_load.h"
 #include "detectors/suppress.h"
-#include "shim/log.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The README's option table, generated from shim/options.inc (the one list).
+"""The README's option table, generated from core/options.inc (the one list).
 
   tools/options_table.py --write README.md    # replace the table between the markers
   tools/options_table.py --check README.md    # exit 1 if the README table is stale
@@ -15,7 +15,7 @@ ROW = re.compile(r'^TG_OPTION\(\s*(\w+),\s*(\w+(?:\([^)]*\))?),\s*"([^"]*)",\s*"
 
 
 def table():
-    text = open(os.path.join(ROOT, "shim/options.inc")).read()
+    text = open(os.path.join(ROOT, "core/options.inc")).read()
     kinds = {"MODE": "detect, serialize, off", "DEADLOCK": "proceed, abort", "BOOL": "0, 1", "STRING": "text"}
     lines = ["| option | values | default | meaning |", "| --- | --- | --- | --- |"]
     for name, kind, default, helptext in ROW.findall(text):
@@ -40,10 +40,10 @@ def main():
         open(path, "w").write(new)
         return 0
     if new != readme:
-        print("options_table: README.md's option table differs from shim/options.inc; run tools/options_table.py --write",
+        print("options_table: README.md's option table differs from core/options.inc; run tools/options_table.py --write",
               file=sys.stderr)
         return 1
-    print("options_table: README.md's option table matches shim/options.inc")
+    print("options_table: README.md's option table matches core/options.inc")
     return 0
 
 

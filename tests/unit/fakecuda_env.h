@@ -19,8 +19,8 @@
 
 #include "shim/cuda_hooks.h"
 #include "shim/cuda_stress.h"
-#include "shim/options.h"
-#include "shim/thread_state.h"
+#include "core/options.h"
+#include "core/thread_state.h"
 
 static void *fk_lib;
 static unsigned long long (*fk_count)(const char *);

@@ -15,8 +15,8 @@
 
 #include "reports/native_stack.h"
 #include "shim/cuda_hooks.h"
-#include "shim/options.h"
-#include "shim/thread_state.h"
+#include "core/options.h"
+#include "core/thread_state.h"
 
 #ifndef FAKECUDA_LIB
 #error "FAKECUDA_LIB must name the fake libcuda.so.1 (tests/fakecuda/CMakeLists.txt)"

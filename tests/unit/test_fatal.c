@@ -10,8 +10,8 @@
 #include "jsonl_check.h"
 #include "reports/fatal.h"
 #include "reports/native_stack.h"
-#include "shim/clock.h"
-#include "shim/thread_state.h"
+#include "core/clock.h"
+#include "core/thread_state.h"
 
 static char dir[64], prefix[128];
 

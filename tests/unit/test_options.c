@@ -1,4 +1,4 @@
-/* The TUNERGUARD_OPTIONS parser (shim/options.c): every key, the defaults,
+/* The TUNERGUARD_OPTIONS parser (core/options.c): every key, the defaults,
  * each bad value and its exact one-line message, malformed input, unknown
  * keys, ':' inside targets= values, quoted values, and "a failed parse
  * leaves pure defaults". */
@@ -8,18 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shim/options.h"
+#include "core/options.h"
 
 /* Every key, in table order, from the table itself: rows added to
  * options.inc are covered without editing this file. */
 static const char *const all_keys[] = {
 #define TG_OPTION(name, type, def, help) #name,
-#include "shim/options.inc"
+#include "core/options.inc"
 #undef TG_OPTION
 };
 static const char *const all_defaults[] = {
 #define TG_OPTION(name, type, def, help) def,
-#include "shim/options.inc"
+#include "core/options.inc"
 #undef TG_OPTION
 };
 #define NKEYS (sizeof all_keys / sizeof all_keys[0])

@@ -10,7 +10,7 @@
 
 #include "detectors/interference.h"
 #include "reports/report.h"
-#include "shim/py_api.h"
+#include "core/py_api.h"
 
 static pthread_barrier_t bar;
 static char prefix[64];
@@ -168,7 +168,7 @@ Test(stress, isolate_tuning_never_waits_on_another_device_nor_inside_a_session)
 }
 
 /* ---- the GIL, faked: tg_py is the process's table of CPython functions
- * (shim/py_api.h), all NULL in this Python-less binary; a test sets the few
+ * (core/py_api.h), all NULL in this Python-less binary; a test sets the few
  * the code under test calls.  "Held" is per thread. ----------------------- */
 
 static __thread int fake_gil;

@@ -15,7 +15,7 @@
 
 #include "reports/report.h"
 #include "reports/trace.h"
-#include "shim/clock.h"
+#include "core/clock.h"
 #include "shim/cuda_hooks.h"
 
 extern char **environ;

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "detectors/tuner_table.h"
-#include "shim/options.h"
+#include "core/options.h"
 
 static struct tg_thread threads[TG_TUNER_MAX_OCC + 4];
 static int dummy_method;

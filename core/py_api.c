@@ -1,5 +1,5 @@
 /* Resolution of the CPython API table.  See py_api.h. */
-#include "shim/py_api.h"
+#include "core/py_api.h"
 
 #include <dlfcn.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* TSC to CLOCK_MONOTONIC conversion.  See clock.h. */
-#include "shim/clock.h"
+#include "core/clock.h"
 
 static uint64_t ref_ticks, ref_ns;
 

@@ -1,6 +1,6 @@
 /* The per-thread record.  initial-exec TLS (the library is built with
  * -ftls-model=initial-exec), so tg__self() is one TLS address computation. */
-#include "shim/thread_state.h"
+#include "core/thread_state.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>

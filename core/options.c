@@ -1,6 +1,6 @@
 /* TUNERGUARD_OPTIONS parsing.  The table is options.inc; this file only
  * expands it.  Pure: no I/O except tg_options_print_help. */
-#include "shim/options.h"
+#include "core/options.h"
 
 #include <stdio.h>
 #include <stdlib.h>

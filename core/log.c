@@ -1,6 +1,6 @@
 /* One-line diagnostics on stderr.  See log.h. */
-#include "shim/log.h"
-#include "shim/options.h"
+#include "core/log.h"
+#include "core/options.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* TUNERGUARD_OPTIONS: "key=value:key=value", sanitizer style: pairs separated
  * by ':' or whitespace; a value beginning with ' or " runs to the next same
- * quote (log_path='my reports/tg').  The table of keys is shim/options.inc. */
+ * quote (log_path='my reports/tg').  The table of keys is core/options.inc. */
 #ifndef TG_OPTIONS_H
 #define TG_OPTIONS_H
 
