@@ -8,8 +8,9 @@ It runs the CPU reproducer tests/repro/scenarios/hammer.py under detect mode,
 takes the first race report of the text file and puts it between the markers
 <!-- report-excerpt:begin --> and <!-- report-excerpt:end -->, with pids, tids,
 addresses and the checkout's path made stable.  --check compares with every
-number masked, so the test does not depend on line numbers of the interpreter's
-own files."""
+what varies between runs and builds masked (durations with their unit, native
+frames, line numbers in the interpreter's own files) and everything else, the
+line numbers of the checkout's files included, compared as written."""
 import argparse
 import glob
 import os
@@ -54,7 +55,19 @@ def generate(lib, fakecuda, python):
 
 
 def masked(s):
-    return re.sub(r"\d+", "N", re.sub(r"0x[0-9a-f]+", "0x", s))
+    """What --check compares: a duration, whatever its unit ('3.8 ms' or '812.0 us'), a native frame
+    (offsets and C line numbers of the interpreter's build) and a line number in the interpreter's
+    own files are masked; frame numbers, counts and the checkout's line numbers are not."""
+    out = []
+    for line in s.splitlines():
+        line = re.sub(r"\b\d+(\.\d+)? (s|ms|us|ns)\b", "<duration>", line)
+        if re.match(r"\s+#\d+ .*\(.*\+0x[0-9a-f]+\)$", line):
+            line = re.sub(r"0x[0-9a-f]+", "0x", line)
+            line = re.sub(r"\d+", "N", line)
+        line = re.sub(r"(<python>/\S+):\d+", r"\1:N", line)
+        line = re.sub(r"0x[0-9a-f]{10,}", "0x", line)
+        out.append(line)
+    return "\n".join(out)
 
 
 def main():
@@ -78,6 +91,9 @@ def main():
     if masked(new) != masked(readme):
         print("readme_excerpt: the report excerpt in README.md is stale; run tools/readme_excerpt.py --write",
               file=sys.stderr)
+        import difflib
+        sys.stderr.writelines(difflib.unified_diff(masked(readme).splitlines(True), masked(new).splitlines(True),
+                                                   "README.md", "current", n=1))
         return 1
     print("readme_excerpt: README.md excerpt matches the current report format")
     return 0
