@@ -2,6 +2,7 @@
  * -ftls-model=initial-exec), so tg__self() is one TLS address computation. */
 #include "core/thread_state.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -34,4 +35,13 @@ void tg__thread_atfork_child(void)
     t->session_launches = t->session_syncs = 0;
     t->last.inside = 0;
     t->busy = 0;
+}
+
+/* ESRCH means the thread is gone; any other answer, that it may live. */
+int tg_tid_alive(pid_t tid)
+{
+    int saved = errno;
+    int alive = syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+    errno = saved;
+    return alive;
 }

@@ -70,4 +70,8 @@ struct tg_thread *tg__self(void);
 /* In a fork child: reset the calling thread's record (new tid, nothing held). */
 void tg__thread_atfork_child(void);
 
+/* Is thread tid of this process still there?  One tgkill(2) with signal 0
+ * (sends nothing); errno is kept.  Any thread, no lock, no allocation. */
+int tg_tid_alive(pid_t tid);
+
 #endif

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_api.h"
+#include "core/py_attr.h"
 #include "shim/py_guard.h"
 
 static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts, st_reports;
@@ -194,50 +195,6 @@ void tg_stress_stats(struct tg_stress_stats *o)
 
 /* ---- the report (GIL held) ------------------------------------------------- */
 
-static void attr_str(void *obj, const char *attr, char *dst, size_t len, int use_str)
-{
-    dst[0] = '\0';
-    PyObject *v = obj ? tg_py.PyObject_GetAttrString((PyObject *)obj, attr) : NULL;
-    PyObject *s = (v && use_str && v != tg_py.none) ? tg_py.PyObject_Str(v) : NULL;
-    const char *c = s ? tg_py.PyUnicode_AsUTF8(s) : (v && !use_str) ? tg_py.PyUnicode_AsUTF8(v) : NULL;
-    if (c)
-        snprintf(dst, len, "%s", c);
-    if (s)
-        tg_py.Py_DecRef(s);
-    if (v)
-        tg_py.Py_DecRef(v);
-    tg_py.PyErr_Clear();
-}
-
-/* Autotuner.base_fn.__name__, else fn.__name__, else fn.fn.__name__ (the
- * same order as the race report's kernel name). */
-static void py_kernel_name(PyObject *inst, char *dst, size_t len)
-{
-    dst[0] = '\0';
-    PyObject *a = tg_py.PyObject_GetAttrString(inst, "base_fn");
-    tg_py.PyErr_Clear();
-    if (a) {
-        attr_str(a, "__name__", dst, len, 0);
-        tg_py.Py_DecRef(a);
-    }
-    a = dst[0] ? NULL : tg_py.PyObject_GetAttrString(inst, "fn");
-    tg_py.PyErr_Clear();
-    if (a) {
-        attr_str(a, "__name__", dst, len, 0);
-        if (!dst[0]) {
-            PyObject *b = tg_py.PyObject_GetAttrString(a, "fn");
-            tg_py.PyErr_Clear();
-            if (b) {
-                attr_str(b, "__name__", dst, len, 0);
-                tg_py.Py_DecRef(b);
-            }
-        }
-        tg_py.Py_DecRef(a);
-    }
-    if (!dst[0])
-        snprintf(dst, len, "?");
-}
-
 /* ~100 KB: static.  Filling it calls Python (names, str(best_config), frames),
  * which lets other threads run, so the GIL alone does not keep two reports
  * apart: filled and emitted under tg_report_lock (shim/py_guard.h) when the
@@ -327,14 +284,14 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
     if (inst) {
         PyObject *type = tg_py.PyObject_Type(inst);
         char mod[96], qual[96];
-        attr_str(type, "__module__", mod, sizeof mod, 0);
-        attr_str(type, "__qualname__", qual, sizeof qual, 0);
+        tg_py_attr_str(type, "__module__", mod, sizeof mod);
+        tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
         if (type)
             tg_py.Py_DecRef(type);
         snprintf(r->tuner_class, sizeof r->tuner_class, "%s.%s", mod, qual);
         snprintf(r->method, sizeof r->method, "%s.run", qual);
-        py_kernel_name(inst, r->kernel, sizeof r->kernel);
-        attr_str(inst, "best_config", r->itf.best_config, sizeof r->itf.best_config, 1);
+        tg_py_kernel_name(inst, r->kernel, sizeof r->kernel);
+        tg_py_attr_text(inst, "best_config", r->itf.best_config, sizeof r->itf.best_config);
         tg_py_thread_name(t->ident, e->name, sizeof e->name);
         tg_py_capture_frames(e, NULL);
         tg_py.PyErr_Restore(et, ev, etb);

@@ -1,0 +1,60 @@
+/* Python attribute readers shared by the report writers; see core/py_attr.h. */
+#include "core/py_attr.h"
+
+#include <stdio.h>
+
+void tg_py_attr_str(PyObject *obj, const char *attr, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    PyObject *v = obj ? tg_py.PyObject_GetAttrString(obj, attr) : NULL;
+    const char *s = v ? tg_py.PyUnicode_AsUTF8(v) : NULL;
+    if (s)
+        snprintf(dst, len, "%s", s);
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+}
+
+void tg_py_attr_text(PyObject *obj, const char *attr, char *dst, size_t len)
+{
+    dst[0] = '\0';
+    PyObject *v = obj ? tg_py.PyObject_GetAttrString(obj, attr) : NULL;
+    PyObject *s = (v && v != tg_py.none) ? tg_py.PyObject_Str(v) : NULL;
+    const char *c = s ? tg_py.PyUnicode_AsUTF8(s) : NULL;
+    if (c)
+        snprintf(dst, len, "%s", c);
+    if (s)
+        tg_py.Py_DecRef(s);
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+}
+
+void tg_py_kernel_name(PyObject *inst, char *dst, size_t len)
+{
+    static const char *const paths[][2] = {{"base_fn", NULL}, {"fn", NULL}, {"fn", "fn"}};
+    dst[0] = '\0';
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0] && !dst[0]; i++) {
+        PyObject *a = tg_py.PyObject_GetAttrString(inst, paths[i][0]);
+        PyObject *b = (a && paths[i][1]) ? tg_py.PyObject_GetAttrString(a, paths[i][1]) : NULL;
+        tg_py_attr_str(paths[i][1] ? b : a, "__name__", dst, len);
+        if (b)
+            tg_py.Py_DecRef(b);
+        if (a)
+            tg_py.Py_DecRef(a);
+        tg_py.PyErr_Clear();
+    }
+    if (!dst[0])
+        snprintf(dst, len, "?");
+}
+
+void tg_py_class_name(PyObject *inst, char *dst, size_t len)
+{
+    PyObject *type = tg_py.PyObject_Type(inst);
+    char mod[96], qual[96];
+    tg_py_attr_str(type, "__module__", mod, sizeof mod);
+    tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
+    snprintf(dst, len, "%s.%s", mod, qual);
+    if (type)
+        tg_py.Py_DecRef(type);
+}

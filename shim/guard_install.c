@@ -1,0 +1,199 @@
+/* The guard mechanism: a guard is a method descriptor (PyDescr_NewMethod,
+ * METH_FASTCALL | METH_KEYWORDS) put on the class in place of the Python
+ * function.  Like the function it replaces it binds to instances,
+ * `Class.method(obj, ...)` works, and `Class.method` read and assigned back
+ * (the save/patch/restore pattern of monkey-patches) is the same descriptor
+ * again.  A method descriptor's C function gets no data pointer, so each guard
+ * has its own trampoline (a fixed table of TG_MAX_GUARDS tiny functions) that
+ * passes its guard to tg__guard_entry (shim/session.c), where the call's
+ * policy is.  Here too: the check that a guarded method was replaced by user
+ * code (guarded again, reported at verbosity>=1).
+ *
+ * Everything here runs with the GIL held. */
+#include "shim/guard_internal.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/py_attr.h"
+#include "reports/fatal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct tg_guard guards[TG_MAX_GUARDS];
+static int nguards;
+
+/* ---- replaced methods --------------------------------------------------------
+ *
+ * CPython raises no audit event for a plain class attribute assignment, so
+ * `Autotuner.run = my_locked_run` (seeds/001) is found where it shows: the
+ * replacement, if it chains to the original, calls this guard with the class
+ * attribute no longer being ours.  The check costs one getattr on the class;
+ * it runs on every outermost call for the first 1024 calls of a guard (when
+ * monkey-patches happen: at start-up), then on every 64th (the count is
+ * tg__guard_check_replaced, shim/guard_internal.h). */
+void tg__guard_check_replaced_slow(struct tg_guard *g)
+{
+    PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
+    if (!cur) {
+        tg_py.PyErr_Clear();
+        return;
+    }
+    if (cur != g->wrapper && !tg_guard_is_ours(cur)) {
+        char where[300] = "";
+        PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
+        PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+        PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
+        PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
+        const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
+        const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
+        tg_py.PyErr_Clear();
+        PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
+        const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
+        if (fs)
+            snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
+        tg_py.PyErr_Clear();
+        /* Guard it on the class that holds the attribute now. */
+        if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
+            tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
+            if (tg_opts.verbosity >= 1)
+                tg__report_replaced(g, qs, fs, lstr);
+        }
+        PyObject *objs[] = {ls, qn, line, file, code};
+        for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+            if (objs[i])
+                tg_py.Py_DecRef(objs[i]);
+        tg_py.PyErr_Clear();
+    }
+    tg_py.Py_DecRef(cur);
+}
+
+/* ---- the trampolines -------------------------------------------------------- */
+
+/* One trampoline per guard slot: 256 of them, named by the slot's four
+ * base-4 digits (tramp_0000 .. tramp_3333). */
+#define TG_TRAMP(a, b, c, d)                                                                          \
+    static PyObject *tramp_##a##b##c##d(PyObject *self, PyObject *const *v, Py_ssize_t n, PyObject *k) \
+    {                                                                                                 \
+        return tg__guard_entry(&guards[a * 64 + b * 16 + c * 4 + d], self, v, n, k);                      \
+    }
+#define TG_TRAMP4(a, b, c) TG_TRAMP(a, b, c, 0) TG_TRAMP(a, b, c, 1) TG_TRAMP(a, b, c, 2) TG_TRAMP(a, b, c, 3)
+#define TG_TRAMP16(a, b) TG_TRAMP4(a, b, 0) TG_TRAMP4(a, b, 1) TG_TRAMP4(a, b, 2) TG_TRAMP4(a, b, 3)
+#define TG_TRAMP64(a) TG_TRAMP16(a, 0) TG_TRAMP16(a, 1) TG_TRAMP16(a, 2) TG_TRAMP16(a, 3)
+TG_TRAMP64(0) TG_TRAMP64(1) TG_TRAMP64(2) TG_TRAMP64(3)
+#define TG_REF(a, b, c, d) (void *)tramp_##a##b##c##d,
+#define TG_REF4(a, b, c) TG_REF(a, b, c, 0) TG_REF(a, b, c, 1) TG_REF(a, b, c, 2) TG_REF(a, b, c, 3)
+#define TG_REF16(a, b) TG_REF4(a, b, 0) TG_REF4(a, b, 1) TG_REF4(a, b, 2) TG_REF4(a, b, 3)
+#define TG_REF64(a) TG_REF16(a, 0) TG_REF16(a, 1) TG_REF16(a, 2) TG_REF16(a, 3)
+static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(0) TG_REF64(1) TG_REF64(2) TG_REF64(3)};
+
+/* ---- installing guards ------------------------------------------------------ */
+
+int tg_guard_is_ours(PyObject *value)
+{
+    for (int i = 0; i < nguards; i++)
+        if (guards[i].wrapper == value)
+            return 1;
+    return 0;
+}
+
+/* Is triton.runtime.autotuner.Autotuner in cls.__mro__?  Install time only. */
+static int derives_from_triton_autotuner(PyObject *cls)
+{
+    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
+    Py_ssize_t n = mro ? tg_py.PyTuple_Size(mro) : 0;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < n && !found; i++) {
+        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
+        char mod[64], qual[32];
+        tg_py_attr_str(c, "__module__", mod, sizeof mod);
+        tg_py_attr_str(c, "__qualname__", qual, sizeof qual);
+        found = strcmp(mod, "triton.runtime.autotuner") == 0 && strcmp(qual, "Autotuner") == 0;
+    }
+    if (mro)
+        tg_py.Py_DecRef(mro);
+    tg_py.PyErr_Clear();
+    return found;
+}
+
+int tg_guard_install(PyObject *cls, const char *name, const char *why)
+{
+    int rc = 0;
+    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
+    PyObject *key = tg_py.PyUnicode_FromString(name);
+    PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
+    tg_py.PyErr_Clear();
+    if (!value || tg_guard_is_ours(value))
+        goto done;
+    /* Only plain functions: a staticmethod, classmethod or property is not a
+     * per-instance entry point. */
+    PyObject *type = tg_py.PyObject_Type(value);
+    char tname[64];
+    tg_py_attr_str(type, "__name__", tname, sizeof tname);
+    if (type)
+        tg_py.Py_DecRef(type);
+    if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0 &&
+        strcmp(tname, "builtin_function_or_method") != 0)
+        goto done;
+    if (nguards == TG_MAX_GUARDS) {
+        tg__warn("more than %d guarded methods; %s is not guarded", TG_MAX_GUARDS, name);
+        rc = -1;
+        goto done;
+    }
+    struct tg_guard *g = &guards[nguards];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    char qual[96], mod[96];
+    tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+    tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+    snprintf(g->method, sizeof g->method, "%s.%s", qual, name);
+    snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
+    g->def.ml_name = g->name;
+    g->def.ml_meth = trampolines[nguards];
+    g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
+    /* "run($self, /, *args, **kwargs)\n--\n\n": what inspect.signature()
+     * reads from a method descriptor; the arguments pass through unchanged. */
+    snprintf(g->doc, sizeof g->doc, "%s($self, /, *args, **kwargs)\n--\n\n", name);
+    g->def.ml_doc = g->doc;
+    PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
+    if (!wrapper) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not guard %s.%s; it runs unguarded", g->cls_name, name);
+        rc = -1;
+        goto done;
+    }
+    g->orig = value;
+    g->orig_is_function = strcmp(tname, "function") == 0;
+    g->orig_code = tg_py.PyObject_GetAttrString(value, "__code__");
+    tg_py.PyErr_Clear();
+    tg_py.Py_IncRef(value);
+    g->cls = cls;
+    tg_py.Py_IncRef(cls);
+    g->clears_args = derives_from_triton_autotuner(cls);
+    g->pyname = key;
+    tg_py.Py_IncRef(key);
+    g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
+    nguards++;
+    tg__gstats.guards = nguards;
+    if (tg_py.PyObject_SetAttrString(cls, name, wrapper) < 0) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, name);
+        nguards--;
+        rc = -1;
+        goto done;
+    }
+    tg__info(2, "guarding %s (%s)", g->method, why);
+    if (nguards == 1) { /* a process with something to guard: worth a crash report */
+        tg_fatal_set_context(tg_mode_name(tg_opts.mode), &tg__gstats.reports);
+        tg_fatal_install(tg_opts.log_path, 1);
+    }
+    rc = 1;
+done:
+    if (value)
+        tg_py.Py_DecRef(value);
+    if (key)
+        tg_py.Py_DecRef(key);
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    tg_py.PyErr_Clear();
+    return rc;
+}

@@ -1,0 +1,120 @@
+/* Internal to the guard (shim/guard_install.c, shim/session.c,
+ * shim/report_capture.c): the guard record and the calls between the three.
+ *
+ *   guard_install.c   the mechanism: guard records, their trampolines, the
+ *                     method descriptors put on classes, the replaced-method
+ *                     check
+ *   session.c         the policy of a guarded call: enter / leave on the
+ *                     tuner table, the serialize wait, threads that died
+ *                     inside, the counts of the exit summary
+ *   report_capture.c  the reports those find (race, race seen at exit,
+ *                     exception, deadlock, wait timeout, holder died, method
+ *                     replaced): views of threads, the report lock, dedupe
+ *
+ * Everything here: GIL held (the serialize wait releases it while it
+ * blocks). */
+#ifndef TG_GUARD_INTERNAL_H
+#define TG_GUARD_INTERNAL_H
+
+#include "core/py_api.h"
+#include "detectors/tuner_table.h"
+#include "shim/py_guard.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TG_MAX_GUARDS 256 /* == the trampoline table of guard_install.c */
+
+struct tg_guard {
+    PyObject *orig;       /* the original function (strong reference) */
+    int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
+    PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
+    PyObject *wrapper;    /* the method descriptor put on the class (strong);
+                             getattr(cls, name) gives this very object */
+    PyObject *cls;        /* the class it was put on (strong) */
+    PyObject *pyname;     /* name as a str (strong) */
+    uint32_t calls;       /* outermost calls, for the replacement check */
+    PyMethodDef def;
+    char name[48];        /* "run" */
+    char method[112];     /* "Autotuner.run" */
+    char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
+    char doc[96];         /* def.ml_doc: a text signature, so inspect.signature()
+                             of the guarded method works (else ValueError) */
+    int clears_args;      /* the class is Triton's Autotuner or derives from it:
+                             its run()/warmup() end with `self.nargs = None`
+                             (the race seen at exit, tg__check_race_at_exit) */
+};
+
+/* The counts of the exit summary (tg_guard_stats); defined in session.c,
+ * written by all three files. */
+extern struct tg_guard_stats tg__gstats;
+
+/* ---- session.c ------------------------------------------------------------ */
+
+/* A call of guard g: what every trampoline jumps to.  The original takes self
+ * first; a,n,kwnames are the method descriptor's vector without self. */
+PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
+                          PyObject *kwnames);
+
+/* ---- guard_install.c ------------------------------------------------------ */
+
+/* The replacement check of an outermost call (see guard_install.c): every
+ * call for the first 1024 calls of a guard, then every 64th.  The caller is
+ * busy. */
+void tg__guard_check_replaced_slow(struct tg_guard *g);
+static inline void tg__guard_check_replaced(struct tg_guard *g)
+{
+    uint32_t n = g->calls++;
+    if (n >= 1024 && (n & 63) != 0)
+        return;
+    tg__guard_check_replaced_slow(g);
+}
+
+/* ---- report_capture.c ----------------------------------------------------- */
+
+/* What a race left for the exception link (see tg__report_exception). */
+struct tg_race_link {
+    pid_t tid;          /* the other thread, 0 when the race is not linked */
+    char name[48];
+    uint64_t seq;       /* its report's seq, 0 if it was a repeat */
+};
+
+/* Thread t enters u while `other` is inside: report it (or count it), and for
+ * a high-severity race link both sessions (*link for t's own occupant).
+ * other is valid on entry only: the report can let other threads run. */
+void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                     const struct tg_occupant *other, int serialized, struct tg_race_link *link);
+
+/* t's outermost call on u returned while a thread that entered during it is
+ * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
+ * before t leaves u, only when u->nocc > 1 and g->clears_args. */
+void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                            const struct tg_occupant *mine);
+
+/* t's raced session o ends in the exception that is set: report it and add a
+ * note to the exception (3.11+).  The exception stays set. */
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o);
+
+/* serialize: waiting for u would close a cycle of waits (path[0..n) from
+ * tg_tuner_wait_cycle).  Returns 1 when t should proceed unserialized; under
+ * deadlock=abort the process ends here. */
+int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                        struct tg_tuner **path, int n);
+
+/* n threads died inside u (tids dead[], idents ident[]): their holds were
+ * released; one report each. */
+void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct tg_guard *g, const pid_t *dead,
+                             const unsigned long *ident, int n);
+
+/* serialize: t has waited waited_ns (wait_timeout) for u. */
+void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                             uint64_t waited_ns);
+
+/* verbosity>=1: guard g's class attribute is now `qual` defined at file:line
+ * (NULLs: unknown).  The caller is busy. */
+void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file, const char *line);
+
+/* fork child: forget the race reports the parent de-duplicated. */
+void tg__capture_atfork_child(void);
+
+#endif
