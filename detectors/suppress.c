@@ -1,6 +1,6 @@
 /* See suppress.h. */
 #include "detectors/suppress.h"
-#include "reports/report.h"
+#include "core/report_record.h"
 
 #include <stdio.h>
 #include <string.h>

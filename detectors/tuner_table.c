@@ -1,7 +1,6 @@
 /* The tuner table: open addressing over instance addresses.  See
  * tuner_table.h for the locking contract (GIL held). */
 #include "detectors/tuner_table.h"
-#include "core/log.h"
 #include "core/options.h"
 
 #include <string.h>
@@ -35,7 +34,6 @@ static void claim(struct tg_tuner *u, uintptr_t key)
 
 struct tg_tuner *tg_tuner_get(uintptr_t key)
 {
-    static int warned;
     struct tg_tuner *tomb = NULL;
     unsigned i = slot_of(key);
     for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
@@ -55,10 +53,6 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
     if (tomb) {
         claim(tomb, key);
         return tomb;
-    }
-    if (!warned) {
-        warned = 1;
-        tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
     }
     return NULL;
 }

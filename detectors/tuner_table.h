@@ -3,7 +3,7 @@
  * Pure logic: no I/O, no dlsym, no Python.  Locking contract: every function
  * here is called with the GIL held (all guarded calls enter and leave under
  * it), which orders all updates; the one exception is the serialize wait,
- * which reads `nocc` under tg_tuner_wait_mu (see shim/py_guard.c).  Entries
+ * which reads `nocc` under tg_tuner_wait_mu (see shim/session.c).  Entries
  * live in a fixed table and are never freed, so pointers to them stay valid. */
 #ifndef TG_TUNER_TABLE_H
 #define TG_TUNER_TABLE_H
@@ -117,7 +117,7 @@ void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t w
 void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn);
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
- * caller then passes the call through unguarded; said once).  O(1) expected.
+ * caller then passes the call through unguarded and says so).  O(1) expected.
  * An entry is given back when its last occupant leaves with nobody waiting:
  * a pointer to it is valid only while someone is inside or waiting, so after
  * anything that may let other threads run, get it again. */

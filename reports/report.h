@@ -1,5 +1,5 @@
-/* A race report as the detectors and the Python side capture it, and the
- * writers that turn it into text (ThreadSanitizer-shaped) and JSON Lines.
+/* The writers that turn a report (struct tg_report, core/report_record.h)
+ * into text (ThreadSanitizer-shaped) and JSON Lines, and the sink.
  *
  * Capture (shim/, GIL held) fills a struct tg_report; the writers only read
  * it.  All strings are fixed-size buffers inside the struct, so writing never
@@ -10,124 +10,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include "core/thread_state.h"
-
-#define TG_MAX_PY_FRAMES 48
-#define TG_REPORT_SCHEMA_VERSION 1
-#define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
-#define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
-
-struct tg_py_frame {
-    char file[200];
-    char func[96];
-    int line;
-};
-
-/* One thread as a report shows it. */
-struct tg_thread_view {
-    pid_t tid;                 /* OS thread id */
-    unsigned long ident;       /* threading.get_ident() */
-    char name[64];             /* Python thread name, "" if unknown */
-    int npy;                   /* Python frames, most recent call first */
-    int py_truncated;          /* more frames existed than fit */
-    struct tg_py_frame py[TG_MAX_PY_FRAMES];
-    int nnative;               /* raw return addresses, innermost first */
-    void *native[TG_MAX_NATIVE_FRAMES];
-    char native_where[96];     /* where the native stack was taken, e.g.
-                                  "at entry" or "in cuCtxSynchronize_v2" */
-    int has_cuda;              /* cuda is valid */
-    struct tg_cuda_call cuda;  /* last GIL-releasing CUDA call */
-    char cuda_fn[48];          /* its driver function name */
-    char cuda_kernel[128];     /* kernel name, "" if none or unknown */
-    int has_entry_device;      /* !has_cuda, and entry_device is known */
-    int entry_device;          /* the thread made no CUDA call yet: its current
-                                  device when it entered the tuner */
-    uint64_t entered_ns;       /* when it entered the tuner (CLOCK_MONOTONIC) */
-    int benchmarking;          /* it launched or synchronized inside the session */
-    uint32_t launches;         /* launches inside the session (0 if unknown) */
-    uint32_t syncs;            /* synchronizations inside the session */
-    /* Filled by tg_report_symbolize() at report time (never by capture, never
-     * in a signal handler): native_sym[i] names the i-th frame the writers
-     * print (native[], or cuda.frames[] when nnative is 0).  nsym == 0: not
-     * symbolized, the writers print raw addresses. */
-    int nsym;
-    char native_sym[TG_MAX_NATIVE_FRAMES][TG_SYM_LEN];
-    /* Source of native_sym[i] from DWARF line tables (reports/dwarf_lines.h),
-     * also filled by tg_report_symbolize(): "" and 0 when unknown (no libdw,
-     * no debug info).  A path too long keeps its end, prefixed "...". */
-    char native_file[TG_MAX_NATIVE_FRAMES][TG_SRC_LEN];
-    int native_line[TG_MAX_NATIVE_FRAMES];
-};
-
-enum tg_report_kind {
-    TG_REPORT_RACE,            /* second thread entered a tuner another is inside */
-    TG_REPORT_METHOD_REPLACED, /* user code replaced a guarded method (verbosity>=1) */
-    TG_REPORT_DEADLOCK,        /* serialize: a cycle of waits (entering = the waiter that
-                                  closed it, inside = the holder it waited for) */
-    TG_REPORT_WAIT_TIMEOUT,    /* serialize: a wait longer than wait_timeout (entering =
-                                  the waiter, inside = the holder and what it is doing) */
-    TG_REPORT_HOLDER_DIED,     /* a thread left a tuner without returning (it died inside):
-                                  entering = the thread that found it, inside = the dead one */
-    TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
-                                  entering = the thread that raised, inside = the
-                                  thread it raced with */
-    TG_REPORT_INTERFERENCE,    /* a benchmark ran while other threads launched kernels on
-                                  its device: entering = the benchmarking thread; itf below */
-};
-
-/* TG_REPORT_INTERFERENCE: what else ran on the device during a benchmark. */
-#define TG_ITF_REPORT_FROM 8
-struct tg_itf_report {
-    int device;                /* device benchmarked on */
-    uint64_t foreign;          /* kernels other threads launched on it meanwhile */
-    uint64_t own;              /* the benchmarking thread's own launches there */
-    char cuda_kernel[128];     /* CUDA name of the kernel benchmarked, "" if unknown */
-    char best_config[200];     /* str() of the tuner's best_config after the session, "" if none */
-    int nfrom;                 /* entries in from[] (a sample: at most TG_ITF_REPORT_FROM) */
-    struct {
-        pid_t tid;             /* a launching thread */
-        uint64_t func;         /* CUfunction / CUkernel / CUgraphExec it launched */
-        char kernel[96];       /* its name, "" if unknown */
-    } from[TG_ITF_REPORT_FROM];
-    /* cupti=1 (docs/cupti.md): the verdict came from GPU intervals */
-    int gpu;                   /* 1: the fields below are valid */
-    uint64_t overlap_ns;       /* foreign kernel execution inside the benchmark's timed intervals */
-    uint64_t timed_ns;         /* those intervals in total */
-    uint32_t own_kernels, foreign_kernels;
-    int ngpu;                  /* entries in gpu_by[], most overlap first */
-    struct {
-        pid_t tid;             /* launching thread, 0 if unknown */
-        uint32_t stream;       /* CUPTI stream id */
-        uint32_t count;        /* kernels of that name/thread/stream that overlapped */
-        uint64_t overlap_ns;   /* their overlap */
-        char kernel[96];
-    } gpu_by[TG_ITF_REPORT_FROM];
-};
-
-struct tg_report {
-    enum tg_report_kind kind;
-    uint64_t seq;              /* 1, 2, ... within this process */
-    pid_t pid;
-    int rank;                  /* $RANK, -1 if unset */
-    const char *mode;          /* "detect" | "serialize" */
-    int high_severity;         /* thread inside was benchmarking */
-    int serialized;            /* serialize mode: the entering thread waited */
-    int seen_at_exit;          /* TG_REPORT_RACE: seen when the thread inside returned
-                                  (clearing the tuner's arguments) while the entering
-                                  thread was benchmarking, not at the entry */
-    char tuner_class[96];      /* e.g. "triton.runtime.autotuner.Autotuner" */
-    char method[64];           /* e.g. "Autotuner.run" */
-    char kernel[128];          /* kernel function name, "?" if unknown */
-    uintptr_t instance;        /* address of the tuner object */
-    uint64_t ts_ns;            /* CLOCK_MONOTONIC at detection */
-    struct tg_thread_view entering;  /* the thread that came in second */
-    struct tg_thread_view inside;    /* the thread already inside */
-    char detail[256];          /* free text for non-race kinds (e.g. where a method was replaced) */
-    char exc_type[64];         /* TG_REPORT_EXCEPTION: the exception's type name */
-    char exc_msg[200];         /* ... and str() of it, truncated */
-    uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
-    struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
-};
+#include "core/report_record.h"
 
 /* Resolve the native frames of both thread views into native_sym[] (see
  * tg_thread_view).  Slow (reads symbol tables), allocates, takes a lock: call

@@ -14,6 +14,7 @@
  * releases it while it blocks. */
 #include "shim/guard_internal.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
 #include "core/thread_state.h"
@@ -59,6 +60,17 @@ static void note_contended(PyObject *inst)
             return;
     if (ncontended < TG_MAX_CONTENDED)
         snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
+}
+
+/* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
+ * said once.  GIL held. */
+__attribute__((cold, noinline)) static void table_full(void)
+{
+    static int warned;
+    if (!warned) {
+        warned = 1;
+        tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
+    }
 }
 
 /* Release the holds of threads that died inside u, and report each.
@@ -224,8 +236,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
 
     PyObject *inst = args[0];
     struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
-    if (__builtin_expect(!u, 0))
+    if (__builtin_expect(!u, 0)) {
+        table_full();
         return call_orig(g, args, nargs, kwnames);
+    }
 
     /* A thread that has made no CUDA call yet (cold cache: the first tunings
      * compile before they launch) is known by its current device, taken at
@@ -258,8 +272,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
             /* The report ran Python code: the entry may have been given back. */
             u = tg_tuner_get((uintptr_t)inst);
-            if (__builtin_expect(!u, 0))
+            if (__builtin_expect(!u, 0)) {
+                table_full();
                 return call_orig(g, args, nargs, kwnames);
+            }
         }
         if (v == TG_WAIT)
             wait_for_tuner(u, t, inst, g);
@@ -270,8 +286,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         /* The report and the wait let other threads run: the entry may have
          * been given back meanwhile (detectors/tuner_table.h). */
         u = tg_tuner_get((uintptr_t)inst);
-        if (__builtin_expect(!u, 0))
+        if (__builtin_expect(!u, 0)) {
+            table_full();
             return call_orig(g, args, nargs, kwnames);
+        }
     }
     if (t->nheld == 0) {
         t->session_launches = 0;
