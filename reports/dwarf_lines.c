@@ -7,6 +7,7 @@
  * not needed: its types are opaque here and the few functions are declared
  * by hand with the ABI of elfutils' libdwfl.h (stable since 0.1xx). */
 #include "reports/dwarf_lines.h"
+#include "core/real_sym.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -98,7 +99,7 @@ static int ensure_locked(void)
         if (!tg__dw.lib)
             return 0;
         void *l = tg__dw.lib;
-#define TG__DW_SYM(field, name) *(void **)&tg__dw.field = dlsym(l, name)
+#define TG__DW_SYM(field, name) *(void **)&tg__dw.field = tg_real_sym(l, name)
         TG__DW_SYM(begin, "dwfl_begin");
         TG__DW_SYM(end, "dwfl_end");
         TG__DW_SYM(report_begin, "dwfl_report_begin");
@@ -109,9 +110,9 @@ static int ensure_locked(void)
         TG__DW_SYM(lineinfo, "dwfl_lineinfo");
         TG__DW_SYM(comp_dir, "dwfl_line_comp_dir");   /* optional */
 #undef TG__DW_SYM
-        tg__dw_callbacks.find_elf = dlsym(l, "dwfl_linux_proc_find_elf");
-        tg__dw_callbacks.find_debuginfo = dlsym(l, "dwfl_standard_find_debuginfo");
-        tg__dw_callbacks.section_address = dlsym(l, "dwfl_offline_section_address");
+        tg__dw_callbacks.find_elf = tg_real_sym(l, "dwfl_linux_proc_find_elf");
+        tg__dw_callbacks.find_debuginfo = tg_real_sym(l, "dwfl_standard_find_debuginfo");
+        tg__dw_callbacks.section_address = tg_real_sym(l, "dwfl_offline_section_address");
         if (!tg__dw.begin || !tg__dw.end || !tg__dw.report_begin || !tg__dw.report_end ||
             !tg__dw.proc_report || !tg__dw.addrmodule || !tg__dw.getsrc || !tg__dw.lineinfo ||
             !tg__dw_callbacks.find_elf || !tg__dw_callbacks.find_debuginfo) {

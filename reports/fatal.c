@@ -11,6 +11,7 @@
 #include "reports/trace.h"
 #include "reports/writer.h"
 #include "core/clock.h"
+#include "core/real_sym.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -563,11 +564,11 @@ int tg_fatal_install(const char *log_path, int require_python)
 {
     if (atomic_load(&tg__installed))
         return 0;
-    tg__py_is_init = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    tg__py_is_init = (int (*)(void))tg_real_sym(RTLD_DEFAULT, "Py_IsInitialized");
     if (require_python && !tg__py_is_init)
         return -1;
-    tg__py_dump = (tg__dump_fn)dlsym(RTLD_DEFAULT, "_Py_DumpTracebackThreads");
-    tg__py_this_tstate = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+    tg__py_dump = (tg__dump_fn)tg_real_sym(RTLD_DEFAULT, "_Py_DumpTracebackThreads");
+    tg__py_this_tstate = (void *(*)(void))tg_real_sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     if (atomic_exchange(&tg__installed, 1))
         return 0;
     const char *prefix = log_path && log_path[0] ? log_path : "tunerguard";

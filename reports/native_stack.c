@@ -7,6 +7,7 @@
  * libc/libdl/libpthread only).  RTLD_LOCAL keeps libunwind's weak
  * `backtrace` alias from replacing glibc's for the host program. */
 #include "reports/native_stack.h"
+#include "core/real_sym.h"
 
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -26,7 +27,7 @@ static void native_init_once(void)
     tg__bt_fn fn = NULL;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     if (h)
-        fn = (tg__bt_fn)dlsym(h, "unw_backtrace");
+        fn = (tg__bt_fn)tg_real_sym(h, "unw_backtrace");
     if (!fn)
         fn = backtrace;            /* glibc's: loads libgcc_s on first use */
     /* Warm-up: the first unwind loads libgcc_s / fills libunwind's caches and

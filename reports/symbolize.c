@@ -13,6 +13,7 @@
 #include "reports/native_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
+#include "core/real_sym.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -182,7 +183,7 @@ char *tg_native_symbolize(void *addr, char *buf, size_t len)
 
     char *demangled = NULL;
     if (name && name[0] == '_' && name[1] == 'Z') {
-        tg__demangle_fn dm = (tg__demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        tg__demangle_fn dm = (tg__demangle_fn)tg_real_sym(RTLD_DEFAULT, "__cxa_demangle");
         int status = -1;
         if (dm)
             demangled = dm(name, NULL, NULL, &status);

@@ -180,26 +180,6 @@ const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
     return buf;
 }
 
-/* ---- real dlsym ------------------------------------------------------------------------ */
-
-tg__dlsym_fn tg__real_dlsym(void)
-{
-    static _Atomic(tg__dlsym_fn) real;
-    tg__dlsym_fn f = atomic_load_explicit(&real, memory_order_relaxed);
-    if (__builtin_expect(f != NULL, 1))
-        return f;
-    /* dlvsym is not interposed by tunerguard, so this cannot recurse */
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
-    for (size_t i = 0; !f && i < sizeof versions / sizeof versions[0]; i++)
-        f = (tg__dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
-    if (!f) {
-        tg__warn("cannot find the real dlsym (dlvsym GLIBC_2.34/2.2.5/2.17); aborting");
-        abort();
-    }
-    atomic_store_explicit(&real, f, memory_order_relaxed);
-    return f;
-}
-
 /* ---- init ------------------------------------------------------------------------------- */
 
 static void tg__cuda_atfork_child(void)

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include <cuda.h>
+#include "core/real_sym.h"
 #undef cuGetProcAddress /* cuda.h maps it to _v2; we wrap both ABIs */
 
 /* Row indices of shim/cuda_hooks.inc: TG_FN_cuLaunchKernel, ... */
@@ -73,12 +74,7 @@ int tg_cuda_fn_index(const char *name);
 
 /* ---- interception internals (shim/interpose_*.c and unit tests) ------------- */
 
-typedef void *(*tg__dlsym_fn)(void *, const char *);
-
-/* The next dlsym after tunerguard: dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"),
- * else "GLIBC_2.2.5"; resolved once, never NULL after (aborts with one line
- * if glibc offers neither: nothing could work).  Lock-free. */
-tg__dlsym_fn tg__real_dlsym(void);
+/* tg__real_dlsym, the dlsym every look-up of ours uses: core/real_sym.h. */
 
 /* p resolved by the real driver (a dlsym or cuGetProcAddress result): the
  * wrapper of the variant p is, or p itself when p is not a wrapped export
