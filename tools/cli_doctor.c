@@ -11,6 +11,7 @@
  * TUNERGUARD_OPTIONS as the library parses it (a preloaded
  * /bin/true: exit 2 is a rejection).  Exit 0 when no line is FAIL, else 1. */
 #include "cli.h"
+#include "tg_build_id.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -67,6 +68,33 @@ static int find_on_path(const char *name, char *out, size_t n)
     }
     free(copy);
     return rc;
+}
+
+/* Compare the build id held in the library file LIB (core/build_id.c) with
+ * this command's: a library from another build may lack options or hooks
+ * this command's help describes. */
+static void check_build_id(const char *lib)
+{
+    size_t len = 0;
+    char *data = cli_read_file(lib, &len);
+    if (!data) {
+        line("WARN", "cannot read %s to compare its build id", lib);
+        return;
+    }
+    const size_t ml = sizeof TG_BUILD_ID_MARKER - 1;
+    const char *m = memmem(data, len, TG_BUILD_ID_MARKER, ml);
+    const char *id = m ? m + ml : NULL;
+    if (id && !memchr(id, '\0', len - (size_t)(id - data)))
+        id = NULL;
+    if (!id)
+        line("WARN", "the library holds no build id (a build older than this command): it may lack what this "
+             "command expects; use the library of this build or set TUNERGUARD_LIB to it");
+    else if (strcmp(id, TG_BUILD_ID) != 0)
+        line("WARN", "the library is build %s, this command is build %s: reinstall both from one build, or set "
+             "TUNERGUARD_LIB to the library of this build", id, TG_BUILD_ID);
+    else
+        line("OK", "library and command are the same build (%s)", TG_BUILD_ID);
+    free(data);
 }
 
 static const char probe_py[] = "class Probe:\n    def method(self):\n        return 42\n";
@@ -329,6 +357,7 @@ int cli_doctor(int argc, char **argv)
     if (cli_find_lib(libbuf, sizeof libbuf) == 0) {
         lib = libbuf;
         line("OK", "library: %s", lib);
+        check_build_id(lib);
     } else {
         line("FAIL", "libtunerguard.so not found (looked at %s); build it, or set TUNERGUARD_LIB", libbuf);
     }

@@ -3,12 +3,14 @@
  *   tunerguard run|repro|report|doctor ...      the subcommands (cli_*.c)
  *   tunerguard help [SUBCOMMAND] | --help        help text, from the table below
  *   tunerguard --man                             the same text as a roff man page
- *   tunerguard --version
+ *   tunerguard --version                         version and build id
+ *   tunerguard --lib                             the path of the libtunerguard.so `run` preloads
  *
  * Contract: the help a user reads (--help, `help SUB`, the man page generated
  * from --man at build time) comes from one table, so they cannot drift.  Exit
  * status 2 for usage errors, everywhere. */
 #include "cli.h"
+#include "tg_build_id.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -190,7 +192,8 @@ int cli_help(const char *sub)
     for (size_t i = 0; i < NCMDS; i++)
         printf("  %-8s %s\n", cmds[i].name, cmds[i].summary);
     puts("  help     help COMMAND: the help of one command\n");
-    puts("tunerguard COMMAND --help for the options of a command; tunerguard --man for the man page.");
+    puts("tunerguard COMMAND --help for the options of a command; tunerguard --man for the man page;");
+    puts("tunerguard --lib prints the path of the library `run` preloads (for LD_PRELOAD=...).");
     return 0;
 }
 
@@ -225,10 +228,13 @@ static int print_man(void)
         roff_text(cmds[i].synopsis);
         puts("\n.br");
     }
+    puts(".B tunerguard\n\\-\\-lib | \\-\\-version | \\-\\-man");
     puts(".SH DESCRIPTION");
     roff_text("tunerguard runs programs with libtunerguard.so preloaded, runs the race reproducers, summarizes "
               "reports and checks the environment. The library detects a second thread entering a Triton "
-              "Autotuner another thread is inside, reports it (mode=detect) or makes it wait (mode=serialize).\n");
+              "Autotuner another thread is inside, reports it (mode=detect) or makes it wait (mode=serialize). "
+              "--lib prints the absolute path of the library run preloads (for LD_PRELOAD=... in a shell or a "
+              "Dockerfile); --version prints the version and the build id.\n");
     puts(".SH COMMANDS");
     for (size_t i = 0; i < NCMDS; i++) {
         const struct cli_cmd *c = &cmds[i];
@@ -280,7 +286,16 @@ int main(int argc, char **argv)
     if (strcmp(sub, "--man") == 0)
         return print_man();
     if (strcmp(sub, "--version") == 0) {
-        puts("tunerguard " TG_VERSION);
+        puts("tunerguard " TG_VERSION " (build " TG_BUILD_ID ")");
+        return 0;
+    }
+    if (strcmp(sub, "--lib") == 0) {
+        char lib[4096];
+        if (cli_find_lib(lib, sizeof lib) < 0) {
+            fprintf(stderr, "tunerguard: libtunerguard.so not found (looked at %s); set TUNERGUARD_LIB\n", lib);
+            return CLI_EXIT_USAGE;
+        }
+        puts(lib);
         return 0;
     }
     const struct cli_cmd *c = find_cmd(sub);

@@ -1,0 +1,302 @@
+"""In-tree PEP 517 build backend of tunerguard: the CMake build, packed as a wheel.
+
+pyproject.toml names this module (backend-path = ["python"]).  It needs only
+the standard library, cmake and a C compiler: no setuptools, no wheel, no
+network, so `pip install .` works offline with or without build isolation.
+
+build_wheel:
+  1. cmake configures a fresh build tree in a temporary directory (tests off,
+     the stand-in libcuda.so.1 on: `tunerguard repro` runs the CPU
+     reproducers), builds the library, the command, the man page and the
+     stand-in, and `cmake --install`s them into a staging prefix;
+  2. the wheel holds the package python/tunerguard/ with, beside its
+     __init__.py, libtunerguard.so and the tunerguard binary from that
+     prefix (the binary finds the library next to itself), the reproducers
+     (tests/repro, tests/gpu/triton_races.py, the stand-in libcuda), and the
+     man page as data (share/man/man1/tunerguard.1 under the environment).
+The tag is py3-none-<platform>: one binary serves every CPython 3.9-3.13, but
+it is native code.  The platform is manylinux_2_N_<arch> where N is the
+highest GLIBC_2.N symbol version the ELF files need (readelf), so pip refuses
+it on an older glibc instead of the loader failing later; linux_<arch>
+without readelf.
+"""
+import base64
+import hashlib
+import io
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PKG_SRC = os.path.join(ROOT, "python", "tunerguard")
+
+# Source files shipped for `tunerguard repro` (paths under the package mirror
+# the source tree: the command looks for tests/repro and tests/gpu there).
+REPRO_TREES = ["tests/repro/model", "tests/repro/scenarios"]
+REPRO_FILES = ["tests/repro/run_repro.py", "tests/repro/README.md", "tests/gpu/triton_races.py"]
+
+
+# ---- metadata ---------------------------------------------------------------
+
+def _read_project():
+    """The [project] table of pyproject.toml (tomllib on 3.11+, else a reader
+    of the flat `key = "string"` lines this file uses)."""
+    path = os.path.join(ROOT, "pyproject.toml")
+    try:
+        import tomllib
+        with open(path, "rb") as f:
+            return tomllib.load(f)["project"]
+    except ImportError:
+        pass
+    project, table = {}, None
+    with open(path, encoding="utf-8") as f:
+        for raw in f:
+            s = raw.strip()
+            if s.startswith("["):
+                table = s.strip("[]").strip()
+                if table.startswith("project."):
+                    project.setdefault(table[len("project."):], {})
+                continue
+            m = re.match(r'^([A-Za-z0-9_.-]+|"[^"]+")\s*=\s*"([^"]*)"\s*$', s)
+            if not m or not table or not table.startswith("project"):
+                continue
+            key = m.group(1).strip('"')
+            if table == "project":
+                project[key] = m.group(2)
+            else:
+                project[table[len("project."):]][key] = m.group(2)
+    return project
+
+
+def _dist_name(project):
+    return re.sub(r"[-_.]+", "_", project["name"]).lower()
+
+
+def _metadata_text(project):
+    lines = ["Metadata-Version: 2.1", "Name: %s" % project["name"], "Version: %s" % project["version"]]
+    if project.get("description"):
+        lines.append("Summary: %s" % project["description"])
+    if project.get("requires-python"):
+        lines.append("Requires-Python: %s" % project["requires-python"])
+    lic = project.get("license")
+    if isinstance(lic, dict) and lic.get("text"):
+        lines.append("License: %s" % lic["text"])
+    for label, url in sorted(project.get("urls", {}).items()):
+        lines.append("Project-URL: %s, %s" % (label, url))
+    return "\n".join(lines) + "\n"
+
+
+def _entry_points_text(project):
+    scripts = project.get("scripts", {})
+    if not scripts:
+        return ""
+    return "[console_scripts]\n" + "".join("%s = %s\n" % kv for kv in sorted(scripts.items()))
+
+
+def _dist_info_files(project, tag):
+    """(name, bytes) of the .dist-info directory, RECORD aside."""
+    files = [("METADATA", _metadata_text(project).encode())]
+    if tag:
+        files.append(("WHEEL", ("Wheel-Version: 1.0\nGenerator: tunerguard_build (in-tree)\n"
+                                "Root-Is-Purelib: false\nTag: %s\n" % tag).encode()))
+    ep = _entry_points_text(project)
+    if ep:
+        files.append(("entry_points.txt", ep.encode()))
+    files.append(("top_level.txt", b"tunerguard\n"))
+    return files
+
+
+# ---- the CMake build --------------------------------------------------------
+
+def _run(cmd, **kw):
+    print("tunerguard_build: " + " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True, **kw)
+
+
+def _cmake_build(tmp):
+    cmake = shutil.which("cmake")
+    if not cmake:
+        raise RuntimeError("tunerguard_build: building tunerguard needs cmake and a C compiler "
+                           "(Debian: apt-get install cmake gcc make)")
+    build, stage = os.path.join(tmp, "build"), os.path.join(tmp, "stage")
+    _run([cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTG_TESTS=OFF",
+          "-DTG_FAKECUDA=ON", "-DCMAKE_INSTALL_PREFIX=" + stage, "-DCMAKE_INSTALL_LIBDIR=lib"])
+    jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
+    _run([cmake, "--build", build, "--parallel", jobs, "--target", "tunerguard", "tunerguard-cli",
+          "tunerguard-man", "fakecuda"])
+    _run([cmake, "--install", build, "--prefix", stage])
+    out = {
+        "lib": os.path.join(stage, "lib", "libtunerguard.so"),
+        "bin": os.path.join(stage, "bin", "tunerguard"),
+        "man": os.path.join(stage, "share", "man", "man1", "tunerguard.1"),
+        "fakecuda": os.path.join(build, "tests", "fakecuda", "libcuda.so.1"),
+    }
+    for what, path in out.items():
+        if not os.path.isfile(path):
+            raise RuntimeError("tunerguard_build: the CMake build made no %s (%s)" % (what, path))
+    return out
+
+
+def _check_version(binary, version):
+    """The command's own version (tools/tunerguard.c) must be the package's."""
+    got = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split()
+    if len(got) < 2 or got[1] != version:
+        raise RuntimeError("tunerguard_build: pyproject.toml says version %s, the command says %r: "
+                           "keep TG_VERSION in tools/tunerguard.c in step" % (version, " ".join(got)))
+
+
+def _platform_tag(elves):
+    arch = platform.machine()
+    if not sys.platform.startswith("linux"):
+        raise RuntimeError("tunerguard_build: tunerguard is a Linux preload library")
+    readelf = shutil.which("readelf")
+    if readelf:
+        need = (2, 17)
+        for path in elves:
+            text = subprocess.run([readelf, "-V", "--wide", path], capture_output=True, text=True).stdout
+            for major, minor in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", text):
+                need = max(need, (int(major), int(minor)))
+        return "manylinux_%d_%d_%s" % (need[0], need[1], arch)
+    return "linux_" + arch
+
+
+# ---- the wheel --------------------------------------------------------------
+
+def _record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return "%s,sha256=%s,%d" % (name, digest, len(data))
+
+
+class _Wheel:
+    def __init__(self, path):
+        self.zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED)
+        self.records = []
+        self.when = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", time.time())))[:6]
+
+    def add(self, name, data, mode=0o644, record=True):
+        info = zipfile.ZipInfo(name, date_time=max(self.when, (1980, 1, 1, 0, 0, 0)))
+        info.external_attr = (0o100000 | mode) << 16  # pip keeps the execute bits
+        info.compress_type = zipfile.ZIP_DEFLATED
+        self.zip.writestr(info, data)
+        if record:
+            self.records.append(_record_line(name, data))
+
+    def add_file(self, name, path, mode=None):
+        with open(path, "rb") as f:
+            data = f.read()
+        if mode is None:
+            mode = 0o755 if os.stat(path).st_mode & 0o111 else 0o644
+        self.add(name, data, mode)
+
+    def close(self, record_name):
+        self.records.append("%s,," % record_name)
+        self.add(record_name, ("\n".join(self.records) + "\n").encode(), record=False)
+        self.zip.close()
+
+
+def _package_sources():
+    """(name in the wheel, source path) of the Python package and the reproducers."""
+    out = []
+    for name in sorted(os.listdir(PKG_SRC)):
+        if name.endswith(".py"):
+            out.append(("tunerguard/" + name, os.path.join(PKG_SRC, name)))
+    for tree in REPRO_TREES:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, tree)):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            for fn in sorted(filenames):
+                if fn.endswith(".pyc"):
+                    continue
+                path = os.path.join(dirpath, fn)
+                out.append(("tunerguard/" + os.path.relpath(path, ROOT).replace(os.sep, "/"), path))
+    for rel in REPRO_FILES:
+        out.append(("tunerguard/" + rel, os.path.join(ROOT, rel)))
+    return out
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    project = _read_project()
+    name, version = _dist_name(project), project["version"]
+    tmp = tempfile.mkdtemp(prefix="tunerguard-wheel-")
+    try:
+        built = _cmake_build(tmp)
+        _check_version(built["bin"], version)
+        tag = "py3-none-" + _platform_tag([built["lib"], built["bin"], built["fakecuda"]])
+        wheel_name = "%s-%s-%s.whl" % (name, version, tag)
+        os.makedirs(wheel_directory, exist_ok=True)
+        whl = _Wheel(os.path.join(wheel_directory, wheel_name))
+        for arc, path in _package_sources():
+            whl.add_file(arc, path, 0o644)
+        whl.add_file("tunerguard/libtunerguard.so", built["lib"], 0o755)
+        whl.add_file("tunerguard/tunerguard", built["bin"], 0o755)
+        whl.add_file("tunerguard/tests/fakecuda/libcuda.so.1", built["fakecuda"], 0o755)
+        data = "%s-%s.data/data/" % (name, version)
+        whl.add_file(data + "share/man/man1/tunerguard.1", built["man"], 0o644)
+        dist_info = "%s-%s.dist-info/" % (name, version)
+        for fn, content in _dist_info_files(project, tag):
+            whl.add(dist_info + fn, content)
+        whl.close(dist_info + "RECORD")
+        return wheel_name
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    project = _read_project()
+    dist_info = "%s-%s.dist-info" % (_dist_name(project), project["version"])
+    path = os.path.join(metadata_directory, dist_info)
+    os.makedirs(path, exist_ok=True)
+    for fn, content in _dist_info_files(project, None):
+        with open(os.path.join(path, fn), "wb") as f:
+            f.write(content)
+    return dist_info
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def get_requires_for_build_sdist(config_settings=None):
+    return []
+
+
+# ---- the sdist ----------------------------------------------------------------
+
+def _source_files():
+    """The tracked files when this is a git checkout, else the tree without
+    build outputs."""
+    if os.path.isdir(os.path.join(ROOT, ".git")) and shutil.which("git"):
+        r = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True)
+        if r.returncode == 0:
+            return sorted(p for p in r.stdout.decode().split("\0") if p and os.path.isfile(os.path.join(ROOT, p)))
+    out = []
+    skip = re.compile(r"^(build|build-.*|\.git|\.whl|\.carry|tunerguard-demo|dist)$")
+    for dirpath, dirnames, filenames in os.walk(ROOT):
+        rel = os.path.relpath(dirpath, ROOT)
+        dirnames[:] = sorted(d for d in dirnames
+                             if not (rel == "." and skip.match(d)) and d != "__pycache__")
+        for fn in sorted(filenames):
+            if not fn.endswith(".pyc"):
+                out.append(os.path.normpath(os.path.join(rel, fn)))
+    return out
+
+
+def build_sdist(sdist_directory, config_settings=None):
+    project = _read_project()
+    base = "%s-%s" % (_dist_name(project), project["version"])
+    os.makedirs(sdist_directory, exist_ok=True)
+    path = os.path.join(sdist_directory, base + ".tar.gz")
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for rel in _source_files():
+            tar.add(os.path.join(ROOT, rel), arcname=base + "/" + rel, recursive=False)
+        pkg_info = _metadata_text(project).encode()
+        info = tarfile.TarInfo(base + "/PKG-INFO")
+        info.size, info.mtime, info.mode = len(pkg_info), int(time.time()), 0o644
+        tar.addfile(info, io.BytesIO(pkg_info))
+    return base + ".tar.gz"
