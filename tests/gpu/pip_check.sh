@@ -65,6 +65,7 @@ info "torch/triton/gpu: $("$py" -c 'import torch, triton; print(torch.__version_
 
 # ---- install ------------------------------------------------------------------
 venv=$(mktemp -d /tmp/tg-pip-venv.XXXXXX)
+trap 'rm -rf "$venv"' EXIT
 where=venv
 if "$py" -m venv --without-pip --system-site-packages "$venv" >>"$log" 2>&1; then
     # $PYTHON inside a venv: its packages are not the base's system site.
@@ -161,5 +162,4 @@ if [ "${REPRO_GPU:-0}" = 1 ]; then
     [ $rc = 0 ] && pass "tunerguard repro --gpu seeds004 (the packaged triton_races.py)" ||
         fail "tunerguard repro --gpu seeds004 exit $rc: $(tail -n 1 "$out/repro_gpu.txt")"
 fi
-[ "$where" = venv ] && rm -rf "$venv"
 finish
