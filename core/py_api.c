@@ -1,43 +1,201 @@
-/* Resolution of the CPython API table.  See py_api.h. */
+/* Resolution of the CPython API table.  See py_api.h.
+ *
+ * dlerror() is left as it was: a dlsym that fails sets the caller's pending
+ * dlerror() message (a non-Python program would find "undefined symbol:
+ * PySys_AddAuditHook" at the start of main), so a name is looked up with
+ * dlsym only once the loaded objects' own symbol tables say it is defined
+ * (sym_defined, which reads them in place: no lock of ours, no allocation,
+ * no dlerror state). */
 #include "core/py_api.h"
 
 #include "core/real_sym.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
 #include <string.h>
 
 struct tg_py_api tg_py;
 
+/* ---- symbol tables of the loaded objects ------------------------------------- */
+
+struct sym_query {
+    const char *name;
+    uint32_t gnu_hash;
+    int found;          /* 1 defined, -1 undecidable (an object without DT_GNU_HASH) */
+};
+
+static uint32_t gnu_hash(const char *s)
+{
+    uint32_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = h * 33 + *p;
+    return h;
+}
+
+/* The dynamic section's addresses are relocated in place by ld.so on most
+ * targets and left as link-time values on a few (and in the vDSO). */
+static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
+{
+    return (const void *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
+}
+
+/* Is q->name defined (not an undefined reference) in this object?  The GNU
+ * hash table: bloom word, bucket, then the chain of equal hashes. */
+static int object_defines(const struct dl_phdr_info *info, const ElfW(Dyn) *dyn, const struct sym_query *q)
+{
+    const uint32_t *gh = NULL;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_GNU_HASH)
+            gh = dyn_ptr(info, d->d_un.d_ptr);
+        else if (d->d_tag == DT_SYMTAB)
+            symtab = dyn_ptr(info, d->d_un.d_ptr);
+        else if (d->d_tag == DT_STRTAB)
+            strtab = dyn_ptr(info, d->d_un.d_ptr);
+    }
+    if (!symtab || !strtab)
+        return 0;
+    if (!gh)
+        return -1;
+    uint32_t nbuckets = gh[0], symoffset = gh[1], bloom_size = gh[2], bloom_shift = gh[3];
+    if (nbuckets == 0 || bloom_size == 0)
+        return 0;
+    const ElfW(Addr) *bloom = (const ElfW(Addr) *)(gh + 4);
+    const uint32_t *buckets = (const uint32_t *)(bloom + bloom_size);
+    const uint32_t *chain = buckets + nbuckets;
+    const unsigned bits = sizeof(ElfW(Addr)) * 8;
+    uint32_t h = q->gnu_hash;
+    ElfW(Addr) word = bloom[(h / bits) % bloom_size];
+    ElfW(Addr) mask = ((ElfW(Addr))1 << (h % bits)) | ((ElfW(Addr))1 << ((h >> bloom_shift) % bits));
+    if ((word & mask) != mask)
+        return 0;
+    uint32_t i = buckets[h % nbuckets];
+    if (i < symoffset)
+        return 0;
+    for (;; i++) {
+        uint32_t h2 = chain[i - symoffset];
+        if ((h | 1) == (h2 | 1)) {
+            const ElfW(Sym) *s = &symtab[i];
+            if (s->st_shndx != SHN_UNDEF && strcmp(strtab + s->st_name, q->name) == 0)
+                return 1;
+        }
+        if (h2 & 1)
+            return 0;
+    }
+}
+
+static int query_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct sym_query *q = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        int r = object_defines(info, dyn, q);
+        if (r > 0) {
+            q->found = 1;
+            return 1; /* stop: found */
+        }
+        if (r < 0)
+            q->found = -1;
+    }
+    return 0;
+}
+
+/* Is name defined by a loaded object (where dlsym(RTLD_DEFAULT) looks)? */
+static int sym_defined(const char *name)
+{
+    struct sym_query q = {name, gnu_hash(name), 0};
+    dl_iterate_phdr(query_object, &q);
+    return q.found != 0; /* undecidable: let dlsym answer (rare: no GNU hash) */
+}
+
+/* tg_real_sym(RTLD_DEFAULT, name) for a name that may be missing, dlerror() kept. */
+static void *lookup(const char *name)
+{
+    return sym_defined(name) ? tg_real_sym(RTLD_DEFAULT, name) : NULL;
+}
+
+/* ---- the table ---------------------------------------------------------------- */
+
 int tg_py_present(void)
 {
-    return tg_real_sym(RTLD_DEFAULT, "PySys_AddAuditHook") != NULL;
+    return sym_defined("PySys_AddAuditHook");
+}
+
+int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
+{
+    int m = -1;
+    if (v && v[0] == '3' && v[1] == '.' && v[2] >= '0' && v[2] <= '9') {
+        m = 0;
+        for (const char *p = v + 2; *p >= '0' && *p <= '9' && m < 1000; p++)
+            m = m * 10 + (*p - '0');
+    }
+    *minor = m;
+    /* "3.13.0 experimental free-threading build (main, ...)" */
+    *free_threaded = v && strstr(v, "free-threading") != NULL;
+    return m >= 9 && !*free_threaded ? 0 : -1;
+}
+
+int tg_py_resolve_hook(void)
+{
+    tg_py.PySys_AddAuditHook = lookup("PySys_AddAuditHook");
+    if (!tg_py.PySys_AddAuditHook)
+        return -1;
+    /* Only Py_GetVersion exists on every version (Py_Version is 3.11+); it
+     * returns a static string, callable before Py_Initialize. */
+    const char *(*getv)(void) = (const char *(*)(void))lookup("Py_GetVersion");
+    const char *v = getv ? getv() : NULL;
+    tg_py.supported = tg_py_version_parse(v, &tg_py.minor, &tg_py.free_threaded) == 0;
+    if (v) {
+        size_t n = strcspn(v, " ");
+        if (n >= sizeof tg_py.version)
+            n = sizeof tg_py.version - 1;
+        memcpy(tg_py.version, v, n);
+        tg_py.version[n] = '\0';
+    }
+    return 0;
+}
+
+int tg_py_resolve_unsupported(void)
+{
+    static int done; /* 1 resolved, -1 not; a data race of equal stores at worst */
+    if (!done) {
+        tg_py.PyTuple_GetItem = lookup("PyTuple_GetItem");
+        tg_py.PyUnicode_AsUTF8 = lookup("PyUnicode_AsUTF8");
+        tg_py.PyErr_Clear = lookup("PyErr_Clear");
+        done = tg_py.PyTuple_GetItem && tg_py.PyUnicode_AsUTF8 && tg_py.PyErr_Clear ? 1 : -1;
+    }
+    return done > 0 ? 0 : -1;
 }
 
 int tg_py_resolve(void)
 {
-    /* PySys_AddAuditHook is the marker: absent in bash, gcc, ptxas... */
-    if (!tg_real_sym(RTLD_DEFAULT, "PySys_AddAuditHook"))
+    static int done;
+    if (done)
+        return done > 0 ? 0 : -1;
+    done = -1;
+    if (!tg_py.PySys_AddAuditHook || !tg_py.supported)
         return -1;
-#define TG_PYFN(req, ret, name, params)                                   \
-    tg_py.name = (ret(*) params)tg_real_sym(RTLD_DEFAULT, #name);               \
-    if (req && !tg_py.name)                                               \
-        return -1;
+    /* A required name is there on every version tg_py_resolve_hook accepted:
+     * one dlsym each.  An optional one is looked for first. */
+#define TG_PYFN(req, ret, name, params)                                           \
+    tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, #name) : lookup(#name)); \
+    if (req && !tg_py.name) {                                                     \
+        (void)dlerror(); /* a broken libpython: our failed lookup is not news */  \
+        return -1;                                                                \
+    }
 #include "py_api.inc"
 #undef TG_PYFN
     tg_py.none = (PyObject *)tg_real_sym(RTLD_DEFAULT, "_Py_NoneStruct");
-    if (!tg_py.none)
+    if (!tg_py.none) {
+        (void)dlerror();
         return -1;
-    /* Py_Version (3.11+) is a data symbol; before that, Py_GetVersion(). */
-    const char *(*getv)(void) = (const char *(*)(void))tg_real_sym(RTLD_DEFAULT, "Py_GetVersion");
-    const char *v = getv ? getv() : "";
-    tg_py.minor = 0;
-    if (v[0] == '3' && v[1] == '.') {
-        for (const char *p = v + 2; *p >= '0' && *p <= '9'; p++)
-            tg_py.minor = tg_py.minor * 10 + (*p - '0');
     }
-    if (tg_py.minor < 9)
-        return -1;
-    /* Free-threaded builds (3.13t) have no GIL to order our table updates. */
-    tg_py.free_threaded = strstr(v, "free-threading") != NULL;
+    done = 1;
     return 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
 
 #define TG_METH_VARARGS 0x0001
 #define TG_METH_KEYWORDS 0x0002
+#define TG_METH_NOARGS 0x0004
 #define TG_METH_O 0x0008
 #define TG_METH_FASTCALL 0x0080
 /* PY_VECTORCALL_ARGUMENTS_OFFSET: high bit of nargsf. */
@@ -32,20 +33,37 @@ struct tg_py_api {
 #include "py_api.inc"
 #undef TG_PYFN
     PyObject *none;        /* &_Py_NoneStruct */
-    int minor;             /* 9..13 */
-    int free_threaded;     /* a 3.13t build: refused at arming */
+    int minor;             /* 3.minor, -1 when not a 3.x */
+    int free_threaded;     /* a 3.13t build: not served */
+    int supported;         /* 3.9+ and not free-threaded */
+    char version[24];      /* "3.8.18": Py_GetVersion up to the first space */
 };
 
 extern struct tg_py_api tg_py;
 
-/* Resolve the table from the process's global symbols.  Returns 0 when the
- * process is a CPython tunerguard supports, -1 otherwise (not Python, a
- * missing required symbol: then nothing is armed).  Call once, from the
- * constructor; no Python API is called. */
+/* The constructor's part: PySys_AddAuditHook and the version (minor,
+ * free_threaded, supported, version).  Returns 0 in a CPython process (any
+ * version with audit hooks: 3.8 too), -1 elsewhere.  Calls only
+ * Py_GetVersion; leaves dlerror() as it was. */
+int tg_py_resolve_hook(void);
+
+/* The rest of the table, once, at arming (GIL held).  Returns 0 when the
+ * interpreter is one tunerguard serves (tg_py.supported) and every required
+ * function is there, -1 otherwise (then nothing is armed). */
 int tg_py_resolve(void);
 
-/* Is this process a CPython (its API among the global symbols)?  One dlsym;
- * callable from the constructor. */
+/* Where the interpreter is not served: PyTuple_GetItem, PyUnicode_AsUTF8 and
+ * PyErr_Clear only (enough to read an "import" audit event).  0 or -1. */
+int tg_py_resolve_unsupported(void);
+
+/* Parse Py_GetVersion()'s string: *minor (3.minor, -1 if not 3.x) and
+ * *free_threaded.  Returns 0 when tunerguard serves that version (3.9+,
+ * with a GIL), -1 otherwise.  Pure. */
+int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
+
+/* Is this process a CPython (its API among the global symbols)?  Reads the
+ * loaded objects' symbol tables (no dlsym, dlerror() untouched); callable
+ * from the constructor. */
 int tg_py_present(void);
 
 #define TG_PY(fn) (tg_py.fn)

@@ -25,6 +25,7 @@
 #include "shim/py_guard.h"
 #include "core/thread_state.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ static int summary_done;
 
 /* ---- targets ---------------------------------------------------------------- */
 
-static void add_target(const char *spec, size_t len, int user)
+static void add_target(const char *spec, size_t len, int user, int say)
 {
     if (ntargets == TG_MAX_TARGETS)
         return;
@@ -86,7 +87,7 @@ static void add_target(const char *spec, size_t len, int user)
     snprintf(t->cls, sizeof t->cls, "%s", colon + 1);
     snprintf(t->method, sizeof t->method, "%s", dot + 1);
     t->user = user;
-    if (user && strcmp(t->module, "__main__") == 0) {
+    if (say && user && strcmp(t->module, "__main__") == 0) {
         /* arming runs before the script does, and the script is never
          * imported after: its classes are not seen */
         tg__warn("targets=%s:%s.%s: classes of the script itself (__main__) cannot be guarded; define %s in "
@@ -95,15 +96,19 @@ static void add_target(const char *spec, size_t len, int user)
     }
 }
 
-static void parse_targets(void)
+/* say: warn about targets that can never be guarded (not where tunerguard
+ * does not serve the interpreter: one line says that). */
+static void parse_targets(int say)
 {
+    if (ntargets)
+        return;
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
-        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0);
+        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0, say);
     const char *p = tg_opts.targets;
     while (p && *p) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
-        add_target(p, len, 1);
+        add_target(p, len, 1, say);
         p = end ? end + 1 : p + len;
     }
 }
@@ -363,6 +368,9 @@ static int arm_module(const char *name, int executed)
             missing++;
             continue;
         }
+        /* The first target class: now libunwind is loaded and warmed up
+         * (a pipe, pages, libgcc_s), never in a process without targets. */
+        tg_native_init();
         t->base = cls; /* keeps the reference */
         /* One class may carry several targets (run, warmup): share base. */
         for (int j = 0; j < ntargets; j++)
@@ -416,9 +424,27 @@ static PyMethodDef exec_module_def = {"exec_module", (void *)exec_module_hook, T
  * modules only, ask the finders after us for the spec and wrap its loader's
  * exec_module; for everything else return None at once. */
 static PyObject *finder_self;
+
+/* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
+static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
+{
+    if (i < nargs)
+        return args[i];
+    Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        const char *n = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(kwnames, k));
+        if (n && strcmp(n, kw) == 0)
+            return args[nargs + k];
+    }
+    tg_py.PyErr_Clear();
+    return tg_py.none;
+}
+
 static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const char *name = nargs > 0 ? tg_py.PyUnicode_AsUTF8(args[0]) : NULL;
+    (void)self;
+    PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
+    const char *name = fullname != tg_py.none ? tg_py.PyUnicode_AsUTF8(fullname) : NULL;
     if (!name || !is_target_module(name)) {
         tg_py.PyErr_Clear();
         tg_py.Py_IncRef(tg_py.none);
@@ -431,8 +457,9 @@ static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
     while (it && !spec && (finder = tg_py.PyIter_Next(it))) {
         if (finder != finder_self && tg_py.PyObject_HasAttrString(finder, "find_spec")) {
             PyObject *fs = tg_py.PyObject_GetAttrString(finder, "find_spec");
-            PyObject *r = fs ? tg_py.PyObject_CallFunctionObjArgs(fs, args[0], nargs > 1 ? args[1] : tg_py.none,
-                                                                  nargs > 2 ? args[2] : tg_py.none, NULL)
+            PyObject *r = fs ? tg_py.PyObject_CallFunctionObjArgs(fs, fullname,
+                                                                  vc_arg(args, nargs, kwnames, 1, "path"),
+                                                                  vc_arg(args, nargs, kwnames, 2, "target"), NULL)
                              : NULL;
             if (fs)
                 tg_py.Py_DecRef(fs);
@@ -457,7 +484,7 @@ static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     PyObject *loader = tg_py.PyObject_GetAttrString(spec, "loader");
     PyObject *orig = loader ? tg_py.PyObject_GetAttrString(loader, "exec_module") : NULL;
-    PyObject *pair = orig ? tg_py.PyTuple_Pack(2, orig, args[0]) : NULL;
+    PyObject *pair = orig ? tg_py.PyTuple_Pack(2, orig, fullname) : NULL;
     PyObject *hook = pair ? tg_py.PyCFunction_NewEx(&exec_module_def, pair, NULL) : NULL;
     if (!hook || tg_py.PyObject_SetAttrString(loader, "exec_module", hook) < 0) {
         /* A loader we cannot annotate: the audit-event fallback applies. */
@@ -475,19 +502,59 @@ static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
         tg_py.Py_DecRef(loader);
     return spec;
 }
-static PyMethodDef find_spec_def = {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS, NULL};
+/* importlib.invalidate_caches() calls this on every finder that has it. */
+static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    tg_py.Py_IncRef(tg_py.none);
+    return tg_py.none;
+}
+
+static PyObject *finder_repr(PyObject *self)
+{
+    (void)self;
+    return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
+}
+
+/* The finder's type, made from a spec (PyType_FromSpec: stable since 3.2, no
+ * import, no module): an ordinary hashable object with find_spec and
+ * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
+ * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
+static PyMethodDef finder_methods[] = {
+    {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
+     "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
+    {"invalidate_caches", (void *)invalidate_caches, TG_METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+struct tg_type_slot {
+    int slot;
+    void *pfunc;
+};
+struct tg_type_spec {
+    const char *name;
+    int basicsize, itemsize; /* 0: object's */
+    unsigned int flags;
+    struct tg_type_slot *slots;
+};
+#define TG_TP_DOC 56
+#define TG_TP_METHODS 64
+#define TG_TP_REPR 66
+#define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
+static struct tg_type_slot finder_slots[] = {
+    {TG_TP_DOC, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
+                "modules are imported; finds nothing itself."},
+    {TG_TP_METHODS, finder_methods},
+    {TG_TP_REPR, (void *)finder_repr},
+    {0, NULL},
+};
+static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
 
 static void install_finder(void)
 {
-    PyObject *types = tg_py.PyImport_ImportModule("types");
-    PyObject *ns_type = types ? tg_py.PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
-    PyObject *fn = tg_py.PyCFunction_NewEx(&find_spec_def, NULL, NULL);
-    PyObject *kw = tg_py.PyDict_New();
-    PyObject *empty = tg_py.PyTuple_Pack(0);
-    PyObject *finder = NULL;
-    if (ns_type && fn && kw && empty && tg_py.PyDict_SetItemString(kw, "find_spec", fn) == 0)
-        finder = tg_py.PyObject_Call(ns_type, empty, kw);
-    PyObject *sys = tg_py.PyImport_ImportModule("sys");
+    PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
+    PyObject *finder = type ? tg_py.PyObject_CallObject(type, NULL) : NULL;
+    PyObject *sys = tg_py.PyImport_AddModule("sys"); /* borrowed; always there */
     PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
     if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
         finder_self = finder; /* the list and we both hold it */
@@ -499,18 +566,8 @@ static void install_finder(void)
     }
     if (meta)
         tg_py.Py_DecRef(meta);
-    if (sys)
-        tg_py.Py_DecRef(sys);
-    if (empty)
-        tg_py.Py_DecRef(empty);
-    if (kw)
-        tg_py.Py_DecRef(kw);
-    if (fn)
-        tg_py.Py_DecRef(fn);
-    if (ns_type)
-        tg_py.Py_DecRef(ns_type);
-    if (types)
-        tg_py.Py_DecRef(types);
+    if (type)
+        tg_py.Py_DecRef(type); /* the instance holds its type */
     tg_py.PyErr_Clear();
 }
 
@@ -551,34 +608,65 @@ void tg_arm_process_pending(void)
 static void arm(void)
 {
     armed = 1;
-    if (tg_py.free_threaded) {
-        tg__warn("free-threaded CPython builds are not supported; tunerguard is inactive in this process");
+    if (tg_py_resolve() < 0)
         return;
-    }
     struct tg_thread *t = tg__self();
     t->busy++;
-    tg_native_init();
-    parse_targets();
+    parse_targets(1);
     install_finder();
     arm_loaded_modules();
     tg_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
     t->busy--;
 }
 
+/* An interpreter tunerguard does not serve (older than 3.9, free-threaded):
+ * no finder, nothing guarded; one line when a target module is imported,
+ * where the program would have been guarded.  The "import" event has the
+ * module's name in args[0] on every version with audit hooks (3.8+). */
+static void parse_targets_quietly(void)
+{
+    parse_targets(0);
+}
+
+static void unsupported_event(const char *event, PyObject *args)
+{
+    static int said;
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
+    if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, "import") != 0)
+        return;
+    if (tg_py_resolve_unsupported() < 0)
+        return;
+    pthread_once(&once, parse_targets_quietly);
+    const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+    tg_py.PyErr_Clear();
+    if (!name || !is_target_module(name) || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        return;
+    if (tg_py.free_threaded)
+        tg__warn("%s imported, but this Python (%s) is a free-threaded build, which tunerguard does not serve: "
+                 "its tuners run unguarded", name, tg_py.version);
+    else
+        tg__warn("%s imported, but this Python (%s) is older than 3.9, which tunerguard does not serve: "
+                 "its tuners run unguarded", name, tg_py.version);
+}
+
 static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
+    if (event[0] != 'c' && event[0] != 'i')
+        return 0;
+    if (!tg_py.supported) {
+        unsupported_event(event, args);
+        return 0;
+    }
     struct tg_thread *t = tg__self();
-    if (t->busy || (event[0] != 'c' && event[0] != 'i'))
+    if (t->busy)
         return 0;
     if (!armed) {
         /* Arm once the interpreter is about to run user code. */
-        if (strncmp(event, "cpython.run_", 12) == 0 && tg_py.Py_IsInitialized())
+        if (strncmp(event, "cpython.run_", 12) == 0 && tg_py_resolve() == 0 && tg_py.Py_IsInitialized())
             arm();
         return 0;
     }
-    if (tg_py.free_threaded)
-        return 0;
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
@@ -613,7 +701,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
 
 void tg_arm_init(void)
 {
-    if (tg_py_resolve() < 0)
+    if (tg_py_resolve_hook() < 0)
         return;
     /* Legal before Py_Initialize, on 3.9 to 3.13, shared or static. */
     tg_py.PySys_AddAuditHook(audit_hook, NULL);

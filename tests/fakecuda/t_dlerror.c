@@ -1,4 +1,8 @@
-/* dlerror() around dlsym on the libcuda handle, tunerguard preloaded or not:
+/* dlerror() at the start of main: nothing pending, tunerguard's constructor
+ * included (it asks whether the process is Python without a failing dlsym;
+ * issue 16: "undefined symbol: PySys_AddAuditHook" was left here).
+ *
+ * dlerror() around dlsym on the libcuda handle, tunerguard preloaded or not:
  * the first successful lookup on libcuda is where tunerguard resolves its
  * table, with lookups of its own that fail on an older driver (cuKernelGetName,
  * cuLaunchKernelEx, ...); the caller's dlerror() must still say nothing after
@@ -19,6 +23,10 @@
 
 int main(void)
 {
+    const char *first = dlerror();
+    if (first)
+        fprintf(stderr, "dlerror() at the start of main: %s\n", first);
+    CHECK(first == NULL);
     void *h = dlopen("libcuda.so.1", RTLD_NOW);
     CHECK(h);
     const char *e;

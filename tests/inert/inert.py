@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""A Python process that imports no target is left as it was (issue 16 item 1).
+
+  inert.py --python EXE --lib LIB [--model DIR]
+
+Runs one probe program in the interpreter with and without LD_PRELOAD=LIB and
+compares what a program can see: the modules imported at start-up (in the
+interpreter itself and in a fresh venv, where test_site.test_startup_imports
+looks), the open file descriptors, the shared objects mapped (only
+libtunerguard.so itself may be added: no libunwind, libdw or libgcc_s before
+a target is imported).  With the preload, sys.meta_path[0] must be an
+ordinary finder: hashable, a repr naming tunerguard, find_spec returning None
+for a module that is not a target, invalidate_caches.  Then a target module
+(the Triton model, --model) is imported: its class must be guarded and only
+then libunwind mapped.  Exit 0 when every check holds, 1 otherwise, 77 when
+the interpreter is missing."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+PROBE = r"""
+import sys
+modules = sorted(sys.modules)  # before the probe's own imports
+import json, os
+def libs():
+    out = set()
+    for line in open('/proc/self/maps'):
+        f = line.split()
+        if len(f) >= 6 and '.so' in f[-1]:
+            out.add(os.path.basename(f[-1]))
+    return sorted(out)
+fds = sorted(int(x) for x in os.listdir('/proc/self/fd'))  # the listing's own fd included, both ways
+res = {'modules': modules, 'fds': fds, 'libs': libs(),
+       'meta_path': [type(f).__module__ + '.' + type(f).__qualname__ for f in sys.meta_path]}
+f = sys.meta_path[0]
+if type(f).__module__ == 'tunerguard':
+    res['finder'] = {'hash': isinstance(hash(f), int), 'repr': repr(f),
+                     'unique': len(set(sys.meta_path)) == len(sys.meta_path),
+                     'find_spec_other': repr(f.find_spec('json', None)),
+                     'find_spec_kw': repr(f.find_spec('json', path=None, target=None)),
+                     'invalidate': repr(f.invalidate_caches())}
+if len(sys.argv) > 1:
+    before = res['libs']
+    import importlib
+    at = importlib.import_module('triton.runtime.autotuner')
+    res['guarded'] = type(at.Autotuner.__dict__['run']).__name__ != 'function'
+    res['libs_after_target'] = sorted(set(libs()) - set(before))
+print(json.dumps(res))
+"""
+
+
+def run(python, lib, *argv, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONPATH", "TUNERGUARD_OPTIONS")}
+    env.update(env_extra or {})
+    if lib:
+        env["LD_PRELOAD"] = lib
+    p = subprocess.run([python, "-c", PROBE, *argv], env=env, capture_output=True, text=True, timeout=120,
+                       cwd=tempfile.gettempdir())
+    if p.returncode != 0 or p.stderr:
+        raise SystemExit(f"inert: probe failed ({'preloaded' if lib else 'plain'}), status {p.returncode}:\n"
+                         f"{p.stderr}")
+    return json.loads(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--model", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "repro",
+                                                     "model"))
+    a = ap.parse_args()
+    if not os.path.exists(a.python):
+        print(f"inert: {a.python} not installed; skipped")
+        return 77
+    lib = os.path.abspath(a.lib)
+    failures = []
+
+    def check(what, ok, detail=""):
+        print(("ok   " if ok else "FAIL ") + what + ("" if ok else f": {detail}"))
+        if not ok:
+            failures.append(what)
+
+    venv = tempfile.mkdtemp(prefix="tg-inert-venv-")
+    try:
+        subprocess.run([a.python, "-m", "venv", "--without-pip", venv], check=True, capture_output=True,
+                       timeout=120)
+        vpy = os.path.join(venv, "bin", "python")
+        for where, py in (("interpreter", a.python), ("fresh venv", vpy)):
+            plain, pre = run(py, None), run(py, lib)
+            check(f"{where}: same modules at start-up", plain["modules"] == pre["modules"],
+                  f"added {sorted(set(pre['modules']) - set(plain['modules']))}, "
+                  f"gone {sorted(set(plain['modules']) - set(pre['modules']))}")
+            check(f"{where}: same file descriptors", plain["fds"] == pre["fds"], f"{plain['fds']} -> {pre['fds']}")
+            added = sorted(set(pre["libs"]) - set(plain["libs"]))
+            check(f"{where}: no shared object mapped but libtunerguard.so", added == ["libtunerguard.so"],
+                  f"added {added}")
+            check(f"{where}: the finder first, the rest of sys.meta_path as it was",
+                  pre["meta_path"] == ["tunerguard.Finder"] + plain["meta_path"], pre["meta_path"])
+            f = pre.get("finder", {})
+            check(f"{where}: the finder is hashable, unique, its repr names tunerguard",
+                  f.get("hash") and f.get("unique") and "tunerguard" in f.get("repr", ""), f)
+            check(f"{where}: find_spec of a module that is no target is None (by position and keyword), "
+                  "invalidate_caches() is None",
+                  f.get("find_spec_other") == "None" and f.get("find_spec_kw") == "None"
+                  and f.get("invalidate") == "None", f)
+        # A target module imported: guarded, and only now libunwind (where installed).
+        pre = run(a.python, lib, "target", env_extra={"PYTHONPATH": os.path.abspath(a.model)})
+        check("target imported: Autotuner.run guarded", pre.get("guarded") is True, pre.get("guarded"))
+        if os.path.exists("/usr/lib/x86_64-linux-gnu/libunwind.so.8"):
+            check("target imported: libunwind loaded then", "libunwind.so.8.0.1" in pre["libs_after_target"]
+                  or any(x.startswith("libunwind.so") for x in pre["libs_after_target"]),
+                  pre["libs_after_target"])
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+    print(f"inert: {len(failures)} failure(s)" if failures else "inert: all checks hold")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
