@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""What serialize costs against what users would pick instead.
+
+  python3 bench/serialize_bench.py --lib build/libtunerguard.so [--backend cpu|gpu]
+        [--threads 2,4,8] [--rounds 3] [--steps N] [--cold] [--json OUT]
+
+For each thread count and round, one fresh process per variant, the variants
+of a row run back to back in a rotating order (so drift of a noisy machine
+does not always favour the same one):
+  none       no tunerguard
+  lock       the global RLock of seeds/001 around Autotuner.run, no tunerguard
+  detect     LD_PRELOAD=libtunerguard.so (mode=detect)
+  serialize  LD_PRELOAD=libtunerguard.so, mode=serialize
+The cell is bench/serialize_cell.py (its docstring says what one cell does).
+Prints a Markdown table of medians (and min-max) of calls/s with the ratios
+to `none` and to the better of none and lock; with --cold, a second table of
+the cold start (all threads at once on cold keys) against the sequential
+warm-up measured in the same process, and the configs benchmarked (each key
+tuned once: the count equals the number of keys times configs).
+
+--backend cpu needs the stand-in libcuda (build/tests/fakecuda) and the
+model of Triton (tests/repro/model): the shape without a GPU.  A benchmark,
+not a test: it asserts only that every cell computed the right results."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+VARIANTS = ("none", "lock", "detect", "serialize")
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--lib", default=os.path.join(ROOT, "build", "libtunerguard.so"))
+ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+ap.add_argument("--threads", default="2,4,8")
+ap.add_argument("--rounds", type=int, default=3)
+ap.add_argument("--steps", type=int, default=None, help="calls per thread per kernel (default: cpu 1500, gpu 10000)")
+ap.add_argument("--cold", action="store_true", help="also the cold-start table")
+ap.add_argument("--variants", default=",".join(VARIANTS))
+ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
+ap.add_argument("--json", default=None, help="write every cell's JSON here")
+ap.add_argument("--python", default=sys.executable)
+a = ap.parse_args()
+steps = a.steps or (1500 if a.backend == "cpu" else 10000)
+threads = [int(x) for x in a.threads.split(",")]
+variants = a.variants.split(",")
+lib = os.path.abspath(a.lib)
+
+
+def env_for(variant, workdir):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    env.pop("TUNERGUARD_OPTIONS", None)
+    if a.backend == "cpu":
+        fake = os.path.join(os.path.dirname(lib), "tests", "fakecuda")
+        env["LD_LIBRARY_PATH"] = fake + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    else:
+        env.setdefault("TRITON_CACHE_DIR", os.path.join(workdir, "triton-cache"))
+    if variant in ("detect", "serialize"):
+        env["LD_PRELOAD"] = lib
+        opts = [f"mode={variant}", f"log_path={workdir}/tg"]
+        if a.options:
+            opts.append(a.options)
+        env["TUNERGUARD_OPTIONS"] = ":".join(opts)
+    return env
+
+
+def cell(variant, n, phase, workdir):
+    cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
+           "--steps", str(steps), "--phase", phase]
+    if variant == "lock":
+        cmd.append("--lock")
+    p = subprocess.run(cmd, env=env_for(variant, workdir), capture_output=True, text=True, timeout=1800)
+    try:
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        res = {"ok": False, "errors": [p.stderr.strip()[-400:]]}
+    res["variant"] = variant
+    res["rc"] = p.returncode
+    if p.returncode != 0 or not res.get("ok"):
+        print(f"# {variant} threads={n} {phase}: FAILED rc={p.returncode} {res.get('errors')}", file=sys.stderr)
+    return res
+
+
+def fmt(v):
+    return f"{v:,.0f}"
+
+
+workdir = os.path.abspath(os.environ.get("TG_BENCH_DIR", "/tmp/tg-serialize-bench"))
+os.makedirs(workdir, exist_ok=True)
+cells = []
+phases = ["steady"] + (["cold"] if a.cold else [])
+for phase in phases:
+    for n in threads:
+        for r in range(a.rounds):
+            order = variants[r % len(variants):] + variants[:r % len(variants)]
+            for v in order:
+                res = cell(v, n, phase, workdir)
+                res["round"] = r
+                cells.append(res)
+                print(f"# {phase} threads={n} round={r} {v}: "
+                      + (fmt(res["calls_per_s"]) + " calls/s" if phase == "steady" and "calls_per_s" in res
+                         else f"{res.get('cold_s', float('nan')):.3f} s cold, "
+                              f"{res.get('sequential_s', float('nan')):.3f} s sequential"),
+                      file=sys.stderr, flush=True)
+
+if a.json:
+    with open(a.json, "w") as f:
+        json.dump(cells, f, indent=1)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+print(f"steady state, backend {a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
+      "median calls/s (min-max)\n")
+print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |")
+print("| --- |" + " --- |" * (len(variants) + 2))
+for n in threads:
+    row, meds = [], {}
+    for v in variants:
+        xs = [c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
+              and c["variant"] == v and c.get("ok")]
+        meds[v] = med(xs)
+        row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else "failed")
+    best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
+    d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
+    s = meds.get("serialize", float("nan")) / best
+    print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |")
+
+if a.cold:
+    print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "
+          "ratio = cold / sequential warm-up of the same keys count in the same process\n")
+    print("| threads | " + " | ".join(f"{v} cold (ratio)" for v in variants) +
+          " | configs benchmarked (expected) |")
+    print("| --- |" + " --- |" * (len(variants) + 1))
+    for n in threads:
+        row, counts = [], []
+        for v in variants:
+            cs = [c for c in cells if c["phase"] == "cold" and c["threads"] == n and c["variant"] == v and c.get("ok")]
+            if not cs:
+                row.append("failed")
+                continue
+            row.append(f"{med([c['cold_s'] for c in cs]):.3f} ({med([c['cold_over_sequential'] for c in cs]):.2f}x)")
+            counts.append(f"{v} {sorted(set(c['configs_benchmarked_cold'] for c in cs))}")
+        exp = next((c["configs_expected"] for c in cells if c["phase"] == "cold" and c["threads"] == n
+                    and "configs_expected" in c), "?")
+        print(f"| {n} | " + " | ".join(row) + f" | {', '.join(counts)} ({exp}) |")
+
+sys.exit(0 if all(c.get("ok") for c in cells) else 1)

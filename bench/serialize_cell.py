@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""One cell of the serialize benchmark (bench/serialize_bench.py runs it in a
+fresh process per cell): N threads, each on its own stream, call two
+autotuned kernels (8 configs each, keyed on n, a different n per thread).
+
+  --phase steady   each thread tunes its keys one after another (a warm-up
+                   in thread order), then all threads loop --steps times
+                   over both kernels at once: calls per second.
+  --phase cold     all threads arrive at once on cold keys (one key per
+                   thread and kernel, plus one key shared by every thread),
+                   run --steps calls each: wall time, and the same tuning
+                   done one thread at a time in the same process before it
+                   (the sequential warm-up) on other keys, for the ratio.
+  --lock           the five-line global lock of seeds/001 around
+                   Autotuner.run (what users do instead).
+
+--backend gpu uses real torch + Triton on cuda:0; --backend cpu the model of
+Triton in tests/repro/model with the stand-in libcuda (its launch is a ctypes
+call, which releases the GIL as Triton's launcher does).  Prints one JSON
+line.  Every result is checked (y == x + 1 after each step's pair of calls);
+configs_benchmarked counts the do_bench calls of the tuners, so a key tuned
+twice shows."""
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
+ap.add_argument("--threads", type=int, default=2)
+ap.add_argument("--steps", type=int, default=2000)
+ap.add_argument("--phase", choices=("steady", "cold"), default="steady")
+ap.add_argument("--lock", action="store_true")
+a = ap.parse_args()
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if a.backend == "cpu":
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "repro", "model"))
+    sys.path.insert(0, os.path.join(HERE, "..", "tests", "repro", "scenarios"))
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+import triton.testing  # noqa: E402
+from triton.runtime.autotuner import Autotuner  # noqa: E402
+
+if a.lock:  # seeds/001, verbatim in spirit: one lock around every Autotuner.run
+    _lock = threading.RLock()
+    _orig = Autotuner.run
+
+    def _locked_run(self, *args, **kw):
+        with _lock:
+            return _orig(self, *args, **kw)
+
+    Autotuner.run = _locked_run
+
+benched = [0]
+_count_mu = threading.Lock()
+
+
+def counting_do_bench(fn, quantiles=None, **kw):
+    with _count_mu:
+        benched[0] += 1
+    return triton.testing.do_bench(fn, quantiles=quantiles, **kw)
+
+
+CONFIGS = [triton.Config({"BLOCK": b}, num_warps=w) for b in (64, 128, 256, 512) for w in (2, 4)]  # 8
+
+if a.backend == "gpu":
+    import torch
+
+    @triton.autotune(configs=CONFIGS, key=["n"], do_bench=counting_do_bench)
+    @triton.jit
+    def add_one(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=m) + 1, mask=m)
+
+    @triton.autotune(configs=CONFIGS, key=["n"], do_bench=counting_do_bench)
+    @triton.jit
+    def copy_(y_ptr, z_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(z_ptr + offs, tl.load(y_ptr + offs, mask=m), mask=m)
+
+    def make(n):
+        x = torch.arange(n, device="cuda:0", dtype=torch.float32)
+        return x, torch.empty_like(x), torch.empty_like(x)
+
+    def grid(n):
+        return lambda m: (triton.cdiv(n, m["BLOCK"]),)
+
+    def stream_ctx():
+        return torch.cuda.stream(torch.cuda.Stream())
+
+    def finish():
+        torch.cuda.synchronize()
+
+    def correct(x, z):
+        torch.cuda.synchronize()
+        return bool(torch.equal(z, x + 1))
+else:
+    import contextlib
+
+    from repro_tensor import Tensor
+
+    @triton.autotune(configs=CONFIGS, key=["n"], do_bench=counting_do_bench)
+    @triton.jit
+    def add_one(x, y, n, BLOCK: tl.constexpr):
+        for i in range(n):
+            y.data[i] = x.data[i] + 1.0
+
+    @triton.autotune(configs=CONFIGS, key=["n"], do_bench=counting_do_bench)
+    @triton.jit
+    def copy_(y, z, n, BLOCK: tl.constexpr):
+        for i in range(n):
+            z.data[i] = y.data[i]
+
+    def make(n):
+        return Tensor([float(j) for j in range(n)]), Tensor.zeros(n), Tensor.zeros(n)
+
+    def grid(n):
+        return (1,)
+
+    def stream_ctx():
+        return contextlib.nullcontext()
+
+    def finish():
+        pass
+
+    def correct(x, z):
+        return z.data == [v + 1.0 for v in x.data]
+
+
+def n_of(i, base):
+    # a different n per thread: tuned keys are distinct
+    return base + 8 * i if a.backend == "cpu" else (base + 64 * i)
+
+
+BASE = 8 if a.backend == "cpu" else 4096
+errors = []
+
+
+def step(n, bufs):
+    x, y, z = bufs
+    add_one[grid(n)](x, y, n)
+    copy_[grid(n)](y, z, n)
+
+
+def tune_one_at_a_time(ns):
+    for n in ns:
+        bufs = make(n)
+        step(n, bufs)
+        if not correct(bufs[0], bufs[2]):
+            errors.append(f"warm-up n={n}: wrong result")
+    finish()
+
+
+def run_threads(body, nthreads):
+    start = threading.Barrier(nthreads + 1)
+    done = [None] * nthreads
+
+    def wrap(i):
+        try:
+            with stream_ctx():
+                start.wait()
+                body(i)
+                finish()
+            done[i] = "ok"
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            done[i] = f"{type(e).__name__}: {e}"
+
+    th = [threading.Thread(target=wrap, args=(i,), name=f"w{i}") for i in range(nthreads)]
+    for t in th:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in th:
+        t.join()
+    dt = time.perf_counter() - t0
+    errors.extend(f"thread {i}: {d}" for i, d in enumerate(done) if d != "ok")
+    return dt
+
+
+out = {"backend": a.backend, "threads": a.threads, "phase": a.phase, "lock": a.lock,
+       "options": os.environ.get("TUNERGUARD_OPTIONS", ""), "preload": bool(os.environ.get("LD_PRELOAD"))}
+
+if a.phase == "steady":
+    ns = [n_of(i, BASE) for i in range(a.threads)]
+    tune_one_at_a_time(ns)
+    out["configs_benchmarked_warmup"] = benched[0]
+    bufs = [make(n) for n in ns]
+
+    def loop(i):
+        n, b = ns[i], bufs[i]
+        for _ in range(a.steps):
+            step(n, b)
+        if not correct(b[0], b[2]):
+            errors.append(f"thread {i}: wrong result")
+
+    dt = run_threads(loop, a.threads)
+    out["calls"] = 2 * a.steps * a.threads
+    out["seconds"] = dt
+    out["calls_per_s"] = out["calls"] / dt
+    out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
+else:
+    # Sequential warm-up: one thread tunes its keys after another (other ns).
+    seq_ns = [n_of(i, BASE + 3) for i in range(a.threads)]
+    shared_seq = BASE + 5
+    t0 = time.perf_counter()
+    tune_one_at_a_time(seq_ns + [shared_seq])
+    out["sequential_s"] = time.perf_counter() - t0
+    seq_benched = benched[0]
+    # Cold: every thread at once, on its own key and on one shared key.
+    cold_ns = [n_of(i, BASE + 1) for i in range(a.threads)]
+    shared = BASE + 7
+
+    def cold(i):
+        for n in (cold_ns[i], shared):
+            b = make(n)
+            for _ in range(max(1, a.steps // 100)):
+                step(n, b)
+            if not correct(b[0], b[2]):
+                errors.append(f"thread {i}: wrong result on n={n}")
+
+    out["cold_s"] = run_threads(cold, a.threads)
+    out["cold_over_sequential"] = out["cold_s"] / out["sequential_s"]
+    out["configs_benchmarked_sequential"] = seq_benched
+    out["configs_benchmarked_cold"] = benched[0] - seq_benched
+    # each key once: (threads + 1 shared) keys x 2 kernels x 8 configs
+    out["configs_expected"] = (a.threads + 1) * 2 * len(CONFIGS)
+
+out["errors"] = errors[:5]
+out["ok"] = not errors
+print(json.dumps(out))
+sys.exit(0 if not errors else 1)
