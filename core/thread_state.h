@@ -64,6 +64,18 @@ struct tg_thread {
     /* serialize mode: the tuner table entry this thread waits for, NULL when
      * not waiting.  Written and read with the GIL held (wait-graph search). */
     void *waiting_for;
+    /* serialize mode's lock (detectors/tuner_table.h, "The lock"): the word
+     * this thread parks on while it waits (futex; bumped by the thread that
+     * wakes it or hands it the tuner, without the GIL), and its link in the
+     * tuner's FIFO of waiters (GIL held). */
+    uint32_t park;
+    struct tg_thread *wait_next;
+    uint64_t wait_since_ns;   /* CLOCK_MONOTONIC when its current wait began */
+    /* Inside a tuning method (Autotuner._bench, prune_configs,
+     * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
+     * marker guard counts it, so "is that thread tuning?" is one load, not a
+     * walk of its Python frames.  Written by the owner, GIL held. */
+    int tuning;
 };
 
 struct tg_thread *tg__self(void);

@@ -5,8 +5,6 @@
 
 #include <string.h>
 
-pthread_mutex_t tg_tuner_wait_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static struct tg_tuner table[TG_TUNER_SLOTS];
 
 static inline unsigned slot_of(uintptr_t key)
@@ -27,9 +25,9 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     u->key = key;
     u->overflow = 0;
-    u->ticket_next = u->ticket_turn = 0;
-    u->starving = 0; /* pinned is 0: given back only then */
+    u->starving = 0; /* owner and the FIFO are empty: given back only then */
     u->sessions = u->races = u->waits = u->wait_ns = 0;
+    u->noted = 0;
 }
 
 struct tg_tuner *tg_tuner_get(uintptr_t key)
@@ -57,6 +55,8 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
     return NULL;
 }
 
+static int is_inside(struct tg_tuner *u, const struct tg_thread *t);
+
 /* t's slot in u.  The tid is compared too: a new thread can get the record
  * address of a thread that died inside (glibc reuses thread stacks and TLS). */
 static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
@@ -67,19 +67,30 @@ static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *
     return NULL;
 }
 
-enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode)
+enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, int mode)
 {
+    if (mode == TG_MODE_SERIALIZE) {
+        if (u->nocc > 0 && is_inside(u, t))
+            return TG_NESTED;
+        return tg_tuner_try_lock(u, (uint32_t)t->tid) ? TG_FIRST : TG_WAIT;
+    }
     if (u->nocc == 0)
-        return mode == TG_MODE_SERIALIZE && u->starving && !tg_tuner_queue_empty(u) && t->nheld == 0 ? TG_WAIT
-                                                                                                 : TG_FIRST;
-    if (find_occ((struct tg_tuner *)u, t))
+        return TG_FIRST;
+    if (is_inside(u, t))
         return TG_NESTED;
+    return TG_RACE;
+}
+
+static int is_inside(struct tg_tuner *u, const struct tg_thread *t)
+{
+    if (find_occ(u, t))
+        return 1;
     /* A thread that entered while every slot was taken has no slot, but its
      * own record says it is inside. */
     for (int i = 0; i < t->nheld && i < TG_MAX_HELD; i++)
         if (t->held[i] == (const void *)u)
-            return TG_NESTED;
-    return mode == TG_MODE_SERIALIZE ? TG_WAIT : TG_RACE;
+            return 1;
+    return 0;
 }
 
 struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
@@ -106,14 +117,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     o->depth = 1;
     o->entered_ns = now_ns;
     o->method = method;
-    if (u->waiters > 0) {
-        /* A waiter reads nocc under the mutex without the GIL. */
-        pthread_mutex_lock(&tg_tuner_wait_mu);
-        u->nocc++;
-        pthread_mutex_unlock(&tg_tuner_wait_mu);
-    } else {
-        u->nocc++;
-    }
+    u->nocc++;
     return o;
 }
 
@@ -126,80 +130,52 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
         memset(o, 0, sizeof *o);
     else if (u->overflow > 0)
         u->overflow--;
-    if (u->waiters > 0) {
-        /* Reason for the lock: a serialize waiter checks nocc under it without
-         * the GIL; updating and signalling under it avoids a lost wake-up. */
-        pthread_mutex_lock(&tg_tuner_wait_mu);
-        if (--u->nocc == 0 && u->cond_ready)
-            pthread_cond_broadcast(&u->cond);
-        pthread_mutex_unlock(&tg_tuner_wait_mu);
-    } else if (--u->nocc == 0 && tg_tuner_queue_empty(u)) {
-        /* Nobody inside, nobody waiting or queued (a queued thread may be
-         * running Python between two waits): give the slot back. */
+    if (--u->nocc == 0 && u->waiters == 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0) {
+        /* Nobody inside, nobody waiting, no owner (a woken waiter may own it
+         * before it runs): give the slot back. */
         u->key = TOMB;
     }
     return 1;
 }
 
-/* Queue writes: under the mutex too while someone may read them without the
- * GIL (tg_tuner_must_wait in a waiter's cond loop). */
-#define QUEUE_WRITE(u, stmt)                         \
-    do {                                             \
-        if ((u)->waiters > 0) {                      \
-            pthread_mutex_lock(&tg_tuner_wait_mu);   \
-            stmt;                                    \
-            pthread_mutex_unlock(&tg_tuner_wait_mu); \
-        } else {                                     \
-            stmt;                                    \
-        }                                            \
-    } while (0)
-
-uint32_t tg_tuner_take_ticket(struct tg_tuner *u)
+struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t)
 {
-    uint32_t ticket = u->ticket_next;
-    QUEUE_WRITE(u, u->ticket_next = ticket + 1);
-    return ticket;
+    if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
+        return NULL;
+    struct tg_thread *w = u->wq_head;
+    if (w && __atomic_load_n(&u->starving, __ATOMIC_RELAXED))
+        __atomic_store_n(&u->owner, (uint32_t)w->tid, __ATOMIC_RELEASE); /* hand-off */
+    else
+        __atomic_store_n(&u->owner, 0, __ATOMIC_RELEASE);
+    return w;
 }
 
-void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns)
+void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t)
 {
-    if (waited_ns >= TG_TUNER_STARVE_NS)
-        u->starving = 1; /* read with the GIL only (tg_tuner_decide) */
+    t->wait_next = NULL;
+    if (u->wq_tail)
+        u->wq_tail->wait_next = t;
+    else
+        u->wq_head = t;
+    u->wq_tail = t;
+    u->waiters++;
 }
 
-void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns)
+void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t)
 {
-    if (!queued)
-        return; /* a thread inside another tuner: no ticket, no say on starving */
-    if ((int32_t)(ticket - u->ticket_turn) >= 0)
-        QUEUE_WRITE(u, u->ticket_turn = ticket + 1);
-    /* pinned still counts the caller (it unpins after entering) */
-    if (waited_ns < TG_TUNER_STARVE_NS || u->pinned <= 1)
-        u->starving = 0;
-}
-
-void tg_tuner_pin(struct tg_tuner *u)
-{
-    u->pinned++;
-}
-
-void tg_tuner_unpin(struct tg_tuner *u)
-{
-    u->pinned--;
-}
-
-void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn)
-{
-    if (u->ticket_turn != turn || u->nocc > 0)
+    struct tg_thread *prev = NULL;
+    for (struct tg_thread *w = u->wq_head; w; prev = w, w = w->wait_next) {
+        if (w != t)
+            continue;
+        if (prev)
+            prev->wait_next = w->wait_next;
+        else
+            u->wq_head = w->wait_next;
+        if (u->wq_tail == w)
+            u->wq_tail = prev;
+        w->wait_next = NULL;
+        u->waiters--;
         return;
-    if (u->waiters > 0) {
-        pthread_mutex_lock(&tg_tuner_wait_mu);
-        u->ticket_turn = turn + 1;
-        if (u->cond_ready)
-            pthread_cond_broadcast(&u->cond); /* the new head may be asleep */
-        pthread_mutex_unlock(&tg_tuner_wait_mu);
-    } else {
-        u->ticket_turn = turn + 1;
     }
 }
 
@@ -256,9 +232,11 @@ int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg
     return cycle_from(u, t, path, 0, max);
 }
 
-int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max)
+int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max,
+                  struct tg_thread **wake)
 {
     int n = 0;
+    *wake = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *o = &u->occ[i];
         if (!o->thread || alive(o->tid))
@@ -269,15 +247,17 @@ int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsi
         }
         n++;
         memset(o, 0, sizeof *o);
-        if (u->waiters > 0) {
-            /* As in tg_tuner_leave: waiters read nocc under the mutex. */
-            pthread_mutex_lock(&tg_tuner_wait_mu);
-            if (--u->nocc == 0 && u->cond_ready)
-                pthread_cond_broadcast(&u->cond);
-            pthread_mutex_unlock(&tg_tuner_wait_mu);
-        } else {
-            u->nocc--;
-        }
+        u->nocc--;
+    }
+    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    if (owner != 0 && !alive((pid_t)owner)) {
+        /* Died holding the lock (inside, or handed it and gone before it ran). */
+        struct tg_thread *w = u->wq_head;
+        if (w && __atomic_load_n(&u->starving, __ATOMIC_RELAXED))
+            __atomic_store_n(&u->owner, (uint32_t)w->tid, __ATOMIC_RELEASE);
+        else
+            __atomic_store_n(&u->owner, 0, __ATOMIC_RELEASE);
+        *wake = w;
     }
     return n;
 }
@@ -289,13 +269,9 @@ void tg_tuner_atfork_child(void)
         u->nocc = 0;
         u->overflow = 0;
         u->waiters = 0;
-        u->ticket_next = u->ticket_turn = 0;
+        u->wq_head = u->wq_tail = NULL;
+        u->owner = 0;
         u->starving = 0;
-        u->pinned = 0;
         memset(u->occ, 0, sizeof u->occ);
-        /* The next waiter initializes it again, on the monotonic clock its
-         * deadlines use (a default cond here would time out at once). */
-        u->cond_ready = 0;
     }
-    pthread_mutex_init(&tg_tuner_wait_mu, NULL);
 }

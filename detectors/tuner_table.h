@@ -37,84 +37,84 @@ struct tg_tuner {
     int nocc;                   /* threads inside */
     struct tg_occupant occ[TG_TUNER_MAX_OCC];
     int overflow;               /* occupants that did not fit (still counted in nocc) */
-    int waiters;                /* threads blocked in serialize mode */
-    pthread_cond_t cond;        /* signalled when nocc drops to 0 and waiters > 0 */
-    int cond_ready;
-    /* serialize mode's queue (fairness, see "The queue" below).  Written with
-     * the GIL held, and under tg_tuner_wait_mu as well while waiters > 0. */
-    uint32_t ticket_next;       /* the ticket the next queued thread takes */
-    uint32_t ticket_turn;       /* the earliest ticket not yet served or skipped */
-    int pinned;                 /* threads inside wait_for_tuner for this entry:
-                                   the entry is not given back while > 0 */
-    int starving;               /* a queued thread was passed over after waiting
-                                   TG_TUNER_STARVE_NS: newcomers queue too */
+    /* serialize mode's lock ("The lock" below) */
+    uint32_t owner;             /* tid of the thread holding it, 0 when free:
+                                   taken by CAS, with or without the GIL */
+    uint32_t starving;          /* a waiter was passed over after waiting
+                                   TG_TUNER_STARVE_NS: unlock hands over (atomic) */
+    struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held) */
+    int waiters;                /* threads in it */
     /* statistics */
     uint64_t sessions, races, waits, wait_ns;
+    int noted;                  /* its kernel is in the summary's contended list */
 };
 
 enum tg_verdict {
     TG_NESTED,      /* this thread is already inside: depth, never a race */
-    TG_FIRST,       /* nobody inside: enter */
+    TG_FIRST,       /* nobody inside (serialize: this thread now holds the lock): enter */
     TG_RACE,        /* another thread is inside: report (detect) */
-    TG_WAIT,        /* another thread is inside: wait (serialize) */
+    TG_WAIT,        /* another thread holds the lock: wait (serialize) */
 };
 
-extern pthread_mutex_t tg_tuner_wait_mu;
-
-/* The queue (serialize mode).  Without it a thread that calls a tuner in a
- * loop starves the others: it leaves, keeps the GIL, and re-enters before a
- * woken waiter gets the GIL back, so the waiter finds the tuner taken again
- * (seen on two H200s: one thread ran all its 18 calls while the other waited
- * 40 s).  The rule is sync.Mutex's from Go: newcomers may take a free tuner
- * ahead of queued threads (no hand-off per call: the GIL makes that costly)
- * until a queued thread that has waited TG_TUNER_STARVE_NS is passed over;
- * from then on newcomers queue too and the tuner goes to queued threads in
- * ticket order, until one that waited less than that enters or the queue is
- * empty.  Only threads that hold no tuner queue: a thread inside another
- * tuner waits only for this one to be free, as before, so queue order can
- * never close a cycle of waits (a thread holding nothing has no thread
- * waiting for what it holds).  A head of the queue that never comes for its
- * turn (a daemon thread ended at interpreter exit while it waited for the
- * GIL) is skipped after TG_TUNER_SKIP_NS of a free tuner; a skipped thread
- * that does come may still enter whenever the tuner is free. */
+/* The lock (serialize mode).  One word per tuner, `owner`, as in a plain
+ * mutex: a free tuner is taken by a compare-and-swap (no syscall, no wait:
+ * what a tuned call costs when nobody else is in), and a waiting thread takes
+ * it the same way right where it wakes, without the GIL, the way a
+ * threading.Lock acquired by a blocked thread is taken before that thread
+ * gets the GIL back.  So the thread that left and loops back, still holding
+ * the GIL, finds the tuner taken and waits itself, instead of the woken
+ * thread finding it taken again and going back to sleep through a GIL
+ * round trip (the cost of the old condition-variable wait, which woke every
+ * waiter on every leave).
+ *
+ * Waiters queue in a FIFO (linked through their thread records, under the
+ * GIL) and park on their own word (core/park.h).  Unlock wakes the head
+ * only.  Newcomers may take a free tuner ahead of the queue (no hand-off
+ * per call) until a woken waiter that has waited TG_TUNER_STARVE_NS fails to
+ * take it: then the tuner is starving and unlock hands it to the head
+ * directly (owner = its tid), so newcomers queue too, until a waiter that
+ * waited less than that, or the last one, takes it (sync.Mutex's rule from
+ * Go: a thread that calls a tuner in a loop does not keep another out).  A
+ * hand-off needs no GIL either: the head owns the tuner before it runs.
+ * A thread that proceeds unserialized (a broken cycle of waits) enters
+ * without the lock and never unlocks it. */
 #define TG_TUNER_STARVE_NS 1000000ull
-#define TG_TUNER_SKIP_NS 1000000000ull
 
-/* Anyone waiting for u (queued or not)? */
-static inline int tg_tuner_queue_empty(const struct tg_tuner *u)
+/* Take u's lock for thread tid: 1 when it is free (now ours) or was handed
+ * to tid.  Any thread, GIL or not. */
+static inline int tg_tuner_try_lock(struct tg_tuner *u, uint32_t tid)
 {
-    return u->pinned == 0;
+    uint32_t cur = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    if (cur == tid)
+        return 1;
+    return cur == 0 && __atomic_compare_exchange_n(&u->owner, &cur, tid, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
 
-/* A thread starts waiting for u: the entry stays in place (not given back)
- * until tg_tuner_unpin, whatever Python code runs meanwhile.  GIL held. */
-void tg_tuner_pin(struct tg_tuner *u);
-void tg_tuner_unpin(struct tg_tuner *u);
+/* Thread t gives u's lock up (it holds it; no-op otherwise).  Returns the
+ * waiter to wake (the FIFO's head; tg_park_wake(&w->park)), handed the lock
+ * when u is starving, or NULL.  GIL held. */
+struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t);
 
-/* Take a ticket (a pinned thread holding no tuner).  GIL held. */
-uint32_t tg_tuner_take_ticket(struct tg_tuner *u);
+/* t joins / leaves u's FIFO of waiters (leave: from anywhere in it).  GIL held. */
+void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t);
+void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t);
 
-/* Must a waiter still wait?  queued: it holds `ticket`.  Reads only what
- * writers update under tg_tuner_wait_mu while waiters > 0, so it is valid
- * either with the GIL or under the mutex. */
-static inline int tg_tuner_must_wait(const struct tg_tuner *u, uint32_t ticket, int queued)
+/* A woken waiter failed to take u after waiting waited_ns: starving when
+ * that is long.  Without the GIL. */
+static inline void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns)
 {
-    return u->nocc > 0 || (queued && (int32_t)(ticket - u->ticket_turn) > 0);
+    if (waited_ns >= TG_TUNER_STARVE_NS)
+        __atomic_store_n(&u->starving, 1, __ATOMIC_RELAXED);
 }
 
-/* A waiter that woke and must still wait, having waited waited_ns so far:
- * marks the tuner starving when that is long.  GIL held. */
-void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns);
-
-/* A waiter stops waiting and enters: its ticket is served, the turn moves on;
- * starving ends when it waited less than TG_TUNER_STARVE_NS or nobody is left
- * in the queue.  Call right before tg_tuner_enter.  GIL held. */
-void tg_tuner_served(struct tg_tuner *u, uint32_t ticket, int queued, uint64_t waited_ns);
-
-/* The head of the queue (the ticket whose turn it is, `turn`) did not come
- * for a free tuner for TG_TUNER_SKIP_NS: skip it, one ticket, and wake the
- * waiters.  No-op when the turn moved meanwhile.  GIL held. */
-void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn);
+/* A waiter took u after waiting waited_ns and leaves the FIFO (call before
+ * tg_tuner_wait_remove): starving ends when it waited less than
+ * TG_TUNER_STARVE_NS or it was the last.  GIL held. */
+static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
+{
+    if (waited_ns < TG_TUNER_STARVE_NS || u->waiters <= 1)
+        __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
+}
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded and says so).  O(1) expected.
@@ -124,9 +124,9 @@ void tg_tuner_skip_head(struct tg_tuner *u, uint32_t turn);
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
 /* The decision for thread t entering tuner u in `mode` (enum tg_mode).  In
- * serialize mode a free tuner is TG_WAIT for a thread holding no tuner while
- * the tuner is starving and threads are queued (the queue, above). */
-enum tg_verdict tg_tuner_decide(const struct tg_tuner *u, const struct tg_thread *t, int mode);
+ * serialize mode a call that is not nested tries u's lock: TG_FIRST holds
+ * it, TG_WAIT did not get it. */
+enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, int mode);
 
 /* Record t inside u (after TG_FIRST, TG_RACE or a finished wait), or one
  * level deeper (TG_NESTED).  Returns the occupant slot, or NULL on overflow;
@@ -136,8 +136,9 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
                                    const void *method, uint64_t now_ns, int nested);
 
 /* t leaves one level.  Returns 1 when t's last level on u ended (its session
- * is over), 0 when it is still inside (nested).  Wakes serialize waiters when
- * the instance becomes free. */
+ * is over), 0 when it is still inside (nested).  The lock is not touched:
+ * unlock first (tg_tuner_unlock), so a slot with waiters or an owner is
+ * never given back. */
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t);
 
 /* Another occupant than t (the thread "already inside"), or NULL. */
@@ -156,9 +157,11 @@ int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg
 /* Threads that left a tuner without returning (pthread_exit, a thread
  * destroyed under Python) stay registered.  Remove every occupant of u whose
  * thread `alive` says is gone (the predicate makes the syscall; this stays
- * pure), wake serialize waiters if u became free, and copy the dead tids and
- * idents out.  Returns how many were removed.  GIL held. */
-int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max);
+ * pure), free the lock when its owner is gone (*wake: the waiter to wake,
+ * as tg_tuner_unlock says, else NULL), and copy the dead tids and idents
+ * out.  Returns how many occupants were removed.  GIL held. */
+int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max,
+                  struct tg_thread **wake);
 
 /* After fork, in the child: nobody is inside anything, nobody waits. */
 void tg_tuner_atfork_child(void);

@@ -96,18 +96,18 @@ int tg_guard_is_ours(PyObject *value)
     return 0;
 }
 
-/* Is triton.runtime.autotuner.Autotuner in cls.__mro__?  Install time only. */
-static int derives_from_triton_autotuner(PyObject *cls)
+/* Is module.qualname in cls.__mro__?  Install time only. */
+static int derives_from(PyObject *cls, const char *module, const char *qualname)
 {
     PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
     Py_ssize_t n = mro ? tg_py.PyTuple_Size(mro) : 0;
     int found = 0;
     for (Py_ssize_t i = 0; i < n && !found; i++) {
         PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
-        char mod[64], qual[32];
+        char mod[64], qual[48];
         tg_py_attr_str(c, "__module__", mod, sizeof mod);
         tg_py_attr_str(c, "__qualname__", qual, sizeof qual);
-        found = strcmp(mod, "triton.runtime.autotuner") == 0 && strcmp(qual, "Autotuner") == 0;
+        found = strcmp(mod, module) == 0 && strcmp(qual, qualname) == 0;
     }
     if (mro)
         tg_py.Py_DecRef(mro);
@@ -115,7 +115,7 @@ static int derives_from_triton_autotuner(PyObject *cls)
     return found;
 }
 
-int tg_guard_install(PyObject *cls, const char *name, const char *why)
+static int install(PyObject *cls, const char *name, const char *why, int marker)
 {
     int rc = 0;
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
@@ -168,7 +168,10 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
     tg_py.Py_IncRef(value);
     g->cls = cls;
     tg_py.Py_IncRef(cls);
-    g->clears_args = derives_from_triton_autotuner(cls);
+    g->clears_args = derives_from(cls, "triton.runtime.autotuner", "Autotuner");
+    g->marker = marker;
+    g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
+    g->marked = g->clears_args || derives_from(cls, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
     g->pyname = key;
     tg_py.Py_IncRef(key);
     g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
@@ -181,7 +184,7 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why)
         rc = -1;
         goto done;
     }
-    tg__info(2, "guarding %s (%s)", g->method, why);
+    tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), &tg__gstats.reports);
         tg_fatal_install(tg_opts.log_path, 1);
@@ -196,4 +199,23 @@ done:
         tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();
     return rc;
+}
+
+int tg_guard_install(PyObject *cls, const char *name, const char *why)
+{
+    return install(cls, name, why, 0);
+}
+
+/* The tuning methods of the built-in tuners: a thread inside one is tuning.
+ * Names a class lacks are skipped (another version, another tuner). */
+static const char *const tuning_methods[] = {
+    "_bench", "prune_configs", "check_disk_cache",                        /* triton Autotuner */
+    "benchmark_all_configs", "autotune_to_one_config", "precompile",       /* inductor CachingAutotuner */
+    "coordinate_descent_tuning", "bench",
+};
+
+void tg_guard_install_markers(PyObject *cls)
+{
+    for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
+        install(cls, tuning_methods[i], "tuning method", 1);
 }

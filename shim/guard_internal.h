@@ -43,6 +43,12 @@ struct tg_guard {
     int clears_args;      /* the class is Triton's Autotuner or derives from it:
                              its run()/warmup() end with `self.nargs = None`
                              (the race seen at exit, tg__check_race_at_exit) */
+    int marker;           /* a tuning method (Autotuner._bench, prune_configs,
+                             ...): its calls only count t->tuning, no session */
+    int tuning_entry;     /* a session method that is itself tuning (warmup) */
+    int marked;           /* its class has its tuning methods marked: "is the
+                             thread inside tuning?" is t->tuning, never a
+                             frame walk (tg__other_is_tuning) */
 };
 
 /* The counts of the exit summary (tg_guard_stats); defined in session.c,
@@ -55,6 +61,11 @@ extern struct tg_guard_stats tg__gstats;
  * first; a,n,kwnames are the method descriptor's vector without self. */
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
                           PyObject *kwnames);
+
+/* Is thread tid alive?  tgkill(2) at most every 100 ms per thread (a cache
+ * of recent answers, GIL held): contended entries and exits check their
+ * occupants, and an overlap of tuned calls must not cost a syscall. */
+int tg__tid_alive_cached(pid_t tid);
 
 /* ---- guard_install.c ------------------------------------------------------ */
 
@@ -113,6 +124,12 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
 /* verbosity>=1: guard g's class attribute is now `qual` defined at file:line
  * (NULLs: unknown).  The caller is busy. */
 void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file, const char *line);
+
+/* Is the thread of occupant o (inside a call of guard g) tuning rather than
+ * on the fast path of a tuned key?  count_launches 0: launches are no
+ * evidence.  C calls only for guards of marked classes; a frame walk for the
+ * others (targets= tuners). */
+int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches);
 
 /* fork child: forget the race reports the parent de-duplicated. */
 void tg__capture_atfork_child(void);

@@ -380,6 +380,8 @@ static int arm_module(const char *name, int executed)
                 tg_py.Py_IncRef(cls);
             }
         guard_family_methods(cls, cls, "target");
+        if (!t->user)
+            tg_guard_install_markers(cls);
         for (int j = 0; j < ntargets; j++) /* t and the targets sharing its class */
             if (targets[j].base == cls)
                 say_unguarded(&targets[j], cls);

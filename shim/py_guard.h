@@ -13,6 +13,12 @@
  * guarded, not a plain function), -1 on error (one warning printed). */
 int tg_guard_install(PyObject *cls, const char *name, const char *why);
 
+/* Mark the tuning methods of a built-in tuner class (Autotuner._bench,
+ * prune_configs, check_disk_cache; CachingAutotuner.benchmark_all_configs,
+ * ...): a call of one counts its thread as tuning, with no session of its
+ * own, so severity needs no walk of that thread's frames.  GIL held. */
+void tg_guard_install_markers(PyObject *cls);
+
 /* Is `value` a guard object tunerguard made? */
 int tg_guard_is_ours(PyObject *value);
 

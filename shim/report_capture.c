@@ -225,18 +225,23 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
 }
 
 /* Is the thread inside tuning (not on the fast path of an already tuned key)?
- * Its CUDA record says so once it synchronized or launched twice in the
- * session; before that (pruning, compiling) its Python frames do: walk them
+ * Inside a marked tuning method (t->tuning, guard_install.c) it is.  Its
+ * CUDA record says so once it synchronized or launched twice in the
+ * session.  For a tuner whose tuning methods are marked that is all (one
+ * load each: this runs on every overlap of two tuned calls).  For others
+ * (targets=), before that (pruning, compiling) its Python frames do: walk them
  * from the innermost out to the guarded method's own frame, looking for a
  * tuning function.  Only names are read; a few frames on the fast path.
  * count_launches 0: launches are no evidence (a fast path whose config
  * pre_hook launches a kernel, zero_(), launches twice without tuning).
  * GIL held; the other thread is blocked with the GIL released. */
-static int other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches)
+int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches)
 {
     const struct tg_thread *ot = o->thread;
-    if (ot->session_syncs > 0 || (count_launches && ot->session_launches > 1))
+    if (ot->tuning > 0 || ot->session_syncs > 0 || (count_launches && ot->session_launches > 1))
         return 1;
+    if (g->marked)
+        return 0; /* its tuning methods would have said so: no frame walk */
     static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
                                          "warmup", "benchmark_all_configs", "autotune_to_one_config",
                                          "coordinate_descent_tuning", "precompile"};
@@ -319,7 +324,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * verbosity 0: decide that before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call.  C calls
      * only: other stays valid. */
-    if (tg_opts.verbosity < 1 && !other_is_tuning(other, g, 1)) {
+    if (tg_opts.verbosity < 1 && !tg__other_is_tuning(other, g, 1)) {
         tg__gstats.overlaps++;
         return;
     }
@@ -430,7 +435,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
          * at its entry, with t benchmarking, was reported then), alive (the
          * record of a thread that died inside may be another's by now) */
         if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
-            tg_tid_alive(c->tid) && other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
+            tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
     if (!x)
@@ -441,7 +446,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     tg_report_lock(); /* may let other threads run: look both up again, same sessions */
     x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
-    if (!x || !mine || x->raced_tid || !other_is_tuning(x, g, 0)) {
+    if (!x || !mine || x->raced_tid || !tg__other_is_tuning(x, g, 0)) {
         t->busy--;
         tg_report_unlock();
         return;

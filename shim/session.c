@@ -15,6 +15,7 @@
 #include "shim/guard_internal.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/park.h"
 #include "core/options.h"
 #include "core/py_attr.h"
 #include "core/thread_state.h"
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct tg_guard_stats tg__gstats;
 
@@ -73,114 +75,164 @@ __attribute__((cold, noinline)) static void table_full(void)
     }
 }
 
-/* Release the holds of threads that died inside u, and report each.
- * Returns how many.  GIL held. */
-static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
+/* Liveness of other threads, cached: tid -> when tgkill last said alive.
+ * GIL held.  A thread that dies inside is found at most 100 ms after its
+ * last check (and every waiter re-checks, uncached, once a second). */
+#define TG_ALIVE_SLOTS 64
+#define TG_ALIVE_FRESH_NS 100000000ull
+static struct {
+    pid_t tid;
+    uint64_t at;
+} alive_cache[TG_ALIVE_SLOTS];
+
+static uint64_t coarse_ns(void)
+{
+    struct timespec ts; /* vDSO, a few ns: no syscall */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tg__tid_alive_cached(pid_t tid)
+{
+    unsigned i = (unsigned)tid & (TG_ALIVE_SLOTS - 1);
+    uint64_t now = coarse_ns();
+    if (alive_cache[i].tid == tid && now - alive_cache[i].at < TG_ALIVE_FRESH_NS)
+        return 1;
+    int alive = tg_tid_alive(tid);
+    if (alive) {
+        alive_cache[i].tid = tid;
+        alive_cache[i].at = now;
+    }
+    return alive;
+}
+
+/* Release the holds (occupancy, the lock) of threads that died inside u, and
+ * report each.  Returns how many holds were released.  GIL held. */
+static int reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                     int (*alive)(pid_t))
 {
     pid_t dead[TG_TUNER_MAX_OCC];
     unsigned long ident[TG_TUNER_MAX_OCC];
-    int n = tg_tuner_reap(u, tg_tid_alive, dead, ident, TG_TUNER_MAX_OCC);
+    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    struct tg_thread *w;
+    int n = tg_tuner_reap(u, alive, dead, ident, TG_TUNER_MAX_OCC, &w);
+    int freed = owner != 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) != owner;
+    if (w && w != t)
+        tg_park_wake(&w->park);
     if (n > 0)
         tg__report_holders_died(t, inst, g, dead, ident, n < TG_TUNER_MAX_OCC ? n : TG_TUNER_MAX_OCC);
-    return n;
+    return n + freed;
 }
 
-/* Serialize: block until nobody is inside u and, for a thread holding no
- * tuner, its turn in u's queue has come (the queue: detectors/tuner_table.h).
- * GIL held on entry and exit, released while blocked.  Returns 1 when the
- * caller may enter u, or 0 when a cycle of waits was found and the policy
- * lets this thread proceed unserialized. */
+/* Give u's lock up if t holds it, waking the next waiter (the FIFO's head).
+ * GIL held. */
+static inline void unlock_tuner(struct tg_tuner *u, struct tg_thread *t)
+{
+    struct tg_thread *w = tg_tuner_unlock(u, t);
+    if (__builtin_expect(w != NULL, 0))
+        tg_park_wake(&w->park);
+}
+
+/* A waiter leaves u's FIFO without entering (a signal's exception): if the
+ * lock was handed to it meanwhile, pass it on; if it was the one woken for a
+ * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
+static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
+{
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
+    if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
+        unlock_tuner(u, t);
+    else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
+        tg_park_wake(&u->wq_head->park);
+}
+
+/* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
+ * lock").  GIL held on entry and exit, released while blocked.  Returns 1
+ * when t holds the lock, 0 when a cycle of waits was found and the policy
+ * lets t proceed unserialized, -1 when a signal handler raised (Ctrl-C:
+ * KeyboardInterrupt is set; the wait was abandoned, nothing held).
+ *
+ * Blocked, the thread parks on its own word and, when woken, takes the lock
+ * right there, before it asks for the GIL back (as a threading.Lock
+ * does).  It wakes by itself every second to release the holds of threads
+ * that died inside and to report a wait longer than wait_timeout; the main
+ * thread every 50 ms as well, to run Python's signal handlers (a signal
+ * delivered to another thread does not interrupt its wait), so Ctrl-C ends
+ * the wait within that. */
 static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
 {
-    /* Pinned: u stays this instance's entry while Python code runs below
+    const uint32_t tid = (uint32_t)t->tid;
+    /* In the FIFO, u stays this instance's entry while Python code runs below
      * (reports, audit hooks), which lets other threads leave and enter. */
-    tg_tuner_pin(u);
+    tg_tuner_wait_push(u, t);
+    t->waiting_for = u;
+    uint64_t t0 = tg_mono_ns();
+    t->wait_since_ns = t0;
     struct tg_tuner *path[16];
     int n = tg_tuner_wait_cycle(u, t, path, 16);
-    if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n)) {
-        tg_tuner_unpin(u);
+    if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n) && !tg_tuner_try_lock(u, tid)) {
+        abandon_wait(u, t);
         return 0;
     }
-    /* A ticket only once no early return is left: a ticket never served
-     * would hold up everyone queued behind it (for TG_TUNER_SKIP_NS). */
-    int queued = t->nheld == 0;
-    uint32_t ticket = queued ? tg_tuner_take_ticket(u) : 0;
     const struct tg_occupant *holder = tg_tuner_other(u, t);
-    pid_t holder_tid = holder ? holder->tid : 0;
+    pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
     holder = NULL; /* the audit hooks below are Python code: other threads may run */
     /* Tell observers (the reproducers' barriers) that this thread is about to
-     * block in tunerguard rather than run.  Cheap, and only on contention. */
+     * block in tunerguard rather than run.  Only on contention. */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     tg_py.PyErr_Clear();
-    note_contended(inst);
-    uint64_t t0 = tg_mono_ns();
-    int timed_out = 0;
+    if (!u->noted) { /* once per tuner: it reads Python attributes */
+        u->noted = 1;
+        note_contended(inst);
+    }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    t->waiting_for = u;
-    int woke = 0;                /* a pass of the loop after the first */
-    uint32_t turn_seen = u->ticket_turn;
-    uint64_t free_seen = 0;      /* when u was first seen free with turn_seen unserved */
-    while (tg_tuner_must_wait(u, ticket, queued)) {
-        if (woke) {
-            uint64_t now = tg_mono_ns();
-            tg_tuner_passed_over(u, now - t0);
-            if (u->ticket_turn != turn_seen) {
-                turn_seen = u->ticket_turn;
-                free_seen = 0;
-            }
-            if (queued && u->nocc == 0) { /* free, but another ticket's turn */
-                if (!free_seen) {
-                    free_seen = now;
-                } else if (now - free_seen >= TG_TUNER_SKIP_NS) {
-                    /* Its thread never came (it ended while waiting for the
-                     * GIL, as daemon threads do at interpreter exit). */
-                    tg_tuner_skip_head(u, turn_seen);
-                    free_seen = 0;
-                    continue;
-                }
-            }
-        }
-        woke = 1;
-        if (!u->cond_ready) {
-            pthread_condattr_t ca;
-            pthread_condattr_init(&ca);
-            pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-            pthread_cond_init(&u->cond, &ca);
-            pthread_condattr_destroy(&ca);
-            u->cond_ready = 1;
-        }
-        u->waiters++;
+    const int main_thread = t->tid == getpid(); /* signal handlers run there */
+    const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
+    const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
+    uint64_t last_reap = t0;
+    int timed_out = 0, got = 0;
+    while (!got) {
+        uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(u, tid))
+            break;
+        int rc;
         PyThreadState *ts = tg_py.PyEval_SaveThread();
-        pthread_mutex_lock(&tg_tuner_wait_mu);
-        int rc = 0;
-        /* Wake at least every second to check that the holders still live
-         * (reap_dead), and at wait_timeout to report the long wait. */
-        uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
-        uint64_t wake = tg_mono_ns() + 1000000000ull;
-        if (!timed_out && deadline < wake)
-            wake = deadline;
-        struct timespec ts_wake = {(time_t)(wake / 1000000000ull), (long)(wake % 1000000000ull)};
-        /* One wait per pass: a wake-up that finds the tuner taken again goes
-         * back through the GIL, so the pass above counts it as passed over. */
-        if (tg_tuner_must_wait(u, ticket, queued))
-            rc = pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &ts_wake);
-        pthread_mutex_unlock(&tg_tuner_wait_mu);
+        for (;;) {
+            rc = tg_park_wait(&t->park, seen, slice);
+            seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+            if (tg_tuner_try_lock(u, tid)) {
+                got = 1;
+                break;
+            }
+            if (rc != 0)
+                break; /* a signal or a time-out: the checks below need the GIL */
+            /* woken, but a thread that did not wait took it first */
+            tg_tuner_passed_over(u, tg_mono_ns() - t0);
+        }
         tg_py.PyEval_RestoreThread(ts);
-        u->waiters--;
-        if (rc == ETIMEDOUT && tg_tuner_must_wait(u, ticket, queued)) {
-            reap_dead(u, t, inst, g);
-            if (!timed_out && tg_mono_ns() >= deadline) {
+        if (got)
+            break;
+        if ((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0) {
+            abandon_wait(u, t);
+            if (__builtin_expect(tg_trace_on, 0))
+                tg_trace_wait_end(t);
+            return -1;
+        }
+        uint64_t now = tg_mono_ns();
+        if (now - last_reap >= 1000000000ull) {
+            last_reap = now;
+            reap_dead(u, t, inst, g, tg_tid_alive);
+            if (!timed_out && now >= deadline) {
                 timed_out = 1; /* once per wait; the wait goes on */
-                tg__report_wait_timeout(u, t, inst, g, tg_mono_ns() - t0);
+                tg__report_wait_timeout(u, t, inst, g, now - t0);
             }
         }
-        /* Another thread may have entered while we waited for the GIL: loop. */
     }
-    t->waiting_for = NULL;
     uint64_t dt = tg_mono_ns() - t0;
-    tg_tuner_served(u, ticket, queued, dt);
-    tg_tuner_unpin(u); /* the caller enters now, with no Python code between */
+    tg_tuner_served(u, dt);
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
     tg__gstats.waits++;
     tg__gstats.wait_ns += dt;
     u->waits++;
@@ -226,6 +278,14 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     struct tg_thread *t = tg__self();
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
         return call_orig(g, args, nargs, kwnames);
+    if (g->marker) {
+        /* A tuning method (Autotuner._bench, ...): no session, only the
+         * evidence that this thread is tuning (tg__other_is_tuning). */
+        t->tuning++;
+        PyObject *res = call_orig(g, args, nargs, kwnames);
+        t->tuning--;
+        return res;
+    }
     if (__builtin_expect(tg_arm_pending, 0))
         tg_arm_process_pending();
     if (t->depth == 0) {
@@ -250,9 +310,11 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
         t->entry_device = tg_cuda_current_device();
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
-    /* Contended entry: one tgkill(2) per thread inside, because a thread that
-     * died inside would otherwise be raced with, or waited for, forever. */
-    if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && reap_dead(u, t, inst, g))
+    /* Contended entry: is every thread inside alive?  A thread that died
+     * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
+     * at most every 100 ms per thread (tg__tid_alive_cached): contended
+     * entries are the common case of tuned calls from several threads. */
+    if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && reap_dead(u, t, inst, g, tg__tid_alive_cached))
         v = tg_tuner_decide(u, t, tg_opts.mode);
     if (v == TG_NESTED) {
         struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
@@ -277,9 +339,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
                 return call_orig(g, args, nargs, kwnames);
             }
         }
-        if (v == TG_WAIT)
-            wait_for_tuner(u, t, inst, g);
-        else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
+        if (v == TG_WAIT) {
+            if (wait_for_tuner(u, t, inst, g) < 0)
+                return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
+        } else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
             link.tid = 0; /* the report let the other thread finish: no overlap left */
     }
     if (v != TG_FIRST) {
@@ -305,6 +368,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         t->held[t->nheld] = u;
     t->nheld++;
     t->depth++;
+    t->tuning += g->tuning_entry;
     if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
@@ -318,8 +382,10 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o);
+    t->tuning -= g->tuning_entry;
     t->depth--;
     t->nheld--;
+    unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
     tg_tuner_leave(u, t);
     if (t->nheld == 0) tg_tuning_session_end(t, inst, &tg__gstats.reports); /* shim/cuda_stress.h */
     if (__builtin_expect(tg_trace_on, 0))

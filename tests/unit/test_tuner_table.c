@@ -1,8 +1,8 @@
 /* The tuner table (detectors/tuner_table.c): nesting is depth, a second
  * thread is a race (detect) or a wait (serialize), leave ends a session only
- * at its last level, occupant overflow, the key -> entry map, fork reset, and
- * a real two-thread wake-up through tg_tuner_wait_mu and the entry's cond, as
- * shim/py_guard.c waits.
+ * at its last level, occupant overflow, the key -> entry map, fork reset,
+ * serialize's lock (CAS, FIFO, wake-one, hand-off when starving), and real
+ * wake-ups of parked threads (core/park.h), as shim/session.c waits.
  *
  * Criterion runs each test in its own process, so the static table starts
  * empty in every test. */
@@ -15,9 +15,17 @@
 
 #include "detectors/tuner_table.h"
 #include "core/options.h"
+#include "core/park.h"
 
 static struct tg_thread threads[TG_TUNER_MAX_OCC + 4];
 static int dummy_method;
+
+/* Distinct tids, as real threads have (the lock stores the owner's tid). */
+__attribute__((constructor)) static void set_tids(void)
+{
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++)
+        threads[i].tid = (pid_t)(1000 + i);
+}
 
 #define KEY(i) ((uintptr_t)0x7f0000001000ull + (uintptr_t)(i) * 0x40)
 
@@ -143,10 +151,16 @@ Test(tuner_table, second_thread_waits_in_serialize)
 {
     struct tg_thread *a = &threads[0], *b = &threads[1];
     struct tg_tuner *u = tg_tuner_get(KEY(1));
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_FIRST);
+    cr_assert_eq(u->owner, (uint32_t)a->tid, "TG_FIRST in serialize holds the lock");
     enter_outer(u, a, 1);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_RACE);
     cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_NESTED);
+    cr_assert_null(tg_tuner_unlock(u, b), "only the owner unlocks");
+    cr_assert_eq(u->owner, (uint32_t)a->tid);
+    cr_assert_null(tg_tuner_unlock(u, a), "nobody to wake");
+    cr_assert_eq(u->owner, 0);
     cr_assert_eq(tg_tuner_leave(u, a), 1);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_FIRST);
 }
@@ -192,154 +206,195 @@ Test(tuner_table, overflow_beyond_max_occupants)
 
 Test(tuner_table, atfork_child_forgets_occupants_and_waiters)
 {
-    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_thread *a = &threads[0], *b = &threads[1], *c = &threads[2];
     struct tg_tuner *u = tg_tuner_get(KEY(4));
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_FIRST);
     enter_outer(u, a, 1);
-    u->waiters = 1;
+    tg_tuner_wait_push(u, c);
+    u->starving = 1;
     tg_tuner_atfork_child();
     cr_assert_eq(u->nocc, 0);
     cr_assert_eq(u->waiters, 0);
+    cr_assert_null(u->wq_head);
+    cr_assert_eq(u->owner, 0, "the lock of a thread the child does not have");
+    cr_assert_eq(u->starving, 0);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_FIRST);
     cr_assert_eq(tg_tuner_get(KEY(4)), u, "entries survive fork");
-    cr_assert_eq(pthread_mutex_trylock(&tg_tuner_wait_mu), 0);
-    pthread_mutex_unlock(&tg_tuner_wait_mu);
 }
 
-/* ---- a real wait and wake-up ------------------------------------------------
- *
- * Thread A is inside u.  Thread B waits as py_guard.c's wait_for_tuner does:
- * waiters++, lock tg_tuner_wait_mu, while (nocc > 0) cond_wait.  B reaches
- * the barrier holding the mutex, so A's tg_tuner_leave (which takes the mutex
- * because waiters > 0) can only proceed once B is parked in cond_wait: if
- * leave did not broadcast, B would never wake.  B waits with a deadline so a
- * missing broadcast fails the test instead of hanging it. */
+/* ---- the lock: FIFO, wake-one, hand-off ------------------------------------ */
 
-struct wake {
-    struct tg_tuner *u;
-    struct tg_thread *a, *b;
-    pthread_barrier_t bar;
-    int b_timed_out;
-    int b_saw_nocc;
-    int a_leave_rc;
-    int b_verdict_before, b_verdict_after;
-};
-
-static void *thread_b(void *arg)
+Test(tuner_table, lock_unlock_wakes_the_head_only)
 {
-    struct wake *w = arg;
-    struct tg_tuner *u = w->u;
-    /* No cr_assert off the test's main thread: record, check after join. */
-    w->b_verdict_before = tg_tuner_decide(u, w->b, TG_MODE_SERIALIZE);
-    if (!u->cond_ready) {
-        pthread_cond_init(&u->cond, NULL);
-        u->cond_ready = 1;
-    }
-    u->waiters++;
-    pthread_mutex_lock(&tg_tuner_wait_mu);
-    pthread_barrier_wait(&w->bar); /* A may leave now; its leave blocks on the mutex until we wait */
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;
-    while (u->nocc > 0) {
-        if (pthread_cond_timedwait(&u->cond, &tg_tuner_wait_mu, &deadline) == ETIMEDOUT) {
-            w->b_timed_out = 1;
+    struct tg_thread *a = &threads[0], *b = &threads[1], *c = &threads[2];
+    struct tg_tuner *u = tg_tuner_get(KEY(5));
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid));
+    cr_assert_not(tg_tuner_try_lock(u, (uint32_t)b->tid));
+    tg_tuner_wait_push(u, b);
+    tg_tuner_wait_push(u, c);
+    cr_assert_eq(u->waiters, 2);
+    /* Not starving: the lock is freed, the head is woken, and a newcomer may
+     * still take it first (no hand-off per call). */
+    cr_assert_eq(tg_tuner_unlock(u, a), b);
+    cr_assert_eq(u->owner, 0);
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid), "a newcomer takes a free tuner ahead of the queue");
+    /* The woken head found it taken after waiting long: starving.  The next
+     * unlock hands it to the head, and nobody else can take it. */
+    tg_tuner_passed_over(u, TG_TUNER_STARVE_NS / 2);
+    cr_assert_eq(u->starving, 0);
+    tg_tuner_passed_over(u, 2 * TG_TUNER_STARVE_NS);
+    cr_assert_eq(u->starving, 1);
+    cr_assert_eq(tg_tuner_unlock(u, a), b);
+    cr_assert_eq(u->owner, (uint32_t)b->tid, "handed to the head");
+    cr_assert_not(tg_tuner_try_lock(u, (uint32_t)a->tid), "a newcomer must queue while starving");
+    cr_assert_not(tg_tuner_try_lock(u, (uint32_t)c->tid), "so must a waiter behind the head");
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)b->tid), "the head holds it");
+    /* b waited long and c is still queued: still starving after b enters. */
+    tg_tuner_served(u, 2 * TG_TUNER_STARVE_NS);
+    tg_tuner_wait_remove(u, b);
+    cr_assert_eq(u->starving, 1);
+    cr_assert_eq(u->wq_head, c);
+    cr_assert_eq(tg_tuner_unlock(u, b), c);
+    cr_assert_eq(u->owner, (uint32_t)c->tid);
+    /* The last waiter ends starving. */
+    tg_tuner_served(u, 2 * TG_TUNER_STARVE_NS);
+    tg_tuner_wait_remove(u, c);
+    cr_assert_eq(u->starving, 0);
+    cr_assert_eq(u->waiters, 0);
+    cr_assert_null(u->wq_head);
+    cr_assert_null(u->wq_tail);
+    cr_assert_null(tg_tuner_unlock(u, c));
+    cr_assert_eq(u->owner, 0);
+}
+
+Test(tuner_table, wait_remove_from_the_middle)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(6));
+    for (int i = 0; i < 4; i++)
+        tg_tuner_wait_push(u, &threads[i]);
+    tg_tuner_wait_remove(u, &threads[2]);
+    tg_tuner_wait_remove(u, &threads[0]);
+    tg_tuner_wait_remove(u, &threads[7]); /* not in it: no-op */
+    cr_assert_eq(u->waiters, 2);
+    cr_assert_eq(u->wq_head, &threads[1]);
+    cr_assert_eq(u->wq_head->wait_next, &threads[3]);
+    cr_assert_eq(u->wq_tail, &threads[3]);
+    tg_tuner_wait_push(u, &threads[5]);
+    cr_assert_eq(u->wq_tail, &threads[5]);
+    cr_assert_eq(threads[3].wait_next, &threads[5]);
+}
+
+/* A slot is not given back while someone owns its lock or waits for it. */
+Test(tuner_table, slot_kept_while_owned_or_awaited)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(8));
+    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_FIRST);
+    enter_outer(u, a, 1);
+    tg_tuner_wait_push(u, b);
+    cr_assert_eq(tg_tuner_unlock(u, a), b);
+    cr_assert_eq(tg_tuner_leave(u, a), 1);
+    cr_assert_eq(u->key, KEY(8), "b waits: the slot stays");
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)b->tid));
+    tg_tuner_wait_remove(u, b);
+    cr_assert_eq(tg_tuner_get(KEY(8)), u);
+}
+
+static int alive_none(pid_t tid)
+{
+    (void)tid;
+    return 0;
+}
+
+Test(tuner_table, reap_frees_the_lock_of_a_dead_owner)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_tuner *u = tg_tuner_get(KEY(9));
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid));
+    enter_outer(u, a, 1);
+    tg_tuner_wait_push(u, b);
+    pid_t dead[4];
+    unsigned long ident[4];
+    struct tg_thread *wake = NULL;
+    cr_assert_eq(tg_tuner_reap(u, alive_none, dead, ident, 4, &wake), 1);
+    cr_assert_eq(dead[0], a->tid);
+    cr_assert_eq(u->nocc, 0);
+    cr_assert_eq(u->owner, 0);
+    cr_assert_eq(wake, b, "the head is woken for the freed lock");
+}
+
+/* ---- real waits and wake-ups (core/park.h) ----------------------------------
+ *
+ * Each waiter does what shim/session.c's wait_for_tuner does without the
+ * GIL: read its park word, try the lock, park, and try again when woken.  A
+ * holder unlocks and wakes the head (tg_tuner_unlock + tg_park_wake).  With
+ * several waiters every unlock must wake one, and each waiter must end up
+ * holding the lock exactly once: an unlock that woke nobody, or woke a
+ * thread that then found the lock free but did not take it, leaves a waiter
+ * parked and the test fails on its time-out instead of hanging.  The FIFO is
+ * under a mutex here (the GIL's part). */
+
+#define NWAITERS 5
+static pthread_mutex_t gil = PTHREAD_MUTEX_INITIALIZER;
+static struct tg_tuner *shared_u;
+static int served[NWAITERS];
+static int timed_out_waiters;
+static pthread_barrier_t queued_bar;
+
+static void *lock_waiter(void *arg)
+{
+    int i = (int)(intptr_t)arg;
+    struct tg_thread *t = &threads[1 + i];
+    pthread_mutex_lock(&gil);
+    tg_tuner_wait_push(shared_u, t);
+    pthread_mutex_unlock(&gil);
+    pthread_barrier_wait(&queued_bar);
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(shared_u, (uint32_t)t->tid))
             break;
+        /* No polling: only a wake-up (or a changed word) gets it going. */
+        if (tg_park_wait(&t->park, seen, 10000000000ull) == ETIMEDOUT) {
+            __atomic_add_fetch(&timed_out_waiters, 1, __ATOMIC_SEQ_CST);
+            return NULL;
         }
     }
-    w->b_saw_nocc = u->nocc;
-    pthread_mutex_unlock(&tg_tuner_wait_mu);
-    u->waiters--;
-    if (!w->b_timed_out) {
-        w->b_verdict_after = tg_tuner_decide(u, w->b, TG_MODE_SERIALIZE);
-        enter_outer(u, w->b, 2);
-        tg_tuner_leave(u, w->b);
-    }
+    /* holding it: "run", then leave as the guard does */
+    pthread_mutex_lock(&gil);
+    tg_tuner_served(shared_u, 0);
+    tg_tuner_wait_remove(shared_u, t);
+    served[i]++;
+    struct tg_thread *w = tg_tuner_unlock(shared_u, t);
+    pthread_mutex_unlock(&gil);
+    if (w)
+        tg_park_wake(&w->park);
     return NULL;
 }
 
-static void *thread_a(void *arg)
+Test(tuner_table, every_unlock_wakes_one_waiter_and_all_are_served, .timeout = 60)
 {
-    struct wake *w = arg;
-    pthread_barrier_wait(&w->bar);
-    w->a_leave_rc = tg_tuner_leave(w->u, w->a);
-    return NULL;
+    struct tg_thread *a = &threads[0];
+    shared_u = tg_tuner_get(KEY(10));
+    cr_assert(tg_tuner_try_lock(shared_u, (uint32_t)a->tid));
+    pthread_barrier_init(&queued_bar, NULL, NWAITERS + 1);
+    pthread_t th[NWAITERS];
+    for (int i = 0; i < NWAITERS; i++)
+        pthread_create(&th[i], NULL, lock_waiter, (void *)(intptr_t)i);
+    pthread_barrier_wait(&queued_bar); /* all queued (they may not be parked yet: the word covers that) */
+    pthread_mutex_lock(&gil);
+    struct tg_thread *w = tg_tuner_unlock(shared_u, a);
+    pthread_mutex_unlock(&gil);
+    cr_assert_not_null(w, "waiters are queued: unlock names one to wake");
+    tg_park_wake(&w->park);
+    for (int i = 0; i < NWAITERS; i++)
+        pthread_join(th[i], NULL);
+    cr_assert_eq(timed_out_waiters, 0, "a waiter was never woken");
+    for (int i = 0; i < NWAITERS; i++)
+        cr_assert_eq(served[i], 1, "waiter %d held the lock %d times", i, served[i]);
+    cr_assert_eq(shared_u->owner, 0);
+    cr_assert_eq(shared_u->waiters, 0);
 }
 
-Test(tuner_table, leave_wakes_a_serialize_waiter, .timeout = 30)
-{
-    static struct wake w;
-    w.u = tg_tuner_get(KEY(5));
-    w.a = &threads[0];
-    w.b = &threads[1];
-    pthread_barrier_init(&w.bar, NULL, 2);
-    enter_outer(w.u, w.a, 1);
-    pthread_t ta, tb;
-    pthread_create(&tb, NULL, thread_b, &w);
-    pthread_create(&ta, NULL, thread_a, &w);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
-    cr_assert_eq(w.b_timed_out, 0, "the waiter was never woken: tg_tuner_leave did not broadcast");
-    cr_assert_eq(w.a_leave_rc, 1);
-    cr_assert_eq(w.b_verdict_before, TG_WAIT);
-    cr_assert_eq(w.b_verdict_after, TG_FIRST);
-    cr_assert_eq(w.b_saw_nocc, 0);
-    cr_assert_eq(w.u->nocc, 0);
-    cr_assert_eq(w.u->sessions, 2);
-    pthread_barrier_destroy(&w.bar);
-}
-
-/* The nested level ending must NOT wake the waiter: only the last level. */
-struct nested_wake {
-    struct tg_tuner *u;
-    struct tg_thread *a;
-    pthread_barrier_t bar;
-    int woke_early;
-};
-
-static void *nested_waiter(void *arg)
-{
-    struct nested_wake *w = arg;
-    struct tg_tuner *u = w->u;
-    if (!u->cond_ready) {
-        pthread_cond_init(&u->cond, NULL);
-        u->cond_ready = 1;
-    }
-    u->waiters++;
-    pthread_mutex_lock(&tg_tuner_wait_mu);
-    pthread_barrier_wait(&w->bar);
-    while (u->nocc > 0)
-        pthread_cond_wait(&u->cond, &tg_tuner_wait_mu);
-    pthread_mutex_unlock(&tg_tuner_wait_mu);
-    u->waiters--;
-    return NULL;
-}
-
-Test(tuner_table, nested_leave_keeps_waiter_blocked, .timeout = 30)
-{
-    static struct nested_wake w;
-    w.u = tg_tuner_get(KEY(6));
-    w.a = &threads[0];
-    pthread_barrier_init(&w.bar, NULL, 2);
-    enter_outer(w.u, w.a, 1);
-    tg_tuner_enter(w.u, w.a, NULL, NULL, 0, 1);
-    pthread_t t;
-    pthread_create(&t, NULL, nested_waiter, &w);
-    pthread_barrier_wait(&w.bar);
-    /* Inner level ends: the waiter must still be blocked (nocc stays 1). */
-    cr_assert_eq(tg_tuner_leave(w.u, w.a), 0);
-    pthread_mutex_lock(&tg_tuner_wait_mu); /* waiter is parked in cond_wait once we get this */
-    cr_assert_eq(w.u->nocc, 1);
-    cr_assert_eq(w.u->waiters, 1, "waiter still waiting");
-    pthread_mutex_unlock(&tg_tuner_wait_mu);
-    cr_assert_eq(tg_tuner_leave(w.u, w.a), 1);
-    pthread_join(t, NULL);
-    cr_assert_eq(w.u->waiters, 0);
-    pthread_barrier_destroy(&w.bar);
-}
-
-/* A thread that entered while every occupant slot was taken (overflow) and
- * then makes a nested guarded call (run -> super().run()) is still the same
- * session: depth, not a second race with the others inside. */
 Test(tuner_table, overflowed_thread_nesting_is_not_a_race)
 {
     struct tg_tuner *u = tg_tuner_get(KEY(7));
@@ -378,137 +433,3 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
     cr_assert_eq(held->nocc, 1);
 }
 
-/* serialize's queue (detectors/tuner_table.h): what the guard does around a
- * wait, step by step.  leave_outer() is the guard's leave of an outermost
- * call; queue() what wait_for_tuner does first for a thread holding nothing. */
-static void leave_outer(struct tg_tuner *u, struct tg_thread *t)
-{
-    cr_assert_eq(tg_tuner_leave(u, t), 1);
-    t->nheld--;
-}
-
-static uint32_t queue(struct tg_tuner *u)
-{
-    tg_tuner_pin(u);
-    return tg_tuner_take_ticket(u);
-}
-
-static void serve(struct tg_tuner *u, struct tg_thread *t, uint32_t ticket, uint64_t waited, uint64_t now)
-{
-    tg_tuner_served(u, ticket, 1, waited);
-    tg_tuner_unpin(u);
-    enter_outer(u, t, now);
-}
-
-Test(tuner_table, queue_newcomers_go_first_until_a_waiter_starves)
-{
-    struct tg_thread *a = &threads[0], *b = &threads[1], *c = &threads[2];
-    struct tg_tuner *u = tg_tuner_get(KEY(1));
-    enter_outer(u, a, 1);
-    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
-    uint32_t tb = queue(u);
-    cr_assert(tg_tuner_must_wait(u, tb, 1));
-    leave_outer(u, a);
-    /* Free, b queued but not starving: a newcomer may take it (no hand-off). */
-    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_FIRST);
-    enter_outer(u, a, 2);
-    /* b woke, found it taken again after 0.5 ms: not starving yet. */
-    tg_tuner_passed_over(u, TG_TUNER_STARVE_NS / 2);
-    cr_assert_eq(u->starving, 0);
-    /* ... and again after 2 ms: starving. */
-    tg_tuner_passed_over(u, 2 * TG_TUNER_STARVE_NS);
-    cr_assert_eq(u->starving, 1);
-    leave_outer(u, a);
-    /* Now a newcomer holding nothing queues, even though the tuner is free ... */
-    cr_assert_eq(tg_tuner_decide(u, a, TG_MODE_SERIALIZE), TG_WAIT);
-    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_SERIALIZE), TG_WAIT);
-    /* ... detect mode never waits ... */
-    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_DETECT), TG_FIRST);
-    /* ... and a thread inside another tuner does not queue (no cycles). */
-    struct tg_tuner *v = tg_tuner_get(KEY(2));
-    enter_outer(v, c, 3);
-    cr_assert_eq(tg_tuner_decide(u, c, TG_MODE_SERIALIZE), TG_FIRST);
-    leave_outer(v, c);
-    /* a queues behind b; b's turn first. */
-    uint32_t ta = queue(u);
-    cr_assert_not(tg_tuner_must_wait(u, tb, 1));
-    cr_assert(tg_tuner_must_wait(u, ta, 1));
-    serve(u, b, tb, 2 * TG_TUNER_STARVE_NS, 4);
-    cr_assert_eq(u->starving, 1, "a is still queued and b waited long: still starving");
-    cr_assert(tg_tuner_must_wait(u, ta, 1), "a's turn, but b is inside");
-    leave_outer(u, b);
-    cr_assert_not(tg_tuner_must_wait(u, ta, 1));
-    serve(u, a, ta, TG_TUNER_STARVE_NS / 10, 5);
-    cr_assert_eq(u->starving, 0, "a waited briefly: back to newcomers first");
-    cr_assert(tg_tuner_queue_empty(u));
-    leave_outer(u, a);
-    cr_assert_eq(u->key, (uintptr_t)1, "nobody inside or waiting: the entry is given back");
-}
-
-Test(tuner_table, queue_a_waiter_holding_a_tuner_waits_only_for_free)
-{
-    struct tg_thread *a = &threads[0], *b = &threads[1];
-    struct tg_tuner *u = tg_tuner_get(KEY(1)), *v = tg_tuner_get(KEY(2));
-    enter_outer(u, a, 1);
-    uint32_t tq = queue(u); /* someone holding nothing queued first */
-    enter_outer(v, b, 2);
-    cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_WAIT);
-    cr_assert(tg_tuner_must_wait(u, 0, 0));
-    leave_outer(u, a);
-    cr_assert_not(tg_tuner_must_wait(u, 0, 0), "b holds v: it does not wait for its turn");
-    cr_assert(tg_tuner_must_wait(u, tq + 1, 1), "a thread queued after tq does");
-    /* b enters without a ticket: starving is not its to clear. */
-    u->starving = 1;
-    tg_tuner_served(u, 0, 0, 0);
-    cr_assert_eq(u->starving, 1);
-}
-
-/* The review's case: a pinned waiter (here with a ticket that gets skipped)
- * keeps the entry, so it is never given back and claimed by another tuner
- * under a thread still waiting on it. */
-Test(tuner_table, queue_pinned_keeps_the_entry_and_a_lost_head_is_skipped)
-{
-    struct tg_thread *a = &threads[0], *c = &threads[2];
-    struct tg_tuner *u = tg_tuner_get(KEY(1));
-    enter_outer(u, a, 1);
-    uint32_t gone = queue(u); /* its thread is held up (or will never come) */
-    uint32_t mine = queue(u);
-    leave_outer(u, a);
-    cr_assert_eq(u->key, KEY(1), "waiters keep the entry");
-    cr_assert(tg_tuner_must_wait(u, mine, 1));
-    tg_tuner_skip_head(u, gone + 1); /* a stale view of the turn: no-op */
-    cr_assert(tg_tuner_must_wait(u, mine, 1));
-    tg_tuner_skip_head(u, gone);
-    cr_assert_not(tg_tuner_must_wait(u, mine, 1));
-    serve(u, c, mine, 2 * TG_TUNER_STARVE_NS, 2);
-    leave_outer(u, c);
-    cr_assert_eq(u->key, KEY(1), "the skipped thread still waits: the entry stays");
-    cr_assert_eq(tg_tuner_get(KEY(1)), u);
-    cr_assert_not(tg_tuner_must_wait(u, gone, 1), "a skipped ticket may enter whenever the tuner is free");
-    serve(u, a, gone, 3 * TG_TUNER_STARVE_NS, 3);
-    cr_assert(tg_tuner_queue_empty(u));
-    leave_outer(u, a);
-    cr_assert_eq(u->key, (uintptr_t)1);
-    /* skip_head never moves the turn while someone is inside */
-    struct tg_tuner *w = tg_tuner_get(KEY(3));
-    enter_outer(w, a, 4);
-    uint32_t t0 = queue(w);
-    tg_tuner_skip_head(w, t0);
-    cr_assert(tg_tuner_must_wait(w, t0, 1));
-    cr_assert_eq(w->ticket_turn, t0);
-}
-
-Test(tuner_table, atfork_child_resets_the_queue)
-{
-    struct tg_thread *a = &threads[0];
-    struct tg_tuner *u = tg_tuner_get(KEY(1));
-    enter_outer(u, a, 1);
-    queue(u);
-    u->starving = 1;
-    u->cond_ready = 1;
-    tg_tuner_atfork_child();
-    cr_assert_eq(u->pinned, 0);
-    cr_assert_eq(u->starving, 0);
-    cr_assert_eq(u->ticket_next, u->ticket_turn);
-    cr_assert_eq(u->cond_ready, 0, "the next waiter makes the cond again, on the monotonic clock");
-}
