@@ -66,6 +66,10 @@ def main():
     p, text, jsonl = run(args, "fairness.py", "verbosity=0")
     check("serialize is fair: a waiting thread runs before a quarter of a looping thread's calls "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
+    for how in ("self", "other"):
+        p, text, jsonl = run(args, "interrupt.py", "verbosity=0", [how])
+        check(f"serialize wait interruptible, SIGINT to {'the process' if how == 'self' else 'another thread'}: "
+              "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
