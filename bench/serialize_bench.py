@@ -43,6 +43,7 @@ ap.add_argument("--variants", default=",".join(VARIANTS))
 ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
+ap.add_argument("--from-json", default=None, help="print the tables of an earlier --json file, run nothing")
 a = ap.parse_args()
 steps = a.steps or (1500 if a.backend == "cpu" else 10000)
 threads = [int(x) for x in a.threads.split(",")]
@@ -93,6 +94,14 @@ workdir = os.path.abspath(os.environ.get("TG_BENCH_DIR", "/tmp/tg-serialize-benc
 os.makedirs(workdir, exist_ok=True)
 cells = []
 phases = ["steady"] + (["cold"] if a.cold else [])
+if a.from_json:
+    with open(a.from_json) as f:
+        cells = json.load(f)
+    phases = []
+    a.cold = any(c.get("phase") == "cold" for c in cells)
+    threads = sorted({c["threads"] for c in cells})
+    a.rounds = max(c["round"] for c in cells) + 1
+    steps = a.steps or "?"
 for phase in phases:
     for n in threads:
         for r in range(a.rounds):
@@ -101,6 +110,9 @@ for phase in phases:
                 res = cell(v, n, phase, workdir)
                 res["round"] = r
                 cells.append(res)
+                if a.json:  # after every cell: a run cut short keeps what it measured
+                    with open(a.json, "w") as f:
+                        json.dump(cells, f, indent=1)
                 print(f"# {phase} threads={n} round={r} {v}: "
                       + (fmt(res["calls_per_s"]) + " calls/s" if phase == "steady" and "calls_per_s" in res
                          else f"{res.get('cold_s', float('nan')):.3f} s cold, "
