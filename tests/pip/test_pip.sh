@@ -14,7 +14,8 @@
 #      and the README's run line, with seeds004.py and the stand-in libcuda
 #      from the package for train.py, passes under serialize (the race fails it
 #      without tunerguard) and writes a report under detect; doctor flags
-#      venv A's library as another build.
+#      venv A's library as another build; `tunerguard repro` runs the
+#      packaged reproducers.
 # Prints "ok - ..." / "FAIL - ..." per check; exit 1 when any failed, 77 when
 # there is no /usr/bin/python3.
 set -u
@@ -134,6 +135,9 @@ rep=$(ls tunerguard.*.txt 2>/dev/null | head -n 1)
 check "tunerguard run (detect) writes a race report (${rep:-none})" has "${rep:-/dev/null}" "SUMMARY: tunerguard: tuner race on 'test_seed004'"
 TUNERGUARD_LIB=$LIB_A "$VB/bin/tunerguard" doctor >doctor-b.out 2>&1
 check "doctor says when the library is another build" has doctor-b.out "^WARN  the library is build .*, this command is build "
+"$VB/bin/tunerguard" repro seeds004 >repro.out 2>&1
+check "tunerguard repro seeds004 runs the packaged reproducers (no source tree)" [ $? = 0 ]
+has repro.out "all outcomes as expected" || show repro.out
 
 if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
 echo "all checks passed"
