@@ -135,6 +135,7 @@ for i in $(seq 1 "$runs"); do
     run_one none "$i"
     if [ $rc = 2 ]; then   # triton_races.py: set-up problem (no GPU, no Triton)
         fail "set-up: python triton_races.py seeds004 exit 2: $(tail -n 1 "$w/out")"
+        rm -rf "$w"
         finish
     fi
     [ $rc != 0 ] && nfail=$((nfail + 1))
