@@ -106,7 +106,7 @@ struct tg_report {
     enum tg_report_kind kind;
     uint64_t seq;              /* 1, 2, ... within this process */
     pid_t pid;
-    int rank;                  /* $RANK, -1 if unset */
+    int rank;                  /* tg_proc_rank(): $RANK, -1 if unset or not a rank */
     const char *mode;          /* "detect" | "serialize" */
     int high_severity;         /* thread inside was benchmarking */
     int serialized;            /* serialize mode: the entering thread waited */

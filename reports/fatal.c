@@ -12,6 +12,7 @@
 #include "reports/writer.h"
 #include "core/clock.h"
 #include "core/real_sym.h"
+#include "core/process.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,8 +30,9 @@ static const int tg__fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
 static struct sigaction tg__old[TG__NSIG];
 static _Atomic int tg__installed;
 static atomic_flag tg__in_handler = ATOMIC_FLAG_INIT;
-static char tg__stem[1100];     /* "<log_path>[.rank<R>]", or "stderr" */
-static long tg__rank = -1;      /* $RANK, -1 unset */
+static int tg__to_stderr;       /* text reports go to stderr (log_path=stderr, ...) */
+static long tg__rank = -1;      /* tg_proc_rank(), -1: none */
+static struct tg_proc_file tg__file; /* the handler's file (it runs once) */
 static const char *tg__mode;    /* "detect" | "serialize" | NULL (tg_fatal_set_context) */
 static uint64_t *tg__seq;       /* the process's report counter, or NULL */
 
@@ -473,7 +475,8 @@ void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
 
 
 /* The descriptor of the text report (ext ".txt") or the JSON Lines report
- * (".jsonl"), opening <stem>.<pid><ext> if no report was written yet.
+ * (".jsonl"), creating <stem>.<id><ext> (core/process.h: a new file, the id
+ * of this process's other report files) if no report was written yet.
  * *opened = 1 when this function opened it.  -1: none (no JSON Lines with
  * log_path=stderr, or the file cannot be created). */
 static int report_fd(int *opened, const char *ext)
@@ -486,31 +489,21 @@ static int report_fd(int *opened, const char *ext)
         return txt;
     if (!is_txt && jsonl >= 0)
         return jsonl;
-    if (strcmp(tg__stem, "stderr") == 0)
+    if (tg__to_stderr)
         return is_txt ? 2 : -1;
-    char path[1200];
-    static struct tg_w w; /* format the path into w.buf, never flushed */
-    tg_w_init(&w, -1);
-    tg_w_str(&w, tg__stem);
-    tg_w_char(&w, '.');
-    tg_w_i64(&w, getpid());
-    tg_w_str(&w, ext);
-    size_t len = w.len < sizeof path - 1 ? w.len : sizeof path - 1;
-    memcpy(path, w.buf, len);
-    path[len] = '\0';
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
+    tg__file.ext = ext;
+    if (tg_proc_create(&tg__file, 1, O_RDWR | O_APPEND) < 0)
         return -1;
     *opened = 1;
     if (is_txt) {
         struct tg_w note;
         tg_w_init(&note, 2);
         tg_w_str(&note, "tunerguard: fatal signal; report in ");
-        tg_w_str(&note, path);
+        tg_w_str(&note, tg__file.path);
         tg_w_char(&note, '\n');
         tg_w_flush(&note);
     }
-    return fd;
+    return tg__file.fd;
 }
 
 static void handler(int sig, siginfo_t *info, void *uc)
@@ -560,7 +553,7 @@ void tg_fatal_set_context(const char *mode, uint64_t *seq)
     tg__seq = seq;
 }
 
-int tg_fatal_install(const char *log_path, int require_python)
+int tg_fatal_install(int require_python)
 {
     if (atomic_load(&tg__installed))
         return 0;
@@ -571,16 +564,10 @@ int tg_fatal_install(const char *log_path, int require_python)
     tg__py_this_tstate = (void *(*)(void))tg_real_sym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
     if (atomic_exchange(&tg__installed, 1))
         return 0;
-    const char *prefix = log_path && log_path[0] ? log_path : "tunerguard";
-    const char *env = getenv("RANK");
-    char *end = NULL;
-    long rank = env && env[0] ? strtol(env, &end, 10) : -1;
-    if (env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
-        tg__rank = rank;
-    if (strcmp(prefix, "stderr") != 0 && tg__rank >= 0)
-        snprintf(tg__stem, sizeof tg__stem, "%s.rank%ld", prefix, rank);
-    else
-        snprintf(tg__stem, sizeof tg__stem, "%s", prefix);
+    /* The facts now, outside the handler: there they are only read. */
+    tg__rank = tg_proc_rank();
+    tg__to_stderr = tg_proc_text_to_stderr();
+    (void)tg_proc_stem();
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = handler;

@@ -1,8 +1,8 @@
 /* The fatal-signal handler (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL).
  *
  * On a fatal signal it writes, with write(2) only, one block to the text
- * report (the sink's open file, or <log_path>[.rank<R>].<pid>.txt opened
- * with open(2) when no report was written yet; stderr for log_path=stderr):
+ * report (the sink's open file, or a new <stem>.<id>.txt of core/process.h
+ * when no report was written yet; stderr for log_path=stderr):
  * the signal, the faulting thread's native stack (raw addresses, each with
  * its module and offset read from /proc/self/maps), the tuner state (who is
  * inside which tuner instance, at what depth, since when, who waits), and the
@@ -28,8 +28,9 @@
  * signal-safe: resolves the CPython functions with dlsym and saves the
  * previous actions.  require_python: install only when libpython is in the
  * process (Py_IsInitialized resolves); the preload passes 1, tests 0.
- * log_path as for the sink.  Returns 1 installed, 0 already, -1 skipped. */
-int tg_fatal_install(const char *log_path, int require_python);
+ * Computes the process facts (core/process.h) if not done yet.  Returns 1
+ * installed, 0 already, -1 skipped. */
+int tg_fatal_install(int require_python);
 
 /* What the JSON Lines record says of the process: mode ("detect",
  * "serialize"; a string that lives forever) and the counter that numbers its

@@ -29,11 +29,11 @@ int tg_report_write_text(int fd, const struct tg_report *r);
  * returns 0, or -1 if a write failed. */
 int tg_report_write_jsonl(int fd, const struct tg_report *r);
 
-/* The report sink: opens <log_path>.<pid>.txt and .jsonl on the first report
+/* The report sink: creates <stem>.<id>.txt and .jsonl (core/process.h:
+ * the stem from log_path, set by tg_proc_configure) on the first report
  * (never before), writes both, and falls back to stderr with one warning line
  * when the files cannot be created or written.  log_path "stderr" writes the
  * text to stderr only.  Not signal-safe on first use (opens files). */
-void tg_sink_configure(const char *log_path);
 int tg_sink_emit(const struct tg_report *r);
 /* The path of the text report ("" before the first report, "stderr" when the
  * reports went there). */

@@ -1,10 +1,11 @@
 /* The report sink: where reports go.
  *
- * Files are created on the first report only: <log_path>.<pid>.txt and
- * <log_path>.<pid>.jsonl, or <log_path>.rank<R>.<pid>.{txt,jsonl} when the
- * report carries a rank (or $RANK is set).  log_path "stderr": text on fd 2,
- * no JSON.  When a file cannot be created, or a write to it fails (disk full,
- * I/O error), one tg__warn line names it and from then on the text goes to
+ * Files are created on the first report only, both new, with one id:
+ * <stem>.<id>.txt and <stem>.<id>.jsonl, the stem and the id from
+ * core/process.h (<log_path>[.rank<R>] made absolute; <pid>, or <pid>.<n>
+ * when that name is taken).  log_path "stderr": text on fd 2, no JSON.
+ * When a file cannot be created, or a write to it fails (disk full, I/O
+ * error), one tg__warn line names it and from then on the text goes to
  * stderr; the failed report is written again there in full, so nothing is
  * lost.  JSON Lines have no stderr fallback (the text carries the same facts).
  *
@@ -16,6 +17,7 @@
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/log.h"
+#include "core/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,27 +27,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#define TG_PATH_MAX 1024
-
 static pthread_mutex_t tg__sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static char tg__log_path[TG_PATH_MAX] = "tunerguard";
 static struct {
     pid_t pid;                     /* process that opened the files; 0: none */
     int txt_fd, jsonl_fd;          /* -1: not open */
     int text_to_stderr;            /* log_path=stderr, or fell back to it */
-    char txt_path[TG_PATH_MAX + 64];
-    char jsonl_path[TG_PATH_MAX + 64];
+    char txt_path[TG_PROC_PATH_MAX];
+    char jsonl_path[TG_PROC_PATH_MAX];
 } tg__sink = {0, -1, -1, 0, "", ""};
 /* The copy symbolized and written; static because a report is ~50 KB. */
 static struct tg_report tg__sink_copy;
-
-void tg_sink_configure(const char *log_path)
-{
-    pthread_mutex_lock(&tg__sink_lock);
-    snprintf(tg__log_path, sizeof tg__log_path, "%s",
-             log_path && log_path[0] ? log_path : "tunerguard");
-    pthread_mutex_unlock(&tg__sink_lock);
-}
+/* Under the lock: static because each holds a path of 4 KB. */
+static struct tg_proc_file tg__sink_files[2];
 
 static void reset_unlocked(void)
 {
@@ -69,21 +62,6 @@ void tg_sink_atfork_child(void)
     reset_unlocked();
 }
 
-/* Read access too, so the fatal-signal handler can see whether a report
- * line was cut (reports/fatal.c); write-only when that is all we may have. */
-static int open_report(const char *path)
-{
-    int fd;
-    do
-        fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    while (fd < 0 && errno == EINTR);
-    if (fd < 0 && errno == EACCES)
-        do
-            fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        while (fd < 0 && errno == EINTR);
-    return fd;
-}
-
 static void fall_back_unlocked(const char *path, const char *why)
 {
     tg__warn("cannot write report file %s (%s); reports go to stderr instead", path, why);
@@ -93,7 +71,7 @@ static void fall_back_unlocked(const char *path, const char *why)
     tg__sink.text_to_stderr = 1;
 }
 
-static void open_unlocked(int rank)
+static void open_unlocked(void)
 {
     pid_t pid = getpid();
     if (tg__sink.pid == pid)
@@ -101,41 +79,35 @@ static void open_unlocked(int rank)
     if (tg__sink.pid)              /* forked without tg_sink_atfork_child */
         tg_sink_atfork_child();
     tg__sink.pid = pid;
-    if (strcmp(tg__log_path, "stderr") == 0) {
+    if (tg_proc_text_to_stderr()) {
         tg__sink.text_to_stderr = 1;
         return;
     }
-    if (rank < 0) {
-        const char *env = getenv("RANK");
-        char *end;
-        long v = env && env[0] ? strtol(env, &end, 10) : -1;
-        if (env && env[0] && *end == '\0' && v >= 0 && v < (1L << 30))
-            rank = (int)v;
-    }
-    char stem[TG_PATH_MAX + 40];
-    if (rank >= 0)
-        snprintf(stem, sizeof stem, "%s.rank%d.%ld", tg__log_path, rank, (long)pid);
-    else
-        snprintf(stem, sizeof stem, "%s.%ld", tg__log_path, (long)pid);
-    snprintf(tg__sink.txt_path, sizeof tg__sink.txt_path, "%s.txt", stem);
-    snprintf(tg__sink.jsonl_path, sizeof tg__sink.jsonl_path, "%s.jsonl", stem);
-
-    tg__sink.txt_fd = open_report(tg__sink.txt_path);
-    if (tg__sink.txt_fd < 0) {
-        fall_back_unlocked(tg__sink.txt_path, strerror(errno));
+    struct tg_proc_file *f = tg__sink_files;
+    f[0].ext = ".txt";
+    f[1].ext = ".jsonl";
+    /* Read access too, so the fatal-signal handler can see whether a report
+     * line was cut (reports/fatal.c).  The files are new: ours to read. */
+    int rc = tg_proc_create(f, 2, O_RDWR | O_APPEND);
+    snprintf(tg__sink.txt_path, sizeof tg__sink.txt_path, "%s", f[0].path);
+    snprintf(tg__sink.jsonl_path, sizeof tg__sink.jsonl_path, "%s", f[1].path);
+    if (rc < 0) {
+        fall_back_unlocked(f[0].path[0] ? f[0].path : tg_proc_stem(), strerror(f[0].err));
         return;                    /* same directory: no JSON either */
     }
-    tg__sink.jsonl_fd = open_report(tg__sink.jsonl_path);
+    tg__sink.txt_fd = f[0].fd;
+    tg__sink.jsonl_fd = f[1].fd;
+    tg_proc_note_taken(&f[0]);
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
-                 tg__sink.jsonl_path, strerror(errno));
+                 tg__sink.jsonl_path, strerror(f[1].err));
 }
 
 int tg_sink_emit(const struct tg_report *r)
 {
     int rc = 0;
     pthread_mutex_lock(&tg__sink_lock);
-    open_unlocked(r->rank);
+    open_unlocked();
     struct tg_report *c = &tg__sink_copy;
     memcpy(c, r, sizeof *c);
     tg_report_symbolize(c);

@@ -14,6 +14,7 @@
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "core/real_sym.h"
+#include "core/process.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -48,7 +49,8 @@ static int elf_load(struct elf_syms *e, const char *path)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->path, sizeof e->path, "%s", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    const char *kind;
+    int fd = tg_proc_open_read(path, &kind); /* regular files only, never blocks */
     if (fd < 0)
         return 0;
     struct stat st;

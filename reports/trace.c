@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "shim/cuda_hooks.h"
 #include "core/log.h"
+#include "core/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -58,8 +59,8 @@ static __thread int tg__no_ring;
 static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
 static void (*tg__namer)(unsigned long, char *, int);
 static long tg__cap = TG_TRACE_DEFAULT_CAP;
-static char tg__stem[1100];                       /* path without ".trace.json" */
-static char tg__path[1200];
+static char tg__path[TG_PROC_PATH_MAX];
+static struct tg_proc_file tg__file;              /* under the mutex: 4 KB */
 static struct {
     pid_t pid;                    /* process that owns the open file; 0: none */
     int fd;
@@ -88,21 +89,13 @@ static struct {
     char name[96];
 } tg__kcache[TG__KCACHE];
 
-void tg_trace_configure(int on, const char *log_path, long cap)
+void tg_trace_configure(int on, long cap)
 {
     tg_trace_on = on != 0;
     tg__cap = cap >= 0 ? cap : TG_TRACE_DEFAULT_CAP;
     /* Timestamps are CLOCK_MONOTONIC itself (system-wide since boot), so the
      * traces of several processes on one host line up when merged. */
     tg__tr.t0_ns = 0;
-    const char *prefix = log_path && log_path[0] && strcmp(log_path, "stderr") != 0 ? log_path : "tunerguard";
-    const char *env = getenv("RANK");
-    char *end = NULL;
-    long rank = env && env[0] ? strtol(env, &end, 10) : -1;
-    if (env && env[0] && end && *end == '\0' && rank >= 0 && rank < (1L << 30))
-        snprintf(tg__stem, sizeof tg__stem, "%s.rank%ld", prefix, rank);
-    else
-        snprintf(tg__stem, sizeof tg__stem, "%s", prefix);
 }
 
 void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
@@ -301,17 +294,18 @@ static int open_unlocked(void)
         return -1;
     if (tg__tr.pid == pid)
         return 0;
-    snprintf(tg__path, sizeof tg__path, "%s.%ld.trace.json", tg__stem, (long)pid);
-    int fd;
-    do
-        fd = open(tg__path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    while (fd < 0 && errno == EINTR);
+    /* A new file with the id of this process's reports (core/process.h),
+     * never an existing one: a symlink or a FIFO planted there is left alone. */
+    tg__file.ext = ".trace.json";
+    int fd = tg_proc_create(&tg__file, 1, O_WRONLY) == 0 ? tg__file.fd : -1;
+    snprintf(tg__path, sizeof tg__path, "%s", tg__file.path[0] ? tg__file.path : tg_proc_stem());
     if (fd < 0) {
-        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, strerror(errno));
+        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, strerror(tg__file.err));
         tg__tr.failed = 1;
         tg__path[0] = '\0';
         return -1;
     }
+    tg_proc_note_taken(&tg__file);
     tg__tr.pid = pid;
     tg__tr.fd = fd;
     tg_w_init(&tg__tw, fd);

@@ -34,11 +34,12 @@ struct tg_report;
  * predictable branch the CUDA hooks test before calling tg_trace_cuda. */
 extern int tg_trace_on;
 
-/* Constructor time.  on=0: everything below is a no-op.  log_path as for the
- * sink ("stderr" gives the default prefix "tunerguard"), cap: most CUDA and
- * session events written (races and waits are always written).  Reads $RANK.
- * Not signal-safe; allocates nothing. */
-void tg_trace_configure(int on, const char *log_path, long cap);
+/* Constructor time.  on=0: everything below is a no-op.  cap: most CUDA and
+ * session events written (races and waits are always written).  The file is
+ * <stem>.<id>.trace.json of core/process.h (log_path "stderr" gives the
+ * stem of "tunerguard"), created new on first use.  Not signal-safe;
+ * allocates nothing. */
+void tg_trace_configure(int on, long cap);
 
 /* How to name a thread from its Python ident (tg_py_thread_name).  Called
  * with the GIL held, outside the trace mutex.  NULL (default): no names

@@ -24,6 +24,7 @@
 #include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
 #include "shim/py_guard.h"
@@ -246,8 +247,7 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
     memset(r, 0, sizeof *r);
     r->kind = TG_REPORT_INTERFERENCE;
     r->pid = getpid();
-    const char *rank = getenv("RANK");
-    r->rank = rank ? atoi(rank) : -1;
+    r->rank = tg_proc_rank();
     r->mode = tg_mode_name(tg_opts.mode);
     r->instance = (uintptr_t)inst;
     r->ts_ns = tg_mono_ns();

@@ -187,7 +187,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), &tg__gstats.reports);
-        tg_fatal_install(tg_opts.log_path, 1);
+        tg_fatal_install(1);
     }
     rc = 1;
 done:

@@ -13,6 +13,7 @@
 #include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/py_api.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
@@ -48,6 +49,14 @@ __attribute__((constructor)) static void tg_init(void)
     }
     if (tg_opts.mode == TG_MODE_OFF)
         return;
+    /* A setuid or setgid program: the paths from the environment are not
+     * ours to follow (glibc ignores LD_PRELOAD paths there too). */
+    char ignored[96];
+    if (tg_proc_secure_filter(&tg_opts, tg_proc_secure(), ignored, sizeof ignored) > 0)
+        tg__warn("secure execution (a setuid or setgid program): %s in TUNERGUARD_OPTIONS ignored; reports go "
+                 "to stderr", ignored);
+    if (tg_opts.mode == TG_MODE_OFF)
+        return;
     /* Suppressions matter only where reports are written: Python processes.
      * Not reading the file elsewhere keeps the compilers and shells a job
      * starts (often in another directory, where a relative path would not
@@ -58,9 +67,9 @@ __attribute__((constructor)) static void tg_init(void)
         _exit(2);
     }
     tg_clock_init();
-    tg_sink_configure(tg_opts.log_path);
+    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
     tg_report_set_symbolize(tg_opts.symbolize);
-    tg_trace_configure(tg_opts.trace, tg_opts.log_path, tg_opts.trace_cap);
+    tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
     pthread_atfork(NULL, NULL, atfork_child);
     tg_arm_init(); /* the fatal-signal handler is installed with the first guard */

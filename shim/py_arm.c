@@ -21,6 +21,7 @@
 #include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/py_api.h"
 #include "shim/py_guard.h"
 #include "core/thread_state.h"
@@ -612,6 +613,7 @@ static void arm(void)
     armed = 1;
     if (tg_py_resolve() < 0)
         return;
+    tg_proc_arm(); /* relative report paths: the directory the program started in */
     struct tg_thread *t = tg__self();
     t->busy++;
     parse_targets(1);

@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/py_attr.h"
 #include "core/thread_state.h"
 #include "reports/native_stack.h"
@@ -98,8 +99,7 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
 {
     r->kind = kind;
     r->pid = getpid();
-    const char *rank = getenv("RANK");
-    r->rank = rank ? atoi(rank) : -1;
+    r->rank = tg_proc_rank();
     r->mode = tg_mode_name(tg_opts.mode);
     r->instance = (uintptr_t)inst;
     r->ts_ns = tg_mono_ns();

@@ -2,6 +2,7 @@
 #include "shim/suppress_load.h"
 #include "detectors/suppress.h"
 #include "core/log.h"
+#include "core/process.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,10 +18,12 @@ static unsigned long long tg__supp_total;
 
 int tg_supp_load(const char *path, char *err, size_t errlen)
 {
-    int fd;
-    do
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd < 0 && errno == EINTR);
+    const char *kind;
+    int fd = tg_proc_open_read(path, &kind); /* a FIFO there must not block the process */
+    if (fd == -2) {
+        snprintf(err, errlen, "suppressions file '%s': not a regular file (%s)", path, kind);
+        return -1;
+    }
     if (fd < 0) {
         int e = errno;
         /* A relative path is looked up in this process's own directory.  A

@@ -23,6 +23,11 @@ TUNERGUARD_OPTIONS="suppressions=$WORK/bad.supp" "$TG" doctor >bs.out 2>&1
 rc=$?
 check "bad suppressions file: FAIL with the library's line (a Python process stops), exit 1" sh -c \
     "[ $rc = 1 ] && grep -q \"^FAIL  suppressions=$WORK/bad.supp: a Python process stops: tunerguard: suppressions file '$WORK/bad.supp' line 2: unknown type 'bogus'\" bs.out"
+mkfifo supp.fifo
+TUNERGUARD_OPTIONS="suppressions=$WORK/supp.fifo" timeout 20 "$TG" doctor >fs.out 2>&1
+rc=$?
+check "a FIFO as suppressions file: FAIL naming it, at once (it hung the Python child before)" sh -c \
+    "[ $rc = 1 ] && grep -q \"^FAIL  suppressions=$WORK/supp.fifo: a Python process stops: tunerguard: suppressions file '$WORK/supp.fifo': not a regular file (a FIFO)\" fs.out"
 mkdir -p rep
 TUNERGUARD_OPTIONS="suppressions=$WORK/good.supp:log_path=$WORK/rep/tg" "$TG" doctor >gs.out 2>&1
 rc=$?

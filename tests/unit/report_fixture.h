@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "reports/report.h"
+#include "core/process.h"
 
 /* Directory of this source file (the expected/ files live next to it). */
 static inline const char *fx_srcdir(void)

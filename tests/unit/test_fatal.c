@@ -48,7 +48,7 @@ static void child_setup_inside(void)
     reset_fatal_signals();
     tg_clock_init();
     tg_native_init();
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4d10);
     tg_tuner_enter(u, tg__self(), NULL, NULL, tg_ticks(), 0);
     tg_tuner_enter(u, tg__self(), NULL, NULL, 0, 1);
@@ -97,7 +97,7 @@ Test(fatal, segv_leaves_block_and_dies_by_segv)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         child_setup_inside();
-        if (tg_fatal_install(prefix, 0) != 1)
+        if (tg_fatal_install(0) != 1)
             _exit(10);
         volatile uintptr_t bad = 8;
         *(volatile int *)bad = 1;
@@ -144,7 +144,7 @@ Test(fatal, crash_links_to_the_race_of_its_session)
         o->raced_tid = 4243;
         snprintf(o->raced_name, sizeof o->raced_name, "worker-1");
         tg_fatal_set_context("detect", &reports);
-        tg_fatal_install(prefix, 0);
+        tg_fatal_install(0);
         volatile uintptr_t bad = 16;
         *(volatile int *)bad = 1;
         _exit(11);
@@ -189,7 +189,7 @@ Test(fatal, abort_chains_to_previous_handler)
         child_setup_inside();
         marker_fd = open(marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         signal(SIGABRT, old_handler);
-        tg_fatal_install(prefix, 0);
+        tg_fatal_install(0);
         abort();
     }
     int st;
@@ -211,7 +211,7 @@ Test(fatal, block_follows_existing_report)
     if (pid == 0) {
         child_setup_inside();
         child_emit_race();
-        tg_fatal_install(prefix, 0);
+        tg_fatal_install(0);
         raise(SIGBUS);
         _exit(11);
     }
@@ -239,8 +239,8 @@ Test(fatal, stderr_mode_writes_to_fd2)
         int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 2);
         child_setup_inside();
-        tg_sink_configure("stderr");
-        tg_fatal_install("stderr", 0);
+        tg_proc_configure("stderr");
+        tg_fatal_install(0);
         raise(SIGFPE);
         _exit(11);
     }
@@ -263,7 +263,7 @@ Test(fatal, sigkill_after_race_leaves_complete_reports)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         reset_fatal_signals();
-        tg_sink_configure(prefix);
+        tg_proc_configure(prefix);
         static struct tg_report r;
         fx_race_high(&r);
         tg_sink_emit(&r);
@@ -320,7 +320,7 @@ Test(fatal, tuner_state_shows_every_slot_by_the_tid_copied_at_entry)
 Test(fatal, install_requires_python_when_asked)
 {
     /* This test binary has no libpython. */
-    cr_assert_eq(tg_fatal_install("x", 1), -1);
+    cr_assert_eq(tg_fatal_install(1), -1);
 }
 
 /* A report line cut by the signal (a line longer than the writer's buffer
@@ -337,7 +337,7 @@ Test(fatal, record_after_a_cut_line_stands_on_its_own_line)
         tg_sink_signal_fds(&txt, &jsonl);
         if (jsonl < 0 || write(jsonl, "{\"schema\":1,\"kind\":\"ra", 22) != 22)
             _exit(12);
-        tg_fatal_install(prefix, 0);
+        tg_fatal_install(0);
         raise(SIGSEGV);
         _exit(11);
     }

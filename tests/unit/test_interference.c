@@ -11,6 +11,7 @@
 
 #include "detectors/interference.h"
 #include "reports/report.h"
+#include "core/process.h"
 
 static pthread_barrier_t bar;
 
@@ -176,7 +177,7 @@ Test(interference, session_end_writes_an_interference_report_text_and_jsonl)
     cr_assert(mkdtemp(dir));
     char prefix[128], txt[192], jsonl[192], cmd[1024];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     struct bench_arg a = {.dev = 2, .own = 1, .k = fk_kernel("tuned_kernel"), .report = 1};
     CUfunction other = fk_kernel("torch_gemm");
     pthread_t th;

@@ -52,7 +52,7 @@ Test(sink, files_created_on_first_report_only, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     char *txt = path_in_dir("tg.%ld.txt", getpid()), *jsonl = path_in_dir("tg.%ld.jsonl", getpid());
     cr_assert_str_eq(tg_sink_text_path(), "");
     cr_assert(!exists(txt) && !exists(jsonl));
@@ -81,7 +81,7 @@ Test(sink, rank_in_file_name, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     setenv("RANK", "5", 1);
     static struct tg_report a;
     fx_race_high(&a);              /* rank -1 in the report: $RANK is used */
@@ -93,7 +93,7 @@ Test(sink, rank_in_file_name, .init = setup)
 Test(sink, log_path_stderr, .init = setup)
 {
     cr_assert_eq(chdir(dir), 0);
-    tg_sink_configure("stderr");
+    tg_proc_configure("stderr");
     static struct tg_report a;
     fx_race_high(&a);
     cr_assert_eq(tg_sink_emit(&a), 0);
@@ -110,7 +110,7 @@ Test(sink, missing_directory_falls_back_to_stderr, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/no/such/dir/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     static struct tg_report a;
     fx_race_high(&a);
     cr_assert_eq(tg_sink_emit(&a), 0);
@@ -127,24 +127,29 @@ Test(sink, missing_directory_falls_back_to_stderr, .init = setup)
     free(e);
 }
 
-/* Disk full mid-report: the text file is /dev/full.  One warning, then the
- * whole report on stderr; the JSON file (writable) still gets its line. */
+/* Disk full mid-run: after the first report the text file's descriptor is
+ * /dev/full.  One warning, then the whole failed report on stderr; the JSON
+ * file (writable) still gets both lines. */
 Test(sink, disk_full_falls_back_to_stderr, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
-    cr_assert_eq(symlink("/dev/full", path_in_dir("tg.%ld.txt", getpid())), 0);
+    tg_proc_configure(prefix);
     static struct tg_report a;
     fx_race_high(&a);
     cr_assert_eq(tg_sink_emit(&a), 0);
+    int txt, jsonl, full = open("/dev/full", O_WRONLY);
+    tg_sink_signal_fds(&txt, &jsonl);
+    cr_assert(txt > 2 && full >= 0);
+    cr_assert_eq(dup2(full, txt), txt);
+    close(full);
     cr_assert_eq(tg_sink_emit(&a), 0);
     char *e = fx_read_file(errpath);
     cr_assert(strstr(e, "tunerguard: cannot write report file ") && strstr(e, "(No space left on device); reports go to stderr instead\n"),
               "got: %s", e);
     cr_assert_eq(count(e, "tunerguard: cannot write"), 1);
-    cr_assert_eq(count(e, "WARNING: tunerguard:"), 2);
-    cr_assert_eq(count(e, "SUMMARY: tunerguard:"), 2);
+    cr_assert_eq(count(e, "WARNING: tunerguard:"), 1);
+    cr_assert_eq(count(e, "SUMMARY: tunerguard:"), 1);
     size_t n = strlen(e);
     cr_assert(n > 19 && !strcmp(e + n - 19, "==================\n"));
     free(e);
@@ -155,7 +160,7 @@ static void fork_case(int call_atfork)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     static struct tg_report a;
     fx_race_high(&a);
     cr_assert_eq(tg_sink_emit(&a), 0);
@@ -202,7 +207,7 @@ Test(sink, written_report_is_symbolized, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     tg_native_init();
     static struct tg_report a;
     fx_race_high(&a);
@@ -221,7 +226,7 @@ Test(sink, signal_fds, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     int t, j;
     tg_sink_signal_fds(&t, &j);
     cr_assert(t == -1 && j == -1, "nothing open before the first report");
@@ -237,26 +242,37 @@ Test(sink, signal_fds, .init = setup)
     free(txt);
 }
 
-Test(sink, summary_line_relative_name, .init = setup)
+/* A relative log_path is resolved against the directory of the first use
+ * (arming, in the preload): the summary names the absolute path, and a
+ * chdir() after that does not move the files. */
+Test(sink, relative_log_path_made_absolute, .init = setup)
 {
     cr_assert_eq(chdir(dir), 0);
-    tg_sink_configure("tg");
+    char cwd[200];
+    cr_assert(getcwd(cwd, sizeof cwd));
+    tg_proc_configure("./tg");
+    tg_proc_arm();
+    cr_assert_eq(chdir("/"), 0);
     static struct tg_report a;
     fx_race_high(&a);
     cr_assert_eq(tg_sink_emit(&a), 0);
     tg_sink_summary_line(1, 0, 0, 0);
     char *e = fx_read_file(errpath);
-    char want[200];
-    snprintf(want, sizeof want, "tunerguard: 1 race reported in ./tg.%ld.txt\n", (long)getpid());
+    char want[300];
+    snprintf(want, sizeof want, "tunerguard: 1 race reported in %s/tg.%ld.txt\n", cwd, (long)getpid());
     cr_assert_str_eq(e, want);
     free(e);
+    cr_assert(exists(path_in_dir("tg.%ld.jsonl", getpid())));
+    char in_root[64];
+    snprintf(in_root, sizeof in_root, "/tg.%ld.txt", (long)getpid());
+    cr_assert(!exists(in_root), "the chdir moved the report");
 }
 
 Test(sink, summary_line, .init = setup)
 {
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix);
+    tg_proc_configure(prefix);
     tg_sink_summary_line(0, 0, 0, 0);          /* nothing to say: silent */
     static struct tg_report a;
     fx_race_high(&a);

@@ -10,6 +10,7 @@
 
 #include "detectors/interference.h"
 #include "reports/report.h"
+#include "core/process.h"
 #include "core/py_api.h"
 
 static pthread_barrier_t bar;
@@ -22,7 +23,7 @@ static void setup(void)
     static char dir[] = "/tmp/tg-stress-XXXXXX";
     cr_assert(mkdtemp(dir));
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    tg_sink_configure(prefix); /* reports (if any) never land in the cwd */
+    tg_proc_configure(prefix); /* reports (if any) never land in the cwd */
 }
 
 TestSuite(stress, .init = setup);

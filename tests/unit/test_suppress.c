@@ -454,7 +454,7 @@ Test(suppress, relative_path_that_does_not_resolve_is_a_warning)
     /* and so does a relative path that resolves to something unreadable or
      * wrong */
     cr_expect_eq(run_preloaded_in("/tmp", "/usr/bin/python3", NULL, "suppressions=.", out, sizeof out), 2);
-    cr_expect_str_eq(out, "tunerguard: suppressions file '.': cannot read (Is a directory)\n");
+    cr_expect_str_eq(out, "tunerguard: suppressions file '.': not a regular file (a directory)\n");
     snprintf(path, sizeof path, "%s/bad.txt", dir);
     f = fopen(path, "w");
     fputs("race:ok\nmutex:x\n", f);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "reports/report.h"
+#include "core/process.h"
 #include "reports/trace.h"
 #include "core/clock.h"
 #include "shim/cuda_hooks.h"
@@ -111,7 +112,8 @@ Test(trace, sessions_race_wait_cuda_parse_and_nest)
 {
     setup_dir();
     tg_clock_init();
-    tg_trace_configure(1, prefix, 1000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 1000);
     tg_trace_set_namer(namer);
     struct tg_thread t1 = mk_thread(1001), t2 = mk_thread(1002);
 
@@ -170,7 +172,8 @@ Test(trace, sessions_race_wait_cuda_parse_and_nest)
 Test(trace, no_event_no_file)
 {
     setup_dir();
-    tg_trace_configure(1, prefix, 1000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 1000);
     tg_trace_close();
     cr_assert_neq(access(file, F_OK), 0, "a trace file was created without events");
     cr_assert_str_eq(tg_trace_path(), "");
@@ -179,7 +182,8 @@ Test(trace, no_event_no_file)
 Test(trace, off_writes_nothing)
 {
     setup_dir();
-    tg_trace_configure(0, prefix, 1000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(0, 1000);
     struct tg_thread t1 = mk_thread(1001);
     tg_trace_session_begin(&t1, "Autotuner.run", "k", 1);
     tg_trace_session_end(&t1);
@@ -193,7 +197,8 @@ Test(trace, cap_counts_drops)
 {
     setup_dir();
     tg_clock_init();
-    tg_trace_configure(1, prefix, 10);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 10);
     struct tg_thread t1 = mk_thread(1001);
     uint64_t now = tg_mono_ns();
     for (int s = 0; s < 4; s++) {
@@ -218,7 +223,8 @@ Test(trace, ring_overwrites_oldest)
 {
     setup_dir();
     tg_clock_init();
-    tg_trace_configure(1, prefix, 1000000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 1000000);
     struct tg_thread t1 = mk_thread(1001);
     uint64_t now = tg_mono_ns();
     int total = TG_TRACE_RING + 100;
@@ -256,7 +262,8 @@ Test(trace, concurrent_drain_is_safe)
 {
     setup_dir();
     tg_clock_init();
-    tg_trace_configure(1, prefix, 2000000000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 2000000000);
     struct tg_thread t1 = mk_thread(1001), t2 = mk_thread(1002);
     struct stress s = {&t2, 300000, 0};
     pthread_t th;
@@ -287,7 +294,8 @@ Test(trace, killed_process_trace_is_recoverable)
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         tg_clock_init();
-        tg_trace_configure(1, prefix, 1000);
+        tg_proc_configure(prefix);
+        tg_trace_configure(1, 1000);
         struct tg_thread t1 = mk_thread(1001);
         static struct tg_report r;
         r.seq = 1;
@@ -316,7 +324,8 @@ Test(trace, rank_in_file_name)
     setup_dir();
     setenv("RANK", "3", 1);
     tg_clock_init();
-    tg_trace_configure(1, prefix, 1000);
+    tg_proc_configure(prefix);
+    tg_trace_configure(1, 1000);
     struct tg_thread t1 = mk_thread(1001);
     tg_trace_session_begin(&t1, "Autotuner.run", "k", 1);
     tg_trace_session_end(&t1);

@@ -1,0 +1,378 @@
+/* Process facts (core/process.c): $RANK by one rule, the absolute stem,
+ * report files created new under a unique id (planted symlinks, FIFOs, a
+ * second process with the same pid), their mode, files read only when
+ * regular, and the secure-execution decision. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/options.h"
+#include "core/process.h"
+
+static char dir[64];
+static char errpath[128];
+static char prefix[128];
+
+/* A fresh directory, stderr captured into a file outside it, $RANK unset. */
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tg_proc_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(errpath, sizeof errpath, "%s.stderr", dir);
+    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    unsetenv("RANK");
+    umask(022);
+    snprintf(prefix, sizeof prefix, "%s/tg", dir);
+    tg_proc_configure(prefix);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[8192];
+    int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0, "cannot read %s", path);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return buf;
+}
+
+static const char *in_dir(const char *fmt, long a)
+{
+    static char p[4][256];
+    static int k;
+    char name[160];
+    snprintf(name, sizeof name, fmt, a);
+    char *out = p[k++ & 3];
+    snprintf(out, 256, "%s/%s", dir, name);
+    return out;
+}
+
+static int is_reg(const char *p)
+{
+    struct stat sb;
+    return lstat(p, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* The report files of one create call: txt and jsonl. */
+static struct tg_proc_file pair[2];
+
+static int create_pair(void)
+{
+    pair[0].ext = ".txt";
+    pair[1].ext = ".jsonl";
+    return tg_proc_create(pair, 2, O_RDWR | O_APPEND);
+}
+
+/* <dir>/tg.<pid>.<n><ext>: returns n, or 0 when path is not of that shape. */
+static unsigned long long id_token(const char *path, const char *ext)
+{
+    char head[160];
+    snprintf(head, sizeof head, "%s/tg.%ld.", dir, (long)getpid());
+    size_t h = strlen(head), n = strlen(path), e = strlen(ext);
+    if (n <= h + e || strncmp(path, head, h) || strcmp(path + n - e, ext))
+        return 0;
+    unsigned long long v = 0;
+    for (size_t i = h; i < n - e; i++) {
+        if (path[i] < '0' || path[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned)(path[i] - '0');
+    }
+    return v;
+}
+
+/* ---- the rank ------------------------------------------------------------- */
+
+Test(process, rank_one_strict_rule, .init = setup)
+{
+    static const struct {
+        const char *env;
+        int rank;
+    } cases[] = {
+        {"3", 3}, {"0", 0}, {"007", 7}, {"1073741823", 1073741823},
+        {"3x", -1}, {"-1", -1}, {" 3", -1}, {"3 ", -1}, {"+3", -1}, {"", -1}, {"1073741824", -1},
+        {"99999999999999999999", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("RANK", cases[i].env, 1);
+        tg_proc_configure(prefix);
+        cr_expect_eq(tg_proc_rank(), cases[i].rank, "RANK='%s'", cases[i].env);
+        char want[200];
+        if (cases[i].rank >= 0)
+            snprintf(want, sizeof want, "%s.rank%d", prefix, cases[i].rank);
+        else
+            snprintf(want, sizeof want, "%s", prefix);
+        cr_expect_str_eq(tg_proc_stem(), want, "RANK='%s'", cases[i].env);
+    }
+}
+
+Test(process, bad_rank_said_once_and_only_when_used, .init = setup)
+{
+    setenv("RANK", "3x\033[2J", 1);
+    tg_proc_configure(prefix);
+    tg_proc_arm(); /* arming is silent: nothing observable before a target is used */
+    cr_expect_str_eq(slurp(errpath), "");
+    cr_expect_eq(tg_proc_rank(), -1);
+    cr_expect_eq(tg_proc_rank(), -1);
+    cr_expect_str_eq(tg_proc_stem(), prefix);
+    cr_expect_str_eq(slurp(errpath), "tunerguard: RANK='3x\\x1b[2J' is not a rank (digits only, 0 to 1073741823); "
+                                     "report files are named without one\n");
+}
+
+/* Every file of a process is named by the same stem: with RANK=3x none of
+ * them carries a rank (before: the text and JSON Lines got .rank3., the
+ * trace and the fatal fallback did not). */
+Test(process, one_stem_for_every_kind, .init = setup)
+{
+    setenv("RANK", "3x", 1);
+    tg_proc_configure(prefix);
+    cr_assert_eq(create_pair(), 0);
+    struct tg_proc_file tr = {.ext = ".trace.json"};
+    cr_assert_eq(tg_proc_create(&tr, 1, O_WRONLY), 0);
+    cr_expect_str_eq(pair[0].path, in_dir("tg.%ld.txt", getpid()));
+    cr_expect_str_eq(pair[1].path, in_dir("tg.%ld.jsonl", getpid()));
+    cr_expect_str_eq(tr.path, in_dir("tg.%ld.trace.json", getpid()));
+
+    setenv("RANK", "3", 1);
+    tg_proc_configure(prefix);
+    cr_assert_eq(create_pair(), 0);
+    cr_expect_str_eq(pair[0].path, in_dir("tg.rank3.%ld.txt", getpid()));
+    cr_expect_str_eq(pair[1].path, in_dir("tg.rank3.%ld.jsonl", getpid()));
+}
+
+/* ---- the stem ------------------------------------------------------------- */
+
+Test(process, relative_stem_resolved_at_arming, .init = setup)
+{
+    cr_assert_eq(chdir(dir), 0);
+    char cwd[200], want[300];
+    cr_assert(getcwd(cwd, sizeof cwd));
+    tg_proc_configure("./sub/tg");
+    tg_proc_arm();
+    cr_assert_eq(chdir("/"), 0);
+    snprintf(want, sizeof want, "%s/sub/tg", cwd);
+    cr_expect_str_eq(tg_proc_stem(), want);
+    cr_expect_eq(tg_proc_text_to_stderr(), 0);
+
+    tg_proc_configure("stderr"); /* text on stderr; the trace keeps the default name */
+    cr_expect_eq(tg_proc_text_to_stderr(), 1);
+    cr_expect_str_eq(tg_proc_stem(), "/tunerguard");
+}
+
+Test(process, too_long_log_path_goes_to_stderr_with_one_line, .init = setup)
+{
+    static char big[70000];
+    memset(big, 'a', sizeof big - 1);
+    big[0] = '/';
+    tg_proc_configure(big);
+    cr_expect_eq(tg_proc_text_to_stderr(), 1);
+    cr_expect_str_eq(tg_proc_stem(), "");
+    cr_expect_eq(create_pair(), -1);
+    cr_expect_eq(pair[0].err, ENAMETOOLONG);
+    cr_expect_str_eq(slurp(errpath), "tunerguard: log_path is 69999 bytes long, too long for a report path (at most "
+                                     "3999 with the directory); reports go to stderr\n");
+}
+
+/* ---- creating report files ------------------------------------------------ */
+
+Test(process, common_case_keeps_the_pid_name, .init = setup)
+{
+    cr_assert_eq(create_pair(), 0);
+    cr_expect_str_eq(pair[0].path, in_dir("tg.%ld.txt", getpid()));
+    cr_expect_str_eq(pair[1].path, in_dir("tg.%ld.jsonl", getpid()));
+    cr_expect(pair[0].fd > 2 && pair[1].fd > 2);
+    struct stat sb;
+    cr_assert_eq(fstat(pair[0].fd, &sb), 0);
+    cr_expect_eq(sb.st_mode & 0777, 0644);
+    cr_expect(fcntl(pair[0].fd, F_GETFD) & FD_CLOEXEC);
+    /* a later file of the same process (the trace) takes the same id */
+    struct tg_proc_file tr = {.ext = ".trace.json"};
+    cr_assert_eq(tg_proc_create(&tr, 1, O_WRONLY), 0);
+    cr_expect_str_eq(tr.path, in_dir("tg.%ld.trace.json", getpid()));
+}
+
+/* A symlink planted at each report name: the target is untouched and the
+ * files are new ones under one new id (before: append to the target, and
+ * O_TRUNC for the trace). */
+Test(process, planted_symlinks_are_left_alone, .init = setup)
+{
+    static const char *const exts[] = {".txt", ".jsonl", ".trace.json"};
+    for (int k = 0; k < 3; k++) {
+        char target[200], link[300];
+        snprintf(target, sizeof target, "%s/precious%d", dir, k);
+        int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, "keep me\n", 8), 8);
+        close(fd);
+        tg_proc_configure(prefix);
+        /* a fresh process: a fork child has its own pid, hence its own names */
+        pid_t child = fork();
+        cr_assert_geq(child, 0);
+        if (child == 0) {
+            snprintf(link, sizeof link, "%s/tg.%ld%s", dir, (long)getpid(), exts[k]);
+            if (symlink(target, link) < 0 || create_pair() < 0)
+                _exit(10);
+            struct tg_proc_file tr = {.ext = ".trace.json"};
+            if (tg_proc_create(&tr, 1, O_WRONLY) < 0)
+                _exit(11);
+            if (write(pair[0].fd, "T", 1) != 1 || write(pair[1].fd, "J", 1) != 1 || write(tr.fd, "R", 1) != 1)
+                _exit(12);
+            unsigned long long a = id_token(pair[0].path, ".txt"), b = id_token(pair[1].path, ".jsonl"),
+                               c = id_token(tr.path, ".trace.json");
+            if (!a || a != b || a != c)
+                _exit(13); /* one new id for all three */
+            _exit(0);
+        }
+        int st;
+        cr_assert_eq(waitpid(child, &st, 0), child);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status %d", exts[k], st);
+        cr_expect_str_eq(slurp(target), "keep me\n", "%s: the symlink's target was written", exts[k]);
+        for (int j = 0; j < 3; j++)
+            cr_expect(!is_reg(in_dir(j == 0 ? "tg.%ld.txt" : j == 1 ? "tg.%ld.jsonl" : "tg.%ld.trace.json", child)),
+                      "%s: a file was created at the taken id", exts[k]);
+    }
+}
+
+/* A FIFO at the report name: never opened (before: the open blocked until
+ * a reader came, forever at the first race). */
+Test(process, fifo_at_report_name_does_not_block, .init = setup, .timeout = 20)
+{
+    cr_assert_eq(mkfifo(in_dir("tg.%ld.txt", getpid()), 0644), 0);
+    alarm(10);
+    cr_assert_eq(create_pair(), 0);
+    alarm(0);
+    cr_expect(id_token(pair[0].path, ".txt") != 0, "got %s", pair[0].path);
+    cr_expect(id_token(pair[1].path, ".jsonl") == id_token(pair[0].path, ".txt"));
+    cr_expect(is_reg(pair[0].path) && is_reg(pair[1].path));
+}
+
+/* Two processes with the same pid (containers, unshare -pf, a second run in
+ * one folder): the second finds the first one's files and takes a new id;
+ * one file of any kind marks the id as taken. */
+Test(process, same_pid_twice_never_shares_files, .init = setup)
+{
+    /* the "other" process left only a trace under our pid */
+    int fd = open(in_dir("tg.%ld.trace.json", getpid()), O_WRONLY | O_CREAT | O_EXCL, 0644);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, "[\n", 2), 2);
+    close(fd);
+    cr_assert_eq(create_pair(), 0);
+    unsigned long long id = id_token(pair[0].path, ".txt");
+    cr_expect(id != 0, "reports joined the other process's id: %s", pair[0].path);
+    cr_expect(!is_reg(in_dir("tg.%ld.txt", getpid())));
+    cr_expect_str_eq(slurp(in_dir("tg.%ld.trace.json", getpid())), "[\n");
+    /* and a third process of that pid: yet another id */
+    tg_proc_configure(prefix); /* forgets our id, as a new process would */
+    struct tg_proc_file again[2] = {{.ext = ".txt"}, {.ext = ".jsonl"}};
+    cr_assert_eq(tg_proc_create(again, 2, O_RDWR | O_APPEND), 0);
+    unsigned long long id2 = id_token(again[0].path, ".txt");
+    cr_expect(id2 != 0 && id2 != id, "%s vs %s", again[0].path, pair[0].path);
+}
+
+/* Our id chosen (by the trace), then a name of it taken by someone else:
+ * the pair moves to a new id together and the half-made file is removed. */
+Test(process, pair_moves_together, .init = setup)
+{
+    struct tg_proc_file tr = {.ext = ".trace.json"};
+    cr_assert_eq(tg_proc_create(&tr, 1, O_WRONLY), 0);
+    cr_assert_str_eq(tr.path, in_dir("tg.%ld.trace.json", getpid()));
+    cr_assert_eq(symlink("/etc/passwd", in_dir("tg.%ld.jsonl", getpid())), 0);
+    cr_assert_eq(create_pair(), 0);
+    unsigned long long id = id_token(pair[0].path, ".txt");
+    cr_expect(id != 0 && id == id_token(pair[1].path, ".jsonl"), "%s %s", pair[0].path, pair[1].path);
+    cr_expect(!is_reg(in_dir("tg.%ld.txt", getpid())), "the half-made pair was left behind");
+}
+
+Test(process, private_mode_in_a_directory_others_write, .init = setup)
+{
+    cr_assert_eq(chmod(dir, 01777), 0);
+    cr_assert_eq(create_pair(), 0);
+    struct stat sb;
+    cr_assert_eq(fstat(pair[0].fd, &sb), 0);
+    cr_expect_eq(sb.st_mode & 0777, 0600);
+    cr_assert_eq(fstat(pair[1].fd, &sb), 0);
+    cr_expect_eq(sb.st_mode & 0777, 0600);
+}
+
+Test(process, missing_directory_fails_without_retrying, .init = setup)
+{
+    char p[200];
+    snprintf(p, sizeof p, "%s/no/such/tg", dir);
+    tg_proc_configure(p);
+    cr_expect_eq(create_pair(), -1);
+    cr_expect_eq(pair[0].err, ENOENT);
+    char want[300];
+    snprintf(want, sizeof want, "%s/no/such/tg.%ld.txt", dir, (long)getpid());
+    cr_expect_str_eq(pair[0].path, want);
+}
+
+/* ---- files the library reads ---------------------------------------------- */
+
+Test(process, open_read_regular_files_only, .init = setup, .timeout = 20)
+{
+    const char *kind = "x";
+    const char *fifo = in_dir("fifo%ld", 0), *reg = in_dir("reg%ld", 0);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    alarm(10);
+    cr_expect_eq(tg_proc_open_read(fifo, &kind), -2);
+    alarm(0);
+    cr_expect_str_eq(kind, "a FIFO");
+    cr_expect_eq(tg_proc_open_read(dir, &kind), -2);
+    cr_expect_str_eq(kind, "a directory");
+    cr_expect_eq(tg_proc_open_read("/dev/null", &kind), -2);
+    cr_expect_str_eq(kind, "a character device");
+    errno = 0;
+    cr_expect_eq(tg_proc_open_read(in_dir("none%ld", 0), &kind), -1);
+    cr_expect_eq(errno, ENOENT);
+    cr_expect_null(kind);
+    int fd = open(reg, O_WRONLY | O_CREAT, 0644);
+    close(fd);
+    fd = tg_proc_open_read(reg, &kind);
+    cr_expect(fd >= 0 && kind == NULL);
+    cr_expect(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+    close(fd);
+}
+
+/* ---- secure execution ----------------------------------------------------- */
+
+Test(process, secure_filter_drops_environment_paths)
+{
+    struct tg_options o;
+    char err[300], names[96];
+    cr_assert_eq(tg_options_parse("log_path=/tmp/x/tg:suppressions=/etc/shadow:cupti_path=/tmp/evil.so:trace=1:"
+                                  "mode=serialize",
+                                  &o, err, sizeof err),
+                 0, "%s", err);
+    cr_expect_eq(tg_proc_secure_filter(&o, 0, names, sizeof names), 0);
+    cr_expect_str_eq(names, "");
+    cr_expect_str_eq(o.log_path, "/tmp/x/tg", "not secure: nothing changes");
+    cr_expect_eq(tg_proc_secure_filter(&o, 1, names, sizeof names), 4);
+    cr_expect_str_eq(names, "log_path, suppressions, cupti_path, trace");
+    cr_expect_str_eq(o.log_path, "stderr");
+    cr_expect_str_eq(o.suppressions, "");
+    cr_expect_str_eq(o.cupti_path, "");
+    cr_expect_eq(o.trace, 0);
+    cr_expect_eq(o.mode, TG_MODE_SERIALIZE, "other options stay");
+    tg_options_free(&o);
+
+    /* defaults: nothing to name, but the reports still go to stderr */
+    cr_assert_eq(tg_options_parse("", &o, err, sizeof err), 0);
+    cr_expect_eq(tg_proc_secure_filter(&o, 1, names, sizeof names), 0);
+    cr_expect_str_eq(o.log_path, "stderr");
+    tg_options_free(&o);
+    cr_assert_eq(tg_options_parse("log_path=a", &o, err, sizeof err), 0); /* shorter than "stderr" */
+    cr_expect_eq(tg_proc_secure_filter(&o, 1, names, sizeof names), 1);
+    cr_expect_str_eq(names, "log_path");
+    cr_expect_str_eq(o.log_path, "stderr");
+    tg_options_free(&o);
+}
