@@ -134,8 +134,11 @@ static void compute_unlocked(void)
         memcpy(rank_sfx + 5, digits + i, sizeof digits - (size_t)i);
         rank_sfx[5 + sizeof digits - (size_t)i] = '\0';
     }
-    size_t sfx_len = strlen(rank_sfx);
-    if (used + base_len + sfx_len >= room) {
+    /* log_path=DIR/ names a folder: the files are DIR/tunerguard.<id>.*,
+     * not hidden DIR/.<id>.* files that a directory listing skips. */
+    const char *leaf = base_len && base[base_len - 1] == '/' ? "tunerguard" : "";
+    size_t sfx_len = strlen(rank_sfx), leaf_len = strlen(leaf);
+    if (used + base_len + leaf_len + sfx_len >= room) {
         facts_stem[0] = '\0';
         facts_to_stderr = 1;
         if (facts_say == SAY_NONE)
@@ -144,6 +147,8 @@ static void compute_unlocked(void)
     }
     memcpy(out + used, base, base_len);
     used += base_len;
+    memcpy(out + used, leaf, leaf_len);
+    used += leaf_len;
     memcpy(out + used, rank_sfx, sfx_len + 1);
 }
 

@@ -10,7 +10,7 @@
  * keeps the facts (same rank, same directory); the file id below is per pid.
  *
  * Report file names: <stem>.<id><ext>, stem = <log_path>[.rank<R>] made
- * absolute, id = <pid> when no report file of any kind carries that name yet
+ * absolute (a log_path ending in '/' names a folder: <log_path>tunerguard), id = <pid> when no report file of any kind carries that name yet
  * (the common case: tunerguard.4242.txt), else <pid>.<n> with n a random
  * decimal (a file left by an earlier run, another process with the same pid
  * in another pid namespace, a planted symlink).  Files are always created

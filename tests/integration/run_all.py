@@ -774,15 +774,16 @@ def check_planted_symlinks(ctx):
 def check_fifo_at_report_path(ctx):
     # the text report opened O_RDWR (a FIFO swallowed it); the trace O_WRONLY (hung until a reader came)
     for ext in (".txt", ".trace.json"):
-        res = ctx.run_py(PLANT_PROG % {"exts": [ext], "fifo": True, "serialize": False}, options=opts(trace=1),
-                         timeout=30)
+        trace = ext == ".trace.json"  # the text report alone must say it too
+        res = ctx.run_py(PLANT_PROG % {"exts": [ext], "fifo": True, "serialize": False},
+                         options=opts(trace=int(trace)), timeout=30)
         expect(not res.timed_out, "%s: a FIFO at the report path hung the program" % ext, res)
         expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % ext, res)
         pid = re.search(r"DONE pid (\d+)", res.out).group(1)
         ident, txt, _ = report_names(res, pid)
         expect(ident != pid, "%s: a new id" % ext, res)
-        expect(os.path.isfile(os.path.join(res.tmp, "tg.%s.trace.json" % ident)), "%s: the trace has the id" % ext,
-               res)
+        expect(os.path.isfile(os.path.join(res.tmp, "tg.%s.trace.json" % ident)) == trace,
+               "%s: the trace has the id" % ext, res)
         expect(stat.S_ISFIFO(os.lstat(os.path.join(res.tmp, "tg.%s%s" % (pid, ext))).st_mode), "the FIFO is left",
                res)
         said = [l for l in res.err.splitlines() if "is a FIFO" in l]

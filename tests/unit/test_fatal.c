@@ -2,6 +2,7 @@
  * children that crash (SIGSEGV, abort) leave a complete block in the report
  * and still die by their signal; a previously installed handler still runs;
  * a child SIGKILLed right after a race leaves complete, parseable reports. */
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -225,6 +226,60 @@ Test(fatal, block_follows_existing_report)
     const char *fatal = strstr(text, "WARNING: tunerguard: fatal signal SIGBUS");
     cr_assert(race && fatal && race < fatal, "expected the race report, then the fatal block:\n%s", text);
     check_block(fatal - strlen("==================\n"), "SIGBUS", pid);
+}
+
+/* The fallback files follow the rule of every writer (core/process.h): one
+ * $RANK rule (RANK=3x: no rank anywhere; before, the record said rank 3),
+ * and a new file under a new id when a symlink sits at the common name (its
+ * target untouched; before, the block was appended to it). */
+Test(fatal, fallback_files_named_like_the_reports)
+{
+    setup_dir();
+    char target[200], link[300];
+    snprintf(target, sizeof target, "%s/precious", dir);
+    int tfd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(tfd >= 0 && write(tfd, "keep me\n", 8) == 8);
+    close(tfd);
+    for (int k = 0; k < 2; k++) {
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+            setenv("RANK", k == 0 ? "3x" : "3", 1);
+            snprintf(link, sizeof link, "%s%s.%d.txt", prefix, k == 0 ? "" : ".rank3", (int)getpid());
+            if (symlink(target, link) < 0)
+                _exit(12);
+            child_setup_inside();
+            tg_fatal_install(0);
+            raise(SIGSEGV);
+            _exit(11);
+        }
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %d", st);
+        cr_assert_str_eq(slurp(target), "keep me\n", "the symlink's target was written");
+        /* the one text and JSON Lines file of this pid: <prefix>[.rank3].<pid>.<n>.{txt,jsonl} */
+        char pattern[300], txt[300] = "", jsonl[300];
+        snprintf(pattern, sizeof pattern, "tg%s.%d.", k == 0 ? "" : ".rank3", (int)pid);
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        int ntxt = 0;
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (!strncmp(e->d_name, pattern, strlen(pattern)) && n > 4 && !strcmp(e->d_name + n - 4, ".txt") &&
+                strspn(e->d_name + strlen(pattern), "0123456789") == n - 4 - strlen(pattern) &&
+                n - 4 > strlen(pattern)) {
+                snprintf(txt, sizeof txt, "%s/%s", dir, e->d_name);
+                ntxt++;
+            }
+        }
+        closedir(d);
+        cr_assert_eq(ntxt, 1, "RANK=%s: no single %s<n>.txt", k == 0 ? "3x" : "3", pattern);
+        check_block(slurp(txt), "SIGSEGV", pid);
+        snprintf(jsonl, sizeof jsonl, "%.*s.jsonl", (int)(strlen(txt) - 4), txt);
+        const char *ex0[] = {"1:kind=\"fatal\"", "1:rank=null", NULL};
+        const char *ex1[] = {"1:kind=\"fatal\"", "1:rank=3", NULL};
+        cr_assert_eq(run_jsonl_checker(jsonl, 1, k == 0 ? ex0 : ex1), 0, "check_jsonl.py failed on %s", jsonl);
+    }
 }
 
 /* log_path=stderr: the block goes to fd 2. */

@@ -169,6 +169,20 @@ Test(process, relative_stem_resolved_at_arming, .init = setup)
     cr_expect_str_eq(tg_proc_stem(), "/tunerguard");
 }
 
+/* log_path=DIR/ : DIR/tunerguard.<pid>.txt (before: a hidden DIR/.<pid>.txt
+ * that `tunerguard report` skipped). */
+Test(process, log_path_naming_a_folder, .init = setup)
+{
+    char p[200], want[300];
+    snprintf(p, sizeof p, "%s/", dir);
+    setenv("RANK", "2", 1);
+    tg_proc_configure(p);
+    snprintf(want, sizeof want, "%s/tunerguard.rank2", dir);
+    cr_expect_str_eq(tg_proc_stem(), want);
+    cr_assert_eq(create_pair(), 0);
+    cr_expect_str_eq(pair[0].path, in_dir("tunerguard.rank2.%ld.txt", getpid()));
+}
+
 Test(process, too_long_log_path_goes_to_stderr_with_one_line, .init = setup)
 {
     static char big[70000];
@@ -291,6 +305,26 @@ Test(process, pair_moves_together, .init = setup)
     unsigned long long id = id_token(pair[0].path, ".txt");
     cr_expect(id != 0 && id == id_token(pair[1].path, ".jsonl"), "%s %s", pair[0].path, pair[1].path);
     cr_expect(!is_reg(in_dir("tg.%ld.txt", getpid())), "the half-made pair was left behind");
+}
+
+/* The id is chosen (the trace came first), and then a symlink appears at a
+ * name of it: the check for taken names was done when the id was chosen,
+ * so only O_EXCL|O_NOFOLLOW stands between the report and the target. */
+Test(process, link_planted_after_the_id_was_chosen, .init = setup)
+{
+    struct tg_proc_file tr = {.ext = ".trace.json"};
+    cr_assert_eq(tg_proc_create(&tr, 1, O_WRONLY), 0);
+    char target[200];
+    snprintf(target, sizeof target, "%s/precious", dir);
+    int fd = open(target, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(fd >= 0 && write(fd, "keep me\n", 8) == 8);
+    close(fd);
+    cr_assert_eq(symlink(target, in_dir("tg.%ld.txt", getpid())), 0);
+    cr_assert_eq(create_pair(), 0);
+    cr_assert_eq(write(pair[0].fd, "REPORT\n", 7), 7);
+    cr_expect_str_eq(slurp(target), "keep me\n");
+    cr_expect(id_token(pair[0].path, ".txt") != 0, "%s", pair[0].path);
+    cr_expect_str_eq(slurp(pair[0].path), "REPORT\n");
 }
 
 Test(process, private_mode_in_a_directory_others_write, .init = setup)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -321,6 +322,24 @@ Test(suppress, loader_messages)
     cr_expect_eq(tg_supp_check(&r), 1);
     cr_expect_eq(tg_supp_check(&r), 1);
     cr_expect_eq(tg_supp_total(), 2);
+}
+
+/* A FIFO (or anything not a regular file) is refused at once, never read:
+ * before, the open blocked until a writer came. */
+Test(suppress, loader_refuses_fifo_without_blocking, .timeout = 20)
+{
+    char fifo[] = "/tmp/tg_supp_fifo_XXXXXX";
+    cr_assert_not_null(mkdtemp(fifo));
+    char path[64], err[600], want[200];
+    snprintf(path, sizeof path, "%s/s", fifo);
+    cr_assert_eq(mkfifo(path, 0644), 0);
+    alarm(10);
+    cr_expect_eq(tg_supp_load(path, err, sizeof err), -1);
+    alarm(0);
+    snprintf(want, sizeof want, "suppressions file '%s': not a regular file (a FIFO)", path);
+    cr_expect_str_eq(err, want);
+    unlink(path);
+    rmdir(fifo);
 }
 
 /* The preload refuses a bad file before the program runs: exit status 2 and
