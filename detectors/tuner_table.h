@@ -70,15 +70,16 @@ enum tg_verdict {
  * Waiters queue in a FIFO (linked through their thread records, under the
  * GIL) and park on their own word (core/park.h).  Unlock wakes the head
  * only.  Newcomers may take a free tuner ahead of the queue (no hand-off
- * per call) until a woken waiter that has waited TG_TUNER_STARVE_NS fails to
- * take it: then the tuner is starving and unlock hands it to the head
+ * per call) until a woken waiter that has waited TG_TUNER_STARVE_NS (10 ms:
+ * Go's 1 ms made every tuned call of 8 threads a hand-off, a context switch
+ * each) fails to take it: then the tuner is starving and unlock hands it to the head
  * directly (owner = its tid), so newcomers queue too, until a waiter that
  * waited less than that, or the last one, takes it (sync.Mutex's rule from
  * Go: a thread that calls a tuner in a loop does not keep another out).  A
  * hand-off needs no GIL either: the head owns the tuner before it runs.
  * A thread that proceeds unserialized (a broken cycle of waits) enters
  * without the lock and never unlocks it. */
-#define TG_TUNER_STARVE_NS 1000000ull
+#define TG_TUNER_STARVE_NS 10000000ull
 
 /* Take u's lock for thread tid: 1 when it is free (now ours) or was handed
  * to tid.  Any thread, GIL or not. */

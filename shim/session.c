@@ -242,6 +242,114 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     return 1;
 }
 
+/* ---- the turn -----------------------------------------------------------------
+ *
+ * serialize's lock per tuner is what correctness needs; speed needs more.
+ * Triton's launcher lets the GIL go around every launch, so N threads that
+ * call tuned kernels in a loop hand the GIL around at every launch: that is
+ * why a plain global lock around Autotuner.run (seeds/001) runs faster than
+ * no lock at all (the threads blocked on it leave the GIL to the one
+ * inside).  A lock per tuner keeps one thread per tuner runnable, and those
+ * still fight over the GIL and hand each other their tuners (measured on an
+ * H200, 2 kernels: 0.34-0.51x of no tunerguard at 2-8 threads).
+ *
+ * So the outermost guarded call of a thread first takes the process's turn,
+ * a lock of the same kind as a tuner's (a static struct tg_tuner: CAS, FIFO,
+ * wake-one, hand-off when a waiter starves), then the tuner's own.  A thread
+ * that holds the turn calls tuners inside tuners freely (its nested sessions
+ * take only their tuners' locks).  The turn is only a preference: a thread
+ * that has waited TG_TURN_BYPASS_NS for it goes on without it, to its tuner's
+ * lock alone, so the turn never makes a thread wait for another tuner than
+ * the one it calls for longer than that (a holder benchmarking for seconds
+ * on a cold kernel does not hold up the tuning of other kernels; a holder
+ * waiting inside its tuner for another thread's work is not deadlocked by
+ * that thread's tuner call), and a holder that died is found then too. */
+#define TG_TURN_BYPASS_NS 100000000ull
+static struct tg_tuner turn;
+
+static inline void release_turn(struct tg_thread *t)
+{
+    struct tg_thread *w = tg_tuner_unlock(&turn, t);
+    if (__builtin_expect(w != NULL, 0))
+        tg_park_wake(&w->park);
+}
+
+/* Block for the turn, at most TG_TURN_BYPASS_NS.  GIL held on entry and
+ * exit, released while blocked.  Returns 1 with the turn, 0 without it (gone
+ * on without), -1 when a signal handler raised (the wait abandoned, nothing
+ * held).  u, inst: the tuner the call is for (the summary's contended list,
+ * the audit event, the trace). */
+static int wait_for_turn(struct tg_thread *t, struct tg_tuner *u, PyObject *inst)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    tg_tuner_wait_push(&turn, t);
+    uint64_t t0 = tg_mono_ns();
+    pid_t holder_tid = (pid_t)__atomic_load_n(&turn.owner, __ATOMIC_RELAXED);
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    tg_py.PyErr_Clear();
+    u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
+    if (u && !u->noted) {
+        u->noted = 1;
+        note_contended(inst);
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    const int main_thread = t->tid == getpid();
+    int got = 0, rc = 0;
+    for (;;) {
+        uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(&turn, tid)) {
+            got = 1;
+            break;
+        }
+        uint64_t now = tg_mono_ns();
+        if (now - t0 >= TG_TURN_BYPASS_NS)
+            break; /* on without it */
+        uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
+        if (main_thread && slice > 50000000ull)
+            slice = 50000000ull; /* signal handlers run in the main thread */
+        PyThreadState *ts = tg_py.PyEval_SaveThread();
+        for (;;) {
+            rc = tg_park_wait(&t->park, seen, slice);
+            seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+            if (tg_tuner_try_lock(&turn, tid)) {
+                got = 1;
+                break;
+            }
+            if (rc != 0)
+                break;
+            tg_tuner_passed_over(&turn, tg_mono_ns() - t0);
+        }
+        tg_py.PyEval_RestoreThread(ts);
+        if (got)
+            break;
+        if ((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0) {
+            abandon_wait(&turn, t);
+            if (__builtin_expect(tg_trace_on, 0))
+                tg_trace_wait_end(t);
+            return -1;
+        }
+    }
+    uint64_t dt = tg_mono_ns() - t0;
+    if (got)
+        tg_tuner_served(&turn, dt);
+    tg_tuner_wait_remove(&turn, t);
+    if (!got) {
+        /* A holder that died keeps the turn: free it for the others. */
+        pid_t dead[1];
+        unsigned long ident[1];
+        struct tg_thread *w;
+        tg_tuner_reap(&turn, tg_tid_alive, dead, ident, 1, &w);
+        if (w)
+            tg_park_wake(&w->park);
+    }
+    tg__gstats.waits++;
+    tg__gstats.wait_ns += dt;
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return got;
+}
+
 /* ---- the guard itself ------------------------------------------------------ */
 
 /* The original takes self first: rebuild the vector [self, args..., kwargs...].
@@ -309,6 +417,30 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
      * thread state), on outermost entries only. */
     if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
         t->entry_device = tg_cuda_current_device();
+    struct tg_race_link link = {0};
+    int reported = 0; /* the race this call was about to have: reported before the turn's wait */
+    if (tg_opts.mode == TG_MODE_SERIALIZE && t->nheld == 0 && !tg_tuner_try_lock(&turn, (uint32_t)t->tid)) {
+        /* serialize, outermost: the turn first (above).  Someone inside this
+         * very tuner is the race this wait prevents: said now, as a wait for
+         * the tuner would. */
+        const struct tg_occupant *other = u->nocc > 0 ? tg_tuner_other(u, t) : NULL;
+        if (other && reap_dead(u, t, inst, g, tg__tid_alive_cached))
+            other = tg_tuner_other(u, t);
+        if (other) {
+            u->races++;
+            tg__report_race(u, inst, g, t, other, 1, &link);
+            tg_stress_wake();
+            reported = 1;
+        }
+        if (wait_for_turn(t, u, inst) < 0)
+            return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
+        u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
+        if (__builtin_expect(!u, 0)) {
+            release_turn(t);
+            table_full();
+            return call_orig(g, args, nargs, kwnames);
+        }
+    }
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
     /* Contended entry: is every thread inside alive?  A thread that died
      * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
@@ -316,7 +448,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
      * entries are the common case of tuned calls from several threads. */
     if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && reap_dead(u, t, inst, g, tg__tid_alive_cached))
         v = tg_tuner_decide(u, t, tg_opts.mode);
-    if (v == TG_NESTED) {
+    if (v == TG_NESTED) { /* (t->nheld > 0: no turn was taken above) */
         struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
         t->depth++;
         PyObject *res = call_orig(g, args, nargs, kwnames);
@@ -325,23 +457,27 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             tg_tuner_leave(u, t);
         return res;
     }
-    struct tg_race_link link = {0};
     if (v != TG_FIRST) {
-        const struct tg_occupant *other = tg_tuner_other(u, t);
-        if (other) { /* none: serialize's queue made a free tuner TG_WAIT */
+        const struct tg_occupant *other = reported ? NULL : tg_tuner_other(u, t);
+        if (other) { /* none: a woken waiter owns the lock and has not entered yet */
             u->races++;
             tg__report_race(u, inst, g, t, other, v == TG_WAIT, &link);
             tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
             /* The report ran Python code: the entry may have been given back. */
             u = tg_tuner_get((uintptr_t)inst);
             if (__builtin_expect(!u, 0)) {
+                if (t->nheld == 0)
+                    release_turn(t);
                 table_full();
                 return call_orig(g, args, nargs, kwnames);
             }
         }
         if (v == TG_WAIT) {
-            if (wait_for_tuner(u, t, inst, g) < 0)
+            if (wait_for_tuner(u, t, inst, g) < 0) {
+                if (t->nheld == 0)
+                    release_turn(t);
                 return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
+            }
         } else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
             link.tid = 0; /* the report let the other thread finish: no overlap left */
     }
@@ -350,6 +486,8 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
          * been given back meanwhile (detectors/tuner_table.h). */
         u = tg_tuner_get((uintptr_t)inst);
         if (__builtin_expect(!u, 0)) {
+            if (t->nheld == 0)
+                release_turn(t);
             table_full();
             return call_orig(g, args, nargs, kwnames);
         }
@@ -387,6 +525,8 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     t->nheld--;
     unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
     tg_tuner_leave(u, t);
+    if (t->nheld == 0)
+        release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) tg_tuning_session_end(t, inst, &tg__gstats.reports); /* shim/cuda_stress.h */
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
@@ -402,6 +542,8 @@ void tg_guard_atfork_child(void)
     memset(&tg__gstats, 0, sizeof tg__gstats);
     tg__gstats.guards = guards_kept;
     ncontended = 0;
+    memset(&turn, 0, sizeof turn); /* its holder and waiters are the parent's */
+    memset(alive_cache, 0, sizeof alive_cache);
     tg__capture_atfork_child();
 }
 

@@ -8,7 +8,7 @@ Forced overlap, no ordering by time: looper's first body waits until the
 waiter is blocked in tunerguard (the tunerguard.serialize_wait audit event),
 so the waiter waits behind looper's first call.  With the queue of
 detectors/tuner_table.h the waiter is passed over once, having waited more
-than 1 ms, and from then on looper queues behind it: on an idle machine the
+than 10 ms, and from then on looper queues behind it: on an idle machine the
 waiter runs before looper's third call.  Without the queue it ran after all
 LOOP calls.  The bound checked is a quarter of LOOP: a loaded machine may not
 run the woken waiter during looper's next call or two, and the count
@@ -24,7 +24,7 @@ from tgfix.tuners import Tuner  # noqa: E402
 
 T = 30.0
 LOOP = 100
-STEP = 0.002  # the body's work, GIL released; longer than the queue's 1 ms
+STEP = 0.002  # the body's work, GIL released
 t = Tuner("fair_kernel")
 waiter_blocked = threading.Event()
 calls = 0          # looper bodies started
