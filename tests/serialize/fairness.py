@@ -9,7 +9,7 @@ waiter is blocked in tunerguard (the tunerguard.serialize_wait audit event),
 so the waiter waits behind looper's first call.  With the queue of
 detectors/tuner_table.h the waiter is passed over once, having waited more
 than 10 ms, and from then on looper queues behind it: on an idle machine the
-waiter runs before looper's third call.  Without the queue it ran after all
+waiter runs within looper's first ten calls.  Without the queue it ran after all
 LOOP calls.  The bound checked is a quarter of LOOP: a loaded machine may not
 run the woken waiter during looper's next call or two, and the count
 is the outcome that matters, not a timing.
