@@ -41,13 +41,18 @@ SCENARIOS = {
     "hammer": ("hammer_kernel", NONE_IS_NOT_A_MAPPING),
     "reset_to_zero": ("accumulate_kernel", "wrong numbers in thread tuner"),
     "fast_path_first": ("fast_first_kernel", NONE_IS_NOT_A_MAPPING),
+    "disk_cache": ("disk_cache_kernel", NONE_IS_NOT_A_MAPPING),
+    "pruned_single": ("pruned_single_kernel", NONE_IS_NOT_A_MAPPING),
 }
+# The Triton versions the model has (TG_TRITON_MODEL, model/triton/_model.py).
+TRITON_MODELS = ("3.4", "3.5", "3.6", "3.7", "main")
 # Scenarios with options and an expectation of their own, run once per run
 # (mode "extra") instead of the none/detect/serialize matrix:
 #   race          the text report has a race ("thread entered a tuner another
 #                 thread is inside") naming the kernel, in EVERY run
 #   race_at_exit  ... a race seen when the call inside returned ("a call left a
 #                 tuner while another thread was benchmarking in it")
+#   race_any      either of the two (the scenario's check says which one it must be)
 #   interference  the text report has "tuning under load" naming the kernel
 #   clean         no report file at all, no "tunerguard:" line on stderr, exit 0
 #   no_race       the program ends as without tunerguard (exit `rc`, default 1), and
@@ -90,6 +95,11 @@ EXTRA = {
     "fast_path_first_exit": dict(script="fast_path_first.py", args=[], options="mode=detect",
                                  expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                  check="race_at_exit"),
+    # a call pruned to one config is inside when a tuner enters: on 3.4-3.7 it benchmarked that
+    # config (it synchronized), a race at the entry; on main (#10413) it did not, so only its
+    # return (self.nargs = None under the benchmarking tuner) shows the race
+    "pruned_single_seen": dict(script="pruned_single.py", args=[], options="mode=detect", expect="race_any",
+                               kernel="pruned_single_kernel", min_runs=1, check="pruned_single"),
 }
 
 
@@ -164,8 +174,30 @@ def check_race_at_exit(jsonl_path):
     return None
 
 
+def check_pruned_single(jsonl_path, triton_model):
+    """The race between 'tuner' (entering) and 'single' (inside), high, seen at
+    the tuner's entry on 3.4-3.7 and at single's exit on main; tuner's
+    TypeError linked to it."""
+    r, why = first_race(jsonl_path)
+    if why:
+        return why
+    want = "exit" if triton_model == "main" else "entry"
+    if r.get("seen_at") != want or r.get("severity") != "high":
+        return (f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}; want {want!r}, 'high' "
+                f"for Triton {triton_model}")
+    if r["entering"].get("name") != "tuner" or r["inside"].get("name") != "single":
+        return f"entering {r['entering'].get('name')!r}, inside {r['inside'].get('name')!r}; want 'tuner', 'single'"
+    with open(jsonl_path) as f:
+        exc = [x for x in map(json.loads, f) if x.get("kind") == "exception"]
+    if not exc or exc[0].get("race_seq") != r["seq"] or exc[0]["exception"].get("type") != "TypeError":
+        return f"no TypeError exception record linked to race #{r['seq']}: {exc}"
+    return None
+
+
 CHECKS = {"two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
-          "race_at_exit": check_race_at_exit}
+          "race_at_exit": check_race_at_exit, "pruned_single": check_pruned_single}
+# checks whose verdict depends on the Triton version modelled
+CHECKS_BY_MODEL = {"pruned_single"}
 MODES = ("none", "detect", "serialize", "control")
 DEFAULT_MODES = ("none", "detect", "serialize")
 EXPECTED = {
@@ -185,6 +217,7 @@ def child_env(args, mode, log_prefix):
     ld = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = args.fakecuda + (":" + ld if ld else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["TG_TRITON_MODEL"] = args.triton_model  # always set: an inherited one never picks the version
     if mode in ("detect", "serialize"):
         env["LD_PRELOAD"] = args.lib
         env["TUNERGUARD_OPTIONS"] = f"mode={mode}:log_path={log_prefix}"
@@ -331,15 +364,19 @@ def run_extra(args, scenario):
     else:
         what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load",
                 "race_at_exit": "a call left a tuner while another thread was benchmarking in it"}
-        want = "WARNING: tunerguard: " + what[spec["expect"]]
-        ok = report is not None and want in report and spec["kernel"] in report
+        what["race_any"] = what["race"] + "' or '" + what["race_at_exit"]  # the check says which one
+        wants = ["race", "race_at_exit"] if spec["expect"] == "race_any" else [spec["expect"]]
+        ok = report is not None and spec["kernel"] in report and \
+            any("WARNING: tunerguard: " + what[w] in report for w in wants)
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else
                    f"no '{what[spec['expect']]}' report naming {spec['kernel']!r}; files {files}; exit {rc}: {reason}")
         if ok and spec["expect"] == "interference" and not re.search(
                 r"^tunerguard: .*\b1 benchmark timed under load; reports in ", err, re.M):
             ok, outcome = False, "interference reported, but no exit summary line says so"
         if ok and spec.get("check"):
-            why = CHECKS[spec["check"]](f"{log_prefix}.{proc.pid}.jsonl")
+            jp = f"{log_prefix}.{proc.pid}.jsonl"
+            why = (CHECKS[spec["check"]](jp, args.triton_model) if spec["check"] in CHECKS_BY_MODEL else
+                   CHECKS[spec["check"]](jp))
             if why:
                 ok, outcome = False, f"{spec['expect']} reported, but {why}"
     finish(args, rec, ok, outcome, tmp, out, err)
@@ -353,8 +390,12 @@ def main():
     p.add_argument("--python", default=sys.executable, help="interpreter for the children (default: this one)")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS) + sorted(EXTRA),
                    help="repeatable; default all")
+    p.add_argument("--skip-scenario", action="append", default=[], choices=sorted(SCENARIOS) + sorted(EXTRA),
+                   help="repeatable; leave this one out of the default (all) or of --scenario's list")
     p.add_argument("--mode", action="append", choices=MODES,
                    help=f"repeatable; default {', '.join(DEFAULT_MODES)}")
+    p.add_argument("--triton-model", default="3.6", choices=TRITON_MODELS,
+                   help="the Triton version the model's Autotuner follows (TG_TRITON_MODEL; default 3.6)")
     p.add_argument("--runs", type=int, default=1, help="runs of each scenario x mode (default 1)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
@@ -370,7 +411,7 @@ def main():
             print(f"SKIP: interpreter {args.python} not installed")
             return SKIP
         p.error(f"interpreter {args.python} not found")
-    scenarios = args.scenario or list(SCENARIOS) + list(EXTRA)
+    scenarios = [sc for sc in args.scenario or list(SCENARIOS) + list(EXTRA) if sc not in args.skip_scenario]
     modes = args.mode or list(DEFAULT_MODES)
     if any(m in ("detect", "serialize") for m in modes) or any(sc in EXTRA for sc in scenarios):
         if not args.lib or not os.path.isfile(args.lib):
@@ -392,11 +433,12 @@ def main():
 
     all_ok = all(r["ok"] for r in records)
     if args.json:
-        json.dump({"python": args.python, "lib": args.lib, "runs": args.runs, "ok": all_ok, "results": records},
+        json.dump({"python": args.python, "lib": args.lib, "triton_model": args.triton_model, "runs": args.runs,
+                   "ok": all_ok, "results": records},
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(f"python: {args.python}   runs per cell: {args.runs}")
+        print(f"python: {args.python}   triton model: {args.triton_model}   runs per cell: {args.runs}")
         width = max(len(s) for s in scenarios)
         for scenario in scenarios:
             for mode in (["extra"] if scenario in EXTRA else modes):

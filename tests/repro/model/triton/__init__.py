@@ -11,8 +11,10 @@ through ctypes, which releases the GIL around every driver call the way
 Triton's C launcher and torch.cuda.synchronize() do.
 
 Scenarios put tests/repro/model on sys.path themselves; nothing here is
-installed and no environment variable points at it.
+installed.  TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main picks the version of the
+Autotuner (default 3.6; _model.py, docs/triton-versions.md).
 """
+from . import _model
 from .runtime import (
     autotune,
     Config,
@@ -26,7 +28,8 @@ from .runtime.jit import jit
 from . import language
 from . import testing
 
-__version__ = "3.6.0+tunerguard.model"
+_v = _model.VERSIONS[_model.TAG]
+__version__ = _v + (".tunerguard.model" if "+" in _v else "+tunerguard.model")  # PEP 440: one local part
 
 __all__ = [
     "autotune",

@@ -19,23 +19,36 @@ The racy statements carry a tag from the anatomy note
   W2  run(): self.nargs = None                                         3.6.0 autotuner.py:257
   RC  _pre_hook/_post_hook: self.restore_copies, a second shared channel (§7.4)
 
-Not modelled: the on-disk autotune cache (check_disk_cache runs the benchmark
-and returns False, as upstream does for an empty key or a config pre_hook), the
-deprecated warmup/rep/use_cuda_graph benchmarkers, and autotuning print-outs
-beyond upstream's own.
+check_disk_cache keeps upstream's steps (give up for an empty key or a config
+pre_hook; else a sha256 key, one <kernel>.autotune.json per key in the model's
+cache manager, runtime/cache.py); TRITON_CACHE_AUTOTUNING=1 or
+cache_results=True turn it on, as upstream.
+
+Not modelled: the deprecated warmup/rep/use_cuda_graph benchmarkers, and
+autotuning print-outs beyond upstream's own.
+
+Other versions (TG_TRITON_MODEL, see ../_model.py): this file is 3.6's and 3.7's
+Autotuner; for 3.4, 3.5 and main, the end of this file runs that version's file
+(autotuner_3_4.py, autotuner_main.py) in this module's namespace, where its
+Autotuner replaces the one defined here (Config, autotune and Heuristics stay).
 """
 from __future__ import annotations
 
 import builtins
 import time
 import inspect
+import hashlib
+import json
+import os
 from functools import cached_property
 from typing import Dict, Tuple, List, Optional
 
-from .. import knobs
+from .. import knobs, _model
 from .jit import KernelInterface, JITFunction
 from .errors import OutOfResources, PTXASError, AutotunerError
 from .driver import driver
+from .cache import get_cache_manager, triton_key
+from triton._C.libtriton import get_cache_invalidating_env_vars
 
 
 class Autotuner(KernelInterface):
@@ -183,9 +196,45 @@ class Autotuner(KernelInterface):
             return [float("inf"), float("inf"), float("inf")]
 
     def check_disk_cache(self, tuning_key, configs, bench_fn):
-        # (model) The on-disk autotune cache is not modelled: behave as upstream does when it
-        # cannot use the cache ("We can't serialize prehooks, so just give up and run the benchmarks.").
+        # A config pre_hook cannot go into JSON, nor can an empty key name a file: tune in memory.
+        if not tuning_key or any(cfg.pre_hook for cfg in configs):
+            bench_fn()
+            return False
+
+        from triton.compiler.compiler import make_backend
+
+        fn = self.fn
+        while not isinstance(fn, JITFunction):
+            fn = fn.fn
+
+        env_vars = get_cache_invalidating_env_vars()
+        parts = [
+            triton_key(),
+            make_backend(driver.active.get_current_target()).hash(),
+            fn.cache_key,
+            str(sorted(env_vars.items())),
+            str(tuning_key),
+        ] + [str(c) for c in configs]
+        cache = get_cache_manager(hashlib.sha256("-".join(parts).encode("utf-8")).hexdigest())
+        file_name = f"{fn.__name__[:150]}.autotune.json"
+        path = cache.get_file(file_name)
+        if path:  # hit: no benchmark; the shared cache and timings are written from the file
+            with open(path, "r") as cached_configs:
+                timings = json.load(cached_configs)["configs_timings"]
+                timings = {Config(**config): timing for config, timing in timings}
+                self.cache[tuning_key] = builtins.min(timings, key=timings.get)
+                self.configs_timings = timings
+            return True
+
         bench_fn()
+        # miss: benchmark() set self.configs_timings, read back here (another thread's, after a race)
+        cache.put(
+            json.dumps({
+                "key": tuning_key,  # 3.6: the key as it is (main turns each part into a str)
+                "configs_timings": [(config.__dict__, timings)
+                                    for config, timings in self.configs_timings.items()
+                                    if not config.pre_hook],
+            }), file_name, binary=False)
         return False
 
     def run(self, *args, **kwargs):
@@ -400,3 +449,15 @@ def heuristics(values):
         return Heuristics(fn, fn.arg_names, values)
 
     return decorator
+
+
+# -- the other modelled versions (TG_TRITON_MODEL) ----------------------------------------------
+# Their Autotuner is defined in their own file and replaces 3.6's here, in this module, so that
+# it is triton.runtime.autotuner.Autotuner (what tunerguard's targets name) and its frames show
+# the file it was written in.
+_other = _model.AUTOTUNER_FILES[_model.TAG]
+if _other is not None:
+    _other = os.path.join(os.path.dirname(os.path.abspath(__file__)), _other)
+    with open(_other) as _f:
+        exec(compile(_f.read(), _other, "exec"), globals())
+del _other

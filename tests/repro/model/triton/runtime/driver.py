@@ -101,6 +101,9 @@ class CudaDriver:
     def clear_cache(self, cache):
         cache[:] = bytes(len(cache))
 
+    def get_current_target(self):
+        return ("cuda", 90, 32)  # (backend, arch, warp size): part of check_disk_cache's key
+
 
 class DriverConfig:
 

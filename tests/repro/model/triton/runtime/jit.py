@@ -82,6 +82,14 @@ class JITFunction(KernelInterface[T]):
         self.__globals__ = fn.__globals__
         self.__module__ = fn.__module__
 
+    @property
+    def cache_key(self):
+        """Upstream hashes the source and its dependencies (under _hash_lock since
+        3.5, #7974); the model hashes the function's name and bytecode."""
+        import hashlib
+        code = self.fn.__code__
+        return hashlib.sha256(self.fn.__qualname__.encode() + code.co_code).hexdigest()
+
     def _specialization_key(self, bound_args, options):
         key = []
         for name, value in bound_args.items():

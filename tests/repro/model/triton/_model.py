@@ -1,0 +1,40 @@
+"""Which Triton the model is: TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main (default 3.6).
+
+Read once, when the package is imported.  The autotuner is the only part that
+differs between the modelled versions (runtime/autotuner.py says how each one
+is chosen); jit, the driver, testing and the cache model are the same for all.
+docs/triton-versions.md has the table of what each model follows.
+"""
+import os
+
+# tag -> the triton.__version__ the model reports.  main's string is our
+# guess for a main of mid-2026 (after the 3.7 cut): upstream's own is not
+# known to us, which is why tunerguard must not trust it (docs).
+VERSIONS = {
+    "3.4": "3.4.0",
+    "3.5": "3.5.0",
+    "3.6": "3.6.0",
+    "3.7": "3.7.0",
+    "main": "3.8.0+git0094017",
+}
+
+# tag -> the file (in runtime/) whose Autotuner replaces 3.6's; None: 3.6's
+# own, in runtime/autotuner.py (3.7 changed nothing there that we could find).
+AUTOTUNER_FILES = {
+    "3.4": "autotuner_3_4.py",
+    "3.5": "autotuner_3_4.py",
+    "3.6": None,
+    "3.7": None,
+    "main": "autotuner_main.py",
+}
+
+
+def _read():
+    tag = os.environ.get("TG_TRITON_MODEL", "3.6") or "3.6"
+    if tag not in VERSIONS:
+        raise ImportError(f"TG_TRITON_MODEL={tag!r} is not a modelled Triton version "
+                          f"(one of {', '.join(VERSIONS)})")
+    return tag
+
+
+TAG = _read()
