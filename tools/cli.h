@@ -12,6 +12,9 @@
 #include <sys/types.h>
 
 #define CLI_EXIT_USAGE 2
+/* tunerguard report: added to its status (1 found, 0 not) when some input
+ * could not be read in full; each such file is named on stderr. */
+#define CLI_EXIT_INCOMPLETE 4
 
 /* Subcommand entry points. */
 int cli_run(int argc, char **argv);
@@ -46,9 +49,18 @@ const char *cli_fakecuda_dir(void);
 
 /* ---- TUNERGUARD_OPTIONS (cli_common.c) ---------------------------------- */
 
-/* The value of the last NAME= pair in an options string, split as the
- * library splits it (quoted values unquoted); "" when there is none. */
+/* The value of the string option NAME (log_path, suppressions, targets,
+ * cupti_path) in an options string, parsed by the library's own parser
+ * (core/options.c): the last NAME= wins, quotes removed, the default when it
+ * is absent; "" when the library would refuse the string. */
 void cli_option_value(const char *opts, const char *name, char *out, size_t n);
+
+/* ---- error lines (cli_common.c) ------------------------------------------ */
+
+/* One line on stderr: "tunerguard: " + the formatted text with every byte
+ * that is not printable (controls, DEL, bytes that are not UTF-8) written as
+ * \xNN and '\\' doubled, so a file name cannot drive the terminal. */
+void cli_errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- processes (cli_common.c) ------------------------------------------- */
 
@@ -92,8 +104,24 @@ void cli_buf_add(struct cli_buf *b, const char *s, size_t n);
 void cli_buf_puts(struct cli_buf *b, const char *s);
 void cli_buf_printf(struct cli_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_buf_free(struct cli_buf *b);
-/* Read a whole file; NULL on error.  *len gets the size. */
-char *cli_read_file(const char *path, size_t *len);
+/* Append N bytes of S escaped as cli_errf does. */
+void cli_buf_put_esc(struct cli_buf *b, const char *s, size_t n);
+/* Read all of the open descriptor FD into B (NUL-terminated); 0, or -1 with
+ * errno set. */
+int cli_read_fd(int fd, struct cli_buf *b);
+
+/* ---- Chrome trace merge (cli_trace.c) ------------------------------------- */
+
+struct cli_trace {
+    struct cli_buf out;
+    size_t events, files;
+};
+/* Add the events of one trace file (TEXT, LEN bytes) shown as PATH.  Returns
+ * 0 when read in full, 1 when cut short (its complete events kept), -1 when
+ * it is not a trace; both named on stderr. */
+int cli_trace_add(struct cli_trace *t, const char *path, const char *text, size_t len);
+/* Write the merged file to OUT; 0, or -1 (named on stderr).  Frees T. */
+int cli_trace_write(struct cli_trace *t, const char *out);
 /* mkdir -p; 0 on success. */
 int cli_mkdirs(const char *path);
 

@@ -2,6 +2,8 @@
  * tree are, running children with captured output, small buffers. */
 #include "cli.h"
 
+#include "core/options.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -276,31 +278,21 @@ void cli_buf_free(struct cli_buf *b)
     b->len = b->cap = 0;
 }
 
-char *cli_read_file(const char *path, size_t *len)
+int cli_read_fd(int fd, struct cli_buf *b)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct cli_buf b = {0};
     char tmp[65536];
     for (;;) {
         ssize_t k = read(fd, tmp, sizeof tmp);
         if (k < 0 && errno == EINTR)
             continue;
-        if (k < 0) {
-            close(fd);
-            cli_buf_free(&b);
-            return NULL;
-        }
+        if (k < 0)
+            return -1;
         if (k == 0)
             break;
-        cli_buf_add(&b, tmp, (size_t)k);
+        cli_buf_add(b, tmp, (size_t)k);
     }
-    close(fd);
-    cli_buf_add(&b, "", 0);
-    if (len)
-        *len = b.len;
-    return b.s;
+    cli_buf_add(b, "", 0);
+    return 0;
 }
 
 int cli_mkdirs(const char *path)
@@ -322,46 +314,91 @@ int cli_mkdirs(const char *path)
 
 /* ---- TUNERGUARD_OPTIONS ---------------------------------------------------- */
 
-static int opt_sep(char c)
-{
-    return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* The value of the last NAME= in an options string ('' when none),
- * split into pairs as the library does: pairs separated by ':' or
- * whitespace, a value beginning with ' or " running to the next same quote.
- * (The library keeps a ':' inside an unquoted targets= value unless a
- * key=value pair follows it; the fragments that leaves here hold no '=' and
- * are skipped, so no log_path is found where the library sees none.) */
+/* The library's own parser (core/options.c, pure: no I/O, no environment),
+ * so the command reads an options string exactly as the library will. */
 void cli_option_value(const char *opts, const char *name, char *out, size_t n)
 {
+    struct tg_options o;
+    char err[1024];
     out[0] = '\0';
-    const char *p = opts;
-    while (*p) {
-        while (opt_sep(*p))
-            p++;
-        if (!*p)
-            break;
-        const char *key = p;
-        while (*p && *p != '=' && !opt_sep(*p))
-            p++;
-        if (*p != '=')
-            continue; /* not a pair: the library refuses it */
-        size_t klen = (size_t)(p - key);
-        const char *v = ++p;
-        size_t vlen;
-        if (*v == '\'' || *v == '"') {
-            const char *close = strchr(v + 1, *v);
-            if (!close)
-                return; /* unterminated: the library refuses it */
-            v++;
-            vlen = (size_t)(close - v);
-            p = close + 1;
+    if (tg_options_parse(opts, &o, err, sizeof err) < 0)
+        return; /* the library refuses the whole string: no value is in force */
+    const char *v = NULL;
+#define CLI_STRING_OPT(opt) \
+    if (!strcmp(name, #opt))  \
+        v = o.opt;
+#define CLI_OPT_MODE(opt)
+#define CLI_OPT_DEADLOCK(opt)
+#define CLI_OPT_BOOL(opt)
+#define CLI_OPT_STRING(opt) CLI_STRING_OPT(opt)
+#define CLI_OPT_INT(lo, hi) CLI_OPT_BOOL
+#define TG_OPTION(opt, type, def, help) CLI_OPT_##type(opt)
+#include "core/options.inc"
+#undef TG_OPTION
+    snprintf(out, n, "%s", v ? v : "");
+    tg_options_free(&o);
+}
+
+/* ---- error lines ------------------------------------------------------------ */
+
+/* Length of the UTF-8 sequence at S (N bytes left) when it is a printable
+ * character (not a C1 control), else 0. */
+static size_t printable_utf8(const unsigned char *s, size_t n)
+{
+    size_t k = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
+    if (!k || k > n || s[0] < 0xc2 || s[0] > 0xf4 || (s[0] == 0xc2 && s[1] < 0xa0))
+        return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
+void cli_buf_put_esc(struct cli_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        size_t k;
+        if (u[i] == '\\') {
+            cli_buf_puts(b, "\\\\");
+            i++;
+        } else if (u[i] >= 0x20 && u[i] < 0x7f) {
+            cli_buf_add(b, s + i, 1);
+            i++;
+        } else if (u[i] >= 0x80 && (k = printable_utf8(u + i, n - i))) {
+            cli_buf_add(b, s + i, k);
+            i += k;
         } else {
-            p += strcspn(p, ": \t\n\r");
-            vlen = (size_t)(p - v);
+            cli_buf_printf(b, "\\x%02x", u[i]);
+            i++;
         }
-        if (klen == strlen(name) && strncmp(key, name, klen) == 0)
-            snprintf(out, n, "%.*s", (int)vlen, v);
     }
+}
+
+void cli_errf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char small[1024];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    char *text = small;
+    if ((size_t)n >= sizeof small && (text = malloc((size_t)n + 1))) {
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    } else if (!text) {
+        text = small;
+        n = (int)sizeof small - 1;
+    }
+    struct cli_buf b = {0};
+    cli_buf_puts(&b, "tunerguard: ");
+    cli_buf_put_esc(&b, text, (size_t)n);
+    cli_buf_puts(&b, "\n");
+    fputs(b.s, stderr);
+    cli_buf_free(&b);
+    if (text != small)
+        free(text);
 }

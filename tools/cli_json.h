@@ -1,48 +1,34 @@
-/* A small JSON reader and string writer for the tunerguard command.
+/* JSON for the tunerguard command: reading goes through jansson (Debian's
+ * libjansson-dev, linked by the command only; the preloaded library has no
+ * such dependency).  This header adds the few helpers the subcommands share.
  *
- * Contract: json_parse reads exactly one value from [p, end) (leading
- * whitespace skipped) into a heap tree, or returns NULL on any syntax error or
- * truncation, never reading past END; nesting deeper than 64 is an error.
- * Strings are decoded (\uXXXX and surrogate pairs to UTF-8; a lone surrogate
- * becomes U+FFFD).  Numbers keep a double and, when the text is an integer
- * that fits, an exact long long. */
+ * Contract: none of these keep a reference to their arguments; NULL values
+ * are accepted everywhere a json_t is taken (jansson's getters are NULL-safe
+ * too: json_object_get(NULL, k) is NULL, json_string_value(NULL) is NULL). */
 #ifndef TG_CLI_JSON_H
 #define TG_CLI_JSON_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "cli.h"
 
-enum json_type { JSON_NULL, JSON_BOOL, JSON_NUM, JSON_STR, JSON_ARR, JSON_OBJ };
+/* The integer V holds, or DEF when V is not a JSON integer. */
+long long cli_jint(const json_t *v, long long def);
 
-struct json {
-    enum json_type type;
-    int boolean;
-    int is_int;
-    long long i;
-    double num;
-    char *str;           /* JSON_STR */
-    size_t n;            /* items in an array / members in an object */
-    struct json **items; /* array items, or object member values */
-    char **keys;         /* object member keys */
-};
+/* Parse exactly one JSON value from [p, end) (no leading whitespace skip):
+ * the value, or NULL when the text there is not one complete value.  *stop,
+ * when the value parsed, is just past it.  Heap tree: json_decref it. */
+json_t *cli_jparse_one(const char *p, const char *end, const char **stop);
 
-struct json *json_parse(const char *p, const char *end, const char **stop);
-void json_free(struct json *v);
+/* Pointer past the one complete JSON value at P, or NULL when it is
+ * malformed or cut by END. */
+const char *cli_jskip(const char *p, const char *end);
+/* P after JSON whitespace. */
+const char *cli_jws(const char *p, const char *end);
 
-/* Object member KEY (first match) or NULL; NULL-safe on V. */
-const struct json *json_get(const struct json *v, const char *key);
-/* Convenience: the string (NULL unless JSON_STR), the integer (DEF unless an
- * integer number). */
-const char *json_str(const struct json *v);
-long long json_int(const struct json *v, long long def);
-
-/* Pointer past one complete JSON value starting at P (after whitespace), or
- * NULL when it is malformed or cut by END. */
-const char *json_skip(const char *p, const char *end);
-const char *json_ws(const char *p, const char *end);
-
-/* Append S as a JSON string literal (quoted, escaped). NULL -> null. */
-void json_put_str(struct cli_buf *b, const char *s);
+/* Append S as a JSON string literal; NULL -> null.  Bytes that are not
+ * UTF-8 become U+FFFD, so the output always parses. */
+void cli_jput_str(struct cli_buf *b, const char *s);
 
 #endif

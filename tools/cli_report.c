@@ -1,80 +1,58 @@
 /* tunerguard report: summarize report files of one or many processes, and
  * merge Chrome trace files.
  *
- * Contract: PATHs are files or directories (searched recursively).  Report
- * files are named <prefix>.<pid>.{jsonl,txt} or <prefix>.rank<R>.<pid>.*;
- * for one stem the .jsonl is read and the .txt only for its SUMMARY lines;
- * a .txt without a .jsonl is parsed as the fallback (no timestamps there).
- * Unparseable JSON lines (a process killed mid-write) are counted and
- * skipped.  "fatal" records (a process that died of SIGSEGV, SIGBUS, SIGABRT,
- * SIGFPE or SIGILL; in the fallback, and for a .jsonl without any, the .txt's
- * "fatal signal" block) are listed per process and linked to the race records
- * of that process (pid, rank): the kernel by the record's race_seq, else by
- * its tuner instance.  Exit: 0 no race and no fatal signal, 1 races or fatal
- * signals found, 2 usage error or nothing found. */
-#include "cli.h"
+ * Contract: PATHs are files or folders.  A folder is walked to any depth
+ * (cli_walk.c: symbolic links below it not followed, each folder once) for
+ * files named PREFIX.[rank<R>.]<pid>[.anything].{jsonl,txt,trace.json}; a
+ * file PATH is read whatever its name, by its extension.  Every file is
+ * opened non-blocking, without following a link (except a PATH itself), and
+ * read only when fstat says it is a regular file; each file (dev, inode) is
+ * read once.  For one stem the .jsonl is read and the .txt only for its
+ * SUMMARY lines; a .txt without a readable .jsonl is parsed as the fallback
+ * (no timestamps there).  Records of a report schema newer than this
+ * tunerguard's make it refuse that file by name.  A file or folder that
+ * cannot be read in full (unreadable, not a regular file, a link, lines that
+ * are not records, cut short) is named in one line on stderr, what could be
+ * read of it is used, and CLI_EXIT_INCOMPLETE is added to the status.
+ * "fatal" records (a process that died of SIGSEGV, SIGBUS, SIGABRT, SIGFPE or
+ * SIGILL; in the fallback, and for a .jsonl without any, the .txt's "fatal
+ * signal" block) are listed per process and linked to the race records of
+ * that process (pid, rank): the kernel by the record's race_seq, else by its
+ * tuner instance.  Exit: 0 no race and no fatal signal, 1 races or fatal
+ * signals found, 4 or 5 the same with some input not read in full, 2 usage
+ * error, nothing found, or --trace OUT not writable or one of the inputs. */
+#include "cli_report.h"
 #include "cli_json.h"
 
-#include <dirent.h>
-#include <limits.h>
+#include "reports/report.h" /* TG_REPORT_SCHEMA_VERSION: the newest schema read here */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-struct race {
-    char *kernel;
-    int high, serialized;
-    long pid, rank; /* rank -1: none */
-    long long ts;   /* -1: unknown (text fallback) */
-    long long seq;  /* -1: unknown (text fallback) */
-    char *instance; /* tuner.instance ("0x..."), NULL: unknown */
-    char *file;
-    char *where;
-};
+enum kind { K_NONE, K_JSONL, K_TXT, K_TRACE };
 
-/* A thread inside a tuner when a process died, in a session that raced. */
-struct occupant {
-    long tid;
-    long long race_seq;
-    char *instance;
-};
-
-/* A process that died of a fatal signal (one "fatal" record or text block). */
-struct fatal {
-    long pid, rank;      /* rank -1: none */
-    long long seq;       /* -1: unknown (text fallback) */
-    char *signal;        /* "SIGSEGV" */
-    long tid;            /* the thread that received it; -1: unknown */
-    char *fault_addr;    /* NULL: none (a sent signal) */
-    int in_tuner;        /* 1 inside a tuner, 0 inside none, -1 unknown (text fallback) */
-    char *instance;      /* the innermost tuner's instance, NULL: none/unknown */
-    char *kernel;        /* tuner.kernel as written, NULL: null */
-    long long race_seq;  /* -1: null */
-    long reports_before; /* -1: unknown */
-    char *file;
-    struct occupant *occ; /* other sessions in tuners that raced (race_seq set) */
-    size_t nocc;
-};
-
-struct strcount {
-    char *s;
-    int n;
-};
-
-struct state {
-    char **files; /* report and trace files found */
-    size_t nfiles;
-    struct race *races;
-    size_t nraces;
-    struct strcount *summary;
-    size_t nsummary;
-    struct fatal *fatals;
-    size_t nfatals;
-    long procs[1024][2]; /* pid, rank */
-    size_t nprocs;
-    int replaced, other, bad_lines;
-};
+static void *grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    p = realloc(p, c * size);
+    if (!p) {
+        fputs("tunerguard: out of memory\n", stderr);
+        exit(1);
+    }
+    *cap = c;
+    return p;
+}
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -82,87 +60,119 @@ static int has_suffix(const char *s, const char *suf)
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
-static void add_file(struct state *st, const char *path)
+static enum kind kind_of(const char *name)
 {
-    st->files = realloc(st->files, (st->nfiles + 1) * sizeof *st->files);
-    if (!st->files)
-        abort();
-    st->files[st->nfiles++] = strdup(path);
+    return has_suffix(name, ".trace.json") ? K_TRACE
+           : has_suffix(name, ".jsonl")    ? K_JSONL
+           : has_suffix(name, ".txt")      ? K_TXT
+                                           : K_NONE;
 }
 
-static int wanted(const char *name)
+static size_t ext_len(enum kind k)
 {
-    return has_suffix(name, ".jsonl") || has_suffix(name, ".txt") || has_suffix(name, ".trace.json");
+    return k == K_TRACE ? 11 : k == K_JSONL ? 6 : 4;
 }
 
-/* Report file names: PREFIX.<digits>.EXT or PREFIX.rank<digits>.<digits>.EXT */
-static int report_shaped(const char *name)
+/* A report file name: PREFIX.[rank<R>.]<pid>[.anything].EXT, i.e. some
+ * dot-separated part after the first is all digits (PREFIX may be empty:
+ * log_path=DIR/ writes DIR/.<pid>.txt). */
+static enum kind report_kind(const char *name)
 {
-    const char *ext = has_suffix(name, ".trace.json") ? name + strlen(name) - 11 : strrchr(name, '.');
-    if (!ext)
-        return 0;
-    const char *q = ext;
-    while (q > name && q[-1] >= '0' && q[-1] <= '9')
-        q--;
-    return q < ext && q > name && q[-1] == '.';
+    enum kind k = kind_of(name);
+    if (k == K_NONE)
+        return K_NONE;
+    const char *end = name + strlen(name) - ext_len(k);
+    const char *p = memchr(name, '.', (size_t)(end - name));
+    while (p && p < end) {
+        const char *q = p + 1;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++;
+        if (q > p + 1 && (q == end || *q == '.'))
+            return k;
+        p = memchr(q, '.', (size_t)(end - q));
+    }
+    return K_NONE;
 }
 
-static void collect(struct state *st, const char *path, int depth)
+/* One line on stderr naming PATH and what is wrong; counted. */
+static void problem(struct state *st, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void problem(struct state *st, const char *path, const char *fmt, ...)
 {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    cli_errf("%s: %s", path, what);
+    st->problems++;
+}
+
+static const char *type_name(mode_t m)
+{
+    return S_ISLNK(m) ? "a symbolic link (not followed)"
+           : S_ISFIFO(m) ? "a FIFO, not a regular file"
+           : S_ISSOCK(m) ? "a socket, not a regular file"
+           : S_ISCHR(m) || S_ISBLK(m) ? "a device, not a regular file"
+           : S_ISDIR(m) ? "a folder, not a regular file"
+                        : "not a regular file";
+}
+
+/* Read the file NAME of folder DFD (AT_FDCWD: NAME is a path), shown as
+ * PATH, into OUT: opened non-blocking (a FIFO cannot hang us), not through a
+ * symbolic link unless FOLLOW, and read only when fstat says it is a regular
+ * file.  Returns 0 when read, 1 when this file (dev, inode) was read before
+ * (nothing done), -1 when it could not be read (named, counted). */
+static int load(struct state *st, int dfd, const char *name, const char *path, int follow, struct cli_buf *out)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+    if (fd < 0) {
+        if (errno == ELOOP && !follow)
+            problem(st, path, "%s; skipped", type_name(S_IFLNK));
+        else
+            problem(st, path, "cannot open: %s; skipped", strerror(errno));
+        return -1;
+    }
     struct stat sb;
-    if (stat(path, &sb) < 0) {
-        fprintf(stderr, "tunerguard: %s: no such file or directory\n", path);
-        return;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+        problem(st, path, "%s; skipped", type_name(sb.st_mode));
+        close(fd);
+        return -1;
     }
-    if (S_ISREG(sb.st_mode)) {
-        add_file(st, path);
-        return;
+    if (!cli_pairset_add(&st->seen, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino)) {
+        close(fd);
+        return 1;
     }
-    if (!S_ISDIR(sb.st_mode) || depth > 8)
-        return;
-    struct dirent **list;
-    int n = scandir(path, &list, NULL, alphasort);
-    for (int i = 0; i < n; i++) {
-        const char *name = list[i]->d_name;
-        if (name[0] != '.') {
-            char sub[PATH_MAX];
-            snprintf(sub, sizeof sub, "%s%s%s", path, has_suffix(path, "/") ? "" : "/", name);
-            struct stat cs;
-            if (stat(sub, &cs) == 0 && S_ISDIR(cs.st_mode))
-                collect(st, sub, depth + 1);
-            else if (wanted(name) && report_shaped(name))
-                add_file(st, sub);
-        }
-        free(list[i]);
+    int rc = cli_read_fd(fd, out);
+    int e = errno;
+    close(fd);
+    if (rc < 0) {
+        problem(st, path, "cannot read: %s; skipped", strerror(e));
+        return -1;
     }
-    free(list);
+    return 0;
 }
 
 static void note_proc(struct state *st, long pid, long rank)
 {
-    for (size_t i = 0; i < st->nprocs; i++)
-        if (st->procs[i][0] == pid && st->procs[i][1] == rank)
-            return;
-    if (st->nprocs < sizeof st->procs / sizeof st->procs[0]) {
-        st->procs[st->nprocs][0] = pid;
-        st->procs[st->nprocs][1] = rank;
-        st->nprocs++;
-    }
+    if (!cli_pairset_add(&st->procset, (uint64_t)pid, (uint64_t)rank))
+        return;
+    st->procs = grow(st->procs, &st->capprocs, st->nprocs + 1, sizeof *st->procs);
+    st->procs[st->nprocs][0] = pid;
+    st->procs[st->nprocs][1] = rank;
+    st->nprocs++;
 }
+
+static size_t cap_races, cap_fatals, cap_summary;
 
 static void add_race(struct state *st, struct race r)
 {
-    st->races = realloc(st->races, (st->nraces + 1) * sizeof *st->races);
-    if (!st->races)
-        abort();
+    st->races = grow(st->races, &cap_races, st->nraces + 1, sizeof *st->races);
     st->races[st->nraces++] = r;
 }
 
 static void add_fatal(struct state *st, struct fatal f)
 {
-    st->fatals = realloc(st->fatals, (st->nfatals + 1) * sizeof *st->fatals);
-    if (!st->fatals)
-        abort();
+    st->fatals = grow(st->fatals, &cap_fatals, st->nfatals + 1, sizeof *st->fatals);
     st->fatals[st->nfatals++] = f;
 }
 
@@ -171,39 +181,50 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* The "fatal" record V (a JSON object) of file PATH. */
-static void add_fatal_record(struct state *st, const struct json *v, const char *path, long pid, long rank)
+static const char *jstr(const json_t *o, const char *key)
 {
-    const struct json *tuner = json_get(v, "tuner"), *tuners = json_get(v, "tuners");
-    const char *sig = json_str(json_get(v, "signal"));
+    return json_string_value(json_object_get(o, key));
+}
+
+static long long jint(const json_t *o, const char *key, long long def)
+{
+    return cli_jint(json_object_get(o, key), def);
+}
+
+/* The "fatal" record V (a JSON object) of file PATH. */
+static void add_fatal_record(struct state *st, const json_t *v, const char *path, long pid, long rank)
+{
+    const json_t *tuner = json_object_get(v, "tuner"), *tuners = json_object_get(v, "tuners");
+    const char *sig = jstr(v, "signal");
     char signame[32];
     if (!sig) {
-        snprintf(signame, sizeof signame, "signal %lld", json_int(json_get(v, "signo"), 0));
+        snprintf(signame, sizeof signame, "signal %lld", jint(v, "signo", 0));
         sig = signame;
     }
     struct fatal f = {.pid = pid, .rank = rank,
-                      .seq = json_int(json_get(v, "seq"), -1),
+                      .seq = jint(v, "seq", -1),
                       .signal = strdup(sig),
-                      .tid = (long)json_int(json_get(v, "tid"), -1),
-                      .fault_addr = dup_or_null(json_str(json_get(v, "fault_addr"))),
-                      .in_tuner = tuner && tuner->type == JSON_OBJ,
-                      .instance = dup_or_null(json_str(json_get(tuner, "instance"))),
-                      .kernel = dup_or_null(json_str(json_get(tuner, "kernel"))),
-                      .race_seq = json_int(json_get(v, "race_seq"), -1),
-                      .reports_before = (long)json_int(json_get(v, "reports_before"), -1),
+                      .tid = (long)jint(v, "tid", -1),
+                      .fault_addr = dup_or_null(jstr(v, "fault_addr")),
+                      .in_tuner = json_is_object(tuner),
+                      .instance = dup_or_null(jstr(tuner, "instance")),
+                      .kernel = dup_or_null(jstr(tuner, "kernel")),
+                      .race_seq = jint(v, "race_seq", -1),
+                      .reports_before = (long)jint(v, "reports_before", -1),
                       .file = strdup(path)};
-    for (size_t i = 0; tuners && tuners->type == JSON_ARR && i < tuners->n; i++) {
-        const char *inst = json_str(json_get(tuners->items[i], "instance"));
-        const struct json *occ = json_get(tuners->items[i], "occupants");
-        for (size_t j = 0; occ && occ->type == JSON_ARR && j < occ->n; j++) {
-            long long rs = json_int(json_get(occ->items[j], "race_seq"), -1);
+    size_t cap = 0;
+    for (size_t i = 0; i < json_array_size(tuners); i++) {
+        const json_t *t = json_array_get(tuners, i);
+        const char *inst = jstr(t, "instance");
+        const json_t *occ = json_object_get(t, "occupants");
+        for (size_t j = 0; j < json_array_size(occ); j++) {
+            const json_t *o = json_array_get(occ, j);
+            long long rs = jint(o, "race_seq", -1);
             if (rs < 0)
                 continue;
-            f.occ = realloc(f.occ, (f.nocc + 1) * sizeof *f.occ);
-            if (!f.occ)
-                abort();
-            f.occ[f.nocc++] = (struct occupant){.tid = (long)json_int(json_get(occ->items[j], "tid"), -1),
-                                                .race_seq = rs, .instance = dup_or_null(inst)};
+            f.occ = grow(f.occ, &cap, f.nocc + 1, sizeof *f.occ);
+            f.occ[f.nocc++] = (struct occupant){.tid = (long)jint(o, "tid", -1), .race_seq = rs,
+                                                .instance = dup_or_null(inst)};
         }
     }
     add_fatal(st, f);
@@ -216,66 +237,104 @@ static void add_summary(struct state *st, const char *line, size_t len)
             st->summary[i].n++;
             return;
         }
-    st->summary = realloc(st->summary, (st->nsummary + 1) * sizeof *st->summary);
-    if (!st->summary)
-        abort();
+    st->summary = grow(st->summary, &cap_summary, st->nsummary + 1, sizeof *st->summary);
     st->summary[st->nsummary].s = strndup(line, len);
     st->summary[st->nsummary++].n = 1;
 }
 
-/* Returns the number of "fatal" records read. */
-static int read_jsonl(struct state *st, const char *path)
+/* One record of a .jsonl file. */
+static int add_record(struct state *st, const json_t *v, const char *path)
 {
-    size_t len;
-    int nfatal = 0;
-    char *text = cli_read_file(path, &len);
-    if (!text)
-        return 0;
+    const char *kind = jstr(v, "kind");
+    long pid = (long)jint(v, "pid", 0);
+    long rank = (long)jint(v, "rank", -1);
+    note_proc(st, pid, rank);
+    if (kind && strcmp(kind, "race") == 0) {
+        const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
+        const char *k = jstr(tuner, "kernel");
+        const char *sev = jstr(v, "severity");
+        char where[1024] = "";
+        if (json_is_object(loc))
+            snprintf(where, sizeof where, "%s:%lld in %s", jstr(loc, "file") ?: "?", jint(loc, "line", 0),
+                     jstr(loc, "func") ?: "?");
+        add_race(st, (struct race){.kernel = strdup(k ? k : "?"),
+                                   .high = sev && !strcmp(sev, "high"),
+                                   .serialized = json_is_true(json_object_get(v, "serialized")),
+                                   .pid = pid, .rank = rank,
+                                   .ts = jint(v, "ts_ns", -1),
+                                   .seq = jint(v, "seq", -1),
+                                   .instance = dup_or_null(jstr(tuner, "instance")),
+                                   .file = strdup(path), .where = strdup(where)});
+    } else if (kind && strcmp(kind, "method_replaced") == 0) {
+        st->replaced++;
+    } else if (kind && strcmp(kind, "fatal") == 0) {
+        add_fatal_record(st, v, path, pid, rank);
+        return 1;
+    } else {
+        st->other++;
+    }
+    return 0;
+}
+
+/* The records of a .jsonl file.  Returns the number of "fatal" records, or
+ * -1 when the file was refused (a newer schema).  Lines that are not records
+ * are counted and the file named once, saying how many and whether the last
+ * one was cut short. */
+static int read_jsonl(struct state *st, const char *path, const char *text, size_t len)
+{
+    json_t **recs = NULL;
+    size_t nrecs = 0, cap = 0, bad = 0, first_bad = 0, lineno = 0;
+    int cut = 0;
+    long long newest = 0;
     const char *p = text, *end = text + len;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         const char *le = nl ? nl : end;
-        if (json_ws(p, le) < le) {
-            const char *stop;
-            struct json *v = json_parse(p, le, &stop);
-            if (!v || v->type != JSON_OBJ || json_ws(stop, le) != le) {
-                st->bad_lines++;
+        lineno++;
+        if (cli_jws(p, le) < le) {
+            json_error_t err;
+            json_t *v = json_loadb(p, (size_t)(le - p), 0, &err);
+            const json_t *schema = json_object_get(v, "schema");
+            if (!json_is_object(v) || !json_is_integer(schema) || json_integer_value(schema) < 1) {
+                /* The last line, ending before its value does: the writer
+                 * was stopped (it writes a record and its newline at once). */
+                if (!v && json_error_code(&err) == json_error_premature_end_of_input && cli_jws(le, end) == end)
+                    cut = 1;
+                else if (!bad++)
+                    first_bad = lineno;
+                json_decref(v);
             } else {
-                const char *kind = json_str(json_get(v, "kind"));
-                long pid = (long)json_int(json_get(v, "pid"), 0);
-                long rank = (long)json_int(json_get(v, "rank"), -1);
-                note_proc(st, pid, rank);
-                if (kind && strcmp(kind, "race") == 0) {
-                    const struct json *tuner = json_get(v, "tuner"), *loc = json_get(v, "location");
-                    const char *k = json_str(json_get(tuner, "kernel"));
-                    const char *sev = json_str(json_get(v, "severity"));
-                    const struct json *ser = json_get(v, "serialized");
-                    char where[1024] = "";
-                    if (loc && loc->type == JSON_OBJ)
-                        snprintf(where, sizeof where, "%s:%lld in %s", json_str(json_get(loc, "file")) ?: "?",
-                                 json_int(json_get(loc, "line"), 0), json_str(json_get(loc, "func")) ?: "?");
-                    add_race(st, (struct race){.kernel = strdup(k ? k : "?"),
-                                               .high = sev && !strcmp(sev, "high"),
-                                               .serialized = ser && ser->type == JSON_BOOL && ser->boolean,
-                                               .pid = pid, .rank = rank,
-                                               .ts = json_int(json_get(v, "ts_ns"), -1),
-                                               .seq = json_int(json_get(v, "seq"), -1),
-                                               .instance = dup_or_null(json_str(json_get(tuner, "instance"))),
-                                               .file = strdup(path), .where = strdup(where)});
-                } else if (kind && strcmp(kind, "method_replaced") == 0) {
-                    st->replaced++;
-                } else if (kind && strcmp(kind, "fatal") == 0) {
-                    add_fatal_record(st, v, path, pid, rank);
-                    nfatal++;
-                } else {
-                    st->other++;
-                }
+                if (json_integer_value(schema) > newest)
+                    newest = json_integer_value(schema);
+                recs = grow(recs, &cap, nrecs + 1, sizeof *recs);
+                recs[nrecs++] = v;
             }
-            json_free(v);
         }
         p = nl ? nl + 1 : end;
     }
-    free(text);
+    int nfatal = 0;
+    if (newest > TG_REPORT_SCHEMA_VERSION) {
+        problem(st, path, "written with report schema %lld; this tunerguard reads schema %d and older: file skipped "
+                "(read it with a newer tunerguard)", newest, TG_REPORT_SCHEMA_VERSION);
+        nfatal = -1;
+    } else {
+        for (size_t i = 0; i < nrecs; i++)
+            nfatal += add_record(st, recs[i], path);
+        st->bad_lines += (int)(bad + (size_t)cut);
+        if (cut && bad)
+            problem(st, path, "truncated (its last line is cut short) and %zu other line%s not a record (first: "
+                    "line %zu); %zu record%s read", bad, bad == 1 ? " is" : "s are", first_bad, nrecs,
+                    nrecs == 1 ? "" : "s");
+        else if (cut)
+            problem(st, path, "truncated: its last line is cut short (the process stopped while writing it?); "
+                    "%zu record%s read", nrecs, nrecs == 1 ? "" : "s");
+        else if (bad)
+            problem(st, path, "%zu line%s not a record (first: line %zu), skipped; %zu record%s read", bad,
+                    bad == 1 ? " is" : "s are", first_bad, nrecs, nrecs == 1 ? "" : "s");
+    }
+    for (size_t i = 0; i < nrecs; i++)
+        json_decref(recs[i]);
+    free(recs);
     return nfatal;
 }
 
@@ -309,18 +368,16 @@ static long rank_in_name(const char *path)
  *   ... SUMMARY: tunerguard: fatal signal SIGSEGV in thread tid=4250 (pid=4242)
  * Of its tuner state only "(no thread is inside a tuner)" is read: no kernel
  * or instance there. */
-static void read_txt(struct state *st, const char *path, int full, int fatals)
+static void read_txt(struct state *st, const char *path, char *text, size_t tlen, int full, int fatals)
 {
-    char *text = cli_read_file(path, NULL);
-    if (!text)
-        return;
     struct race cur = {0};
     int in_race = 0;
     long cur_fatal = -1; /* index in st->fatals of the fatal block being read */
     long blocks = 0;
-    for (char *line = text; line && *line;) {
-        char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+    char *tend = text + tlen;
+    for (char *line = text; line < tend;) {
+        char *nl = memchr(line, '\n', (size_t)(tend - line));
+        size_t len = nl ? (size_t)(nl - line) : (size_t)(tend - line);
         char hdr[512];
         snprintf(hdr, sizeof hdr, "%.*s", (int)len, line);
         if (!strncmp(line, "SUMMARY: tunerguard: ", 21))
@@ -368,7 +425,7 @@ static void read_txt(struct state *st, const char *path, int full, int fatals)
             } else if (in_race && !strncmp(line, "  serialize mode: ", 18)) {
                 cur.serialized = 1;
             } else if (in_race && !strncmp(line, "SUMMARY: ", 9)) {
-                const char *in = strstr(line, " in ");
+                const char *in = memmem(line, len, " in ", 4);
                 cur.where = strndup(in ? in + 4 : "", in ? (size_t)(line + len - in - 4) : 0);
                 if (!cur.kernel)
                     cur.kernel = strdup("?");
@@ -378,245 +435,122 @@ static void read_txt(struct state *st, const char *path, int full, int fatals)
                 in_race = 0;
             }
         }
-        line = nl ? nl + 1 : NULL;
+        line = nl ? nl + 1 : tend;
     }
     free(cur.kernel);
-    free(text);
+    /* Every block the library writes ends with this line: anything else at
+     * the end is a block cut short. */
+    static const char delim[] = "==================\n";
+    if (tlen && (tlen < sizeof delim - 1 || memcmp(tend - (sizeof delim - 1), delim, sizeof delim - 1)))
+        problem(st, path, "truncated: its last report block is cut short (the process stopped while writing it?)");
 }
 
-/* Path with EXT replaced: STEM is PATH without its ".jsonl"/".txt". */
-static int sibling_exists(const char *path, const char *from, const char *to)
+/* NAME (of folder DFD, shown as PATH) with the extension of kind FROM
+ * replaced by TO; heap. */
+static char *sibling(const char *name, enum kind from, const char *to)
 {
-    char sib[PATH_MAX];
-    snprintf(sib, sizeof sib, "%.*s%s", (int)(strlen(path) - strlen(from)), path, to);
+    size_t stem = strlen(name) - ext_len(from);
+    char *s = malloc(stem + strlen(to) + 1);
+    if (!s) {
+        fputs("tunerguard: out of memory\n", stderr);
+        exit(1);
+    }
+    memcpy(s, name, stem);
+    strcpy(s + stem, to);
+    return s;
+}
+
+/* Is NAME in folder DFD a regular file (not through a link)? */
+static int regular_at(int dfd, const char *name)
+{
     struct stat sb;
-    return stat(sib, &sb) == 0 && S_ISREG(sb.st_mode);
+    return fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
 }
 
-int cli_report_merge_trace(char **files, size_t n, const char *out); /* cli_trace.c */
-
-static int cmp_long(const void *a, const void *b)
+static int listed(const struct state *st, const char *path)
 {
-    long x = *(const long *)a, y = *(const long *)b;
-    return (x > y) - (x < y);
+    for (size_t i = 0; i < st->nexplicit; i++)
+        if (!strcmp(st->explicit_files[i], path))
+            return 1;
+    return 0;
 }
 
-/* Distinct values of pid (which=0) or rank (which=1, -1 skipped) among races of KERNEL (NULL: all). */
-static size_t distinct(const struct state *st, const char *kernel, int which, long *out, size_t cap)
+/* Read the .txt NAME of folder DFD (shown as PATH) if it is a regular file:
+ * FULL as the fallback, else its SUMMARY lines (and its fatal blocks when
+ * FATALS).  Returns 1 when it was read. */
+static int read_txt_at(struct state *st, int dfd, const char *name, const char *path, int follow, int full,
+                       int fatals)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < st->nraces; i++) {
-        const struct race *r = &st->races[i];
-        if (kernel && strcmp(r->kernel, kernel))
-            continue;
-        long v = which ? r->rank : r->pid;
-        if (which && v < 0)
-            continue;
-        size_t j = 0;
-        while (j < n && out[j] != v)
-            j++;
-        if (j == n && n < cap)
-            out[n++] = v;
-    }
-    qsort(out, n, sizeof *out, cmp_long);
-    return n;
+    struct cli_buf b = {0};
+    int r = load(st, dfd, name, path, follow, &b);
+    if (r == 0)
+        read_txt(st, path, b.s, b.len, full, fatals);
+    cli_buf_free(&b);
+    return r == 0;
 }
 
-static void put_longs(struct cli_buf *b, const long *v, size_t n, int json)
+/* One report or trace file: NAME in folder DFD (AT_FDCWD: NAME is the path),
+ * shown as PATH; FOLLOW for a PATH given on the command line, WALKED for a
+ * file found in a folder. */
+static void read_one(struct state *st, int dfd, const char *name, const char *path, enum kind k, int follow,
+                     int walked)
 {
-    if (json)
-        cli_buf_puts(b, "[");
-    for (size_t i = 0; i < n; i++)
-        cli_buf_printf(b, "%s%ld", i ? (json ? "," : " ") : "", v[i]);
-    if (json)
-        cli_buf_puts(b, "]");
-    else if (!n)
-        cli_buf_puts(b, "-");
-}
-
-static int same_instance(const char *a, const char *b)
-{
-    if (!a || !b)
-        return 0;
-    char *ea, *eb;
-    unsigned long long x = strtoull(a, &ea, 16), y = strtoull(b, &eb, 16);
-    return ea != a && eb != b && x == y;
-}
-
-/* The race record of process (PID, RANK) with seq SEQ, else NULL. */
-static const struct race *race_by_seq(const struct state *st, long pid, long rank, long long seq)
-{
-    for (size_t i = 0; seq >= 0 && i < st->nraces; i++) {
-        const struct race *r = &st->races[i];
-        if (r->pid == pid && r->rank == rank && r->seq == seq)
-            return r;
-    }
-    return NULL;
-}
-
-/* The latest (highest seq) race record of process (PID, RANK) on tuner INSTANCE, else NULL. */
-static const struct race *race_by_instance(const struct state *st, long pid, long rank, const char *instance)
-{
-    const struct race *best = NULL;
-    for (size_t i = 0; instance && i < st->nraces; i++) {
-        const struct race *r = &st->races[i];
-        if (r->pid == pid && r->rank == rank && same_instance(r->instance, instance) && (!best || r->seq > best->seq))
-            best = r;
-    }
-    return best;
-}
-
-static const char *known_kernel(const struct race *r)
-{
-    return r && strcmp(r->kernel, "?") ? r->kernel : NULL;
-}
-
-/* The kernel of the tuner of a session (RACE_SEQ, INSTANCE) of process (PID,
- * RANK): by the race record RACE_SEQ (*BY_SEQ), else by a race record on
- * INSTANCE (*BY_INST), else WRITTEN (the record's own tuner.kernel), else NULL. */
-static const char *session_kernel(const struct state *st, long pid, long rank, long long race_seq,
-                                  const char *instance, const char *written, const struct race **by_seq,
-                                  const struct race **by_inst)
-{
-    *by_seq = race_by_seq(st, pid, rank, race_seq);
-    *by_inst = race_by_instance(st, pid, rank, instance);
-    const char *k = known_kernel(*by_seq);
-    if (!k)
-        k = known_kernel(*by_inst);
-    return k ? k : written;
-}
-
-static const char *fatal_kernel(const struct state *st, const struct fatal *f, const struct race **by_seq,
-                                const struct race **by_inst)
-{
-    return session_kernel(st, f->pid, f->rank, f->race_seq, f->instance, f->kernel, by_seq, by_inst);
-}
-
-/* Number of distinct processes among the fatal records. */
-static size_t fatal_procs(const struct state *st)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < st->nfatals; i++) {
-        size_t j = 0;
-        while (j < i && (st->fatals[j].pid != st->fatals[i].pid || st->fatals[j].rank != st->fatals[i].rank))
-            j++;
-        n += j == i;
-    }
-    return n;
-}
-
-/* "  pid 4242 rank 3: SIGSEGV (fault address 0x8) in tid 4250, inside kernel
- * 'matmul_kernel' in the call that raced (race report #1 of that process); 2
- * reports before it; file PATH", then one line per other thread that was
- * inside a tuner in a session that raced (at most 3). */
-static void put_fatal_text(struct cli_buf *b, const struct state *st, const struct fatal *f)
-{
-    cli_buf_printf(b, "  pid %ld", f->pid);
-    if (f->rank >= 0)
-        cli_buf_printf(b, " rank %ld", f->rank);
-    cli_buf_printf(b, ": %s", f->signal);
-    if (f->fault_addr)
-        cli_buf_printf(b, " (fault address %s)", f->fault_addr);
-    if (f->tid >= 0)
-        cli_buf_printf(b, " in tid %ld", f->tid);
-    if (f->in_tuner < 0) {
-        cli_buf_puts(b, ", tuner unknown (text report)");
-    } else if (!f->in_tuner) {
-        cli_buf_puts(b, ", not inside a tuner");
-    } else {
-        const struct race *rs, *ri;
-        const char *k = fatal_kernel(st, f, &rs, &ri);
-        if (k)
-            cli_buf_printf(b, ", inside kernel '%s'", k);
-        else
-            cli_buf_printf(b, ", inside tuner %s", f->instance ? f->instance : "?");
-        if (f->race_seq >= 0)
-            cli_buf_printf(b, " in the call that raced (%srace report #%lld of that process%s)",
-                           k ? "" : "kernel unknown; ", f->race_seq, rs ? "" : ", not in the files read");
-        else if (ri)
-            cli_buf_printf(b, " (%sthis call did not race; that tuner last raced in race report #%lld of that process)",
-                           k ? "" : "kernel unknown; ", ri->seq);
-        else
-            cli_buf_printf(b, " (%sno race on that tuner in the files read)", k ? "" : "kernel unknown; ");
-    }
-    if (f->reports_before > 0)
-        cli_buf_printf(b, "; %ld report%s before it", f->reports_before, f->reports_before == 1 ? "" : "s");
-    else if (f->reports_before == 0)
-        cli_buf_puts(b, "; no report before it");
-    cli_buf_printf(b, "; file %s\n", f->file);
-    size_t shown = 0, more = 0;
-    for (size_t i = 0; i < f->nocc; i++) {
-        const struct occupant *o = &f->occ[i];
-        if (o->tid == f->tid && same_instance(o->instance, f->instance))
-            continue; /* the dying thread's own session: on the line above */
-        if (shown == 3) {
-            more++;
-            continue;
+    struct cli_buf b = {0};
+    if (k == K_TRACE) {
+        if (st->want_traces && load(st, dfd, name, path, follow, &b) == 0) {
+            st->ntraces++;
+            if (cli_trace_add(&st->trace, path, b.s, b.len) != 0)
+                st->problems++; /* named by cli_trace_add */
         }
-        const struct race *rs, *ri;
-        const char *k = session_kernel(st, f->pid, f->rank, o->race_seq, o->instance, NULL, &rs, &ri);
-        cli_buf_printf(b, "    tid %ld was %sinside ", o->tid, o->tid == f->tid ? "also " : "");
-        if (k)
-            cli_buf_printf(b, "kernel '%s'", k);
-        else
-            cli_buf_printf(b, "tuner %s", o->instance ? o->instance : "?");
-        cli_buf_printf(b, " (race report #%lld)\n", o->race_seq);
-        shown++;
+    } else if (k == K_JSONL) {
+        int r = load(st, dfd, name, path, follow, &b);
+        char *txt = sibling(name, K_JSONL, ".txt");
+        char *txt_path = sibling(path, K_JSONL, ".txt");
+        if (r == 0) {
+            st->nreports++;
+            int nfatal = read_jsonl(st, path, b.s, b.len);
+            /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
+             * no fatal record (older library) */
+            if (nfatal >= 0 && regular_at(dfd, txt))
+                read_txt_at(st, dfd, txt, txt_path, 0, 0, nfatal == 0);
+            else if (nfatal < 0 && regular_at(dfd, txt))
+                load(st, dfd, txt, txt_path, 0, &b); /* refused with its .jsonl: only marked as read */
+        } else if (r < 0 && regular_at(dfd, txt)) {
+            /* the .jsonl could not be read: its .txt is the fallback */
+            st->nreports += (size_t)read_txt_at(st, dfd, txt, txt_path, 0, 1, 1);
+        }
+        free(txt);
+        free(txt_path);
+    } else {
+        char *jsonl = sibling(name, K_TXT, ".jsonl");
+        char *jsonl_path = sibling(path, K_TXT, ".jsonl");
+        /* read with its .jsonl, there (the .jsonl comes first in a folder;
+         * on the command line it may come later) */
+        int with_jsonl = regular_at(dfd, jsonl) && (walked || listed(st, jsonl_path));
+        if (!with_jsonl)
+            st->nreports += (size_t)read_txt_at(st, dfd, name, path, follow, 1, 1);
+        free(jsonl);
+        free(jsonl_path);
     }
-    if (more)
-        cli_buf_printf(b, "    and %zu more thread%s inside tuners that raced\n", more, more == 1 ? "" : "s");
+    cli_buf_free(&b);
 }
 
-static void put_fatal_json(struct cli_buf *b, const struct state *st, const struct fatal *f)
+/* cli_walk's callback: the report-shaped entries of a folder. */
+static void on_entry(void *ctx, int dfd, const char *name, const char *path, const struct stat *sb)
 {
-    const struct race *rs, *ri;
-    cli_buf_printf(b, "{\"pid\":%ld,\"rank\":", f->pid);
-    if (f->rank >= 0)
-        cli_buf_printf(b, "%ld", f->rank);
-    else
-        cli_buf_puts(b, "null");
-    cli_buf_puts(b, ",\"signal\":");
-    json_put_str(b, f->signal);
-    if (f->tid >= 0)
-        cli_buf_printf(b, ",\"tid\":%ld", f->tid);
-    else
-        cli_buf_puts(b, ",\"tid\":null");
-    cli_buf_puts(b, ",\"fault_addr\":");
-    json_put_str(b, f->fault_addr);
-    cli_buf_puts(b, ",\"kernel\":");
-    json_put_str(b, f->in_tuner > 0 ? fatal_kernel(st, f, &rs, &ri) : NULL);
-    cli_buf_puts(b, ",\"instance\":");
-    json_put_str(b, f->instance);
-    if (f->race_seq >= 0)
-        cli_buf_printf(b, ",\"race_seq\":%lld", f->race_seq);
-    else
-        cli_buf_puts(b, ",\"race_seq\":null");
-    if (f->reports_before >= 0)
-        cli_buf_printf(b, ",\"reports_before\":%ld", f->reports_before);
-    else
-        cli_buf_puts(b, ",\"reports_before\":null");
-    cli_buf_puts(b, ",\"file\":");
-    json_put_str(b, f->file);
-    cli_buf_puts(b, "}");
-}
-
-/* Fatal records by rank (none last), pid, seq. */
-static int cmp_fatal(const void *a, const void *b)
-{
-    const struct fatal *x = a, *y = b;
-    unsigned long rx = (unsigned long)x->rank, ry = (unsigned long)y->rank; /* -1: last */
-    if (rx != ry)
-        return (rx > ry) - (rx < ry);
-    if (x->pid != y->pid)
-        return (x->pid > y->pid) - (x->pid < y->pid);
-    return (x->seq > y->seq) - (x->seq < y->seq);
+    struct state *st = ctx;
+    enum kind k = report_kind(name);
+    if (k == K_NONE || (k == K_TRACE && !st->want_traces))
+        return;
+    if (!S_ISREG(sb->st_mode)) {
+        problem(st, path, "%s; skipped", type_name(sb->st_mode));
+        return;
+    }
+    read_one(st, dfd, name, path, k, 0, 1);
 }
 
 static void free_state(struct state *st)
 {
-    for (size_t i = 0; i < st->nfiles; i++)
-        free(st->files[i]);
-    free(st->files);
     for (size_t i = 0; i < st->nraces; i++) {
         free(st->races[i].kernel);
         free(st->races[i].instance);
@@ -639,141 +573,24 @@ static void free_state(struct state *st)
         free(f->occ);
     }
     free(st->fatals);
+    free(st->procs);
+    cli_pairset_free(&st->procset);
+    cli_pairset_free(&st->seen);
+    cli_buf_free(&st->trace.out);
+    free(st->explicit_files);
     free(st);
 }
 
-/* NREPORTS: report files read (st->files also holds traces and .txt read with their .jsonl). */
-static void print_summary(const struct state *st, size_t nreports, int as_json)
+/* --trace OUT: refused when it is one of the files read (it would be
+ * overwritten by the merge of itself). */
+static int write_trace(struct state *st, const char *out)
 {
-    /* kernels in order of first appearance */
-    const char *kernels[256];
-    size_t nk = 0;
-    for (size_t i = 0; i < st->nraces && nk < 256; i++) {
-        size_t j = 0;
-        while (j < nk && strcmp(kernels[j], st->races[i].kernel))
-            j++;
-        if (j == nk)
-            kernels[nk++] = st->races[i].kernel;
+    struct stat sb;
+    if (stat(out, &sb) == 0 && cli_pairset_has(&st->seen, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino)) {
+        cli_errf("--trace %s is one of the files read; not overwritten (choose another output)", out);
+        return -1;
     }
-    struct cli_buf b = {0};
-    long vals[1024];
-    size_t nproc_r = 0, nranks = 0;
-    long ranks[1024];
-    for (size_t i = 0; i < st->nprocs; i++) {
-        nproc_r++;
-        size_t j = 0;
-        while (j < nranks && ranks[j] != st->procs[i][1])
-            j++;
-        if (st->procs[i][1] >= 0 && j == nranks)
-            ranks[nranks++] = st->procs[i][1];
-    }
-    qsort(ranks, nranks, sizeof *ranks, cmp_long);
-    int high = 0, ser = 0;
-    for (size_t i = 0; i < st->nraces; i++)
-        high += st->races[i].high, ser += st->races[i].serialized;
-
-    if (as_json) {
-        cli_buf_printf(&b, "{\"files\":%zu,\"processes\":[", nreports);
-        for (size_t i = 0; i < st->nprocs; i++) {
-            cli_buf_printf(&b, "%s{\"pid\":%ld,\"rank\":", i ? "," : "", st->procs[i][0]);
-            if (st->procs[i][1] >= 0)
-                cli_buf_printf(&b, "%ld}", st->procs[i][1]);
-            else
-                cli_buf_puts(&b, "null}");
-        }
-        cli_buf_puts(&b, "],\"ranks\":");
-        put_longs(&b, ranks, nranks, 1);
-        cli_buf_printf(&b, ",\"races\":%zu,\"high\":%d,\"low\":%zu,\"serialized\":%d,\"method_replaced\":%d,"
-                       "\"unreadable_lines\":%d,\"kernels\":[",
-                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines);
-    } else {
-        cli_buf_printf(&b, "%zu report file%s, %zu process%s", nreports, nreports == 1 ? "" : "s", nproc_r,
-                       nproc_r == 1 ? "" : "es");
-        if (nranks) {
-            cli_buf_puts(&b, ", ranks ");
-            put_longs(&b, ranks, nranks, 0);
-        }
-        cli_buf_printf(&b, "\n%zu race%s: %d high, %zu low, %d serialized", st->nraces, st->nraces == 1 ? "" : "s",
-                       high, st->nraces - (size_t)high, ser);
-        if (st->nfatals)
-            cli_buf_printf(&b, "; %zu fatal signal%s", st->nfatals, st->nfatals == 1 ? "" : "s");
-        if (st->replaced)
-            cli_buf_printf(&b, "; %d method replacement%s", st->replaced, st->replaced == 1 ? "" : "s");
-        if (st->bad_lines)
-            cli_buf_printf(&b, "; %d unreadable line%s skipped", st->bad_lines, st->bad_lines == 1 ? "" : "s");
-        cli_buf_puts(&b, "\n");
-    }
-    for (size_t k = 0; k < nk; k++) {
-        int n = 0, h = 0, s = 0;
-        const struct race *first = NULL;
-        for (size_t i = 0; i < st->nraces; i++) {
-            const struct race *r = &st->races[i];
-            if (strcmp(r->kernel, kernels[k]))
-                continue;
-            n++, h += r->high, s += r->serialized;
-            if (!first || (r->ts >= 0 && (first->ts < 0 || r->ts < first->ts)))
-                first = r;
-        }
-        if (as_json) {
-            cli_buf_printf(&b, "%s{\"kernel\":", k ? "," : "");
-            json_put_str(&b, kernels[k]);
-            cli_buf_printf(&b, ",\"races\":%d,\"high\":%d,\"low\":%d,\"serialized\":%d,\"pids\":", n, h, n - h, s);
-            put_longs(&b, vals, distinct(st, kernels[k], 0, vals, 1024), 1);
-            cli_buf_puts(&b, ",\"ranks\":");
-            put_longs(&b, vals, distinct(st, kernels[k], 1, vals, 1024), 1);
-            cli_buf_puts(&b, ",\"first\":{\"ts_ns\":");
-            if (first->ts >= 0)
-                cli_buf_printf(&b, "%lld", first->ts);
-            else
-                cli_buf_puts(&b, "null");
-            cli_buf_printf(&b, ",\"pid\":%ld,\"file\":", first->pid);
-            json_put_str(&b, first->file);
-            cli_buf_puts(&b, ",\"location\":");
-            json_put_str(&b, first->where);
-            cli_buf_puts(&b, "}}");
-        } else {
-            cli_buf_printf(&b, "\nkernel '%s': %d race%s (%d high, %d low, %d serialized)\n", kernels[k], n,
-                           n == 1 ? "" : "s", h, n - h, s);
-            cli_buf_puts(&b, "  processes: ");
-            put_longs(&b, vals, distinct(st, kernels[k], 0, vals, 1024), 0);
-            cli_buf_puts(&b, "   ranks: ");
-            put_longs(&b, vals, distinct(st, kernels[k], 1, vals, 1024), 0);
-            cli_buf_puts(&b, "\n  first: ");
-            if (first->ts >= 0)
-                cli_buf_printf(&b, "ts_ns=%lld ", first->ts);
-            cli_buf_printf(&b, "pid %ld in %s\n", first->pid, first->file);
-            if (first->where && *first->where)
-                cli_buf_printf(&b, "  at: %s\n", first->where);
-        }
-    }
-    if (as_json) {
-        cli_buf_puts(&b, "],\"fatal\":[");
-        for (size_t i = 0; i < st->nfatals; i++) {
-            cli_buf_puts(&b, i ? "," : "");
-            put_fatal_json(&b, st, &st->fatals[i]);
-        }
-        cli_buf_puts(&b, "]");
-    } else if (st->nfatals) {
-        size_t np = fatal_procs(st);
-        cli_buf_printf(&b, "\n%zu process%s died of a fatal signal:\n", np, np == 1 ? "" : "es");
-        for (size_t i = 0; i < st->nfatals; i++)
-            put_fatal_text(&b, st, &st->fatals[i]);
-    }
-    if (as_json) {
-        cli_buf_puts(&b, ",\"summary_lines\":[");
-        for (size_t i = 0; i < st->nsummary; i++) {
-            cli_buf_printf(&b, "%s{\"count\":%d,\"line\":", i ? "," : "", st->summary[i].n);
-            json_put_str(&b, st->summary[i].s);
-            cli_buf_puts(&b, "}");
-        }
-        cli_buf_puts(&b, "]}\n");
-    } else if (st->nsummary) {
-        cli_buf_puts(&b, "\n");
-        for (size_t i = 0; i < st->nsummary; i++)
-            cli_buf_printf(&b, "%4dx %s\n", st->summary[i].n, st->summary[i].s);
-    }
-    fputs(b.s ? b.s : "", stdout);
-    cli_buf_free(&b);
+    return cli_trace_write(&st->trace, out);
 }
 
 int cli_report(int argc, char **argv)
@@ -817,62 +634,54 @@ int cli_report(int argc, char **argv)
         free(paths);
         return 1;
     }
-    for (int i = 0; i < npaths; i++)
-        collect(st, paths[i], 0);
+    st->want_traces = trace_out != NULL;
+    st->explicit_files = calloc((size_t)npaths, sizeof *st->explicit_files);
+    if (!st->explicit_files)
+        abort();
+    for (int i = 0; i < npaths; i++) {
+        struct stat sb;
+        if (stat(paths[i], &sb) == 0 && S_ISREG(sb.st_mode))
+            st->explicit_files[st->nexplicit++] = paths[i];
+    }
+    for (int i = 0; i < npaths; i++) {
+        const char *p = paths[i];
+        struct stat sb;
+        if (stat(p, &sb) < 0) {
+            cli_errf("%s: %s", p, strerror(errno));
+        } else if (S_ISDIR(sb.st_mode)) {
+            st->problems += cli_walk(p, &st->seen, on_entry, st);
+        } else if (!S_ISREG(sb.st_mode)) {
+            problem(st, p, "%s; skipped", type_name(sb.st_mode));
+        } else if (kind_of(p) == K_NONE) {
+            cli_errf("%s: not a report (.jsonl, .txt) or trace (.trace.json) file; skipped", p);
+        } else if (kind_of(p) != K_TRACE || st->want_traces) {
+            read_one(st, AT_FDCWD, p, p, kind_of(p), 1, 0);
+        }
+    }
     free(paths);
 
-    size_t nreports = 0;
-    char **traces = calloc(st->nfiles + 1, sizeof *traces);
-    size_t ntraces = 0;
-    for (size_t i = 0; i < st->nfiles; i++) {
-        const char *f = st->files[i];
-        if (has_suffix(f, ".trace.json")) {
-            traces[ntraces++] = st->files[i];
-        } else if (has_suffix(f, ".jsonl")) {
-            int nfatal = read_jsonl(st, f);
-            nreports++;
-            if (sibling_exists(f, ".jsonl", ".txt")) {
-                char txt[PATH_MAX];
-                snprintf(txt, sizeof txt, "%.*s.txt", (int)(strlen(f) - 6), f);
-                /* the .txt's fatal block when the .jsonl has no fatal record (older library) */
-                read_txt(st, txt, 0, nfatal == 0);
-            }
-        } else if (has_suffix(f, ".txt") && !sibling_exists(f, ".txt", ".jsonl")) {
-            read_txt(st, f, 1, 1);
-            nreports++;
-        } else if (has_suffix(f, ".txt")) {
-            /* read with its .jsonl; counted there, unless the .jsonl was not among the PATHs */
-            int listed = 0;
-            for (size_t j = 0; j < st->nfiles; j++)
-                listed |= has_suffix(st->files[j], ".jsonl") &&
-                          strlen(st->files[j]) == strlen(f) + 2 && !strncmp(st->files[j], f, strlen(f) - 4);
-            if (!listed) {
-                read_txt(st, f, 1, 1);
-                nreports++;
-            }
-        } else {
-            fprintf(stderr, "tunerguard: %s: not a report (.jsonl, .txt) or trace (.trace.json) file; skipped\n", f);
-        }
-    }
     int rc = 0;
     if (trace_out) {
-        if (!ntraces) {
-            fprintf(stderr, "tunerguard: no trace files (*.trace.json) under the given paths\n");
-            rc = 2;
-        } else if (cli_report_merge_trace(traces, ntraces, trace_out) < 0) {
-            rc = 1;
+        if (!st->ntraces) {
+            cli_errf("no trace files (*.trace.json) under the given paths");
+            rc = CLI_EXIT_USAGE;
+        } else if (write_trace(st, trace_out) < 0) {
+            rc = CLI_EXIT_USAGE;
         }
     }
-    if (!nreports && !(trace_out && ntraces)) {
-        fprintf(stderr, "tunerguard: no report files (<prefix>.<pid>.jsonl or .txt) under the given paths\n");
-        rc = 2;
-    } else if (nreports) {
-        qsort(st->fatals, st->nfatals, sizeof *st->fatals, cmp_fatal);
-        print_summary(st, nreports, as_json);
+    if (!st->nreports && !(trace_out && st->ntraces)) {
+        if (st->problems) {
+            cli_errf("no report file could be read under the given paths (%zu not read, named above)", st->problems);
+        } else {
+            cli_errf("no report files (<prefix>.<pid>.jsonl or .txt) under the given paths");
+            rc = CLI_EXIT_USAGE;
+        }
+    } else if (st->nreports) {
+        cli_report_sort(st);
+        cli_report_print(st, as_json);
     }
     if (!rc)
-        rc = st->nraces || st->nfatals ? 1 : 0;
-    free(traces);
+        rc = (st->nraces || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);
     free_state(st);
     return rc;
 }

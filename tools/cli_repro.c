@@ -120,7 +120,7 @@ static int print_results(const struct recs *rs, const int *scen, int nscen, int 
                 cli_buf_printf(&b, "%s{\"scenario\":\"%s\",\"mode\":\"%s\",\"outcome\":\"%s\",\"expected\":\"%s\","
                                "\"as_expected\":%zu,\"runs\":%zu,\"median_s\":%.3f,\"detail\":",
                                first ? "" : ",", all_scenarios[scen[s]], modes[m], outcome, expected[m], nok, n, med);
-                json_put_str(&b, bad ? bad->detail : any->detail);
+                cli_jput_str(&b, bad ? bad->detail : any->detail);
                 cli_buf_puts(&b, "}");
                 first = 0;
             } else {
@@ -168,38 +168,38 @@ static int run_cpu(const char *src, const char *lib, const char *py, int runs, c
         perror("tunerguard: cannot start python3");
         return -1;
     }
-    const char *stop;
-    struct json *doc = json_parse(cap.out, cap.out + strlen(cap.out), &stop);
-    const struct json *results = json_get(doc, "results");
-    if (!results || results->type != JSON_ARR) {
+    json_error_t jerr;
+    json_t *doc = json_loads(cap.out, JSON_DISABLE_EOF_CHECK, &jerr); /* what follows the document is ignored */
+    const json_t *results = json_object_get(doc, "results");
+    if (!json_is_array(results)) {
         fprintf(stderr, "tunerguard: %s gave no results (exit %d):\n%s%s", runner, cli_exit_status(cap.status),
                 cap.out, cap.err);
-        json_free(doc);
+        json_decref(doc);
         cli_capture_free(&cap);
         return -1;
     }
-    for (size_t i = 0; i < results->n; i++) {
-        const struct json *r = results->items[i];
-        int s = scen_index(json_str(json_get(r, "scenario")) ?: "");
-        int m = mode_index(json_str(json_get(r, "mode")) ?: "");
+    for (size_t i = 0; i < json_array_size(results); i++) {
+        const json_t *r = json_array_get(results, i);
+        int s = scen_index(json_string_value(json_object_get(r, "scenario")) ?: "");
+        int m = mode_index(json_string_value(json_object_get(r, "mode")) ?: "");
         if (s < 0 || m < 0)
             continue;
-        const struct json *okv = json_get(r, "ok"), *files = json_get(r, "report_files"), *sec = json_get(r, "seconds");
-        long long rc = json_int(json_get(r, "rc"), -1);
-        struct rec rec = {.scenario = s, .mode = m, .ok = okv && okv->type == JSON_BOOL && okv->boolean,
-                          .seconds = sec && sec->type == JSON_NUM ? sec->num : 0};
+        const json_t *files = json_object_get(r, "report_files"), *sec = json_object_get(r, "seconds");
+        long long rc = cli_jint(json_object_get(r, "rc"), -1);
+        struct rec rec = {.scenario = s, .mode = m, .ok = json_is_true(json_object_get(r, "ok")),
+                          .seconds = json_is_number(sec) ? json_number_value(sec) : 0};
         int reported = 0;
-        for (size_t k = 0; files && k < files->n; k++) {
-            const char *f = json_str(files->items[k]);
+        for (size_t k = 0; k < json_array_size(files); k++) {
+            const char *f = json_string_value(json_array_get(files, k));
             size_t l = f ? strlen(f) : 0;
             reported |= l > 4 && !strcmp(f + l - 4, ".txt");
         }
         snprintf(rec.outcome, sizeof rec.outcome, "%s",
                  m == 1 && reported ? "reported" : rc == 0 ? "passed" : "failed");
-        rec.detail = strdup(json_str(json_get(r, "outcome")) ?: "");
+        rec.detail = strdup(json_string_value(json_object_get(r, "outcome")) ?: "");
         add_rec(rs, rec);
     }
-    json_free(doc);
+    json_decref(doc);
     cli_capture_free(&cap);
     return 0;
 }

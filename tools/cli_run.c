@@ -2,11 +2,16 @@
  *
  * Contract: LD_PRELOAD becomes "<lib>[:<preloads already set>]" (never
  * dropping what was there); TUNERGUARD_OPTIONS becomes "<already set>:<ours>"
- * (the library's parser lets a later key win, so ours win; a --report-dir
- * holding ':' or whitespace goes in quoted, log_path='DIR/tunerguard'); the program's exit
- * status is passed through (128+N for signal N, 127/126 when it cannot be
- * executed); afterwards one stderr line per report file the run created or
- * changed under the effective log_path prefix, or "no reports". */
+ * (the library's parser lets a later key win, so ours win).  The log_path
+ * in force (--report-dir DIR/tunerguard, else the one already set, else the
+ * default ./tunerguard) is made absolute against the directory run was
+ * started in and passed as the last log_path= (quoted when it holds ':' or
+ * whitespace), so every child writes its reports there whatever directory it
+ * changes to.  The program's exit status is passed through (128+N for signal
+ * N, 127/126 when it cannot be executed); afterwards one stderr line per
+ * report file the run created or changed under that prefix, or "no reports".
+ * A --report-dir that cannot be created (or is not a directory) is status 2
+ * before anything runs. */
 #include "cli.h"
 
 #include <dirent.h>
@@ -146,18 +151,36 @@ static void print_reports(const char *log_path, const struct snap *before)
         }
         if (!changed)
             continue;
-        fprintf(stderr, "tunerguard: report: %s%s/%s\n", (dir[0] == '/' || dir[0] == '.') ? "" : "./", dir,
-                after.e[i].name);
+        cli_errf("report: %s%s%s", dir, strcmp(dir, "/") ? "/" : "", after.e[i].name);
         shown++;
     }
     if (shown) {
         char word[2 * PATH_MAX];
         shell_word(dir, word, sizeof word);
-        fprintf(stderr, "tunerguard: summarize with: tunerguard report %s\n", word);
+        cli_errf("summarize with: tunerguard report %s", word);
+    } else {
+        cli_errf("no reports (%s.<pid>.*)", log_path);
     }
-    else
-        fprintf(stderr, "tunerguard: no reports (%s.<pid>.*)\n", log_path);
     free_snapshot(&after);
+}
+
+/* The quote V needs as a TUNERGUARD_OPTIONS value: "" when none (no ':',
+ * whitespace or leading quote), else a quote kind it does not hold; NULL
+ * when it needs one and holds both. */
+static const char *option_quote(const char *v)
+{
+    if (!strpbrk(v, ": \t\n\r") && v[0] != '\'' && v[0] != '"')
+        return "";
+    return !strchr(v, '\'') ? "'" : !strchr(v, '"') ? "\"" : NULL;
+}
+
+/* P made absolute against CWD ("" : P as it is). */
+static void absolute(const char *cwd, const char *p, char *out, size_t n)
+{
+    if (p[0] == '/' || !cwd[0])
+        snprintf(out, n, "%s", p);
+    else
+        snprintf(out, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", p);
 }
 
 int cli_run(int argc, char **argv)
@@ -216,34 +239,50 @@ int cli_run(int argc, char **argv)
         cli_buf_puts(&opts, ":stress=1");
     if (trace)
         cli_buf_puts(&opts, ":trace=1");
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = '\0'; /* unreachable: paths stay as given */
     if (report_dir) {
-        /* A value holding ':' or whitespace, or beginning with a quote, is
-         * quoted for the library's parser with a quote it does not hold. */
-        const char *quote = "";
-        if (strpbrk(report_dir, ": \t\n\r") || report_dir[0] == '\'' || report_dir[0] == '"') {
-            if (!strchr(report_dir, '\''))
-                quote = "'";
-            else if (!strchr(report_dir, '"'))
-                quote = "\"";
-            else {
-                fprintf(stderr,
-                        "tunerguard: run: --report-dir %s holds both ' and \" as well as ':' or a space; "
-                        "TUNERGUARD_OPTIONS cannot quote it, choose another directory\n",
-                        report_dir);
-                cli_buf_free(&extra);
-                cli_buf_free(&opts);
-                return CLI_EXIT_USAGE;
-            }
+        char abs_dir[2 * PATH_MAX];
+        absolute(cwd, report_dir, abs_dir, sizeof abs_dir);
+        const char *quote = option_quote(abs_dir);
+        if (!quote) {
+            cli_errf("run: --report-dir %s holds both ' and \" as well as ':' or a space; TUNERGUARD_OPTIONS cannot "
+                     "quote it, choose another directory", abs_dir);
+            goto usage;
+        }
+        struct stat sb;
+        if (stat(report_dir, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+            cli_errf("run: --report-dir %s exists and is not a directory", report_dir);
+            goto usage;
         }
         if (cli_mkdirs(report_dir) < 0) {
-            fprintf(stderr, "tunerguard: cannot create report dir %s: %s\n", report_dir, strerror(errno));
-            return 1;
+            cli_errf("run: cannot create report dir %s: %s", report_dir, strerror(errno));
+            goto usage;
         }
-        cli_buf_printf(&opts, ":log_path=%s%s/tunerguard%s", quote, report_dir, quote);
+        cli_buf_printf(&opts, ":log_path=%s%s/tunerguard%s", quote, abs_dir, quote);
     }
     if (extra.len)
         cli_buf_puts(&opts, extra.s);
     cli_buf_free(&extra);
+    /* The prefix in force (as the library's parser reads the whole string),
+     * made absolute: a child that changes directory still writes where this
+     * run looks, and the listing names real paths. */
+    char log_path[2 * PATH_MAX];
+    cli_option_value(opts.s ? opts.s : "", "log_path", log_path, sizeof log_path);
+    int known = log_path[0] != '\0'; /* "": the library will refuse the options and say why */
+    if (known && strcmp(log_path, "stderr") != 0 && log_path[0] != '/' && cwd[0]) {
+        char abs_path[2 * PATH_MAX];
+        absolute(cwd, log_path, abs_path, sizeof abs_path);
+        const char *quote = option_quote(abs_path);
+        if (!quote) {
+            cli_errf("run: log_path made absolute, %s, holds both ' and \" as well as ':' or a space; "
+                     "TUNERGUARD_OPTIONS cannot quote it, run from another directory or give --report-dir", abs_path);
+            goto usage;
+        }
+        cli_buf_printf(&opts, ":log_path=%s%s%s", quote, abs_path, quote);
+        snprintf(log_path, sizeof log_path, "%s", abs_path);
+    }
     const char *optstr = opts.s ? (opts.s[0] == ':' ? opts.s + 1 : opts.s) : "";
 
     struct cli_buf pre = {0};
@@ -252,12 +291,8 @@ int cli_run(int argc, char **argv)
     if (old_pre && *old_pre)
         cli_buf_printf(&pre, ":%s", old_pre);
 
-    char log_path[PATH_MAX];
-    cli_option_value(optstr, "log_path", log_path, sizeof log_path);
-    if (!log_path[0])
-        strcpy(log_path, "tunerguard");
     struct snap before = {0};
-    if (strcmp(log_path, "stderr") != 0) {
+    if (known && strcmp(log_path, "stderr") != 0) {
         char dir[PATH_MAX];
         const char *slash = strrchr(log_path, '/');
         snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - log_path) : 1, slash ? log_path : ".");
@@ -301,8 +336,13 @@ int cli_run(int argc, char **argv)
         }
     }
     int rc = cli_exit_status(st);
-    print_reports(log_path, &before);
+    if (known)
+        print_reports(log_path, &before);
     free_snapshot(&before);
     cli_buf_free(&opts);
     return rc;
+usage:
+    cli_buf_free(&extra);
+    cli_buf_free(&opts);
+    return CLI_EXIT_USAGE;
 }

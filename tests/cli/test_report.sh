@@ -51,14 +51,17 @@ check "--trace without OUT: exit 2" [ "$rc" = 2 ]
 mkdir clean
 printf '%s\n' '{"schema":1,"kind":"method_replaced","seq":1,"pid":5,"rank":null,"mode":"detect","ts_ns":1,"tuner":{},"location":null,"entering":{},"detail":"x"}' '{"schema":1,"kind":"race","pid":5,' >clean/tg.5.jsonl
 run_tg c report clean
-check "no race: exit 0; a cut last line is skipped" sh -c "[ $rc = 0 ] && grep -q '0 races' c.out && grep -q '1 unreadable line' c.out"
+check "no race but a cut last line: exit 4 (incomplete), the file named once, the line counted" sh -c "[ $rc = 4 ] && grep -q '0 races' c.out && grep -q '1 unreadable line' c.out && [ \$(wc -l <c.err) = 1 ] && grep -q '^tunerguard: clean/tg.5.jsonl: truncated: its last line is cut short' c.err"
+printf '%s\n' '{"schema":1,"kind":"method_replaced","seq":1,"pid":6,"rank":null,"mode":"detect","ts_ns":1,"tuner":{},"location":null,"entering":{},"detail":"x"}' >clean/tg.6.jsonl
+run_tg c0 report clean/tg.6.jsonl
+check "no race, every file complete: exit 0, nothing on stderr" sh -c "[ $rc = 0 ] && grep -q '0 races' c0.out && [ ! -s c0.err ]"
 
 mkdir tr
 printf '[{"name":"a","ph":"X","ts":1,"dur":2,"pid":1,"tid":1},\n{"name":"b","ph":"X","ts":3,"dur":2,"pid":1,"tid":1},\n{"name":"c","ph":"X","ts' >tr/tg.1.trace.json
 printf '{"traceEvents":[{"name":"d","ph":"i","ts":5,"pid":2,"tid":2,"s":"t","args":{"k":"]}"}}],"displayTimeUnit":"ns"}' >tr/tg.2.trace.json
 printf '[{"name":"e","ph":"i","ts":6,"pid":3,"tid":3,"s":"t"}]' >tr/tg.rank1.3.trace.json
 run_tg tr report --trace merged.json tr
-check "--trace: exit 0 when only traces" [ "$rc" = 0 ]
+check "--trace: only traces, one of them cut short: exit 4 (incomplete)" [ "$rc" = 4 ]
 check "--trace: truncated file tolerated and reported" has tr.err "truncated; kept its 2 complete events"
 check "--trace: merged file is valid JSON with all complete events" python3 -c "
 import json; d = json.load(open('merged.json')); n = sorted(e['name'] for e in d['traceEvents']); assert n == ['a','b','d','e','process_labels'], n"

@@ -30,7 +30,7 @@ LD_PRELOAD=$OTHER TUNERGUARD_OPTIONS=verbosity=1 "$TG" run --serialize --option 
 rc=$?
 check "env: exit 0" [ "$rc" = 0 ]
 check "LD_PRELOAD is lib then the existing preload" sh -c "[ \"\$(sed -n 1p env.out)\" = '$(readlink -f "$LIB"):$OTHER' ]"
-check "TUNERGUARD_OPTIONS keeps the existing options, ours after" sh -c "[ \"\$(sed -n 2p env.out)\" = 'verbosity=1:mode=serialize:exitcode=-1' ]"
+check "TUNERGUARD_OPTIONS keeps the existing options, ours after, log_path made absolute last" sh -c "[ \"\$(sed -n 2p env.out)\" = 'verbosity=1:mode=serialize:exitcode=-1:log_path=$WORK/tunerguard' ]"
 "$TG" run --report-dir "$WORK/rd" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >rd.out 2>rd.err
 check "--report-dir sets log_path and creates the dir" sh -c "grep -q 'log_path=$WORK/rd/tunerguard' rd.out && [ -d '$WORK/rd' ]"
 check "no race: 'no reports'" has rd.err "tunerguard: no reports"
@@ -62,7 +62,7 @@ check "second run lists only its own reports" sh -c "[ \$(grep -c '^tunerguard: 
 run_tg q1 run --report-dir "my reports" -- python3 -c 'print("PROGRAM RAN")'
 check "--report-dir with a space: the program runs (exit 0)" sh -c "[ $rc = 0 ] && grep -qx 'PROGRAM RAN' q1.out"
 check "--report-dir with a space: the dir is created" [ -d "$WORK/my reports" ]
-check "--report-dir with a space: 'no reports' names the real prefix" grep -qxF 'tunerguard: no reports (my reports/tunerguard.<pid>.*)' q1.err
+check "--report-dir with a space: 'no reports' names the real prefix, absolute" grep -qxF "tunerguard: no reports ($WORK/my reports/tunerguard.<pid>.*)" q1.err
 "$TG" run --report-dir "$WORK/a:b" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q2.out 2>q2.err
 check "--report-dir with ':': log_path is quoted with '" grep -qxF "log_path='$WORK/a:b/tunerguard'" q2.out
 "$TG" run --report-dir "$WORK/it's:here" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q3.out 2>q3.err
@@ -83,4 +83,31 @@ for rdir in "$WORK/race dir" "$WORK/race:dir"; do
     check "racing program, --report-dir '$rdir': tunerguard report pointed at the dir, shell-quoted" \
         grep -qxF "tunerguard: summarize with: tunerguard report '$rdir'" qr.err
 done
+# Children that change directory: run passes an absolute log_path, so the reports
+# land where run looks (the --report-dir, else where run was started) and are listed.
+mkdir sub
+LD_LIBRARY_PATH=$FAKE "$TG" run --report-dir rd -- sh -c "cd sub && python3 '$SCEN/seeds004.py'" >cd1.out 2>cd1.err
+check "relative --report-dir, child in another folder: log_path given absolute" \
+    sh -c "[ -n \"\$(ls rd/tunerguard.*.jsonl 2>/dev/null)\" ] && [ -z \"\$(ls sub 2>/dev/null)\" ] && ! grep -q 'cannot open\\|to stderr' cd1.err"
+check "relative --report-dir, child in another folder: the reports listed by absolute path" \
+    sh -c "grep -q '^tunerguard: report: $WORK/rd/tunerguard\.[0-9]*\.jsonl\$' cd1.err && grep -qxF 'tunerguard: summarize with: tunerguard report $WORK/rd' cd1.err && ! grep -q 'no reports' cd1.err"
+mkdir cd2 cd2/sub
+(cd cd2 && LD_LIBRARY_PATH=$FAKE "$TG" run -- sh -c "cd sub && python3 '$SCEN/seeds004.py'") >cd2.out 2>cd2.err
+check "no --report-dir, child in another folder: reports where run was started, listed" \
+    sh -c "ls cd2/tunerguard.*.txt >/dev/null 2>&1 && [ -z \"\$(ls cd2/sub)\" ] && grep -q '^tunerguard: report: $WORK/cd2/tunerguard\.[0-9]*\.txt\$' cd2.err && ! grep -q 'no reports' cd2.err"
+mkdir cd3 cd3/sub cd3/out
+(cd cd3 && TUNERGUARD_OPTIONS=log_path=out/tg LD_LIBRARY_PATH=$FAKE "$TG" run -- sh -c "cd sub && python3 '$SCEN/seeds004.py'") >cd3.out 2>cd3.err
+check "a relative log_path already set: made absolute against where run was started" \
+    sh -c "ls cd3/out/tg.*.jsonl >/dev/null 2>&1 && grep -q '^tunerguard: report: $WORK/cd3/out/tg\.[0-9]*\.jsonl\$' cd3.err"
+"$TG" run --option log_path=stderr -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >ls.out 2>ls.err
+check "log_path=stderr stays stderr" sh -c "[ \"\$(cat ls.out)\" = 'log_path=stderr' ] && grep -q 'log_path=stderr: reports, if any, are above' ls.err"
+"$TG" run --option log_path=/abs/tg -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >la.out 2>la.err
+check "an absolute log_path is passed as given" [ "$(cat la.out)" = 'log_path=/abs/tg' ]
+"$TG" run --report-dir rd2 --option log_path=other/tg -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >lo.out 2>lo.err
+check "--option log_path after --report-dir wins, made absolute" \
+    grep -qxF "log_path=$WORK/rd2/tunerguard:log_path=other/tg:log_path=$WORK/other/tg" lo.out
+: >afile
+run_tg rf run --report-dir afile -- true
+check "--report-dir naming a file: exit 2, one line, nothing run" \
+    sh -c "[ $rc = 2 ] && [ \$(wc -l <rf.err) = 1 ] && grep -q '^tunerguard: run: --report-dir afile exists and is not a directory' rf.err"
 finish

@@ -1,0 +1,138 @@
+# tunerguard report on folders anyone may have written into: unreadable entries,
+# FIFOs, links to / and in loops, hard links, any depth, many processes, a newer
+# schema, cut files, names with control bytes.  Every run is under `timeout`: a
+# hang is a failure, not a stuck test.  Exit statuses: 0 nothing found, 1 found,
+# 2 usage / nothing there, +4 when some input could not be read in full.
+. "$(dirname "$0")/lib.sh"
+cd "$WORK"
+T="timeout 60"
+# one complete race record of process PID (rank RANK or null)
+race() { printf '{"schema":%s,"kind":"race","seq":1,"pid":%s,"rank":%s,"mode":"detect","ts_ns":%s,"severity":"high","serialized":false,"tuner":{"class":"Autotuner","method":"Autotuner.run","kernel":"k%s","instance":"0x10"},"location":null,"entering":{}}\n' "${4:-1}" "$1" "$2" "$1" "$3"; }
+replaced() { printf '{"schema":1,"kind":"method_replaced","seq":1,"pid":%s,"rank":null,"mode":"detect","ts_ns":1,"tuner":{},"location":null,"entering":{},"detail":"x"}\n' "$1"; }
+# clean_exit FILE: no allocator abort or crash message in FILE
+clean_exit() { ! grep -q 'free()\|double free\|Aborted\|core dumped\|Segmentation' "$1"; }
+rtg() { p=$1; shift; $T "$TG" "$@" >"$p.out" 2>"$p.err"; rc=$?; }
+
+# ---- a symbolic link to / next to a report: not followed, no crash ------------
+mkdir h1 && race 11 null a >h1/tg.11.jsonl && ln -s / h1/root
+rtg h1 report h1
+check "link to /: not followed, the report read, exit 1 (no crash)" \
+    sh -c "[ $rc = 1 ] && grep -q '^1 report file, 1 process$' h1.out && ! grep -q . h1.err"
+check "link to /: no abort message" clean_exit h1.err
+
+# ---- a FIFO named like a report: named, never opened for a blocking read ------
+mkdir h2 && race 12 null a >h2/tg.12.jsonl && mkfifo h2/tg.13.jsonl
+rtg h2 report h2
+check "FIFO in a folder: no hang, named as a FIFO, exit 1+4" \
+    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h2/tg.13.jsonl: a FIFO, not a regular file; skipped$' h2.err && [ \$(wc -l <h2.err) = 1 ]"
+check "FIFO in a folder: the other file still read" grep -q '^1 race: 1 high' h2.out
+rtg h2b report h2/tg.13.jsonl
+check "FIFO given as a PATH: no hang, named, nothing read: exit 4" \
+    sh -c "[ $rc = 4 ] && grep -q 'h2/tg.13.jsonl: a FIFO' h2b.err && grep -q 'no report file could be read' h2b.err"
+ln -s /dev/zero h2/tg.14.txt
+rtg h2c report h2
+check "a report-named link to /dev/zero: not followed, named" \
+    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h2/tg.14.txt: a symbolic link (not followed); skipped$' h2c.err"
+
+# ---- symbolic-link loops and hard links: each file read once ------------------
+mkdir -p h3/a && race 15 null a >h3/a/tg.15.jsonl && ln -s .. h3/a/up && ln -s ../a h3/a/self && ln -s a h3/again
+ln h3/a/tg.15.jsonl h3/tg.99.jsonl
+rtg h3 report h3 h3 h3/a h3/a/tg.15.jsonl
+check "link loops, a hard link, the same folder and file given again: one file, one race" \
+    sh -c "[ $rc = 1 ] && grep -q '^1 report file, 1 process$' h3.out && grep -q '^1 race:' h3.out"
+
+# ---- any depth (past PATH_MAX) ---------------------------------------------------
+python3 - <<'PY'
+import os
+fd = os.open(".", os.O_RDONLY)
+os.mkdir("deep", dir_fd=fd)
+fd = os.open("deep", os.O_RDONLY, dir_fd=fd)
+for i in range(300):  # 300 levels of 16 characters: a path of about 5000 bytes
+    name = "level%011d" % i
+    os.mkdir(name, dir_fd=fd)
+    fd = os.open(name, os.O_RDONLY, dir_fd=fd)
+    if i in (9, 299):
+        w = os.open("tg.%d.jsonl" % (700 + i), os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(w, ('{"schema":1,"kind":"race","seq":1,"pid":%d,"rank":null,"mode":"detect","ts_ns":5,"severity":"low","serialized":false,"tuner":{"kernel":"deep"},"location":null,"entering":{}}\n' % (700 + i)).encode())
+        os.close(w)
+PY
+race 16 null a >deep/tg.16.jsonl
+rtg h4 report deep
+check "300 folders deep (path > PATH_MAX): every report found, the shallow one after the deep ones" \
+    sh -c "[ $rc = 1 ] && grep -q '^3 report files, 3 processes$' h4.out && grep -q \"^kernel 'deep': 2 races\" h4.out && ! grep -q . h4.err"
+
+# ---- more than 1024 processes ----------------------------------------------------
+mkdir h5
+i=0; while [ $i -lt 1500 ]; do replaced $((5000 + i)); i=$((i + 1)); done >h5/tg.5000.jsonl
+rtg h5 report --json h5
+check "1500 processes in one file: all counted" python3 -c "
+import json; d = json.load(open('h5.out')); assert len(d['processes']) == 1500 and d['method_replaced'] == 1500, len(d['processes'])"
+mkdir h5b
+i=0; while [ $i -lt 1100 ]; do race $((20000 + i)) $i a >h5b/tg.rank$i.$((20000 + i)).jsonl; i=$((i + 1)); done
+rtg h5b report --json h5b
+check "1100 files, ranks and racing processes: all counted" python3 -c "
+import json; d = json.load(open('h5b.out'))
+assert d['files'] == 1100 and len(d['processes']) == 1100 and len(d['ranks']) == 1100, (d['files'], len(d['ranks']))
+k = d['kernels'][0]; assert k['races'] == 1100 and len(k['pids']) == 1100 and len(k['ranks']) == 1100, k['races']"
+
+# ---- a newer schema: refused by name, nothing of it counted ---------------------
+mkdir h6 && race 17 null a 99 >h6/tg.17.jsonl && race 18 null b >h6/tg.18.jsonl
+rtg h6 report h6
+check "schema 99: the file refused by name, the schema-1 file read, exit 1+4" \
+    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h6/tg.17.jsonl: written with report schema 99; this tunerguard reads schema 1 and older: file skipped' h6.err && grep -q '^1 race: ' h6.out && ! grep -q \"kernel 'ka'\" h6.out"
+
+# ---- cut and damaged .jsonl, cut .txt --------------------------------------------
+mkdir h7
+{ race 19 null a; printf 'not json\n'; race 19 null a | head -c 60; } >h7/tg.19.jsonl
+rtg h7 report h7
+check "a cut last line and a bad line: one line naming the file and both, exit 1+4" \
+    sh -c "[ $rc = 5 ] && [ \$(wc -l <h7.err) = 1 ] && grep -q '^tunerguard: h7/tg.19.jsonl: truncated (its last line is cut short) and 1 other line is not a record (first: line 2); 1 record read$' h7.err && grep -q '2 unreadable lines skipped' h7.out"
+mkdir h8 && printf '==================\nWARNING: tunerguard: thread entered a tuner another thread is inside (pid=30)\n  Call of Autotuner.run on ker' >h8/tg.30.txt
+rtg h8 report h8
+check "a .txt cut inside its block (fallback): named as truncated, exit 4" \
+    sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h8/tg.30.txt: truncated: its last report block is cut short' h8.err"
+
+# ---- unreadable folder and file (as an unprivileged user: root reads anything) ----
+if [ "$(id -u)" != 0 ]; then
+    as_user() { "$@"; }
+elif command -v setpriv >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups "$TG" --help >/dev/null 2>&1; then
+    as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+else
+    as_user() { return 77; }
+fi
+mkdir -p h9/locked h9/ok && race 31 null a >h9/ok/tg.31.jsonl && race 32 null b >h9/locked/tg.32.jsonl
+race 33 null c >h9/ok/tg.33.jsonl
+printf '==================\nWARNING: tunerguard: thread entered a tuner another thread is inside (pid=33)\n  Call of Autotuner.run on kernel '"'"'kc'"'"' (x) by thread '"'"'b'"'"' (tid=34):\n  Severity: high: x.\nSUMMARY: tunerguard: tuner race on '"'"'kc'"'"' in Autotuner.run m.py:1 in f\n==================\n' >h9/ok/tg.33.txt
+chmod 755 "$WORK" && chmod -R a+rX h9 && chmod 000 h9/locked h9/ok/tg.33.jsonl
+as_user $T "$TG" report h9 >h9.out 2>h9.err
+rc=$?
+if [ $rc = 77 ]; then
+    echo "skip - cannot run as an unprivileged user here (root reads unreadable files)"
+else
+    check "unreadable folder: named, no crash, the rest read, exit 1+4" \
+        sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h9/locked: cannot open the folder: Permission denied; skipped$' h9.err"
+    check "unreadable folder: no abort message" clean_exit h9.err
+    check "unreadable .jsonl: named; its .txt read as the fallback" \
+        sh -c "grep -q '^tunerguard: h9/ok/tg.33.jsonl: cannot open: Permission denied; skipped$' h9.err && grep -q \"^kernel 'kc': 1 race\" h9.out && grep -q '^2 report files, 2 processes' h9.out"
+fi
+chmod 755 h9/locked
+
+# ---- names: control bytes escaped, any suffix after the pid, a hidden prefix ----
+mkdir h10
+printf 'garbage\n' >"h10/tg$(printf '\033')[2J.40.jsonl"
+race 41 null a >h10/tunerguard.41.k3x9.jsonl && race 42 2 b >h10/tg.rank2.42.7f.jsonl && race 43 null c >h10/.43.jsonl
+rtg h10 report h10
+check "a control byte in a name is escaped on stderr (no raw ESC)" \
+    sh -c "! grep -q \"\$(printf '\\033')\" h10.err && grep -qF 'h10/tg\\x1b[2J.40.jsonl: 1 line is not a record' h10.err"
+check "PREFIX.<pid>.<token>, PREFIX.rank<R>.<pid>.<token> and a hidden .<pid>.jsonl are reports" \
+    sh -c "[ $rc = 5 ] && grep -q '^4 report files, 3 processes, ranks 2$' h10.out && grep -q '^3 races:' h10.out"
+
+# ---- --trace OUT: never one of the inputs; errors with the prefix ------------------
+mkdir h11 && printf '[{"name":"a","ph":"i","ts":1,"pid":1,"tid":1,"s":"t"}]' >h11/tg.1.trace.json && cp h11/tg.1.trace.json h11.keep
+rtg h11 report --trace h11/tg.1.trace.json h11
+check "--trace OUT that is one of the inputs: refused, exit 2, left as it was" \
+    sh -c "[ $rc = 2 ] && grep -q '^tunerguard: --trace h11/tg.1.trace.json is one of the files read; not overwritten' h11.err && cmp -s h11/tg.1.trace.json h11.keep"
+rtg h11b report --trace /no/such/dir/m.json h11
+check "--trace into a missing folder: one 'tunerguard:' line, exit 2" \
+    sh -c "[ $rc = 2 ] && grep -q '^tunerguard: cannot write /no/such/dir/m.json: No such file or directory$' h11b.err"
+finish

@@ -1,0 +1,78 @@
+/* tunerguard report: what was read, shared by the reading (cli_report.c) and
+ * the printing (cli_report_print.c) of the summary. */
+#ifndef TG_CLI_REPORT_H
+#define TG_CLI_REPORT_H
+
+#include <stddef.h>
+
+#include "cli.h"
+#include "cli_walk.h"
+
+struct race {
+    char *kernel;
+    int high, serialized;
+    long pid, rank; /* rank -1: none */
+    long long ts;   /* -1: unknown (text fallback) */
+    long long seq;  /* -1: unknown (text fallback) */
+    char *instance; /* tuner.instance ("0x..."), NULL: unknown */
+    char *file;
+    char *where;
+};
+
+/* A thread inside a tuner when a process died, in a session that raced. */
+struct occupant {
+    long tid;
+    long long race_seq;
+    char *instance;
+};
+
+/* A process that died of a fatal signal (one "fatal" record or text block). */
+struct fatal {
+    long pid, rank;      /* rank -1: none */
+    long long seq;       /* -1: unknown (text fallback) */
+    char *signal;        /* "SIGSEGV" */
+    long tid;            /* the thread that received it; -1: unknown */
+    char *fault_addr;    /* NULL: none (a sent signal) */
+    int in_tuner;        /* 1 inside a tuner, 0 inside none, -1 unknown (text fallback) */
+    char *instance;      /* the innermost tuner's instance, NULL: none/unknown */
+    char *kernel;        /* tuner.kernel as written, NULL: null */
+    long long race_seq;  /* -1: null */
+    long reports_before; /* -1: unknown */
+    char *file;
+    struct occupant *occ; /* other sessions in tuners that raced (race_seq set) */
+    size_t nocc;
+};
+
+struct strcount {
+    char *s;
+    int n;
+};
+
+
+struct state {
+    struct race *races;
+    size_t nraces;
+    struct strcount *summary;
+    size_t nsummary;
+    struct fatal *fatals;
+    size_t nfatals;
+    long (*procs)[2]; /* pid, rank; in order of first appearance */
+    size_t nprocs, capprocs;
+    struct cli_pairset procset; /* the same pairs, for lookup */
+    int replaced, other, bad_lines;
+    size_t nreports;    /* report files read (a .txt read with its .jsonl is not counted) */
+    size_t problems;    /* files and folders not read in full, each named on stderr */
+    struct cli_pairset seen; /* (dev, inode) of every file and folder read */
+    int want_traces;
+    struct cli_trace trace;
+    size_t ntraces;
+    char **explicit_files; /* file PATHs given on the command line */
+    size_t nexplicit;
+};
+
+/* Print the summary on stdout (text, or one JSON document). */
+void cli_report_print(const struct state *st, int as_json);
+/* Sort the fatal records for printing: by rank (none last), pid, seq. */
+void cli_report_sort(struct state *st);
+
+#endif
