@@ -41,8 +41,9 @@ static const struct cli_cmd cmds[] = {
      "Finds libtunerguard.so next to the tunerguard binary (build tree) or in ../lib, ../lib/x86_64-linux-gnu or "
      "../lib64 relative to it (installed tree; $TUNERGUARD_LIB overrides), prepends it to LD_PRELOAD (preloads already "
      "set are kept, after it), adds the options to TUNERGUARD_OPTIONS (options already set in the environment are "
-     "kept; the ones given here come later and win), runs PROGRAM, and when it ends prints on stderr the report "
-     "files that run created, or \"no reports\". The library itself rejects an option it does not know with one "
+     "kept; the ones given here come later and win), passes the log_path in force made absolute against the "
+     "directory run was started in (so processes that change directory still write there), runs PROGRAM, and when "
+     "it ends prints on stderr the report files that run created, by absolute path, or \"no reports\". The library itself rejects an option it does not know with one "
      "line on stderr and exit status 2 before the program runs (this is what --stress and --trace do with a "
      "library that lacks them).",
      {{"--detect", "mode=detect: report races (the library's default)"},
@@ -51,11 +52,11 @@ static const struct cli_cmd cmds[] = {
       {"--stress", "stress=1: widen race windows (needs a library that has the option)"},
       {"--trace", "trace=1: also write a Chrome trace PREFIX.<pid>.trace.json (needs a library that has the option)"},
       {"--report-dir DIR", "write reports as DIR/tunerguard.<pid>.{txt,jsonl} (DIR is created); without it the "
-                           "reports go where log_path says (default ./tunerguard.<pid>.*)"},
+                           "reports go where log_path says (default ./tunerguard.<pid>.*, . being where run started)"},
       {"--option KEY=VALUE", "any TUNERGUARD_OPTIONS pair, repeatable (see `TUNERGUARD_OPTIONS=help=1 tunerguard run -- true`)"},
       {"-h, --help", "this help"}},
      "The program's exit status; 128+N when it was killed by signal N; 126/127 when it could not be executed; "
-     "2 for a usage error or when libtunerguard.so is not found.",
+     "2 for a usage error, a --report-dir that cannot be created, or when libtunerguard.so is not found.",
      cli_run},
     {"repro", "repro [--gpu [--devices A,B]] [--runs N] [--python PY] [SCENARIO...]",
      "run the race reproducers without tunerguard, under detect and under serialize",
@@ -78,9 +79,11 @@ static const struct cli_cmd cmds[] = {
      cli_repro},
     {"report", "report [--json] [--trace OUT] PATH...",
      "summarize report files of one or many processes",
-     "PATH is a report file or a directory of them. Per process, the JSON Lines file "
-     "(<prefix>.<pid>.jsonl or <prefix>.rank<R>.<pid>.jsonl) is read; the text file (.txt) is the fallback when "
-     "there is no .jsonl. Prints races per kernel with their severity, the processes and ranks involved, the first "
+     "PATH is a report file or a directory searched to any depth (links below it not followed, each file read "
+     "once) for PREFIX.[rank<R>.]<pid>[.anything].{jsonl,txt}. Per process, the JSON Lines file is read; the text "
+     "file (.txt) is the fallback when there is no readable .jsonl. Only regular files are read; a file or folder "
+     "that cannot be read in full (unreadable, a FIFO or link, cut short, a newer schema) is named in one line on "
+     "stderr. Prints races per kernel with their severity, the processes and ranks involved, the first "
      "occurrence (earliest ts_ns and its file), the processes that died of a fatal signal (SIGSEGV, SIGBUS, "
      "SIGABRT, SIGFPE, SIGILL: the signal, the thread, and the kernel whose tuner it was inside, linked to that "
      "process's race report) and the SUMMARY lines.",
@@ -89,7 +92,8 @@ static const struct cli_cmd cmds[] = {
                       "PATHs into OUT, one file for Perfetto or chrome://tracing"},
       {"-h, --help", "this help"}},
      "0 when no race and no fatal signal was found; 1 when races or processes that died of a fatal signal were "
-     "found; 2 usage error, or no report file under the PATHs.",
+     "found; 4 and 5: the same with some input not read in full (named on stderr); 2 usage error, no report file "
+     "under the PATHs, or --trace OUT not writable or one of the inputs.",
      cli_report},
     {"doctor", "doctor [--python PY]",
      "check what would happen if a program were run here",

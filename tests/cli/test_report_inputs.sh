@@ -41,6 +41,18 @@ rtg h3 report h3 h3 h3/a h3/a/tg.15.jsonl
 check "link loops, a hard link, the same folder and file given again: one file, one race" \
     sh -c "[ $rc = 1 ] && grep -q '^1 report file, 1 process$' h3.out && grep -q '^1 race:' h3.out"
 
+# ---- a folder seen twice through a bind mount (in a private mount namespace):
+# walked once, so its FIFO is named once and its report read once
+mkdir -p h3b/c && race 17 null a >h3b/tg.17.jsonl && mkfifo h3b/tg.18.jsonl
+if timeout 20 unshare -rm sh -c 'mount --bind h3b h3b/c' 2>/dev/null; then
+    timeout 60 unshare -rm sh -c 'mount --bind h3b h3b/c && [ -p h3b/c/tg.18.jsonl ] && exec "$0" report h3b' "$TG" >h3b.out 2>h3b.err
+    rc=$?
+    check "a folder mounted inside itself: walked once (one FIFO line, one file)" \
+        sh -c "[ $rc = 5 ] && [ \$(grep -c 'a FIFO' h3b.err) = 1 ] && grep -q '^1 report file, 1 process$' h3b.out"
+else
+    echo "skip - no private mount namespace here (unshare -rm)"
+fi
+
 # ---- any depth (past PATH_MAX) ---------------------------------------------------
 python3 - <<'PY'
 import os
