@@ -106,6 +106,8 @@ void cli_buf_printf(struct cli_buf *b, const char *fmt, ...) __attribute__((form
 void cli_buf_free(struct cli_buf *b);
 /* Append N bytes of S escaped as cli_errf does. */
 void cli_buf_put_esc(struct cli_buf *b, const char *s, size_t n);
+/* Read a whole file; NULL on error.  *len gets the size. */
+char *cli_read_file(const char *path, size_t *len);
 /* Read all of the open descriptor FD into B (NUL-terminated); 0, or -1 with
  * errno set. */
 int cli_read_fd(int fd, struct cli_buf *b);

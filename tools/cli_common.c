@@ -295,6 +295,23 @@ int cli_read_fd(int fd, struct cli_buf *b)
     return 0;
 }
 
+char *cli_read_file(const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct cli_buf b = {0};
+    int rc = cli_read_fd(fd, &b);
+    close(fd);
+    if (rc < 0) {
+        cli_buf_free(&b);
+        return NULL;
+    }
+    if (len)
+        *len = b.len;
+    return b.s;
+}
+
 int cli_mkdirs(const char *path)
 {
     char p[PATH_MAX];
