@@ -124,7 +124,7 @@ def _cmake_build(tmp):
     cmake = shutil.which("cmake")
     if not cmake:
         raise RuntimeError("tunerguard_build: building tunerguard needs cmake and a C compiler "
-                           "(Debian: apt-get install cmake gcc make)")
+                           "(Debian: apt-get install cmake gcc make pkg-config libjansson-dev)")
     build, stage = os.path.join(tmp, "build"), os.path.join(tmp, "stage")
     _run([cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTG_TESTS=OFF",
           "-DTG_FAKECUDA=ON", "-DCMAKE_INSTALL_PREFIX=" + stage, "-DCMAKE_INSTALL_LIBDIR=lib"])
