@@ -306,7 +306,8 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
         tg_w_str(w, "  Severity: low: overlap on an already tuned key (low severity; the thread inside was"
                     " not benchmarking).\n");
     if (r->serialized)
-        tg_w_str(w, "  serialize mode: the entering thread waited until the tuner was free.\n");
+        tg_w_str(w, "  Prevented (serialize mode): the entering thread waited until the tuner was free; the two"
+                    " calls did not overlap.\n");
     summary(w, r, "tuner race");
 }
 

@@ -76,7 +76,8 @@ __attribute__((constructor)) static void tg_init(void)
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never
- * armed).  Applies exitcode= when any report was written. */
+ * armed).  Applies exitcode= when any report was written, reports of races
+ * that a serialize wait prevented aside (unless prevented_is_race=1). */
 __attribute__((destructor)) static void tg_fini(void)
 {
     if (tg_opts.mode == TG_MODE_OFF)
@@ -86,7 +87,7 @@ __attribute__((destructor)) static void tg_fini(void)
     tg_supp_exit_report(tg_opts.verbosity);
     struct tg_guard_stats s;
     tg_guard_stats(&s);
-    if (tg_opts.exitcode >= 0 && s.reports > 0) {
+    if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports) {
         fflush(NULL);
         _exit(tg_opts.exitcode);
     }

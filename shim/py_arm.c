@@ -730,7 +730,7 @@ void tg_arm_exit_summary(void)
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the
      * normal life of a tuned kernel called from several threads. */
-    if (s.reports == 0 && s.races_seen == 0 && s.waits == 0)
+    if (s.reports == 0 && s.races_seen == 0 && s.waits == 0 && s.prevented_seen == 0)
         return;
     char line[900];
     size_t n = 0;
@@ -739,6 +739,9 @@ void tg_arm_exit_summary(void)
         (unsigned long long)s.races_seen);
     if (s.exceptions)
         ADD(", %llu exception%s linked to them", (unsigned long long)s.exceptions, s.exceptions == 1 ? "" : "s");
+    if (s.prevented_seen)
+        ADD("; %llu race%s prevented by serialize (%llu seen)", (unsigned long long)s.prevented,
+            s.prevented == 1 ? "" : "s", (unsigned long long)s.prevented_seen);
     if (ss.interference_reports)
         ADD("; %llu benchmark%s timed under load", (unsigned long long)ss.interference_reports,
             ss.interference_reports == 1 ? "" : "s");

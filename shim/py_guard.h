@@ -26,6 +26,10 @@ int tg_guard_is_ours(PyObject *value);
 struct tg_guard_stats {
     uint64_t races;        /* race reports written (after de-duplication) */
     uint64_t races_seen;   /* races seen, repeats included */
+    uint64_t prevented;    /* serialize: race reports of races a wait prevented (high severity) */
+    uint64_t prevented_seen;   /* ... repeats included */
+    uint64_t prevented_reports; /* reports of prevented races or overlaps (any severity): they
+                                   leave exitcode= alone unless prevented_is_race=1 */
     uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
     uint64_t exceptions;   /* exceptions linked to a race */
     uint64_t deadlocks;    /* cycles of serialized waits broken */

@@ -288,7 +288,13 @@ static void halt_now(void)
  * report lock held. */
 static uint64_t emit_race(struct tg_report *r, uintptr_t inst, uint64_t salt)
 {
-    tg__gstats.races_seen += r->high_severity;
+    /* serialize: a race the wait prevented is counted apart, and neither
+     * halts nor sets the exit status unless prevented_is_race=1. */
+    const int counts = !r->serialized || tg_opts.prevented_is_race;
+    if (r->serialized)
+        tg__gstats.prevented_seen += r->high_severity;
+    else
+        tg__gstats.races_seen += r->high_severity;
     uint64_t h = tg_py_frames_hash(&r->entering, 6) ^ (tg_py_frames_hash(&r->inside, 3) * 31) ^
                  ((uint64_t)inst * 0x9E3779B97F4A7C15ull) ^ salt;
     h |= 1;
@@ -301,12 +307,16 @@ static uint64_t emit_race(struct tg_report *r, uintptr_t inst, uint64_t salt)
             break;
         }
     }
-    if (r->high_severity)
+    if (r->high_severity && r->serialized)
+        tg__gstats.prevented++;
+    else if (r->high_severity)
         tg__gstats.races++;
+    if (!counts)
+        tg__gstats.prevented_reports++;
     r->seq = ++tg__gstats.reports;
     tg_sink_emit(r);
     tg_trace_race(r); /* no-op unless trace=1 */
-    if (tg_opts.halt_on_race && r->high_severity)
+    if (tg_opts.halt_on_race && r->high_severity && counts)
         halt_now();
     return r->seq;
 }
@@ -343,8 +353,10 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     view_other_c(in, other);
     view_self_c(e, t, "at entry");
     int high = in->benchmarking;
-    if (high) {
-        /* Both sessions now overlap: either may end in the exception. */
+    if (high && !serialized) {
+        /* Both sessions now overlap: either may end in the exception.  Not
+         * when this thread is about to wait (serialize): the two calls will
+         * not overlap, and an exception of either is the program's own. */
         struct tg_occupant *mo = (struct tg_occupant *)other;
         mo->raced_tid = t->tid;
         link->tid = other_tid;

@@ -66,6 +66,12 @@ def main():
     p, text, jsonl = run(args, "fairness.py", "verbosity=0")
     check("serialize is fair: a waiting thread runs before a quarter of a looping thread's calls "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
+    p, text, jsonl = run(args, "own_exception.py", "exitcode=9")
+    kinds = [json.loads(x)["kind"] for x in jsonl]
+    check("serialize: a call's own exception after its wait is not linked to the prevented race; "
+          f"exitcode=9 not set by it (kinds {kinds})",
+          p.returncode == 0 and "exception" not in kinds and "race" in kinds
+          and all(json.loads(x).get("serialized") for x in jsonl if json.loads(x)["kind"] == "race"), p, text)
     for how in ("self", "other"):
         p, text, jsonl = run(args, "interrupt.py", "verbosity=0", [how])
         check(f"serialize wait interruptible, SIGINT to {'the process' if how == 'self' else 'another thread'}: "
