@@ -1,4 +1,5 @@
-"""Which Triton the model is: TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main (default 3.6).
+"""Which Triton the model is: TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main (default 3.6), or
+`unknown`, which is no Triton (see RENAMES).
 
 Read once, when the package is imported.  The autotuner is the only part that
 differs between the modelled versions (runtime/autotuner.py says how each one
@@ -16,6 +17,7 @@ VERSIONS = {
     "3.6": "3.6.0",
     "3.7": "3.7.0",
     "main": "3.8.0+git0094017",
+    "unknown": "9.9.0",  # no such release: see RENAMES
 }
 
 # tag -> the file (in runtime/) whose Autotuner replaces 3.6's; None: 3.6's
@@ -26,6 +28,23 @@ AUTOTUNER_FILES = {
     "3.6": None,
     "3.7": None,
     "main": "autotuner_main.py",
+    "unknown": "autotuner_main.py",
+}
+
+# NOT a Triton version: "unknown" is main's Autotuner with the internals tunerguard grades
+# races by renamed (applied to the source before it runs), standing for a future Triton
+# whose Autotuner tunerguard does not know (docs/triton-versions.md).  run, warmup,
+# do_bench, self.nargs and the rest of the per-call state stay as on main.
+RENAMES = {
+    "unknown": (
+        ("def _bench(", "def _time_config("),
+        ("self._bench(", "self._time_config("),
+        ("prune_configs(", "_select_configs("),
+        ("check_disk_cache(", "_cached_timings("),
+        ("def benchmark():", "def measure():"),
+        ("key, pruned_configs, benchmark)", "key, pruned_configs, measure)"),
+        ("                        benchmark()\n", "                        measure()\n"),
+    ),
 }
 
 

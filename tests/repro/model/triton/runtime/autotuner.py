@@ -29,8 +29,8 @@ autotuning print-outs beyond upstream's own.
 
 Other versions (TG_TRITON_MODEL, see ../_model.py): this file is 3.6's and 3.7's
 Autotuner; for 3.4, 3.5 and main, the end of this file runs that version's file
-(autotuner_3_4.py, autotuner_main.py) in this module's namespace, where its
-Autotuner replaces the one defined here (Config, autotune and Heuristics stay).
+(autotuner_3_4.py, autotuner_main.py; unknown: main's, renamed by _model.RENAMES) in this
+module's namespace: its Autotuner replaces the one here (Config, autotune, Heuristics stay).
 """
 from __future__ import annotations
 
@@ -459,5 +459,10 @@ _other = _model.AUTOTUNER_FILES[_model.TAG]
 if _other is not None:
     _other = os.path.join(os.path.dirname(os.path.abspath(__file__)), _other)
     with open(_other) as _f:
-        exec(compile(_f.read(), _other, "exec"), globals())
+        _src = _f.read()
+    for _a, _b in _model.RENAMES.get(_model.TAG, ()):
+        assert _a in _src, f"model: {_a!r} not in {_other}"
+        _src = _src.replace(_a, _b)
+    exec(compile(_src, _other, "exec"), globals())
+    del _src
 del _other
