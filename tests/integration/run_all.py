@@ -124,8 +124,9 @@ sys.addaudithook(_audit)
 def my_kernel(*args, **kwargs):
     return "ok"
 
-def race_once(tuner, serialize=False):
-    """Returns the order in which the two calls started and ended."""
+def race_once(tuner, serialize=False, enter=None):
+    """Returns the order in which the two calls started and ended.  enter: the
+    second thread's call (default tuner.run("other") from here)."""
     order = []
     entered = threading.Event()
     release = threading.Event()
@@ -143,7 +144,10 @@ def race_once(tuner, serialize=False):
         # tunerguard raises this event just before this thread blocks:
         # that is when the victim may finish.
         _wait_callbacks.append(release.set)
-    tuner.run("other")
+    if enter:
+        enter()
+    else:
+        tuner.run("other")
     release.set()
     th.join()
     return order
@@ -644,6 +648,27 @@ def check_distinct_races_reported(ctx):
     expect(re.search(r"^tunerguard: 2 races reported", res.err, re.M), "summary", res)
 
 
+def check_distinct_call_sites_reported(ctx):
+    # One tuner, the same thread inside at the same place, the entering thread
+    # calling it from two lines: two races (each call site is its own bug),
+    # the repeat of either one not reported again.  Fails if the dedupe key
+    # leaves out the entering thread's frames, on every interpreter.
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        tuner = Autotuner(my_kernel)
+        def site_a(): return tuner.run("other")
+        def site_b(): return tuner.run("other")
+        for enter in (site_a, site_b, site_a):
+            race_once(tuner, enter=enter)
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 2 and "in site_a" in text and "in site_b" in text,
+           "two call sites into one tuner are two reports", res)
+    expect(re.search(r"^tunerguard: 2 races reported \(3 seen\)", res.err, re.M), "summary: 2 of 3 seen", res)
+
+
 # --------------------------------------------------------------------------
 # (i) fork while another thread is inside a tuner
 
@@ -872,7 +897,7 @@ CHECKS = {
     "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
-    "dedup": [check_repeat_reported_once, check_distinct_races_reported],
+    "dedup": [check_repeat_reported_once, check_distinct_races_reported, check_distinct_call_sites_reported],
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],

@@ -17,10 +17,11 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(args, script, opts, extra=()):
+def run(args, script, opts, extra=(), env_extra=None):
     tmp = tempfile.mkdtemp(prefix="tg-ser-")
     prefix = os.path.join(tmp, "tg")
     env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run:{opts}")
+    env.update(env_extra or {})
     p = subprocess.run([args.python, os.path.join(HERE, script), *[a.replace("PREFIX", prefix) for a in extra]],
                        env=env, capture_output=True, text=True, timeout=60)
     text = "".join(open(f).read() for f in glob.glob(prefix + ".*.txt"))
@@ -32,6 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
     ap.add_argument("--python", required=True)
+    ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1 (sync_holder.py)")
     args = ap.parse_args()
     args.lib = os.path.abspath(args.lib)
     if not os.path.exists(args.python):
@@ -80,11 +82,28 @@ def main():
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
               p.returncode == 0 and all(json.loads(x)["schema"] == 1 for x in jsonl), p, text)
+    if args.fakecuda:
+        # Severity from the CUDA record alone: the holder of a targets= tuner
+        # blocked in cuCtxSynchronize, no tuning-named frame.
+        p, text, jsonl = run(args, "sync_holder.py", "mode=detect",
+                             env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
+        recs = [json.loads(x) for x in jsonl]
+        check("a targets= tuner whose holder is in cuCtxSynchronize (no tuning frames): a high-severity race",
+              p.returncode == 0 and [r["kind"] for r in recs] == ["race"] and recs[0].get("severity") == "high"
+              and "cuCtxSynchronize" in text, p, text)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "holder_died.py", f"mode={mode}")
         kinds = [json.loads(x)["kind"] for x in jsonl]
         check(f"{mode}: a thread that died inside a tuner is found, its hold released, reported once",
               p.returncode == 0 and kinds == ["holder_died"] and "thread died inside a tuner" in text, p, text)
+        # The new thread first, on the dead thread's stack (so its tunerguard
+        # record): the same record with another tid is not nesting.
+        p, text, jsonl = run(args, "holder_died.py", f"mode={mode}", ["new-first"])
+        recs = [json.loads(x) for x in jsonl]
+        check(f"{mode}: a new thread on the dead holder's record (entering first) is not taken for it: "
+              "it finds the holder dead",
+              p.returncode == 0 and "record reused True" in p.stdout and [r["kind"] for r in recs] == ["holder_died"]
+              and recs[0]["entering"]["name"] == "new-thread" and "thread died inside a tuner" in text, p, text)
     # verbosity=1: the holder waits on an Event, not in a tuning function, so
     # the overlap is low severity and reported only at verbosity 1.
     p, text, jsonl = run(args, "race_segv.py", "mode=detect:verbosity=1")
