@@ -76,6 +76,11 @@ struct tg_thread {
      * marker guard counts it, so "is that thread tuning?" is one load, not a
      * walk of its Python frames.  Written by the owner, GIL held. */
     int tuning;
+    /* Inside the program's own wrapper of a guarded method (a replacement
+     * that chains to the original), entered while another thread was inside
+     * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
+    uintptr_t wrapped_busy;
+    const void *wrapped_by;
 };
 
 struct tg_thread *tg__self(void);

@@ -55,7 +55,18 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
     return NULL;
 }
 
-static int is_inside(struct tg_tuner *u, const struct tg_thread *t);
+
+struct tg_tuner *tg_tuner_find(uintptr_t key)
+{
+    unsigned i = slot_of(key);
+    for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
+        if (table[i].key == key)
+            return &table[i];
+        if (table[i].key == 0)
+            return NULL;
+    }
+    return NULL;
+}
 
 /* t's slot in u.  The tid is compared too: a new thread can get the record
  * address of a thread that died inside (glibc reuses thread stacks and TLS). */
@@ -70,18 +81,18 @@ static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *
 enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, int mode)
 {
     if (mode == TG_MODE_SERIALIZE) {
-        if (u->nocc > 0 && is_inside(u, t))
+        if (u->nocc > 0 && tg_tuner_is_inside(u, t))
             return TG_NESTED;
         return tg_tuner_try_lock(u, (uint32_t)t->tid) ? TG_FIRST : TG_WAIT;
     }
     if (u->nocc == 0)
         return TG_FIRST;
-    if (is_inside(u, t))
+    if (tg_tuner_is_inside(u, t))
         return TG_NESTED;
     return TG_RACE;
 }
 
-static int is_inside(struct tg_tuner *u, const struct tg_thread *t)
+int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t)
 {
     if (find_occ(u, t))
         return 1;

@@ -124,6 +124,12 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
  * anything that may let other threads run, get it again. */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
+/* Is t inside u (an occupant, or an overflowed one by its own record)? */
+int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t);
+
+/* The entry of `key` if there is one (never creates).  GIL held. */
+struct tg_tuner *tg_tuner_find(uintptr_t key);
+
 /* The decision for thread t entering tuner u in `mode` (enum tg_mode).  In
  * serialize mode a call that is not nested tries u's lock: TG_FIRST holds
  * it, TG_WAIT did not get it. */

@@ -54,6 +54,19 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
         tg_py.PyErr_Clear();
         /* Guard it on the class that holds the attribute now. */
         if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
+            struct tg_guard *ng = &guards[nguards - 1];
+            ng->replacement = 1;
+            snprintf(ng->where, sizeof ng->where, "%s", where);
+            /* Found from inside the original's guard: if the frame calling
+             * it is the replacement itself, the replacement chains to the
+             * original (a wrapper): its calls pass through from now on. */
+            PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
+            PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
+            ng->chains = code && fc == code;
+            if (fc)
+                tg_py.Py_DecRef(fc);
+            if (f)
+                tg_py.Py_DecRef((PyObject *)f);
             tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
             if (tg_opts.verbosity >= 1)
                 tg__report_replaced(g, qs, fs, lstr);

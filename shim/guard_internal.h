@@ -46,6 +46,15 @@ struct tg_guard {
     int marker;           /* a tuning method (Autotuner._bench, prune_configs,
                              ...): its calls only count t->tuning, no session */
     int tuning_entry;     /* a session method that is itself tuning (warmup) */
+    int replacement;      /* installed on a method user code put on the class
+                             (Autotuner.run = wrapped): a wrapper, maybe */
+    int chains;           /* a replacement seen calling the original (guarded)
+                             on the same instance: the program's own wrapper;
+                             its calls pass through, the original's guard is
+                             where a session starts (a wrapper that takes a
+                             lock first serializes: no race through it) */
+    int said_serializes;  /* verbosity=1 said once that it serializes */
+    char where[300];      /* " by wrapped defined at file:line", "" unknown */
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
                              frame walk (tg__other_is_tuning) */

@@ -382,10 +382,28 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
                             PyObject *kwnames)
 {
     (void)self; /* == args[0] */
-    PyObject *orig = g->orig;
     struct tg_thread *t = tg__self();
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
         return call_orig(g, args, nargs, kwnames);
+    if (__builtin_expect(g->chains, 0)) {
+        /* The program's own wrapper around the original (seeds/001's
+         * `Autotuner.run = wrapped`, calling the original): not where the
+         * shared state is touched, so no session here; the original's guard
+         * starts one.  Note whether another thread is inside now: if this
+         * thread finds the tuner free when it reaches the original, the
+         * wrapper made it wait (a lock), said once at verbosity=1. */
+        struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
+        uintptr_t saved_busy = t->wrapped_busy;
+        const void *saved_by = t->wrapped_by;
+        if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
+            t->wrapped_busy = (uintptr_t)args[0];
+            t->wrapped_by = g;
+        }
+        PyObject *res = call_orig(g, args, nargs, kwnames);
+        t->wrapped_busy = saved_busy;
+        t->wrapped_by = saved_by;
+        return res;
+    }
     if (g->marker) {
         /* A tuning method (Autotuner._bench, ...): no session, only the
          * evidence that this thread is tuning (tg__other_is_tuning). */
@@ -449,7 +467,15 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && reap_dead(u, t, inst, g, tg__tid_alive_cached))
         v = tg_tuner_decide(u, t, tg_opts.mode);
     if (v == TG_NESTED) { /* (t->nheld > 0: no turn was taken above) */
-        struct tg_occupant *no = tg_tuner_enter(u, t, NULL, orig, 0, 1);
+        struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+        if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
+            /* A replacement calling the original on the same instance: the
+             * program's own wrapper; its later calls pass through. */
+            struct tg_guard *w = (struct tg_guard *)no->method;
+            if (!w->chains)
+                tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
+            w->chains = 1;
+        }
         t->depth++;
         PyObject *res = call_orig(g, args, nargs, kwnames);
         t->depth--;
@@ -496,7 +522,19 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         t->session_launches = 0;
         t->session_syncs = 0;
     }
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), orig, tg_ticks(), 0);
+    if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && v == TG_FIRST && t->wrapped_by) {
+        /* Entered the wrapper while another thread was inside, and found the
+         * tuner free here: the wrapper serialized it. */
+        struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
+        if (!w->said_serializes) {
+            w->said_serializes = 1;
+            const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
+            tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
+                        "that came in while another was inside waited in it): no race through it", w->method, where);
+        }
+        t->wrapped_busy = 0;
+    }
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
     if (o && link.tid) {
         o->raced_tid = link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", link.name);

@@ -58,6 +58,17 @@ TRITON_MODELS = ("3.4", "3.5", "3.6", "3.7", "main", "unknown")  # unknown: main
 #   no_race       the program ends as without tunerguard (exit `rc`, default 1), and
 #                 no report (text or JSON) is a race or an exception linked to one
 EXTRA = {
+    # seeds/001: Autotuner.run replaced by a wrapper that takes a threading.Lock: the program
+    # serializes the tuner itself, so no race report; verbosity=1 says once that it does
+    "user_lock": dict(script="user_lock.py", args=[], options="mode=detect:verbosity=1", expect="no_race",
+                      rc=0, kernel="user_lock_kernel", min_runs=1,
+                      stderr_has="user_lock.py:39), and the wrapper serializes its callers"),
+    # ... under serialize too: passes, nothing prevented (the program's lock did it)
+    "user_lock_serialize": dict(script="user_lock.py", args=[], options="mode=serialize:verbosity=1",
+                                expect="no_race", rc=0, kernel="user_lock_kernel", min_runs=1),
+    # ... a wrapper without the lock serializes nothing: the race is reported
+    "user_wrapper_unlocked": dict(script="user_lock.py", args=["--no-lock"], options="mode=detect",
+                                  expect="race", kernel="user_lock_kernel", min_runs=1),
     # stress=1 makes the unchoreographed seeds/004 race show in every run
     "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
                             expect="race", kernel="stress_kernel", min_runs=10),
@@ -366,6 +377,8 @@ def run_extra(args, scenario):
             and "exception in a tuner" not in (report or "")
         outcome = (f"exit {rc} as without tunerguard, no race reported (kinds {kinds})" if ok else
                    f"exit {rc}, reported {bad or 'in text'}: {reason}")
+        if ok and spec.get("stderr_has") and spec["stderr_has"] not in err:
+            ok, outcome = False, f"no race reported, but stderr lacks {spec['stderr_has']!r}"
     elif spec["expect"] == "clean":
         said = [ln for ln in err.splitlines() if ln.startswith("tunerguard:")]
         ok = rc == EXIT_PASS and not files and not said  # nothing reported: no file, no line
