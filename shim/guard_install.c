@@ -229,6 +229,26 @@ static const char *const tuning_methods[] = {
 
 void tg_guard_install_markers(PyObject *cls)
 {
+    static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (seen[i] == cls)
+            return;
+    if (nseen < (int)(sizeof seen / sizeof seen[0]))
+        seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
+    int marked = 0;
     for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
-        install(cls, tuning_methods[i], "tuning method", 1);
+        marked += install(cls, tuning_methods[i], "tuning method", 1) > 0;
+    if (marked == 0) {
+        /* Another Autotuner than the ones tunerguard knows (a Triton version
+         * whose tuning methods have other names): it is guarded and
+         * serialized all the same; only severity loses its Python evidence. */
+        char qual[96], mod[96];
+        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (_bench, prune_configs, "
+                    "check_disk_cache, benchmark_all_configs, ...): an unknown version; it is guarded and "
+                    "serialized as usual, and a race's severity comes from the CUDA calls alone",
+                 mod, qual);
+    }
 }

@@ -58,6 +58,11 @@ TRITON_MODELS = ("3.4", "3.5", "3.6", "3.7", "main", "unknown")  # unknown: main
 #   no_race       the program ends as without tunerguard (exit `rc`, default 1), and
 #                 no report (text or JSON) is a race or an exception linked to one
 EXTRA = {
+    # an Autotuner whose tuning methods have other names (TG_TRITON_MODEL=unknown): still guarded, the
+    # race still reported (severity from the CUDA record), and verbosity=1 says once why
+    "unknown_version_said": dict(script="hammer.py", args=[], options="mode=detect:verbosity=1", expect="race",
+                                 kernel="hammer_kernel", min_runs=1, models=("unknown",),
+                                 stderr_has="an unknown version; it is guarded and serialized as usual"),
     # seeds/001: Autotuner.run replaced by a wrapper that takes a threading.Lock: the program
     # serializes the tuner itself, so no race report; verbosity=1 says once that it does
     "user_lock": dict(script="user_lock.py", args=[], options="mode=detect:verbosity=1", expect="no_race",
@@ -395,6 +400,9 @@ def run_extra(args, scenario):
         if ok and spec["expect"] == "interference" and not re.search(
                 r"^tunerguard: .*\b1 benchmark timed under load; reports in ", err, re.M):
             ok, outcome = False, "interference reported, but no exit summary line says so"
+        said = err.count(spec.get("stderr_has") or "\0")
+        if ok and spec.get("stderr_has") and said != 1:
+            ok, outcome = False, f"{spec['expect']} reported, but stderr says {spec['stderr_has']!r} {said} times"
         if ok and spec.get("check"):
             jp = f"{log_prefix}.{proc.pid}.jsonl"
             why = (CHECKS[spec["check"]](jp, args.triton_model) if spec["check"] in CHECKS_BY_MODEL else
@@ -435,7 +443,8 @@ def main():
             print(f"SKIP: interpreter {args.python} not installed")
             return SKIP
         p.error(f"interpreter {args.python} not found")
-    scenarios = [sc for sc in args.scenario or list(SCENARIOS) + list(EXTRA) if sc not in args.skip_scenario]
+    default = list(SCENARIOS) + [sc for sc in EXTRA if args.triton_model in EXTRA[sc].get("models", TRITON_MODELS)]
+    scenarios = [sc for sc in args.scenario or default if sc not in args.skip_scenario]
     modes = args.mode or list(DEFAULT_MODES)
     if any(m in ("detect", "serialize") for m in modes) or any(sc in EXTRA for sc in scenarios):
         if not args.lib or not os.path.isfile(args.lib):
