@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Start-up cost of the preload in processes with nothing to guard.
+
+  bench/startup.py [--rounds N] [--python EXE] LIB [LIB...]
+
+For `PYTHON -c pass` and `/bin/true`, runs the command without a preload and
+with each LIB as LD_PRELOAD, interleaved round by round (so drift on a noisy
+machine hits every variant alike), and prints for each the median wall time
+from fork to exit (ms) and the median peak RSS (ru_maxrss, KiB), with the
+difference to no preload.  Each run goes through bench/run_once.c, built
+static here (cc -O2 -static): forked from this Python, the child's ru_maxrss
+would count this process's pages before exec.  TUNERGUARD_OPTIONS and
+PYTHONPATH are cleared; the commands run from a temporary directory."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+RUN_ONCE = None
+
+
+def once(argv, env):
+    p = subprocess.run([RUN_ONCE, *argv], env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"startup: {argv} with {env.get('TG_CHILD_PRELOAD', 'no preload')}: {p.stderr.strip()}")
+    ms, kib = p.stdout.split()
+    return float(ms), int(kib)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=300)
+    ap.add_argument("--python", default="/usr/bin/python3")
+    ap.add_argument("libs", nargs="+")
+    a = ap.parse_args()
+    global RUN_ONCE
+    tmp = tempfile.mkdtemp(prefix="tg-startup-")
+    RUN_ONCE = os.path.join(tmp, "run_once")
+    subprocess.run(["cc", "-O2", "-static", "-o", RUN_ONCE,
+                    os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_once.c")], check=True)
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "PYTHONPATH", "TG_CHILD_PRELOAD")}
+    variants = [("none", base)] + [(lib, dict(base, TG_CHILD_PRELOAD=os.path.abspath(lib))) for lib in a.libs]
+    os.chdir(tmp)
+    for cmd in ([a.python, "-c", "pass"], ["/bin/true"]):
+        res = {name: ([], []) for name, _ in variants}
+        for _ in range(5):  # warm the page cache
+            for name, env in variants:
+                once(cmd, env)
+        for _ in range(a.rounds):
+            for name, env in variants:
+                ms, kib = once(cmd, env)
+                res[name][0].append(ms)
+                res[name][1].append(kib)
+        print(f"\n{' '.join(cmd)}  ({a.rounds} rounds, medians)")
+        print("| preload | ms | added ms | RSS KiB | added KiB |")
+        print("| --- | --- | --- | --- | --- |")
+        ms0 = statistics.median(res["none"][0])
+        kib0 = statistics.median(res["none"][1])
+        for name, _ in variants:
+            ms, kib = statistics.median(res[name][0]), statistics.median(res[name][1])
+            print(f"| {name} | {ms:.3f} | {ms - ms0:+.3f} | {kib:.0f} | {kib - kib0:+.0f} |")
+
+
+if __name__ == "__main__":
+    main()
