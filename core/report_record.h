@@ -57,21 +57,30 @@ struct tg_thread_view {
     int native_line[TG_MAX_NATIVE_FRAMES];
 };
 
+/* The kinds, one row each in core/report_kinds.inc. */
+#define TG_KIND_SEVERITY 0x01u   /* flags: see core/report_kinds.inc */
+#define TG_KIND_DEDUP 0x02u
+#define TG_KIND_TRACE 0x04u
+#define TG_KIND_HALT_RACE 0x08u
+#define TG_KIND_HALT_ABORT 0x10u
+#define TG_KIND_PREVENTED 0x20u
+
 enum tg_report_kind {
-    TG_REPORT_RACE,            /* second thread entered a tuner another is inside */
-    TG_REPORT_METHOD_REPLACED, /* user code replaced a guarded method (verbosity>=1) */
-    TG_REPORT_DEADLOCK,        /* serialize: a cycle of waits (entering = the waiter that
-                                  closed it, inside = the holder it waited for) */
-    TG_REPORT_WAIT_TIMEOUT,    /* serialize: a wait longer than wait_timeout (entering =
-                                  the waiter, inside = the holder and what it is doing) */
-    TG_REPORT_HOLDER_DIED,     /* a thread left a tuner without returning (it died inside):
-                                  entering = the thread that found it, inside = the dead one */
-    TG_REPORT_EXCEPTION,       /* a guarded call that raced ended in an exception:
-                                  entering = the thread that raised, inside = the
-                                  thread it raced with */
-    TG_REPORT_INTERFERENCE,    /* a benchmark ran while other threads launched kernels on
-                                  its device: entering = the benchmarking thread; itf below */
+#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) TG_REPORT_##ID,
+#include "core/report_kinds.inc"
+#undef TG_REPORT_KIND
+    TG_REPORT_NKINDS
 };
+
+/* A kind's row, for code that goes by r->kind rather than by the X-macro. */
+struct tg_report_kind_info {
+    const char *json;   /* JSON Lines "kind" */
+    const char *title;  /* WARNING line */
+    const char *what;   /* SUMMARY line */
+    const char *supp;   /* suppression type, NULL: none */
+    unsigned flags;     /* TG_KIND_* */
+};
+extern const struct tg_report_kind_info tg_report_kinds[TG_REPORT_NKINDS];
 
 /* TG_REPORT_INTERFERENCE: what else ran on the device during a benchmark. */
 #define TG_ITF_REPORT_FROM 8

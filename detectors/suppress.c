@@ -62,7 +62,6 @@ static int is_space(char c)
 
 int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *err, size_t errlen)
 {
-    static const char *const valid[] = {"race", "interference"};
     size_t i = 0;
     int line = 0;
     while (i < len) {
@@ -93,12 +92,21 @@ int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *e
             return -1;
         }
         size_t tlen = (size_t)(colon - (text + start));
+        /* the types: the supp column of core/report_kinds.inc */
         int known = 0;
-        for (size_t k = 0; k < sizeof valid / sizeof valid[0]; k++)
-            known |= strlen(valid[k]) == tlen && memcmp(valid[k], text + start, tlen) == 0;
+        char valid[128] = "";
+        size_t vlen = 0;
+        for (int k = 0; k < TG_REPORT_NKINDS; k++) {
+            const char *t = tg_report_kinds[k].supp;
+            if (!t)
+                continue;
+            known |= strlen(t) == tlen && memcmp(t, text + start, tlen) == 0;
+            vlen += (size_t)snprintf(valid + vlen, vlen < sizeof valid ? sizeof valid - vlen : 0, "%s%s",
+                                     vlen ? ", " : "", t);
+        }
         if (!known) {
-            snprintf(err, errlen, "line %d: unknown type '%.*s' (valid: race, interference)", line, (int)(tlen > 40 ? 40 : tlen),
-                     text + start);
+            snprintf(err, errlen, "line %d: unknown type '%.*s' (valid: %s)", line, (int)(tlen > 40 ? 40 : tlen),
+                     text + start, valid);
             return -1;
         }
         const char *pat = colon + 1;
@@ -155,9 +163,9 @@ static int match_view(const char *pat, const struct tg_thread_view *v)
 
 const struct tg_supp *tg_supp_match_report(struct tg_supp_set *set, const struct tg_report *r)
 {
-    if (!set || !r || (r->kind != TG_REPORT_RACE && r->kind != TG_REPORT_INTERFERENCE))
+    if (!set || !r || (unsigned)r->kind >= TG_REPORT_NKINDS || !tg_report_kinds[r->kind].supp)
         return NULL;
-    const char *type = r->kind == TG_REPORT_RACE ? "race" : "interference";
+    const char *type = tg_report_kinds[r->kind].supp; /* "race", "interference" */
     char kernel[sizeof r->kernel + 1], cls[sizeof r->tuner_class + 1], method[sizeof r->method + 1];
     char cuda[sizeof r->itf.cuda_kernel + 1];
     field(kernel, sizeof kernel, r->kernel, sizeof r->kernel);

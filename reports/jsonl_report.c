@@ -303,86 +303,103 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
     }
 }
 
+/* The bodies, one per shape of core/report_kinds.inc (its body column). */
+static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"severity\":\"");
+    tg_w_str(w, r->high_severity ? "high" : "low");
+    tg_w_str(w, "\",\"serialized\":");
+    bool_(w, r->serialized);
+    tg_w_str(w, r->seen_at_exit ? ",\"seen_at\":\"exit\"" : ",\"seen_at\":\"entry\"");
+    tg_w_str(w, ",\"entering\":");
+    thread(w, r, &r->entering);
+    tg_w_str(w, ",\"inside\":");
+    thread(w, r, &r->inside);
+}
+
+static void json_wait_problem(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"detail\":");
+    J_STR(w, r->detail);
+    tg_w_str(w, ",\"entering\":");
+    thread(w, r, &r->entering);
+    tg_w_str(w, ",\"inside\":");
+    thread(w, r, &r->inside);
+}
+
+static void json_exception(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"detail\":");
+    J_STR(w, r->detail);
+    tg_w_str(w, ",\"exception\":{\"type\":");
+    J_STR(w, r->exc_type);
+    tg_w_str(w, ",\"message\":");
+    J_STR(w, r->exc_msg);
+    tg_w_str(w, "},\"race_seq\":");
+    if (r->race_seq)
+        tg_w_u64(w, r->race_seq);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"entering\":");
+    thread(w, r, &r->entering);
+    tg_w_str(w, ",\"inside\":");
+    thread(w, r, &r->inside);
+}
+
+static void json_interference(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"interference\":{\"device\":");
+    tg_w_i64(w, r->itf.device);
+    tg_w_str(w, ",\"foreign_launches\":");
+    tg_w_u64(w, r->itf.foreign);
+    tg_w_str(w, ",\"own_launches\":");
+    tg_w_u64(w, r->itf.own);
+    tg_w_str(w, ",\"cuda_kernel\":");
+    str_or_null(w, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
+    tg_w_str(w, ",\"best_config\":");
+    str_or_null(w, r->itf.best_config, sizeof r->itf.best_config);
+    tg_w_str(w, ",\"from\":[");
+    for (int i = 0; i < r->itf.nfrom && i < TG_ITF_REPORT_FROM; i++) {
+        tg_w_str(w, i ? ",{\"tid\":" : "{\"tid\":");
+        tg_w_i64(w, r->itf.from[i].tid);
+        tg_w_str(w, ",\"function\":");
+        hexstr(w, r->itf.from[i].func);
+        tg_w_str(w, ",\"kernel\":");
+        str_or_null(w, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
+        tg_w_char(w, '}');
+    }
+    tg_w_str(w, "],\"gpu\":");
+    gpu_itf(w, &r->itf);
+    tg_w_str(w, "},\"entering\":");
+    thread(w, r, &r->entering);
+}
+
+static void json_replaced(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"detail\":");
+    J_STR(w, r->detail);
+    tg_w_str(w, ",\"entering\":");
+    thread(w, r, &r->entering);
+}
+
 int tg_report_write_jsonl(int fd, const struct tg_report *r)
 {
     struct tg_w w;
     tg_w_init(&w, fd);
+    const struct tg_report_kind_info *k = (unsigned)r->kind < TG_REPORT_NKINDS ? &tg_report_kinds[r->kind] : NULL;
     switch (r->kind) {
-    case TG_REPORT_RACE:
-        common(&w, r, "race");
-        tg_w_str(&w, ",\"severity\":\"");
-        tg_w_str(&w, r->high_severity ? "high" : "low");
-        tg_w_str(&w, "\",\"serialized\":");
-        bool_(&w, r->serialized);
-        tg_w_str(&w, r->seen_at_exit ? ",\"seen_at\":\"exit\"" : ",\"seen_at\":\"entry\"");
-        tg_w_str(&w, ",\"entering\":");
-        thread(&w, r, &r->entering);
-        tg_w_str(&w, ",\"inside\":");
-        thread(&w, r, &r->inside);
+#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) \
+    case TG_REPORT_##ID:                                             \
+        json_##body(&w, r, k);                                       \
         break;
-    case TG_REPORT_DEADLOCK:
-    case TG_REPORT_WAIT_TIMEOUT:
-    case TG_REPORT_HOLDER_DIED:
-        common(&w, r, r->kind == TG_REPORT_DEADLOCK ? "deadlock"
-                      : r->kind == TG_REPORT_WAIT_TIMEOUT ? "wait_timeout" : "holder_died");
-        tg_w_str(&w, ",\"detail\":");
-        J_STR(&w, r->detail);
-        tg_w_str(&w, ",\"entering\":");
-        thread(&w, r, &r->entering);
-        tg_w_str(&w, ",\"inside\":");
-        thread(&w, r, &r->inside);
-        break;
-    case TG_REPORT_EXCEPTION:
-        common(&w, r, "exception");
-        tg_w_str(&w, ",\"detail\":");
-        J_STR(&w, r->detail);
-        tg_w_str(&w, ",\"exception\":{\"type\":");
-        J_STR(&w, r->exc_type);
-        tg_w_str(&w, ",\"message\":");
-        J_STR(&w, r->exc_msg);
-        tg_w_str(&w, "},\"race_seq\":");
-        if (r->race_seq)
-            tg_w_u64(&w, r->race_seq);
-        else
-            tg_w_str(&w, "null");
-        tg_w_str(&w, ",\"entering\":");
-        thread(&w, r, &r->entering);
-        tg_w_str(&w, ",\"inside\":");
-        thread(&w, r, &r->inside);
-        break;
-    case TG_REPORT_INTERFERENCE:
-        common(&w, r, "interference");
-        tg_w_str(&w, ",\"interference\":{\"device\":");
-        tg_w_i64(&w, r->itf.device);
-        tg_w_str(&w, ",\"foreign_launches\":");
-        tg_w_u64(&w, r->itf.foreign);
-        tg_w_str(&w, ",\"own_launches\":");
-        tg_w_u64(&w, r->itf.own);
-        tg_w_str(&w, ",\"cuda_kernel\":");
-        str_or_null(&w, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
-        tg_w_str(&w, ",\"best_config\":");
-        str_or_null(&w, r->itf.best_config, sizeof r->itf.best_config);
-        tg_w_str(&w, ",\"from\":[");
-        for (int i = 0; i < r->itf.nfrom && i < TG_ITF_REPORT_FROM; i++) {
-            tg_w_str(&w, i ? ",{\"tid\":" : "{\"tid\":");
-            tg_w_i64(&w, r->itf.from[i].tid);
-            tg_w_str(&w, ",\"function\":");
-            hexstr(&w, r->itf.from[i].func);
-            tg_w_str(&w, ",\"kernel\":");
-            str_or_null(&w, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
-            tg_w_char(&w, '}');
-        }
-        tg_w_str(&w, "],\"gpu\":");
-        gpu_itf(&w, &r->itf);
-        tg_w_str(&w, "},\"entering\":");
-        thread(&w, r, &r->entering);
-        break;
-    case TG_REPORT_METHOD_REPLACED:
-        common(&w, r, "method_replaced");
-        tg_w_str(&w, ",\"detail\":");
-        J_STR(&w, r->detail);
-        tg_w_str(&w, ",\"entering\":");
-        thread(&w, r, &r->entering);
+#include "core/report_kinds.inc"
+#undef TG_REPORT_KIND
+    case TG_REPORT_NKINDS:
         break;
     }
     tg_w_str(&w, "}\n");

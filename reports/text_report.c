@@ -288,10 +288,10 @@ static void previous_call(struct tg_w *w, const struct tg_report *r, const char 
 }
 
 /* A race seen at entry: the entering thread found another one inside. */
-static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
+static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering;
-    header(w, r, "thread entered a tuner another thread is inside");
+    header(w, r, k->title);
 
     call_of(w, r);
     tg_w_str(w, ":\n");
@@ -308,12 +308,12 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r)
     if (r->serialized)
         tg_w_str(w, "  Prevented (serialize mode): the entering thread waited until the tuner was free; the two"
                     " calls did not overlap.\n");
-    summary(w, r, "tuner race");
+    summary(w, r, k->what);
 }
 
 /* A race seen when the thread inside returned: the thread that entered
  * during its call was benchmarking by then (seen_at_exit). */
-static void write_race_at_exit(struct tg_w *w, const struct tg_report *r)
+static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering, *in = &r->inside;
     header(w, r, "a call left a tuner while another thread was benchmarking in it");
@@ -333,21 +333,22 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, "  Severity: high: the earlier call returned while the later one was benchmarking;"
                 " its return clears the arguments on the shared tuner (Autotuner.run ends with"
                 " self.nargs = None) that the benchmarking call reads next.\n");
-    summary(w, r, "tuner race");
+    summary(w, r, k->what);
 }
 
-static void write_race(struct tg_w *w, const struct tg_report *r)
+/* TG_REPORT_RACE: the title is the kind's for a race seen at entry. */
+static void text_race(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     if (r->seen_at_exit)
-        write_race_at_exit(w, r);
+        write_race_at_exit(w, r, k);
     else
-        write_race_at_entry(w, r);
+        write_race_at_entry(w, r, k);
 }
 
-static void write_replaced(struct tg_w *w, const struct tg_report *r)
+static void text_replaced(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering;
-    header(w, r, "guarded method replaced");
+    header(w, r, k->title);
     tg_w_str(w, "  ");
     W_FIELD_OR(w, r->method, "?");
     tg_w_str(w, " of ");
@@ -362,13 +363,13 @@ static void write_replaced(struct tg_w *w, const struct tg_report *r)
         python_stack(w, e);
         native_stack(w, e);
     }
-    summary(w, r, "method replaced");
+    summary(w, r, k->what);
 }
 
 /* serialize mode's own problems: a cycle of waits, a wait too long. */
-static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const char *what)
+static void text_wait_problem(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
-    header(w, r, what);
+    header(w, r, k->title);
     tg_w_str(w, "  ");
     W_FIELD(w, r->detail);
     tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Found by: " : "\n  Waiting: ");
@@ -386,7 +387,7 @@ static void write_wait_problem(struct tg_w *w, const struct tg_report *r, const 
     python_stack(w, &r->inside);
     native_stack(w, &r->inside);
     tg_w_char(w, '\n');
-    summary(w, r, what);
+    summary(w, r, k->what);
 }
 
 static void us(struct tg_w *w, uint64_t ns)
@@ -431,10 +432,10 @@ static void itf_gpu_line(struct tg_w *w, const struct tg_itf_report *f)
 }
 
 /* A benchmark taken while other threads launched kernels on its device. */
-static void write_interference(struct tg_w *w, const struct tg_report *r)
+static void text_interference(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_itf_report *f = &r->itf;
-    header(w, r, "tuning under load");
+    header(w, r, k->title);
     tg_w_str(w, "  the benchmark of kernel '");
     W_FIELD_OR(w, r->kernel, "?");
     tg_w_char(w, '\'');
@@ -492,13 +493,13 @@ static void write_interference(struct tg_w *w, const struct tg_report *r)
         itf_gpu_line(w, f);
     python_stack(w, &r->entering);
     tg_w_char(w, '\n');
-    summary(w, r, "tuning under load");
+    summary(w, r, k->what);
 }
 
 /* The link from the traceback on the user's screen to the race. */
-static void write_exception(struct tg_w *w, const struct tg_report *r)
+static void text_exception(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
-    header(w, r, "exception in a tuner call that raced");
+    header(w, r, k->title);
     tg_w_str(w, "  ");
     W_FIELD(w, r->detail);
     tg_w_str(w, "\n  Exception: ");
@@ -517,34 +518,22 @@ static void write_exception(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, "  Raced with ");
     thread_name(w, &r->inside);
     tg_w_str(w, "\n\n");
-    summary(w, r, "exception after tuner race");
+    summary(w, r, k->what);
 }
 
 int tg_report_write_text(int fd, const struct tg_report *r)
 {
     struct tg_w w;
     tg_w_init(&w, fd);
+    const struct tg_report_kind_info *k = (unsigned)r->kind < TG_REPORT_NKINDS ? &tg_report_kinds[r->kind] : NULL;
     switch (r->kind) {
-    case TG_REPORT_RACE:
-        write_race(&w, r);
+#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) \
+    case TG_REPORT_##ID:                                             \
+        text_##body(&w, r, k);                                       \
         break;
-    case TG_REPORT_METHOD_REPLACED:
-        write_replaced(&w, r);
-        break;
-    case TG_REPORT_EXCEPTION:
-        write_exception(&w, r);
-        break;
-    case TG_REPORT_INTERFERENCE:
-        write_interference(&w, r);
-        break;
-    case TG_REPORT_DEADLOCK:
-        write_wait_problem(&w, r, "cycle of serialized waits (deadlock)");
-        break;
-    case TG_REPORT_WAIT_TIMEOUT:
-        write_wait_problem(&w, r, "serialized wait longer than wait_timeout");
-        break;
-    case TG_REPORT_HOLDER_DIED:
-        write_wait_problem(&w, r, "thread died inside a tuner");
+#include "core/report_kinds.inc"
+#undef TG_REPORT_KIND
+    case TG_REPORT_NKINDS:
         break;
     }
     return tg_w_flush(&w);

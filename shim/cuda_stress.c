@@ -3,7 +3,6 @@
  * on the launch's device (tg_itf_maybe_busy) or, for stress, the option is on
  * and the thread is inside a tuner session. */
 #include "shim/cuda_stress.h"
-#include "shim/suppress_load.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "reports/py_stack.h"
+#include "reports/emit.h"
 #include "reports/report.h"
 #include "core/clock.h"
 #include "shim/cuda_hooks.h"
@@ -27,9 +27,8 @@
 #include "core/process.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
-#include "shim/py_guard.h"
 
-static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts, st_reports;
+static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts;
 static _Atomic int32_t st_holding, st_iso_waiting;
 /* Bumped by tg_stress_wake; stress holds sleep on it (futex). */
 static _Atomic uint32_t stress_gen;
@@ -189,7 +188,9 @@ void tg_stress_stats(struct tg_stress_stats *o)
     o->holds_woken = atomic_load(&st_woken);
     o->isolate_waits = atomic_load(&st_iso_waits);
     o->isolate_timeouts = atomic_load(&st_iso_timeouts);
-    o->interference_reports = atomic_load(&st_reports);
+    struct tg_emit_stats es;
+    tg_emit_stats(&es);
+    o->interference_reports = es.written[TG_REPORT_INTERFERENCE];
     o->holding = atomic_load(&st_holding);
     o->isolate_waiting = atomic_load(&st_iso_waiting);
 }
@@ -198,7 +199,7 @@ void tg_stress_stats(struct tg_stress_stats *o)
 
 /* ~100 KB: static.  Filling it calls Python (names, str(best_config), frames),
  * which lets other threads run, so the GIL alone does not keep two reports
- * apart: filled and emitted under tg_report_lock (shim/py_guard.h) when the
+ * apart: filled and emitted under tg_report_lock (reports/emit.h) when the
  * GIL is held, and always under itf_mu, which also orders reporters without
  * the GIL (inst == NULL: no Python facts).  Lock order: the report lock, then
  * itf_mu.  No deadlock with the GIL: a thread blocks on itf_mu with the GIL
@@ -207,13 +208,13 @@ void tg_stress_stats(struct tg_stress_stats *o)
 static struct tg_report itf_report;
 static pthread_mutex_t itf_mu = PTHREAD_MUTEX_INITIALIZER;
 
-void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
+uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst_)
 {
     if (!tg_itf_self.dev1)
-        return;
+        return 0;
     struct tg_itf_result res;
     if (!tg_itf_end(t->tid, &res))
-        return;
+        return 0;
     if (res.last_out) {
         atomic_store(&iso_gave_up[res.dev], 0);
         /* wake isolate_tuning waiters: the device is quiet again */
@@ -232,7 +233,7 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
         tg_cupti_session_done();
     }
     if (gpu ? !gv.skewed : res.foreign == 0)
-        return;
+        return 0;
     PyObject *inst = inst_;
     struct tg_report *r = &itf_report;
     /* the report path, not a hot one: a blocking lock is fine here */
@@ -298,13 +299,10 @@ void tg_tuning_session_end(struct tg_thread *t, void *inst_, uint64_t *seq)
     } else {
         snprintf(r->kernel, sizeof r->kernel, "%s", r->itf.cuda_kernel[0] ? r->itf.cuda_kernel : "?");
     }
-    if (!tg_supp_check(r)) { /* suppressions=: an interference: line */
-        r->seq = seq ? ++*seq : 0;
-        atomic_fetch_add(&st_reports, 1);
-        tg_sink_emit(r);
-    }
+    uint64_t seq = tg_emit(r, NULL); /* suppressions=: an interference: line */
     t->busy--;
     pthread_mutex_unlock(&itf_mu);
     if (gil)
         tg_report_unlock();
+    return seq;
 }

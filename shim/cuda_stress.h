@@ -36,9 +36,10 @@ void tg_stress_wake(void);
 /* The outermost tuner session of t ended: end its benchmark window (waking
  * isolate_tuning waiters) and, when other threads launched kernels on its
  * device meanwhile, emit a TG_REPORT_INTERFERENCE report about tuner `inst`
- * (a PyObject *, may be NULL: no Python facts) with seq ++*seq.  GIL held
- * when inst is non-NULL.  Cheap when t was not benchmarking (one TLS read). */
-void tg_tuning_session_end(struct tg_thread *t, void *inst, uint64_t *seq);
+ * (a PyObject *, may be NULL: no Python facts) through reports/emit.h.
+ * Returns its seq, 0 when none was written.  GIL held when inst is non-NULL.
+ * Cheap when t was not benchmarking (one TLS read). */
+uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst);
 
 /* Test/diagnostic counters (relaxed). */
 struct tg_stress_stats {

@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "reports/emit.h"
 #include "reports/fatal.h"
 
 #include <stdio.h>
@@ -199,7 +200,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     }
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
-        tg_fatal_set_context(tg_mode_name(tg_opts.mode), &tg__gstats.reports);
+        tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());
         tg_fatal_install(1);
     }
     rc = 1;

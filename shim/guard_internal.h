@@ -9,7 +9,7 @@
  *                     inside, the counts of the exit summary
  *   report_capture.c  the reports those find (race, race seen at exit,
  *                     exception, deadlock, wait timeout, holder died, method
- *                     replaced): views of threads, the report lock, dedupe
+ *                     replaced): views of threads, handed to reports/emit.h
  *
  * Everything here: GIL held (the serialize wait releases it while it
  * blocks). */
@@ -139,8 +139,5 @@ void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file,
  * evidence.  C calls only for guards of marked classes; a frame walk for the
  * others (targets= tuners). */
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches);
-
-/* fork child: forget the race reports the parent de-duplicated. */
-void tg__capture_atfork_child(void);
 
 #endif

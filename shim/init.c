@@ -5,6 +5,7 @@
  * Bad options stop the process with status 2 before the program runs,
  * help=1 prints the table and stops with status 0. */
 #include "detectors/tuner_table.h"
+#include "reports/emit.h"
 #include "reports/fatal.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
@@ -17,7 +18,7 @@
 #include "core/py_api.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
-#include "shim/suppress_load.h"
+#include "reports/suppress_load.h"
 #include "core/thread_state.h"
 
 #include <pthread.h>
@@ -31,9 +32,20 @@ static void atfork_child(void)
     tg_tuner_atfork_child();
     tg_sink_atfork_child();
     tg_guard_atfork_child();
+    tg_emit_atfork_child();
     tg_arm_atfork_child();
     tg_trace_atfork_child();
     tg_cupti_atfork_child();
+}
+
+/* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
+ * after the report, with what a normal exit would leave: the trace closed
+ * (trace=1, its ']'), the summary line.  Exit status `exitcode`, else 66. */
+static void halt_now(void)
+{
+    tg_trace_close();
+    tg_arm_exit_summary();
+    _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
 }
 
 __attribute__((constructor)) static void tg_init(void)
@@ -71,6 +83,7 @@ __attribute__((constructor)) static void tg_init(void)
     tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
+    tg_emit_set_halt(halt_now);
     pthread_atfork(NULL, NULL, atfork_child);
     tg_arm_init(); /* the fatal-signal handler is installed with the first guard */
 }
@@ -85,8 +98,8 @@ __attribute__((destructor)) static void tg_fini(void)
     tg_trace_close(); /* trace=1: end event and ']' */
     tg_arm_exit_summary();
     tg_supp_exit_report(tg_opts.verbosity);
-    struct tg_guard_stats s;
-    tg_guard_stats(&s);
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
     if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports) {
         fflush(NULL);
         _exit(tg_opts.exitcode);

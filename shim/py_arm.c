@@ -15,6 +15,7 @@
  * Every function here runs with the GIL held, from the audit hook, the
  * finder, a pending call or a guarded call.  None leaves an exception set. */
 #include "shim/py_arm.h"
+#include "reports/emit.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
 #include "shim/cuda_stress.h"
@@ -725,46 +726,48 @@ void tg_arm_exit_summary(void)
     summary_done = 1;
     struct tg_guard_stats s;
     tg_guard_stats(&s);
-    struct tg_stress_stats ss;
-    tg_stress_stats(&ss);
+    struct tg_emit_stats est;
+    tg_emit_stats(&est);
+    const struct tg_emit_stats *es = &est;
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the
      * normal life of a tuned kernel called from several threads. */
-    if (s.reports == 0 && s.races_seen == 0 && s.waits == 0 && s.prevented_seen == 0)
+    if (es->reports == 0 && es->races_seen == 0 && s.waits == 0 && es->prevented_seen == 0)
         return;
     char line[900];
     size_t n = 0;
 #define ADD(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
-    ADD("%llu race%s reported (%llu seen)", (unsigned long long)s.races, s.races == 1 ? "" : "s",
-        (unsigned long long)s.races_seen);
-    if (s.exceptions)
-        ADD(", %llu exception%s linked to them", (unsigned long long)s.exceptions, s.exceptions == 1 ? "" : "s");
-    if (s.prevented_seen)
-        ADD("; %llu race%s prevented by serialize (%llu seen)", (unsigned long long)s.prevented,
-            s.prevented == 1 ? "" : "s", (unsigned long long)s.prevented_seen);
-    if (ss.interference_reports)
-        ADD("; %llu benchmark%s timed under load", (unsigned long long)ss.interference_reports,
-            ss.interference_reports == 1 ? "" : "s");
+    /* The kinds' parts (the exit column of core/report_kinds.inc), in the
+     * order of their parts: FIRST .. LOAD, the serialized calls, SERIALIZE. */
+#define TG_EXIT_NONE
+#define TG_EXIT(part_, when, n, fmt, ...)                                                          \
+    if (part == TG_EXIT_PART_##part_ && (when)) {                                                  \
+        unsigned long long c = (n);                                                                \
+        ADD(fmt, c, c == 1 ? "" : "s", ##__VA_ARGS__);                                             \
+    }
+#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) exit
+    enum { TG_EXIT_PART_FIRST, TG_EXIT_PART_LINKED, TG_EXIT_PART_PREVENTED, TG_EXIT_PART_LOAD, TG_EXIT_PART_SERIALIZE };
+    for (int part = TG_EXIT_PART_FIRST; part <= TG_EXIT_PART_LOAD; part++) {
+#include "core/report_kinds.inc"
+    }
     if (s.waits) {
         char kernels[256];
         tg_guard_contended(kernels, sizeof kernels);
         ADD("; %llu call%s serialized, waited %.3f s in total (contended: %s)", (unsigned long long)s.waits,
             s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9, kernels[0] ? kernels : "?");
     }
-    if (s.deadlocks)
-        ADD("; %llu cycle%s of waits broken (deadlock=%s)", (unsigned long long)s.deadlocks,
-            s.deadlocks == 1 ? "" : "s", tg_opts.deadlock == TG_DEADLOCK_ABORT ? "abort" : "proceed");
-    if (s.holders_died)
-        ADD("; %llu thread%s died inside a tuner (holds released)", (unsigned long long)s.holders_died,
-            s.holders_died == 1 ? "" : "s");
-    if (s.wait_timeouts)
-        ADD("; %llu wait%s longer than %d s", (unsigned long long)s.wait_timeouts, s.wait_timeouts == 1 ? "" : "s",
-            tg_opts.wait_timeout);
-    if (s.overlaps)
-        ADD("; %llu overlap%s on already tuned keys (low severity%s)", (unsigned long long)s.overlaps,
-            s.overlaps == 1 ? "" : "s", tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
+    {
+        int part = TG_EXIT_PART_SERIALIZE;
+#include "core/report_kinds.inc"
+    }
+#undef TG_REPORT_KIND
+#undef TG_EXIT
+#undef TG_EXIT_NONE
+    if (es->overlaps)
+        ADD("; %llu overlap%s on already tuned keys (low severity%s)", (unsigned long long)es->overlaps,
+            es->overlaps == 1 ? "" : "s", tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
     const char *path = tg_sink_text_path();
-    if (path[0] && s.reports)
+    if (path[0] && es->reports)
         ADD("; reports in %s", path);
 #undef ADD
     tg__warn("%s", line);

@@ -16,12 +16,13 @@
 #include "core/thread_state.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
+#include "reports/emit.h"
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cuda_stress.h"
 #include "shim/py_arm.h"
-#include "shim/suppress_load.h"
+#include "reports/suppress_load.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -29,26 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* De-duplication of race reports: (instance, code locations) -> seen. */
-#define TG_DEDUP_SLOTS 1024
-static uint64_t dedup[TG_DEDUP_SLOTS];
-
-static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
-
-void tg_report_lock(void)
-{
-    if (pthread_mutex_trylock(&report_mu) == 0)
-        return;
-    PyThreadState *ts = tg_py.PyEval_SaveThread();
-    pthread_mutex_lock(&report_mu);
-    tg_py.PyEval_RestoreThread(ts);
-}
-
-void tg_report_unlock(void)
-{
-    pthread_mutex_unlock(&report_mu);
-}
 
 uint64_t tg_now_ns(void)
 {
@@ -90,8 +71,6 @@ static int read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
     return 0;
 }
 
-
-static struct tg_report report; /* one at a time: the GIL orders writers */
 
 /* The common head of every report about tuner inst (r was zeroed by the
  * caller).  Runs Python code (attribute look-ups): other threads may run. */
@@ -271,56 +250,6 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     return found;
 }
 
-/* halt_on_race and deadlock=abort: stop the process now, after the report,
- * with what a normal exit would leave: the trace closed (trace=1, its ']'),
- * the summary line.  Exit status `exitcode`, else 66. */
-static void halt_now(void)
-{
-    tg_trace_close();
-    tg_arm_exit_summary();
-    _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
-}
-
-/* Count race report r (filled, suppressions checked) and write it, unless
- * it repeats one already written: same instance, same code locations on both
- * sides, same `salt` (what saw it).  Returns its seq, 0 for a repeat (counted
- * in races_seen only).  halt_on_race ends the process here.  GIL and the
- * report lock held. */
-static uint64_t emit_race(struct tg_report *r, uintptr_t inst, uint64_t salt)
-{
-    /* serialize: a race the wait prevented is counted apart, and neither
-     * halts nor sets the exit status unless prevented_is_race=1. */
-    const int counts = !r->serialized || tg_opts.prevented_is_race;
-    if (r->serialized)
-        tg__gstats.prevented_seen += r->high_severity;
-    else
-        tg__gstats.races_seen += r->high_severity;
-    uint64_t h = tg_py_frames_hash(&r->entering, 6) ^ (tg_py_frames_hash(&r->inside, 3) * 31) ^
-                 ((uint64_t)inst * 0x9E3779B97F4A7C15ull) ^ salt;
-    h |= 1;
-    unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
-    for (unsigned probe = 0; probe < TG_DEDUP_SLOTS; probe++, slot = (slot + 1) & (TG_DEDUP_SLOTS - 1)) {
-        if (dedup[slot] == h)
-            return 0;
-        if (dedup[slot] == 0) {
-            dedup[slot] = h;
-            break;
-        }
-    }
-    if (r->high_severity && r->serialized)
-        tg__gstats.prevented++;
-    else if (r->high_severity)
-        tg__gstats.races++;
-    if (!counts)
-        tg__gstats.prevented_reports++;
-    r->seq = ++tg__gstats.reports;
-    tg_sink_emit(r);
-    tg_trace_race(r); /* no-op unless trace=1 */
-    if (tg_opts.halt_on_race && r->high_severity && counts)
-        halt_now();
-    return r->seq;
-}
-
 /* Thread t enters u while `other` is inside.  Fills and emits the report
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
@@ -335,19 +264,16 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * threads calling one tuned kernel overlap on every other call.  C calls
      * only: other stays valid. */
     if (tg_opts.verbosity < 1 && !tg__other_is_tuning(other, g, 1)) {
-        tg__gstats.overlaps++;
+        tg_emit_count_overlap();
         return;
     }
     pid_t other_tid = other->tid;
-    tg_report_lock(); /* may let other threads run: look other up again */
+    struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
     other = occupant_by_tid(u, other_tid);
     if (!other) {
-        tg_report_unlock(); /* it left while we waited: no overlap any more */
+        tg_report_end(t); /* it left while we waited: no overlap any more */
         return;
     }
-    struct tg_report *r = &report;
-    t->busy++;
-    memset(r, 0, sizeof *r);
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     /* C-only captures first, while the other thread is certainly inside. */
     view_other_c(in, other);
@@ -372,21 +298,15 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     r->high_severity = high;
     snprintf(link->name, sizeof link->name, "%s", in->name);
 
-    if (tg_supp_check(r)) { /* suppressions=: neither reported nor counted, nor linked */
+    enum tg_emit_status st;
+    uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
+    if (st == TG_EMIT_SUPPRESSED) { /* suppressions=: neither reported nor counted, nor linked */
         struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
         if (mo && mo->raced_tid == t->tid) /* marked above: its exception must not name this race */
             mo->raced_tid = 0;
         link->tid = 0;
-        goto out;
     }
-    if (!r->high_severity) {
-        tg__gstats.overlaps++;
-        if (tg_opts.verbosity < 1)
-            goto out;
-    }
-    uint64_t seq = emit_race(r, (uintptr_t)inst, 0);
     link->seq = r->high_severity ? seq : 0;
-out:
     if (link->tid) {
         /* The other occupant's link, if it is still inside. */
         struct tg_occupant *mo = occupant_by_tid(u, link->tid);
@@ -395,8 +315,7 @@ out:
             mo->race_seq = link->seq;
         }
     }
-    t->busy--;
-    tg_report_unlock();
+    tg_report_end(t);
 }
 
 /* inst.nargs is None right now: what t's return left (C calls only).  When
@@ -454,17 +373,13 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         return;
     pid_t x_tid = x->tid;
     uint64_t x_entered = x->entered_ns;
-    t->busy++;
-    tg_report_lock(); /* may let other threads run: look both up again, same sessions */
+    struct tg_report *r = tg_report_begin(t); /* may let other threads run: look both up again, same sessions */
     x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
     if (!x || !mine || x->raced_tid || !tg__other_is_tuning(x, g, 0)) {
-        t->busy--;
-        tg_report_unlock();
+        tg_report_end(t);
         return;
     }
-    struct tg_report *r = &report;
-    memset(r, 0, sizeof *r);
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     view_other_c(e, x); /* C calls only: x is still inside */
     view_self_c(in, t, "at return");
@@ -486,8 +401,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
     u->races++;
     tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
-    int suppressed = tg_supp_check(r);
-    uint64_t seq = suppressed ? 0 : emit_race(r, (uintptr_t)inst, 0x5EE1A7E417ull);
+    enum tg_emit_status st;
+    uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
+    int suppressed = st == TG_EMIT_SUPPRESSED;
     struct tg_occupant *back = same_session(u, x_tid, x_entered);
     if (back && back->raced_tid == t->tid) {
         /* suppressed: unlinked, as at entry, so its exception is not reported;
@@ -496,8 +412,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         snprintf(back->raced_name, sizeof back->raced_name, "%s", in->name);
         back->race_seq = seq;
     }
-    t->busy--;
-    tg_report_unlock();
+    tg_report_end(t);
 }
 
 /* Frames of a traceback object, most recent call first, then the caller's
@@ -558,10 +473,7 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     if (!type)
         return;
     tg_py.PyErr_NormalizeException(&type, &value, &tb);
-    tg_report_lock();
-    t->busy++;
-    struct tg_report *r = &report;
-    memset(r, 0, sizeof *r);
+    struct tg_report *r = tg_report_begin(t);
     begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;
     tg_py_attr_str(type, "__name__", r->exc_type, sizeof r->exc_type);
@@ -583,9 +495,7 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     snprintf(r->detail, sizeof r->detail,
              "this %s was raised in a call that raced with thread '%s' (tid=%d) on %s of kernel '%s'",
              r->exc_type, other->name[0] ? other->name : "?", (int)other->tid, r->method, r->kernel);
-    tg__gstats.exceptions++;
-    r->seq = ++tg__gstats.reports;
-    tg_sink_emit(r);
+    tg_emit(r, NULL);
     if (tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */
         char note[512];
@@ -596,8 +506,7 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
             tg_py.Py_DecRef(res);
         tg_py.PyErr_Clear();
     }
-    t->busy--;
-    tg_report_unlock();
+    tg_report_end(t);
     tg_py.PyErr_Restore(type, value, tb);
 }
 
@@ -614,17 +523,14 @@ static void tuner_kernel(const struct tg_tuner *u, char *buf, size_t len)
 int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                         struct tg_tuner **path, int n)
 {
-    tg_report_lock();
+    struct tg_report *r = tg_report_begin(t);
     /* Waiting for the lock may have let threads run: is the cycle still there?
      * Once it is, it stays: every other thread on it is blocked in a wait. */
     n = tg_tuner_wait_cycle(u, t, path, 16);
     if (n == 0) {
-        tg_report_unlock();
+        tg_report_end(t);
         return 0;
     }
-    struct tg_report *r = &report;
-    t->busy++;
-    memset(r, 0, sizeof *r);
     const struct tg_occupant *h = tg_tuner_other(u, t);
     if (h)
         view_other_c(&r->inside, h);
@@ -653,13 +559,8 @@ int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst,
         snprintf(r->detail + used, sizeof r->detail - used, "%s",
                  tg_opts.deadlock == TG_DEADLOCK_ABORT ? "deadlock=abort: the process stops"
                                                        : "deadlock=proceed: this thread proceeds unserialized");
-    tg__gstats.deadlocks++;
-    r->seq = ++tg__gstats.reports;
-    tg_sink_emit(r);
-    t->busy--;
-    tg_report_unlock();
-    if (tg_opts.deadlock == TG_DEADLOCK_ABORT)
-        halt_now();
+    tg_emit(r, NULL); /* deadlock=abort ends the process here */
+    tg_report_end(t);
     return 1;
 }
 
@@ -667,10 +568,7 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
                              const unsigned long *ident, int n)
 {
     for (int i = 0; i < n; i++) {
-        tg_report_lock();
-        struct tg_report *r = &report;
-        t->busy++;
-        memset(r, 0, sizeof *r);
+        struct tg_report *r = tg_report_begin(t);
         view_self(&r->entering, t, "entering");
         r->inside.tid = dead[i];
         r->inside.ident = ident[i];
@@ -680,11 +578,8 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
                  "thread tid=%d left %s of kernel '%s' without returning (it died inside: pthread_exit or a thread "
                  "destroyed under Python); its hold was released",
                  (int)dead[i], g ? g->method : "?", r->kernel);
-        tg__gstats.holders_died++;
-        r->seq = ++tg__gstats.reports;
-        tg_sink_emit(r);
-        t->busy--;
-        tg_report_unlock();
+        tg_emit(r, NULL);
+        tg_report_end(t);
     }
 }
 
@@ -692,15 +587,12 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
 void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                              uint64_t waited_ns)
 {
-    tg_report_lock();
+    struct tg_report *r = tg_report_begin(t);
     const struct tg_occupant *h = tg_tuner_other(u, t); /* after the lock: it may have left */
     if (!h) {
-        tg_report_unlock();
+        tg_report_end(t);
         return;
     }
-    struct tg_report *r = &report;
-    t->busy++;
-    memset(r, 0, sizeof *r);
     view_other_c(&r->inside, h);
     view_self(&r->entering, t, "waiting");
     view_other_names(&r->inside);
@@ -708,11 +600,8 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
     snprintf(r->detail, sizeof r->detail,
              "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait goes on",
              (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout);
-    tg__gstats.wait_timeouts++;
-    r->seq = ++tg__gstats.reports;
-    tg_sink_emit(r);
-    t->busy--;
-    tg_report_unlock();
+    tg_emit(r, NULL);
+    tg_report_end(t);
 }
 
 /* verbosity>=1: a method_replaced report for guard g, whose class
@@ -720,9 +609,8 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
  * the calling thread at its call.  GIL held; the caller is busy. */
 void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file, const char *line)
 {
-    tg_report_lock();
-    struct tg_report *r = &report;
-    memset(r, 0, sizeof *r);
+    struct tg_thread *t = tg__self();
+    struct tg_report *r = tg_report_begin(t);
     begin_report(r, TG_REPORT_METHOD_REPLACED, NULL, g);
     snprintf(r->tuner_class, sizeof r->tuner_class, "%s", g->cls_name);
     if (file)
@@ -730,13 +618,7 @@ void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file,
                  line ? line : "?");
     else
         snprintf(r->detail, sizeof r->detail, "%s = %s", g->method, qual ? qual : "an object without code");
-    view_self(&r->entering, tg__self(), "at the call");
-    r->seq = ++tg__gstats.reports;
-    tg_sink_emit(r);
-    tg_report_unlock();
-}
-
-void tg__capture_atfork_child(void)
-{
-    memset(dedup, 0, sizeof dedup);
+    view_self(&r->entering, t, "at the call");
+    tg_emit(r, NULL);
+    tg_report_end(t);
 }

@@ -565,7 +565,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     tg_tuner_leave(u, t);
     if (t->nheld == 0)
         release_turn(t); /* no-op unless this thread holds the turn */
-    if (t->nheld == 0) tg_tuning_session_end(t, inst, &tg__gstats.reports); /* shim/cuda_stress.h */
+    if (t->nheld == 0) tg_tuning_session_end(t, inst); /* shim/cuda_stress.h */
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
     return res;
@@ -582,7 +582,6 @@ void tg_guard_atfork_child(void)
     ncontended = 0;
     memset(&turn, 0, sizeof turn); /* its holder and waiters are the parent's */
     memset(alive_cache, 0, sizeof alive_cache);
-    tg__capture_atfork_child();
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

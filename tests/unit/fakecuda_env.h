@@ -87,7 +87,7 @@ static CUresult fk_launch(CUfunction f)
     return w_launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
 }
 
-/* What a guarded tuner call does to the thread record (shim/py_guard.c):
+/* What a guarded tuner call does to the thread record (shim/session.c):
  * enter an outermost session, leave it. */
 static void fk_session_enter(void)
 {
@@ -97,12 +97,15 @@ static void fk_session_enter(void)
     t->nheld = 1;
     t->depth = 1;
 }
+/* Stores the interference report's seq (0: none) when seq is not NULL. */
 static void fk_session_leave(uint64_t *seq)
 {
     struct tg_thread *t = tg__self();
     t->nheld = 0;
     t->depth = 0;
-    tg_tuning_session_end(t, NULL, seq);
+    uint64_t s = tg_tuning_session_end(t, NULL);
+    if (seq)
+        *seq = s;
 }
 
 static __attribute__((unused)) pid_t fk_gettid(void)

@@ -188,7 +188,7 @@ Test(interference, session_end_writes_an_interference_report_text_and_jsonl)
         fk_launch(other);
     pthread_barrier_wait(&bar);
     pthread_join(th, NULL);
-    cr_assert_eq(a.seq, 1, "one report, seq taken from the caller's counter");
+    cr_assert_eq(a.seq, 1, "one report, the first seq of the process");
     struct tg_stress_stats st;
     tg_stress_stats(&st);
     cr_assert_eq(st.interference_reports, 1);

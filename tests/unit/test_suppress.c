@@ -16,7 +16,7 @@
 
 #include "detectors/suppress.h"
 #include "reports/report.h"
-#include "shim/suppress_load.h"
+#include "reports/suppress_load.h"
 
 extern char **environ;
 

@@ -1,5 +1,5 @@
 /* See suppress_load.h. */
-#include "shim/suppress_load.h"
+#include "reports/suppress_load.h"
 #include "detectors/suppress.h"
 #include "core/log.h"
 #include "core/process.h"

@@ -1,0 +1,146 @@
+/* The report pipeline (reports/emit.c) and the exit line it feeds
+ * (shim/py_arm.c): suppression, severity, de-duplication, the counts, the
+ * process's one sequence number, and the line's wording for every kind in the
+ * order of core/report_kinds.inc. */
+#include "jsonl_check.h"
+#include "core/options.h"
+#include "core/process.h"
+#include "reports/emit.h"
+#include "reports/suppress_load.h"
+#include "shim/py_arm.h"
+
+static char dir[64];
+static char errpath[128];
+static char prefix[128];
+
+/* Reports into a fresh directory, stderr captured into a file there. */
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tg_emit_XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(errpath, sizeof errpath, "%s/stderr.log", dir);
+    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    unsetenv("RANK");
+    snprintf(prefix, sizeof prefix, "%s/tg", dir);
+    tg_proc_configure(prefix);
+}
+
+static struct tg_report r;
+
+/* dir/<fmt with this pid> */
+static const char *path_in(const char *d, const char *fmt)
+{
+    static char p[256], name[128];
+    snprintf(name, sizeof name, fmt, (long)getpid());
+    snprintf(p, sizeof p, "%s/%s", d, name);
+    return p;
+}
+
+static uint64_t emit_kind(enum tg_report_kind kind, enum tg_emit_status *st)
+{
+    fx_race_high(&r);
+    r.kind = kind;
+    return tg_emit(&r, st);
+}
+
+Test(emit, seq_counts_and_repeats, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    cr_assert_eq(st, TG_EMIT_WRITTEN);
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 0, "the same race again is a repeat");
+    cr_assert_eq(st, TG_EMIT_REPEAT);
+    fx_race_high(&r);
+    r.seen_at_exit = 1;
+    cr_assert_eq(tg_emit(&r, &st), 2, "seen at exit is not a repeat of the one seen at entry");
+    fx_race_low(&r);
+    cr_assert_eq(tg_emit(&r, &st), 0, "a low-severity overlap at verbosity 0 is only counted");
+    cr_assert_eq(st, TG_EMIT_HIDDEN);
+    cr_assert_eq(emit_kind(TG_REPORT_EXCEPTION, &st), 3);
+    /* the fatal path takes its seq from the same counter */
+    cr_assert_eq(__atomic_add_fetch(tg_emit_seq_counter(), 1, __ATOMIC_RELAXED), 4);
+    cr_assert_eq(emit_kind(TG_REPORT_DEADLOCK, &st), 5);
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.written[TG_REPORT_RACE], 2);
+    cr_assert_eq(s.races_seen, 3, "repeats are seen, not written");
+    cr_assert_eq(s.overlaps, 1);
+    cr_assert_eq(s.written[TG_REPORT_EXCEPTION], 1);
+    cr_assert_eq(s.written[TG_REPORT_DEADLOCK], 1);
+    cr_assert_eq(s.reports, 5);
+    char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
+    cr_assert_not_null(strstr(txt, "WARNING: tunerguard: cycle of serialized waits (deadlock) (pid="), "%s", txt);
+    free(txt);
+}
+
+Test(emit, suppressed_reports_are_neither_written_nor_counted, .init = setup)
+{
+    char supp[160], err[300];
+    snprintf(supp, sizeof supp, "%s/supp.txt", dir);
+    FILE *f = fopen(supp, "w");
+    fprintf(f, "race:%s\n", "*");
+    fclose(f);
+    cr_assert_eq(tg_supp_load(supp, err, sizeof err), 0, "%s", err);
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 0);
+    cr_assert_eq(st, TG_EMIT_SUPPRESSED);
+    fx_race_low(&r);
+    cr_assert_eq(tg_emit(&r, &st), 0);
+    cr_assert_eq(st, TG_EMIT_SUPPRESSED, "a suppressed overlap is not even counted as one");
+    cr_assert_eq(emit_kind(TG_REPORT_WAIT_TIMEOUT, &st), 1, "race: lines do not touch other kinds");
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.races_seen + s.overlaps + s.written[TG_REPORT_RACE], 0);
+    cr_assert_eq(s.reports, 1);
+}
+
+/* One report of every kind (two races, one a repeat; an overlap): the exit
+ * line names each in the table's order, with its option values. */
+Test(emit, exit_line_wording, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    tg_emit(&r, &st);
+    fx_race_high(&r);
+    tg_emit(&r, &st);
+    fx_race_low(&r);
+    tg_emit(&r, &st);
+    fx_race_high(&r); /* serialize: the wait prevented it (another tuner: not a repeat) */
+    r.serialized = 1;
+    r.instance = 0x7f3a1c2b5e20;
+    cr_assert_gt(tg_emit(&r, &st), 0);
+    for (int k = 0; k < TG_REPORT_NKINDS; k++)
+        if (k != TG_REPORT_RACE)
+            emit_kind((enum tg_report_kind)k, &st);
+    tg_arm_exit_summary();
+    tg_arm_exit_summary(); /* once */
+    char *e = fx_read_file(errpath);
+    char want[900];
+    snprintf(want, sizeof want,
+             "tunerguard: 1 race reported (2 seen), 1 exception linked to them; "
+             "1 race prevented by serialize (1 seen); 1 benchmark timed under load; "
+             "1 cycle of waits broken (deadlock=proceed); 1 thread died inside a tuner (holds released); "
+             "1 wait longer than %d s; 1 overlap on already tuned keys (low severity, verbosity=1 shows them); "
+             "reports in %s/tg.%ld.txt\n",
+             tg_opts.wait_timeout, dir, (long)getpid());
+    cr_assert_str_eq(e, want);
+    free(e);
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.prevented_reports, 1, "the prevented race leaves exitcode= alone");
+}
+
+Test(emit, exit_line_silent_without_reports, .init = setup)
+{
+    tg_emit_count_overlap();
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    cr_assert_str_eq(e, "", "overlaps alone are the normal life of a tuned kernel");
+    free(e);
+}
