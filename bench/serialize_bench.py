@@ -128,7 +128,7 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-print(f"steady state, backend {a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
+print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
       "median calls/s (min-max)\n")
 print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |")
 print("| --- |" + " --- |" * (len(variants) + 2))
