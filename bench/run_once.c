@@ -1,5 +1,6 @@
-/* run_once CMD [ARG...]: fork, exec CMD, wait; prints "<ms> <max RSS KiB>" of
- * the child (wall time from fork to reaped, ru_maxrss from wait4).  Built
+/* run_once CMD [ARG...]: fork, exec CMD, wait; prints "<ms> <max RSS KiB>
+ * <cpu ms>" of the child (wall time from fork to reaped, ru_maxrss, and user +
+ * system time from wait4: less disturbed than wall time on a loaded machine).  Built
  * static (bench/startup.py does it) so that its own few hundred KiB, which
  * ru_maxrss counts with the child's (the pages before exec count too), stay
  * below what any dynamically linked child maps, and so that an LD_PRELOAD in
@@ -44,7 +45,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "run_once: %s exited with status %d\n", argv[1], status);
         return 1;
     }
-    printf("%.4f %ld\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
-           ru.ru_maxrss);
+    double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+                 (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+    printf("%.4f %ld %.3f\n", (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6,
+           ru.ru_maxrss, cpu);
     return 0;
 }

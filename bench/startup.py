@@ -6,8 +6,9 @@
 For `PYTHON -c pass` and `/bin/true`, runs the command without a preload and
 with each LIB as LD_PRELOAD, interleaved round by round (so drift on a noisy
 machine hits every variant alike), and prints for each the median wall time
-from fork to exit (ms) and the median peak RSS (ru_maxrss, KiB), with the
-difference to no preload.  Each run goes through bench/run_once.c, built
+from fork to exit (ms), the median CPU time (user + system from wait4, ms:
+far steadier than wall time on a loaded machine) and the median peak RSS
+(ru_maxrss, KiB), with the differences to no preload.  Each run goes through bench/run_once.c, built
 static here (cc -O2 -static): forked from this Python, the child's ru_maxrss
 would count this process's pages before exec.  TUNERGUARD_OPTIONS and
 PYTHONPATH are cleared; the commands run from a temporary directory."""
@@ -26,8 +27,8 @@ def once(argv, env):
     p = subprocess.run([RUN_ONCE, *argv], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"startup: {argv} with {env.get('TG_CHILD_PRELOAD', 'no preload')}: {p.stderr.strip()}")
-    ms, kib = p.stdout.split()
-    return float(ms), int(kib)
+    ms, kib, cpu = p.stdout.split()
+    return float(ms), int(kib), float(cpu)
 
 
 def main():
@@ -46,23 +47,24 @@ def main():
     variants = [("none", base)] + [(lib, dict(base, TG_CHILD_PRELOAD=os.path.abspath(lib))) for lib in a.libs]
     os.chdir(tmp)
     for cmd in ([a.python, "-c", "pass"], ["/bin/true"]):
-        res = {name: ([], []) for name, _ in variants}
+        res = {name: ([], [], []) for name, _ in variants}
         for _ in range(5):  # warm the page cache
             for name, env in variants:
                 once(cmd, env)
         for _ in range(a.rounds):
             for name, env in variants:
-                ms, kib = once(cmd, env)
+                ms, kib, cpu = once(cmd, env)
                 res[name][0].append(ms)
                 res[name][1].append(kib)
+                res[name][2].append(cpu)
         print(f"\n{' '.join(cmd)}  ({a.rounds} rounds, medians)")
-        print("| preload | ms | added ms | RSS KiB | added KiB |")
-        print("| --- | --- | --- | --- | --- |")
-        ms0 = statistics.median(res["none"][0])
-        kib0 = statistics.median(res["none"][1])
+        print("| preload | wall ms | added | CPU ms | added | RSS KiB | added |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        ms0, kib0, cpu0 = (statistics.median(x) for x in res["none"])
         for name, _ in variants:
-            ms, kib = statistics.median(res[name][0]), statistics.median(res[name][1])
-            print(f"| {name} | {ms:.3f} | {ms - ms0:+.3f} | {kib:.0f} | {kib - kib0:+.0f} |")
+            ms, kib, cpu = (statistics.median(x) for x in res[name])
+            print(f"| {name} | {ms:.3f} | {ms - ms0:+.3f} | {cpu:.3f} | {cpu - cpu0:+.3f} | {kib:.0f} | "
+                  f"{kib - kib0:+.0f} |")
 
 
 if __name__ == "__main__":
