@@ -123,13 +123,13 @@ int cli_is_help(const char *arg)
 
 int cli_usage(const char *sub, const char *fmt, ...)
 {
-    if (fmt) {
+    if (fmt) { /* through cli_errf's escaping: the text may quote an argument */
         va_list ap;
         va_start(ap, fmt);
-        fputs("tunerguard: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        char text[1024];
+        vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
+        cli_errf("%s", text);
     }
     const struct cli_cmd *c = sub ? find_cmd(sub) : NULL;
     if (c)

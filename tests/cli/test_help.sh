@@ -16,6 +16,8 @@ run_tg none
 check "no command: exit 2 and usage" sh -c "[ $rc = 2 ] && grep -q '^usage: tunerguard' none.err"
 run_tg unk frobnicate
 check "unknown command: exit 2" sh -c "[ $rc = 2 ] && grep -q \"unknown command 'frobnicate'\" unk.err"
+run_tg esc "$(printf 'frob\033[2Jnicate')"
+check "an unknown command with a control byte: escaped in the error line" sh -c "[ $rc = 2 ] && grep -qxF \"tunerguard: unknown command 'frob\\\\x1b[2Jnicate'\" esc.err && ! grep -q \"\$(printf '\\033')\" esc.err"
 run_tg hx help frobnicate
 check "help of an unknown command: exit 2" [ "$rc" = 2 ]
 run_tg man --man
