@@ -133,6 +133,7 @@ struct tg_report {
     char exc_type[64];         /* TG_REPORT_EXCEPTION: the exception's type name */
     char exc_msg[200];         /* ... and str() of it, truncated */
     uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
+    uint64_t repeats;          /* TG_REPORT_REPEATS: how many times race report race_seq was seen again */
     struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
 };
 

@@ -1,13 +1,17 @@
 /* The report pipeline; see reports/emit.h. */
 #include "reports/emit.h"
+#include "core/clock.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/py_api.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
+#include "reports/report_internal.h"
 #include "reports/suppress_load.h"
 #include "reports/trace.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,10 +21,22 @@ static struct tg_report report; /* the one record of GIL-held reporters, under r
 static struct tg_emit_stats stats; /* every field updated atomically */
 static void (*halt_fn)(void);
 
-/* De-duplication of reports of TG_KIND_DEDUP kinds: (instance, code
- * locations, seen_at) -> seen.  Those are emitted under the report lock. */
+/* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
+ * one bug: the tuner instance and the call sites into it of both threads
+ * (the SUMMARY line's frame, reports/report_internal.h), and seen_at.  Where
+ * the thread inside happened to be (torch's synchronize, clear_cache,
+ * Event.record, ...) is not part of it: on an H200 one race of the hammer
+ * scenario gave 21 reports that differed only there.  A slot keeps the seq
+ * of the report written and the repeats, written at exit as one "repeats"
+ * record each (tg_emit_flush_repeats).  Under the report lock. */
 #define TG_DEDUP_SLOTS 1024
-static uint64_t dedup[TG_DEDUP_SLOTS];
+static struct dedup_slot {
+    uint64_t h;          /* 0: free */
+    uint64_t seq;        /* the report written for it */
+    uint64_t repeats;    /* seen again since */
+    char kernel[64];
+    char method[48];
+} dedup[TG_DEDUP_SLOTS];
 
 void tg_report_lock(void)
 {
@@ -55,23 +71,69 @@ static void add(uint64_t *counter, uint64_t n)
     __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
 
-/* 1 when r repeats a report written before (then nothing is recorded). */
-static int seen_before(const struct tg_report *r)
+static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg_thread_view *v)
 {
-    uint64_t salt = r->seen_at_exit ? 0x5EE1A7E417ull : 0;
-    uint64_t h = tg_py_frames_hash(&r->entering, 6) ^ (tg_py_frames_hash(&r->inside, 3) * 31) ^
-                 ((uint64_t)r->instance * 0x9E3779B97F4A7C15ull) ^ salt;
+    int i = tg__call_site_frame(r, v);
+    if (i < 0)
+        return h * 1099511628211ull; /* no Python frame: the tuner alone */
+    for (const char *c = v->py[i].file; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return (h ^ (uint64_t)(uint32_t)v->py[i].line) * 1099511628211ull;
+}
+
+/* The slot of r's bug; *repeat 1 when a report was written for it before. */
+static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
+{
+    uint64_t h = (1469598103934665603ull ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0)) + (uint64_t)r->kind * 0x100000001B3ull;
+    if (r->kind == TG_REPORT_EXCEPTION && r->race_seq) {
+        /* exceptions: one block per race they follow, the rest counted */
+        h = (h ^ r->race_seq ^ 0xE1CE97ull) * 1099511628211ull;
+    } else {
+        h = site_hash(h, r, &r->entering);
+        h = site_hash(h * 31, r, &r->inside);
+    }
+    h ^= (uint64_t)r->instance * 0x9E3779B97F4A7C15ull;
+    for (const char *c = r->kernel; *c; c++) /* the kernel too: an address is reused once freed */
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
     h |= 1;
+    *repeat = 0;
     unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
     for (unsigned probe = 0; probe < TG_DEDUP_SLOTS; probe++, slot = (slot + 1) & (TG_DEDUP_SLOTS - 1)) {
-        if (dedup[slot] == h)
-            return 1;
-        if (dedup[slot] == 0) {
-            dedup[slot] = h;
-            break;
+        struct dedup_slot *d = &dedup[slot];
+        if (d->h == h) {
+            *repeat = 1;
+            return d;
+        }
+        if (d->h == 0) {
+            d->h = h;
+            return d;
         }
     }
-    return 0;
+    return NULL; /* full: written, not counted */
+}
+
+void tg_emit_flush_repeats(void)
+{
+    static struct tg_report rep; /* big: not on the stack; at exit, one thread */
+    for (unsigned i = 0; i < TG_DEDUP_SLOTS; i++) {
+        struct dedup_slot *d = &dedup[i];
+        if (!d->h || !d->repeats || !d->seq)
+            continue;
+        memset(&rep, 0, sizeof rep);
+        rep.kind = TG_REPORT_REPEATS;
+        rep.pid = getpid();
+        rep.rank = tg_proc_rank();
+        rep.mode = tg_mode_name(tg_opts.mode);
+        rep.ts_ns = tg_mono_ns();
+        rep.race_seq = d->seq;
+        rep.repeats = d->repeats;
+        snprintf(rep.kernel, sizeof rep.kernel, "%s", d->kernel);
+        snprintf(rep.method, sizeof rep.method, "%s", d->method);
+        rep.seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
+        add(&stats.repeat_records, 1);
+        tg_sink_emit(&rep);
+        d->repeats = 0; /* once */
+    }
 }
 
 static void halt(void)
@@ -111,14 +173,25 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         }
         add(prevented ? &stats.prevented_seen : &stats.races_seen, (uint64_t)r->high_severity);
     }
-    if ((k->flags & TG_KIND_DEDUP) && seen_before(r)) {
-        *status = TG_EMIT_REPEAT;
-        return 0;
+    struct dedup_slot *d = NULL;
+    if ((k->flags & TG_KIND_DEDUP) && tg_opts.verbosity < 2) { /* verbosity=2: every occurrence */
+        int repeat;
+        d = dedup_slot(r, &repeat);
+        if (repeat) {
+            d->repeats++;
+            *status = TG_EMIT_REPEAT;
+            return 0;
+        }
     }
     add(prevented ? &stats.prevented : &stats.written[r->kind], (uint64_t)counted);
     if (!counts)
         add(&stats.prevented_reports, 1);
     r->seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
+    if (d) {
+        d->seq = r->seq;
+        snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
+        snprintf(d->method, sizeof d->method, "%s", r->method);
+    }
     *status = TG_EMIT_WRITTEN;
     tg_sink_emit(r);
     if (k->flags & TG_KIND_TRACE)
@@ -148,6 +221,7 @@ void tg_emit_stats(struct tg_emit_stats *out)
     out->prevented = __atomic_load_n(&stats.prevented, __ATOMIC_RELAXED);
     out->prevented_seen = __atomic_load_n(&stats.prevented_seen, __ATOMIC_RELAXED);
     out->prevented_reports = __atomic_load_n(&stats.prevented_reports, __ATOMIC_RELAXED);
+    out->repeat_records = __atomic_load_n(&stats.repeat_records, __ATOMIC_RELAXED);
     out->reports = __atomic_load_n(&stats.reports, __ATOMIC_RELAXED);
 }
 

@@ -69,6 +69,8 @@ struct tg_emit_stats {
     uint64_t prevented_seen;    /* ... repeats included */
     uint64_t prevented_reports; /* reports of prevented races or overlaps (any severity): they
                                    leave exitcode= alone unless prevented_is_race=1 */
+    uint64_t repeat_records; /* "repeats" records written at exit: they follow a report that
+                                counted or not, and leave exitcode= alone themselves */
     uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
     uint64_t reports;      /* reports written, all kinds, fatal records too: the last seq */
 };
@@ -80,5 +82,9 @@ uint64_t *tg_emit_seq_counter(void);
 
 /* fork child: the parent's reports are the parent's (counts, repeats). */
 void tg_emit_atfork_child(void);
+
+/* At exit: one "repeats" record (text line and JSON object) for each race
+ * report that was seen again; no lock (one thread left), no Python. */
+void tg_emit_flush_repeats(void);
 
 #endif

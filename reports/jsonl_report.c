@@ -387,6 +387,15 @@ static void json_replaced(struct tg_w *w, const struct tg_report *r, const struc
     thread(w, r, &r->entering);
 }
 
+static void json_repeats(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    common(w, r, k->json);
+    tg_w_str(w, ",\"race_seq\":");
+    tg_w_u64(w, r->race_seq);
+    tg_w_str(w, ",\"repeats\":");
+    tg_w_u64(w, r->repeats);
+}
+
 int tg_report_write_jsonl(int fd, const struct tg_report *r)
 {
     struct tg_w w;

@@ -44,7 +44,8 @@ static inline int tg__ends_with(const char *s, size_t slen, const char *suffix, 
     return slen >= n && memcmp(s + slen - n, suffix, n) == 0;
 }
 
-/* The frame the SUMMARY line names: the entering thread's first Python frame
+/* The call site of thread view v (of report r) into the tuner, the frame the
+ * SUMMARY line names for the entering thread: its first Python frame
  * (most recent first) that is neither in the tuner's own module file (derived
  * from tuner_class: "a.b.C" -> ".../a/b.py") nor in Triton's launch and
  * benchmarking plumbing (a file under "triton/runtime/", "triton/testing.py",
@@ -52,9 +53,8 @@ static inline int tg__ends_with(const char *s, size_t slen, const char *suffix, 
  * tuner's module when there is one (a stack taken deep inside the tuner).  When every frame is one of those, frame
  * #1 (the tuner method's caller), else #0.  Returns -1 when there is no
  * Python frame. */
-static inline int tg__summary_frame(const struct tg_report *r)
+static inline int tg__call_site_frame(const struct tg_report *r, const struct tg_thread_view *v)
 {
-    const struct tg_thread_view *v = &r->entering;
     int n = tg__npy(v);
     if (n == 0)
         return -1;
@@ -99,6 +99,12 @@ static inline int tg__summary_frame(const struct tg_report *r)
         return i;
     }
     return n > 1 ? 1 : 0;
+}
+
+/* The SUMMARY line's frame: the entering thread's call site. */
+static inline int tg__summary_frame(const struct tg_report *r)
+{
+    return tg__call_site_frame(r, &r->entering);
 }
 
 #endif

@@ -521,6 +521,20 @@ static void text_exception(struct tg_w *w, const struct tg_report *r, const stru
     summary(w, r, k->what);
 }
 
+/* At exit: how many times a race (or exception) report was seen again. */
+static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    header(w, r, k->title);
+    tg_w_str(w, "  Report #");
+    tg_w_u64(w, r->race_seq);
+    tg_w_str(w, " of this process repeated ");
+    tg_w_u64(w, r->repeats);
+    tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
+    tg_w_str(w, " for the same bug (the same tuner and call sites into it; an exception: the same race);\n"
+                "  not written again (verbosity=2 writes each occurrence).\n");
+    summary(w, r, k->what);
+}
+
 int tg_report_write_text(int fd, const struct tg_report *r)
 {
     struct tg_w w;

@@ -100,7 +100,7 @@ __attribute__((destructor)) static void tg_fini(void)
     tg_supp_exit_report(tg_opts.verbosity);
     struct tg_emit_stats s;
     tg_emit_stats(&s);
-    if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports) {
+    if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports + s.repeat_records) {
         fflush(NULL);
         _exit(tg_opts.exitcode);
     }

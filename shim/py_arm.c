@@ -724,6 +724,7 @@ void tg_arm_exit_summary(void)
     if (summary_done)
         return;
     summary_done = 1;
+    tg_emit_flush_repeats(); /* the repeat counts, before the line that sums them up */
     struct tg_guard_stats s;
     tg_guard_stats(&s);
     struct tg_emit_stats est;

@@ -629,8 +629,12 @@ def check_repeat_reported_once(ctx):
     ''', options=opts())
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     _, text = only_report(res)
-    expect(text.count("WARNING: tunerguard") == 1, "the same race five times is reported once", res)
-    expect(len(jsonl_lines(res)) == 1, "one json line", res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 1, "the same race five times is reported once", res)
+    objs = jsonl_lines(res)
+    expect([o["kind"] for o in objs] == ["race", "repeats"], "the race, then at exit its repeats", res)
+    expect(objs[1]["race_seq"] == objs[0]["seq"] and objs[1]["repeats"] == 4, "4 repeats of that race", res)
+    expect(re.search(r"^  Report #%d of this process repeated 4 more times" % objs[0]["seq"], text, re.M)
+           and "SUMMARY: tunerguard: seen again on 'my_kernel'" in text, "the text report says so", res)
     expect(re.search(r"^tunerguard: 1 race reported \(5 seen\)", res.err, re.M), "summary counts repeats", res)
 
 
@@ -644,7 +648,7 @@ def check_distinct_races_reported(ctx):
         print("DONE")
     ''', options=opts())
     _, text = only_report(res)
-    expect(text.count("WARNING: tunerguard") == 2 and "other_kernel" in text, "two reports", res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 2 and "other_kernel" in text, "two reports", res)
     expect(re.search(r"^tunerguard: 2 races reported", res.err, re.M), "summary", res)
 
 
@@ -664,7 +668,7 @@ def check_distinct_call_sites_reported(ctx):
     ''', options=opts())
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     _, text = only_report(res)
-    expect(text.count("WARNING: tunerguard") == 2 and "in site_a" in text and "in site_b" in text,
+    expect(text.count("WARNING: tunerguard: thread entered") == 2 and "in site_a" in text and "in site_b" in text,
            "two call sites into one tuner are two reports", res)
     expect(re.search(r"^tunerguard: 2 races reported \(3 seen\)", res.err, re.M), "summary: 2 of 3 seen", res)
 
