@@ -638,6 +638,20 @@ def check_repeat_reported_once(ctx):
     expect(re.search(r"^tunerguard: 1 race reported \(5 seen\)", res.err, re.M), "summary counts repeats", res)
 
 
+def check_verbosity2_writes_every_occurrence(ctx):
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        tuner = Autotuner(my_kernel)
+        for i in range(5):
+            race_once(tuner)
+        print("DONE")
+    ''', options=opts(verbosity=2))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 5, "verbosity=2: all five written", res)
+    expect("repeats" not in [o["kind"] for o in jsonl_lines(res)], "and no repeats record", res)
+
+
 def check_distinct_races_reported(ctx):
     # counterpart of (h): two different tuners are two reports
     res = ctx.run_py('''
@@ -901,7 +915,8 @@ CHECKS = {
     "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
-    "dedup": [check_repeat_reported_once, check_distinct_races_reported, check_distinct_call_sites_reported],
+    "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
+              check_distinct_call_sites_reported],
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
