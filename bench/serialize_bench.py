@@ -39,6 +39,7 @@ ap.add_argument("--threads", default="2,4,8")
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--steps", type=int, default=None, help="calls per thread per kernel (default: cpu 1500, gpu 10000)")
 ap.add_argument("--cold", action="store_true", help="also the cold-start table")
+ap.add_argument("--cold-only", action="store_true", help="only the cold-start table")
 ap.add_argument("--variants", default=",".join(VARIANTS))
 ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
@@ -93,7 +94,8 @@ def fmt(v):
 workdir = os.path.abspath(os.environ.get("TG_BENCH_DIR", "/tmp/tg-serialize-bench"))
 os.makedirs(workdir, exist_ok=True)
 cells = []
-phases = ["steady"] + (["cold"] if a.cold else [])
+phases = ([] if a.cold_only else ["steady"]) + (["cold"] if a.cold or a.cold_only else [])
+a.cold = a.cold or a.cold_only
 if a.from_json:
     with open(a.from_json) as f:
         cells = json.load(f)
