@@ -66,6 +66,4 @@ int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
  * from the constructor. */
 int tg_py_present(void);
 
-#define TG_PY(fn) (tg_py.fn)
-
 #endif

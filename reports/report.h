@@ -46,12 +46,5 @@ void tg_sink_atfork_child(void);
  * to stderr); *jsonl_fd is the JSON Lines file or -1.  Async-signal-safe
  * (reads two ints; no lock). */
 void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd);
-/* The at-exit line on stderr, e.g.
- *   tunerguard: 2 races reported in ./tunerguard.1234.txt (3 repeats counted,
- *   not re-reported); 5 calls serialized, waited 1.2 s in total
- * Parts with a zero count are left out; nothing is written when races,
- * repeats and serialized are all 0.  Signal-safe (write(2) only). */
-void tg_sink_summary_line(uint64_t races, uint64_t repeats,
-                          uint64_t serialized, uint64_t waited_ns);
 
 #endif

@@ -34,7 +34,4 @@ void tg_guard_atfork_child(void);
 /* Kernels that were contended (serialize mode), comma separated, into buf. */
 void tg_guard_contended(char *buf, int len);
 
-/* Monotonic nanoseconds, cheap (TSC-based where available). */
-uint64_t tg_now_ns(void);
-
 #endif

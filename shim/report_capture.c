@@ -31,11 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-uint64_t tg_now_ns(void)
-{
-    return tg_mono_ns();
-}
-
 /* Python-level evidence that a thread is tuning, for when the CUDA hooks saw
  * nothing (no libcuda in the process, or a path they do not cover). */
 static int frames_show_tuning(const struct tg_thread_view *v)
