@@ -12,7 +12,6 @@
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
-#include "shim/cuda_hooks.h"
 #include "core/log.h"
 #include "core/process.h"
 
@@ -58,6 +57,8 @@ static __thread int tg__no_ring;
 
 static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
 static void (*tg__namer)(unsigned long, char *, int);
+static const char *(*tg__fn_name)(unsigned);
+static const char *(*tg__kernel_name)(unsigned long long, char *, size_t);
 static long tg__cap = TG_TRACE_DEFAULT_CAP;
 static char tg__path[TG_PROC_PATH_MAX];
 static struct tg_proc_file tg__file;              /* under the mutex: 4 KB */
@@ -101,6 +102,13 @@ void tg_trace_configure(int on, long cap)
 void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
 {
     tg__namer = namer;
+}
+
+void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
+                             const char *(*kernel_name)(unsigned long long, char *, size_t))
+{
+    tg__fn_name = fn_name;
+    tg__kernel_name = kernel_name;
 }
 
 /* ---- hot path ------------------------------------------------------------------ */
@@ -350,7 +358,10 @@ static const char *kernel_of(uint64_t func, int may_ask_driver)
         return tg__kcache[k].name;
     if (!may_ask_driver)
         return "";
-    tg_cuda_kernel_name(func, tg__kcache[k].name, sizeof tg__kcache[k].name);
+    if (tg__kernel_name)
+        tg__kernel_name(func, tg__kcache[k].name, sizeof tg__kcache[k].name);
+    else
+        tg__kcache[k].name[0] = '\0';
     tg__kcache[k].func = func;
     return tg__kcache[k].name;
 }
@@ -361,7 +372,7 @@ static void emit_cuda_unlocked(const struct tg__trace_ring *r, uint64_t t0, uint
     unsigned fn = (unsigned)(meta & 0xffff);
     int kind = (int)(meta >> 16 & 0xff);
     int32_t dev = (int32_t)(uint32_t)(meta >> 32);
-    const char *fname = tg_cuda_fn_name(fn);
+    const char *fname = tg__fn_name ? tg__fn_name(fn) : "?";
     ev_start(kind == TG_CUDA_LAUNCH ? 'i' : 'X', r->tid, t0);
     if (kind == TG_CUDA_LAUNCH)
         tg_w_str(&tg__tw, ",\"s\":\"t\"");

@@ -46,6 +46,12 @@ void tg_trace_configure(int on, long cap);
  * except those carried by race reports. */
 void tg_trace_set_namer(void (*namer)(unsigned long ident, char *buf, int len));
 
+/* How to name CUDA calls (shim/cuda_hooks.h: tg_cuda_fn_name, signal-safe;
+ * tg_cuda_kernel_name, a driver call, asked only off the hot path).  Set at
+ * start-up, before any CUDA event is traced; unset: "?" and "". */
+void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned fn),
+                             const char *(*kernel_name)(unsigned long long func, char *buf, size_t n));
+
 /* Hot path (CUDA hooks, after the real call returned; t is the caller's own
  * record, c its just-finished call).  Launches become instants stamped now,
  * synchronizations and module calls slices from t_enter_ns to t_exit_ns.

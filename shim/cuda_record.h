@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     if (kind == TG_CUDA_LAUNCH && __builtin_expect(tg_itf_maybe_busy(dev), 0))
         tg__cuda_launch_busy(t, dev, func);
     /* Everything slow is done before the seqlock write section below: a
-     * reader (a race report on another thread, shim/py_guard.c) retries a
+     * reader (a race report on another thread, shim/report_capture.c) retries a
      * bounded number of times and then gives up, so the section must stay a
      * handful of stores.  The unwind (up to TG_MAX_NATIVE_FRAMES frames)
      * goes into a local array first (stack only: no allocation). */

@@ -11,6 +11,7 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "core/clock.h"
+#include "shim/cuda_hooks.h"
 #include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -83,6 +84,7 @@ __attribute__((constructor)) static void tg_init(void)
     tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
     tg_emit_set_halt(halt_now);
     pthread_atfork(NULL, NULL, atfork_child);
     tg_arm_init(); /* the fatal-signal handler is installed with the first guard */

@@ -10,7 +10,7 @@
  *   __init_subclass__ on each guarded base -> guard overrides in subclasses
  *                       defined later (flash-linear-attention's CachedAutotuner)
  *   a guarded call that finds its class attribute replaced (seeds/001's lock
- *                       patch) guards the new one too (shim/py_guard.c)
+ *                       patch) guards the new one too (shim/guard_install.c)
  *
  * Every function here runs with the GIL held, from the audit hook, the
  * finder, a pending call or a guarded call.  None leaves an exception set. */

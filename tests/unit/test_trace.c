@@ -114,6 +114,7 @@ Test(trace, sessions_race_wait_cuda_parse_and_nest)
     tg_clock_init();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 1000);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     tg_trace_set_namer(namer);
     struct tg_thread t1 = mk_thread(1001), t2 = mk_thread(1002);
 
@@ -174,6 +175,7 @@ Test(trace, no_event_no_file)
     setup_dir();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 1000);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     tg_trace_close();
     cr_assert_neq(access(file, F_OK), 0, "a trace file was created without events");
     cr_assert_str_eq(tg_trace_path(), "");
@@ -199,6 +201,7 @@ Test(trace, cap_counts_drops)
     tg_clock_init();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 10);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     struct tg_thread t1 = mk_thread(1001);
     uint64_t now = tg_mono_ns();
     for (int s = 0; s < 4; s++) {
@@ -225,6 +228,7 @@ Test(trace, ring_overwrites_oldest)
     tg_clock_init();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 1000000);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     struct tg_thread t1 = mk_thread(1001);
     uint64_t now = tg_mono_ns();
     int total = TG_TRACE_RING + 100;
@@ -264,6 +268,7 @@ Test(trace, concurrent_drain_is_safe)
     tg_clock_init();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 2000000000);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     struct tg_thread t1 = mk_thread(1001), t2 = mk_thread(1002);
     struct stress s = {&t2, 300000, 0};
     pthread_t th;
@@ -326,6 +331,7 @@ Test(trace, rank_in_file_name)
     tg_clock_init();
     tg_proc_configure(prefix);
     tg_trace_configure(1, 1000);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name); /* as the constructor does */
     struct tg_thread t1 = mk_thread(1001);
     tg_trace_session_begin(&t1, "Autotuner.run", "k", 1);
     tg_trace_session_end(&t1);

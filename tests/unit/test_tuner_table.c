@@ -29,7 +29,7 @@ __attribute__((constructor)) static void set_tids(void)
 
 #define KEY(i) ((uintptr_t)0x7f0000001000ull + (uintptr_t)(i) * 0x40)
 
-/* What py_guard.c does on an outermost entry after `verdict`: enter, and
+/* What shim/session.c does on an outermost entry after `verdict`: enter, and
  * push the tuner on the thread's own list of held tuners. */
 static struct tg_occupant *enter_outer(struct tg_tuner *u, struct tg_thread *t, uint64_t now)
 {
