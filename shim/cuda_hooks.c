@@ -19,6 +19,7 @@
 
 #include "reports/trace.h"
 #include "shim/cuda_record.h"
+#include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/thread_state.h"
@@ -182,11 +183,6 @@ const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
 
 /* ---- init ------------------------------------------------------------------------------- */
 
-static void tg__cuda_atfork_child(void)
-{
-    tg__cuda_record_atfork_child();
-}
-
 /* Resolve every row and the support calls in `lib` (a libcuda handle), then
  * publish.  Allocates nothing of ours; dlsym may allocate inside glibc. */
 static void tg__cuda_init_lib(void *lib)
@@ -214,7 +210,7 @@ static void tg__cuda_init_lib(void *lib)
 
     static _Atomic int once;
     if (atomic_exchange(&once, 1) == 0) {
-        pthread_atfork(NULL, NULL, tg__cuda_atfork_child);
+        tg_lifecycle_arm_fork(); /* the fork child resets the call counts */
         Dl_info info;
         void *any = NULL;
         for (unsigned i = 0; !any && i < TG_CUDA_NFN; i++)

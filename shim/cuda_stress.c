@@ -3,6 +3,7 @@
  * on the launch's device (tg_itf_maybe_busy) or, for stress, the option is on
  * and the thread is inside a tuner session. */
 #include "shim/cuda_stress.h"
+#include "shim/lifecycle.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -46,7 +47,7 @@ static struct timespec ns_to_ts(uint64_t ns)
     return ts;
 }
 
-static void itf_atfork_child(void)
+void tg__stress_atfork_child(void)
 {
     tg_itf_atfork_child();
     for (int i = 0; i < TG_ITF_MAXDEV; i++)
@@ -60,9 +61,7 @@ static __thread uint64_t bench_t0; /* cupti=1: when the benchmark began */
 void tg__cuda_bench_begin(struct tg_thread *t, int dev)
 {
     (void)t;
-    static _Atomic int atfork_once;
-    if (!atomic_load_explicit(&atfork_once, memory_order_relaxed) && !atomic_exchange(&atfork_once, 1))
-        pthread_atfork(NULL, NULL, itf_atfork_child);
+    tg_lifecycle_arm_fork(); /* one atomic load after the first benchmark */
     tg_itf_begin(dev);
     if (tg_opts.cupti) { /* once per benchmark, not per launch */
         tg_cupti_maybe_start(0);

@@ -41,6 +41,10 @@ void tg_stress_wake(void);
  * Cheap when t was not benchmarking (one TLS read). */
 uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst);
 
+/* fork child (shim/lifecycle.c): no benchmark, hold or isolate wait is
+ * under way in the child. */
+void tg__stress_atfork_child(void);
+
 /* Test/diagnostic counters (relaxed). */
 struct tg_stress_stats {
     uint64_t holds;          /* stress holds started */

@@ -17,6 +17,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
+#include "shim/lifecycle.h"
 #include "shim/py_arm.h"
 #include "shim/py_guard.h"
 #include "reports/suppress_load.h"
@@ -27,26 +28,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static void atfork_child(void)
-{
-    tg__thread_atfork_child();
-    tg_tuner_atfork_child();
-    tg_sink_atfork_child();
-    tg_guard_atfork_child();
-    tg_emit_atfork_child();
-    tg_arm_atfork_child();
-    tg_trace_atfork_child();
-    tg_cupti_atfork_child();
-}
-
 /* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
- * after the report, with what a normal exit would leave: the trace closed
- * (trace=1, its ']'), the summary line.  Exit status `exitcode`, else 66. */
+ * after the report, with what a normal exit would leave. */
 static void halt_now(void)
 {
-    tg_trace_close();
-    tg_arm_exit_summary();
-    _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+    tg_shutdown(TG_SHUTDOWN_HALT);
 }
 
 __attribute__((constructor)) static void tg_init(void)
@@ -86,7 +72,7 @@ __attribute__((constructor)) static void tg_init(void)
     tg_trace_set_namer(tg_py_thread_name);
     tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
     tg_emit_set_halt(halt_now);
-    pthread_atfork(NULL, NULL, atfork_child);
+    tg_lifecycle_arm_fork();
     tg_arm_init(); /* the fatal-signal handler is installed with the first guard */
 }
 
@@ -97,13 +83,5 @@ __attribute__((destructor)) static void tg_fini(void)
 {
     if (tg_opts.mode == TG_MODE_OFF)
         return;
-    tg_trace_close(); /* trace=1: end event and ']' */
-    tg_arm_exit_summary();
-    tg_supp_exit_report(tg_opts.verbosity);
-    struct tg_emit_stats s;
-    tg_emit_stats(&s);
-    if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports + s.repeat_records) {
-        fflush(NULL);
-        _exit(tg_opts.exitcode);
-    }
+    tg_shutdown(TG_SHUTDOWN_EXIT);
 }

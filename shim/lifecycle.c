@@ -1,0 +1,58 @@
+/* See shim/lifecycle.h. */
+#include "shim/lifecycle.h"
+#include "core/options.h"
+#include "core/thread_state.h"
+#include "detectors/tuner_table.h"
+#include "reports/emit.h"
+#include "reports/report.h"
+#include "reports/suppress_load.h"
+#include "reports/trace.h"
+#include "shim/cuda_record.h"
+#include "shim/cuda_stress.h"
+#include "shim/cupti_backend.h"
+#include "shim/py_arm.h"
+#include "shim/py_guard.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* fork child: the one list.  The calling thread is the only one left; what
+ * the parent saw is the parent's to report.  In the order the handlers were
+ * registered before there was one list. */
+static void fork_child(void)
+{
+    tg__thread_atfork_child();
+    tg_tuner_atfork_child();
+    tg_sink_atfork_child();
+    tg_guard_atfork_child();
+    tg_emit_atfork_child();
+    tg_arm_atfork_child();
+    tg_trace_atfork_child();
+    tg_cupti_atfork_child();
+    tg__cuda_record_atfork_child(); /* per-variant call counts */
+    tg__stress_atfork_child();      /* interference windows, isolate_tuning and stress state */
+}
+
+void tg_lifecycle_arm_fork(void)
+{
+    static _Atomic int armed;
+    if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1))
+        pthread_atfork(NULL, NULL, fork_child);
+}
+
+void tg_shutdown(enum tg_shutdown_why why)
+{
+    tg_trace_close();
+    tg_arm_exit_summary();
+    if (why == TG_SHUTDOWN_HALT)
+        _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
+    tg_supp_exit_report(tg_opts.verbosity);
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    if (tg_opts.exitcode >= 0 && s.reports > s.prevented_reports + s.repeat_records) {
+        fflush(NULL);
+        _exit(tg_opts.exitcode);
+    }
+}
