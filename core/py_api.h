@@ -66,4 +66,13 @@ int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
  * from the constructor. */
 int tg_py_present(void);
 
+/* Does this thread hold the GIL?  0 in a process without Python (the
+ * function is not resolved there).  PyGILState_Check is a TLS read and a
+ * compare; for slow paths (isolate_tuning, a report). */
+static inline int tg_py_gil_held(void)
+{
+    int (*check)(void) = tg_py.PyGILState_Check;
+    return check && check();
+}
+
 #endif

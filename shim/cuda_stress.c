@@ -3,6 +3,7 @@
  * on the launch's device (tg_itf_maybe_busy) or, for stress, the option is on
  * and the thread is inside a tuner session. */
 #include "shim/cuda_stress.h"
+#include "shim/interference_report.h"
 #include "shim/lifecycle.h"
 
 #include <errno.h>
@@ -17,17 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "reports/py_stack.h"
 #include "reports/emit.h"
-#include "reports/report.h"
 #include "core/clock.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
-#include "core/process.h"
 #include "core/py_api.h"
-#include "core/py_attr.h"
 
 static _Atomic uint64_t st_holds, st_woken, st_iso_waits, st_iso_timeouts;
 static _Atomic int32_t st_holding, st_iso_waiting;
@@ -69,20 +66,11 @@ void tg__cuda_bench_begin(struct tg_thread *t, int dev)
     }
 }
 
-/* Does this thread hold the GIL?  0 in a process without Python (the
- * function is not resolved there).  PyGILState_Check is a TLS read and a
- * compare; reached only on slow paths (isolate_tuning, a report). */
-static int tg_gil_held(void)
-{
-    int (*check)(void) = tg_py.PyGILState_Check;
-    return check && check();
-}
-
 /* isolate_tuning: wait until nothing benchmarks on dev.  Launches usually
  * come without the GIL (Triton's launcher and cudart call the driver without
  * it), but not always (a C extension launching from a Python call): a launch
  * with the GIL held does not wait, since the benchmarking thread needs the
- * GIL to end its session (tg_gil_held, checked by the caller).  Never on the
+ * GIL to end its session (tg_py_gil_held, checked by the caller).  Never on the
  * benchmarking thread itself, nor on a thread inside a tuner session (it
  * could hold what the benchmark waits for): the caller checks those too. */
 static void isolate_wait(int dev)
@@ -132,7 +120,7 @@ void tg__cuda_launch_busy(struct tg_thread *t, int dev, uint64_t func)
     if (dev < 0 || dev >= TG_ITF_MAXDEV)
         return;
     if (tg_opts.isolate_tuning && t->nheld == 0 && tg_itf_self.dev1 != dev + 1 &&
-        atomic_load_explicit(&tg_itf_bench[dev], memory_order_relaxed) && !tg_gil_held())
+        atomic_load_explicit(&tg_itf_bench[dev], memory_order_relaxed) && !tg_py_gil_held())
         isolate_wait(dev);
     tg_itf_launch(dev, t->tid, func);
 }
@@ -194,19 +182,6 @@ void tg_stress_stats(struct tg_stress_stats *o)
     o->isolate_waiting = atomic_load(&st_iso_waiting);
 }
 
-/* ---- the report (GIL held) ------------------------------------------------- */
-
-/* ~100 KB: static.  Filling it calls Python (names, str(best_config), frames),
- * which lets other threads run, so the GIL alone does not keep two reports
- * apart: filled and emitted under tg_report_lock (reports/emit.h) when the
- * GIL is held, and always under itf_mu, which also orders reporters without
- * the GIL (inst == NULL: no Python facts).  Lock order: the report lock, then
- * itf_mu.  No deadlock with the GIL: a thread blocks on itf_mu with the GIL
- * held only while it holds the report lock, and then the holder of itf_mu
- * is a reporter without the GIL, which never waits for it. */
-static struct tg_report itf_report;
-static pthread_mutex_t itf_mu = PTHREAD_MUTEX_INITIALIZER;
-
 uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst_)
 {
     if (!tg_itf_self.dev1)
@@ -233,75 +208,5 @@ uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst_)
     }
     if (gpu ? !gv.skewed : res.foreign == 0)
         return 0;
-    PyObject *inst = inst_;
-    struct tg_report *r = &itf_report;
-    /* the report path, not a hot one: a blocking lock is fine here */
-    int gil = inst || tg_gil_held();
-    if (gil)
-        tg_report_lock(); /* waits with the GIL released */
-    pthread_mutex_lock(&itf_mu);
-    t->busy++;
-    PyObject *et = NULL, *ev = NULL, *etb = NULL;
-    if (inst)
-        tg_py.PyErr_Fetch(&et, &ev, &etb); /* the session may be ending in an exception */
-    memset(r, 0, sizeof *r);
-    r->kind = TG_REPORT_INTERFERENCE;
-    r->pid = getpid();
-    r->rank = tg_proc_rank();
-    r->mode = tg_mode_name(tg_opts.mode);
-    r->instance = (uintptr_t)inst;
-    r->ts_ns = tg_mono_ns();
-    r->itf.device = res.dev;
-    r->itf.foreign = res.foreign;
-    r->itf.own = res.own;
-    tg_cuda_kernel_name(res.func, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
-    for (int i = 0; i < res.nsamples && i < TG_ITF_REPORT_FROM; i++) {
-        r->itf.from[i].tid = res.samples[i].tid;
-        r->itf.from[i].func = res.samples[i].func;
-        tg_cuda_kernel_name(res.samples[i].func, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
-        r->itf.nfrom++;
-    }
-    if (gpu) {
-        r->itf.gpu = 1;
-        r->itf.overlap_ns = gv.overlap_ns;
-        r->itf.timed_ns = gv.timed_ns;
-        r->itf.own_kernels = gv.own_kernels;
-        r->itf.foreign_kernels = gv.foreign_kernels;
-        for (int i = 0; i < gv.nby && i < TG_ITF_REPORT_FROM; i++, r->itf.ngpu++) {
-            r->itf.gpu_by[i].tid = gv.by[i].tid;
-            r->itf.gpu_by[i].stream = gv.by[i].stream;
-            r->itf.gpu_by[i].count = gv.by[i].count;
-            r->itf.gpu_by[i].overlap_ns = gv.by[i].overlap_ns;
-            snprintf(r->itf.gpu_by[i].kernel, sizeof r->itf.gpu_by[i].kernel, "%s", gv.by[i].name);
-        }
-    }
-    struct tg_thread_view *e = &r->entering;
-    e->tid = t->tid;
-    e->ident = t->ident;
-    e->benchmarking = 1;
-    e->launches = t->session_launches;
-    e->syncs = t->session_syncs;
-    if (inst) {
-        PyObject *type = tg_py.PyObject_Type(inst);
-        char mod[96], qual[96];
-        tg_py_attr_str(type, "__module__", mod, sizeof mod);
-        tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
-        if (type)
-            tg_py.Py_DecRef(type);
-        snprintf(r->tuner_class, sizeof r->tuner_class, "%s.%s", mod, qual);
-        snprintf(r->method, sizeof r->method, "%s.run", qual);
-        tg_py_kernel_name(inst, r->kernel, sizeof r->kernel);
-        tg_py_attr_text(inst, "best_config", r->itf.best_config, sizeof r->itf.best_config);
-        tg_py_thread_name(t->ident, e->name, sizeof e->name);
-        tg_py_capture_frames(e, NULL);
-        tg_py.PyErr_Restore(et, ev, etb);
-    } else {
-        snprintf(r->kernel, sizeof r->kernel, "%s", r->itf.cuda_kernel[0] ? r->itf.cuda_kernel : "?");
-    }
-    uint64_t seq = tg_emit(r, NULL); /* suppressions=: an interference: line */
-    t->busy--;
-    pthread_mutex_unlock(&itf_mu);
-    if (gil)
-        tg_report_unlock();
-    return seq;
+    return tg__report_interference(t, inst_, &res, gpu ? &gv : NULL);
 }
