@@ -76,6 +76,11 @@ struct tg_thread {
      * marker guard counts it, so "is that thread tuning?" is one load, not a
      * walk of its Python frames.  Written by the owner, GIL held. */
     int tuning;
+    /* The current outermost session entered a tuning method (a cold key:
+     * pruned, benchmarked or looked up on disk), even if it has left it:
+     * Triton main's single-config shortcut prunes to one config and runs it
+     * without a benchmark.  Reset when a session starts. */
+    int session_tuned;
     /* Inside the program's own wrapper of a guarded method (a replacement
      * that chains to the original), entered while another thread was inside
      * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */

@@ -148,7 +148,8 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
     }
     in->launches = ot->session_launches;
     in->syncs = ot->session_syncs;
-    in->benchmarking = ot->session_syncs > 0 || ot->session_launches > 1 || frames_show_tuning(in);
+    in->benchmarking = ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || ot->session_launches > 1 ||
+                       frames_show_tuning(in);
 }
 
 /* The calling thread's own last CUDA call: which device and stream it was
@@ -212,7 +213,7 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches)
 {
     const struct tg_thread *ot = o->thread;
-    if (ot->tuning > 0 || ot->session_syncs > 0 || (count_launches && ot->session_launches > 1))
+    if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_launches > 1))
         return 1;
     if (g->marked)
         return 0; /* its tuning methods would have said so: no frame walk */

@@ -408,6 +408,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         /* A tuning method (Autotuner._bench, ...): no session, only the
          * evidence that this thread is tuning (tg__other_is_tuning). */
         t->tuning++;
+        t->session_tuned = 1;
         PyObject *res = call_orig(g, args, nargs, kwnames);
         t->tuning--;
         return res;
@@ -521,6 +522,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     if (t->nheld == 0) {
         t->session_launches = 0;
         t->session_syncs = 0;
+        t->session_tuned = 0;
     }
     if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && v == TG_FIRST && t->wrapped_by) {
         /* Entered the wrapper while another thread was inside, and found the

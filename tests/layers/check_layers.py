@@ -42,9 +42,10 @@ def includes(src):
     return bad
 
 
-def objects(objdir):
+def objects(objdir, src=None):
     """{layer: [object paths]} of the object files under objdir (CMake's
-    <target>.dir/<folder>/<file>.c.o layout)."""
+    <target>.dir/<folder>/<file>.c.o layout).  With src, an object whose
+    source is gone (a build tree older than a move of files) is left out."""
     out = {}
     for dirpath, _, files in os.walk(objdir):
         for f in files:
@@ -52,6 +53,10 @@ def objects(objdir):
                 continue
             parts = os.path.relpath(os.path.join(dirpath, f), objdir).split(os.sep)
             layer = next((p for p in parts if p in LEVEL), None)
+            if layer and src and f.endswith(".c.o"):
+                rel = os.path.join(*parts[parts.index(layer):])[:-2]
+                if not os.path.exists(os.path.join(src, rel)):
+                    continue
             if layer:
                 out.setdefault(layer, []).append(os.path.join(dirpath, f))
     return out
@@ -72,8 +77,8 @@ def symbols(nm, obj):
     return defined, undefined
 
 
-def calls(nm, objdir):
-    objs = objects(objdir)
+def calls(nm, objdir, src=None):
+    objs = objects(objdir, src)
     if not objs:
         return [f"{objdir}: no object files of {', '.join(LAYERS)} found"]
     owner = {}   # symbol -> (layer, object)
@@ -104,7 +109,7 @@ def main():
     a = ap.parse_args()
     bad = includes(a.src)
     for d in a.objs:
-        bad += calls(a.nm, d)
+        bad += calls(a.nm, d, a.src)
     for line in bad:
         print(f"check_layers: {line}")
     if bad:

@@ -112,7 +112,8 @@ EXTRA = {
                                  expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                  check="race_at_exit"),
     # a call pruned to one config is inside when a tuner enters: on 3.4-3.7 it benchmarked that
-    # config (it synchronized), a race at the entry; on main (#10413) it did not, so only its
+    # config (it synchronized), on main (#10413) it did not but its session entered prune_configs
+    # (a marked tuning method): a race at the entry; on 'unknown' (nothing marked) only its
     # return (self.nargs = None under the benchmarking tuner) shows the race
     "pruned_single_seen": dict(script="pruned_single.py", args=[], options="mode=detect", expect="race_any",
                                kernel="pruned_single_kernel", min_runs=1, check="pruned_single"),
@@ -192,12 +193,14 @@ def check_race_at_exit(jsonl_path):
 
 def check_pruned_single(jsonl_path, triton_model):
     """The race between 'tuner' (entering) and 'single' (inside), high, seen at
-    the tuner's entry on 3.4-3.7 and at single's exit on main; tuner's
-    TypeError linked to it."""
+    the tuner's entry: on 3.4-3.7 'single' benchmarked its one config, on main
+    (the single-config shortcut) it entered prune_configs in its session (the
+    marked tuning methods); on 'unknown' (no method tunerguard knows) only at
+    single's exit.  tuner's TypeError linked to it."""
     r, why = first_race(jsonl_path)
     if why:
         return why
-    want = "exit" if triton_model in ("main", "unknown") else "entry"
+    want = "exit" if triton_model == "unknown" else "entry"
     if r.get("seen_at") != want or r.get("severity") != "high":
         return (f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}; want {want!r}, 'high' "
                 f"for Triton {triton_model}")
