@@ -39,6 +39,7 @@ SCENARIOS = {
     "seeds004": ("test_seed004", NONE_IS_NOT_A_MAPPING),
     "cached_subclass": ("l2norm_fwd_kernel", NONE_IS_NOT_A_MAPPING),
     "hammer": ("hammer_kernel", NONE_IS_NOT_A_MAPPING),
+    "attributes": ("attributes_kernel", NONE_IS_NOT_A_MAPPING),
     "reset_to_zero": ("accumulate_kernel", "wrong numbers in thread tuner"),
     "fast_path_first": ("fast_first_kernel", NONE_IS_NOT_A_MAPPING),
     "disk_cache": ("disk_cache_kernel", NONE_IS_NOT_A_MAPPING),
