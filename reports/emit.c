@@ -232,6 +232,9 @@ uint64_t *tg_emit_seq_counter(void)
 
 void tg_emit_atfork_child(void)
 {
+    /* A thread of the parent may have held the report lock at the fork: the
+     * child has only the forking thread, so nobody would ever unlock it. */
+    pthread_mutex_init(&report_mu, NULL);
     memset(&stats, 0, sizeof stats);
     memset(dedup, 0, sizeof dedup);
 }

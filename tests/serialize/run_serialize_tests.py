@@ -74,6 +74,9 @@ def main():
           f"exitcode=9 not set by it (kinds {kinds})",
           p.returncode == 0 and "exception" not in kinds and "race" in kinds
           and all(json.loads(x).get("serialized") for x in jsonl if json.loads(x)["kind"] == "race"), p, text)
+    p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
+    check("fork while another thread holds the report lock: the child's report is written, its call returns "
+          f"({p.stdout.strip()})", p.returncode == 0, p, text)
     for how in ("self", "other"):
         p, text, jsonl = run(args, "interrupt.py", "verbosity=0", [how])
         check(f"serialize wait interruptible, SIGINT to {'the process' if how == 'self' else 'another thread'}: "
