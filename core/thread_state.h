@@ -70,7 +70,6 @@ struct tg_thread {
      * tuner's FIFO of waiters (GIL held). */
     uint32_t park;
     struct tg_thread *wait_next;
-    uint64_t wait_since_ns;   /* CLOCK_MONOTONIC when its current wait began */
     /* Inside a tuning method (Autotuner._bench, prune_configs,
      * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
      * marker guard counts it, so "is that thread tuning?" is one load, not a

@@ -2,8 +2,9 @@
  *
  * Pure logic: no I/O, no dlsym, no Python.  Locking contract: every function
  * here is called with the GIL held (all guarded calls enter and leave under
- * it), which orders all updates; the one exception is the serialize wait,
- * which reads `nocc` under tg_tuner_wait_mu (see shim/session.c).  Entries
+ * it), which orders all updates; the one exception is serialize's lock
+ * (`owner`, `starving`: atomics, taken by a woken waiter without the GIL;
+ * "The lock" below).  Entries
  * live in a fixed table and are never freed, so pointers to them stay valid. */
 #ifndef TG_TUNER_TABLE_H
 #define TG_TUNER_TABLE_H

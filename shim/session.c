@@ -146,6 +146,52 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
         tg_park_wake(&u->wq_head->park);
 }
 
+/* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
+ * GIL released, parked on t's own word, taking lk right where it wakes
+ * (before it asks for the GIL back).  Returns 1 with lk held, else 0 after a
+ * signal (*rc EINTR) or slice_ns (*rc ETIMEDOUT), for the caller's checks
+ * with the GIL.  t0: when the wait began (starvation).  GIL held on entry
+ * and exit. */
+static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns, uint64_t t0, int *rc)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+    *rc = 0;
+    if (tg_tuner_try_lock(lk, tid))
+        return 1;
+    int got = 0;
+    PyThreadState *ts = tg_py.PyEval_SaveThread();
+    for (;;) {
+        *rc = tg_park_wait(&t->park, seen, slice_ns);
+        seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(lk, tid)) {
+            got = 1;
+            break;
+        }
+        if (*rc != 0)
+            break; /* a signal or a time-out: the caller's checks need the GIL */
+        /* woken, but a thread that did not wait took it first */
+        tg_tuner_passed_over(lk, tg_mono_ns() - t0);
+    }
+    tg_py.PyEval_RestoreThread(ts);
+    return got;
+}
+
+/* After a stretch of park_for without the lock: did a signal handler raise
+ * (Ctrl-C)?  Then the wait for lk is abandoned (nothing held, the exception
+ * set) and this returns 1.  Handlers run in the main thread only, which
+ * checks after every stretch (a signal delivered to another thread does not
+ * interrupt its wait).  GIL held. */
+static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread)
+{
+    if (!((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0))
+        return 0;
+    abandon_wait(lk, t);
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return 1;
+}
+
 /* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
  * lock").  GIL held on entry and exit, released while blocked.  Returns 1
  * when t holds the lock, 0 when a cycle of waits was found and the policy
@@ -167,7 +213,6 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     tg_tuner_wait_push(u, t);
     t->waiting_for = u;
     uint64_t t0 = tg_mono_ns();
-    t->wait_since_ns = t0;
     struct tg_tuner *path[16];
     int n = tg_tuner_wait_cycle(u, t, path, 16);
     if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n) && !tg_tuner_try_lock(u, tid)) {
@@ -191,34 +236,10 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
     const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
-    int timed_out = 0, got = 0;
-    while (!got) {
-        uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-        if (tg_tuner_try_lock(u, tid))
-            break;
-        int rc;
-        PyThreadState *ts = tg_py.PyEval_SaveThread();
-        for (;;) {
-            rc = tg_park_wait(&t->park, seen, slice);
-            seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-            if (tg_tuner_try_lock(u, tid)) {
-                got = 1;
-                break;
-            }
-            if (rc != 0)
-                break; /* a signal or a time-out: the checks below need the GIL */
-            /* woken, but a thread that did not wait took it first */
-            tg_tuner_passed_over(u, tg_mono_ns() - t0);
-        }
-        tg_py.PyEval_RestoreThread(ts);
-        if (got)
-            break;
-        if ((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0) {
-            abandon_wait(u, t);
-            if (__builtin_expect(tg_trace_on, 0))
-                tg_trace_wait_end(t);
+    int timed_out = 0, rc;
+    while (!park_for(u, t, slice, t0, &rc)) {
+        if (wait_interrupted(u, t, rc, main_thread))
             return -1;
-        }
         uint64_t now = tg_mono_ns();
         if (now - last_reap >= 1000000000ull) {
             last_reap = now;
@@ -277,17 +298,16 @@ static inline void release_turn(struct tg_thread *t)
 /* Block for the turn, at most TG_TURN_BYPASS_NS.  GIL held on entry and
  * exit, released while blocked.  Returns 1 with the turn, 0 without it (gone
  * on without), -1 when a signal handler raised (the wait abandoned, nothing
- * held).  u, inst: the tuner the call is for (the summary's contended list,
- * the audit event, the trace). */
-static int wait_for_turn(struct tg_thread *t, struct tg_tuner *u, PyObject *inst)
+ * held).  inst: the tuner the call is for (the summary's contended list, the
+ * trace). */
+static int wait_for_turn(struct tg_thread *t, PyObject *inst)
 {
-    const uint32_t tid = (uint32_t)t->tid;
     tg_tuner_wait_push(&turn, t);
     uint64_t t0 = tg_mono_ns();
     pid_t holder_tid = (pid_t)__atomic_load_n(&turn.owner, __ATOMIC_RELAXED);
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     tg_py.PyErr_Clear();
-    u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
         u->noted = 1;
         note_contended(inst);
@@ -295,40 +315,20 @@ static int wait_for_turn(struct tg_thread *t, struct tg_tuner *u, PyObject *inst
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
     const int main_thread = t->tid == getpid();
-    int got = 0, rc = 0;
+    int got = 0, rc;
     for (;;) {
-        uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-        if (tg_tuner_try_lock(&turn, tid)) {
-            got = 1;
+        uint64_t now = tg_mono_ns();
+        if (now - t0 >= TG_TURN_BYPASS_NS) {
+            got = tg_tuner_try_lock(&turn, (uint32_t)t->tid); /* a last try, then on without it */
             break;
         }
-        uint64_t now = tg_mono_ns();
-        if (now - t0 >= TG_TURN_BYPASS_NS)
-            break; /* on without it */
         uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
         if (main_thread && slice > 50000000ull)
             slice = 50000000ull; /* signal handlers run in the main thread */
-        PyThreadState *ts = tg_py.PyEval_SaveThread();
-        for (;;) {
-            rc = tg_park_wait(&t->park, seen, slice);
-            seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-            if (tg_tuner_try_lock(&turn, tid)) {
-                got = 1;
-                break;
-            }
-            if (rc != 0)
-                break;
-            tg_tuner_passed_over(&turn, tg_mono_ns() - t0);
-        }
-        tg_py.PyEval_RestoreThread(ts);
-        if (got)
+        if ((got = park_for(&turn, t, slice, t0, &rc)))
             break;
-        if ((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0) {
-            abandon_wait(&turn, t);
-            if (__builtin_expect(tg_trace_on, 0))
-                tg_trace_wait_end(t);
+        if (wait_interrupted(&turn, t, rc, main_thread))
             return -1;
-        }
     }
     uint64_t dt = tg_mono_ns() - t0;
     if (got)
@@ -451,7 +451,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             tg_stress_wake();
             reported = 1;
         }
-        if (wait_for_turn(t, u, inst) < 0)
+        if (wait_for_turn(t, inst) < 0)
             return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
         u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
         if (__builtin_expect(!u, 0)) {

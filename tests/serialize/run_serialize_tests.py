@@ -74,6 +74,9 @@ def main():
           f"exitcode=9 not set by it (kinds {kinds})",
           p.returncode == 0 and "exception" not in kinds and "race" in kinds
           and all(json.loads(x).get("serialized") for x in jsonl if json.loads(x)["kind"] == "race"), p, text)
+    p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
+    check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
+          p.returncode == 0, p, text)
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
