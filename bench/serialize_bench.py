@@ -42,6 +42,8 @@ ap.add_argument("--cold", action="store_true", help="also the cold-start table")
 ap.add_argument("--cold-only", action="store_true", help="only the cold-start table")
 ap.add_argument("--variants", default=",".join(VARIANTS))
 ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
+ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB",
+                help="one more variant: LIB preloaded in MODE (detect or serialize), for builds side by side")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None, help="print the tables of an earlier --json file, run nothing")
@@ -50,6 +52,14 @@ steps = a.steps or (1500 if a.backend == "cpu" else 10000)
 threads = [int(x) for x in a.threads.split(",")]
 variants = a.variants.split(",")
 lib = os.path.abspath(a.lib)
+extra = {}  # name -> (mode, lib)
+for e in a.extra:
+    name, _, rest = e.partition("=")
+    mode, _, elib = rest.partition(":")
+    if not name or mode not in ("detect", "serialize") or not elib:
+        sys.exit(f"serialize_bench: --extra {e!r}: expected NAME=detect|serialize:LIB")
+    extra[name] = (mode, os.path.abspath(elib))
+    variants.append(name)
 
 
 def env_for(variant, workdir):
@@ -61,9 +71,10 @@ def env_for(variant, workdir):
         env["LD_LIBRARY_PATH"] = fake + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     else:
         env.setdefault("TRITON_CACHE_DIR", os.path.join(workdir, "triton-cache"))
-    if variant in ("detect", "serialize"):
-        env["LD_PRELOAD"] = lib
-        opts = [f"mode={variant}", f"log_path={workdir}/tg"]
+    if variant in ("detect", "serialize") or variant in extra:
+        mode, vlib = extra.get(variant, (variant, lib))
+        env["LD_PRELOAD"] = vlib
+        opts = [f"mode={mode}", f"log_path={workdir}/tg"]
         if a.options:
             opts.append(a.options)
         env["TUNERGUARD_OPTIONS"] = ":".join(opts)
@@ -82,6 +93,9 @@ def cell(variant, n, phase, workdir):
         res = {"ok": False, "errors": [p.stderr.strip()[-400:]]}
     res["variant"] = variant
     res["rc"] = p.returncode
+    summary = [ln for ln in p.stderr.splitlines() if ln.startswith("tunerguard: ") and "races reported" in ln]
+    if summary:  # the exit summary: waits and overlaps
+        res["summary"] = summary[-1]
     if p.returncode != 0 or not res.get("ok"):
         print(f"# {variant} threads={n} {phase}: FAILED rc={p.returncode} {res.get('errors')}", file=sys.stderr)
     return res
@@ -132,8 +146,10 @@ def med(xs):
 
 print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
       "median calls/s (min-max)\n")
-print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |")
-print("| --- |" + " --- |" * (len(variants) + 2))
+others = [v for v in variants if v in extra]
+print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
+      + "".join(f" {v} / best |" for v in others))
+print("| --- |" + " --- |" * (len(variants) + 2 + len(others)))
 for n in threads:
     row, meds = [], {}
     for v in variants:
@@ -144,7 +160,9 @@ for n in threads:
     best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
     d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
     s = meds.get("serialize", float("nan")) / best
-    print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |")
+    print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
+          + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x |"
+                    for v in others))
 
 if a.cold:
     print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "

@@ -353,8 +353,9 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine)
 {
-    if (!nargs_cleared(inst))
-        return;
+    /* The occupants first (C only, and what ends the common case: two
+     * threads on tuned keys, nobody benchmarking), the tuner's attributes
+     * (a dictionary look-up) only when one of them is tuning. */
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
@@ -369,6 +370,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         return;
     pid_t x_tid = x->tid;
     uint64_t x_entered = x->entered_ns;
+    x = NULL; /* a class's own __getattribute__ may run below: looked up again */
+    if (!nargs_cleared(inst))
+        return;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look both up again, same sessions */
     x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
