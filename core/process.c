@@ -19,9 +19,11 @@
 
 #define TG_RANK_LIMIT (1L << 30)
 
-/* The option as configured, and its full length (may exceed the copy). */
-static char cfg_path[TG_PROC_STEM_MAX + 1] = "tunerguard";
-static size_t cfg_len = 10;
+/* The option as configured, and its full length (may exceed the copy);
+ * zero (in .bss, not 4 KB of .data every process maps) until configured,
+ * read as the default "tunerguard" then. */
+static char cfg_path[TG_PROC_STEM_MAX + 1];
+static size_t cfg_len;
 
 /* Computed once: 0 not yet, 1 being computed, 2 ready (read-only then). */
 static _Atomic int facts_state;
@@ -102,8 +104,8 @@ static void compute_unlocked(void)
     }
 
     facts_to_stderr = strcmp(cfg_path, "stderr") == 0;
-    const char *base = facts_to_stderr ? "tunerguard" : cfg_path;
-    size_t base_len = facts_to_stderr ? strlen(base) : cfg_len;
+    const char *base = facts_to_stderr || !cfg_len ? "tunerguard" : cfg_path;
+    size_t base_len = facts_to_stderr || !cfg_len ? strlen(base) : cfg_len;
     char *out = facts_stem;
     size_t room = sizeof facts_stem, used = 0;
     out[0] = '\0';
@@ -462,24 +464,19 @@ int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t 
     if (strcmp(o->log_path, "stderr") != 0) {
         if (strcmp(o->log_path, "tunerguard") != 0)
             add_name(names, len, &count, "log_path");
-        if (strlen(o->log_path) < sizeof "stderr" - 1) {
-            char *s = realloc(o->log_path, sizeof "stderr");
-            if (!s) {
-                /* no 7 bytes in a constructor: do nothing rather than write files */
-                o->mode = TG_MODE_OFF;
-                return count;
-            }
-            o->log_path = s;
+        if (tg_options_set_string(o, &o->log_path, "stderr") < 0) {
+            /* no 7 bytes in a constructor: do nothing rather than write files */
+            o->mode = TG_MODE_OFF;
+            return count;
         }
-        memcpy(o->log_path, "stderr", sizeof "stderr");
     }
     if (o->suppressions[0]) {
         add_name(names, len, &count, "suppressions");
-        o->suppressions[0] = '\0';
+        tg_options_set_string(o, &o->suppressions, ""); /* the default: no copy, cannot fail */
     }
     if (o->cupti_path[0]) {
         add_name(names, len, &count, "cupti_path");
-        o->cupti_path[0] = '\0';
+        tg_options_set_string(o, &o->cupti_path, "");
     }
     if (o->trace) {
         add_name(names, len, &count, "trace");

@@ -1,12 +1,16 @@
 /* See shim/lifecycle.h. */
 #include "shim/lifecycle.h"
+#include "core/clock.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
 #include "reports/emit.h"
+#include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/suppress_load.h"
 #include "reports/trace.h"
+#include "shim/cuda_hooks.h"
 #include "shim/cuda_record.h"
 #include "shim/cuda_stress.h"
 #include "shim/cupti_backend.h"
@@ -40,6 +44,39 @@ void tg_lifecycle_arm_fork(void)
     static _Atomic int armed;
     if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1))
         pthread_atfork(NULL, NULL, fork_child);
+}
+
+/* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
+ * after the report, with what a normal exit would leave. */
+static void halt_now(void)
+{
+    tg_shutdown(TG_SHUTDOWN_HALT);
+}
+
+static _Atomic int activated;
+static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
+
+static void activate(void)
+{
+    atomic_store_explicit(&activated, 1, memory_order_relaxed);
+    tg_clock_init();
+    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
+    tg_report_set_symbolize(tg_opts.symbolize);
+    tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
+    tg_trace_set_namer(tg_py_thread_name);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
+    tg_emit_set_halt(halt_now);
+    tg_lifecycle_arm_fork();
+}
+
+void tg_activate(void)
+{
+    pthread_once(&activate_once, activate);
+}
+
+int tg_activated(void)
+{
+    return atomic_load_explicit(&activated, memory_order_relaxed);
 }
 
 void tg_shutdown(enum tg_shutdown_why why)

@@ -20,6 +20,7 @@
 #include "reports/report.h"
 #include "shim/cuda_stress.h"
 #include "shim/cupti_backend.h"
+#include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -614,6 +615,7 @@ static void arm(void)
     armed = 1;
     if (tg_py_resolve() < 0)
         return;
+    tg_activate(); /* the report path (log_path) before its facts */
     tg_proc_arm(); /* relative report paths: the directory the program started in */
     struct tg_thread *t = tg__self();
     t->busy++;
