@@ -104,8 +104,9 @@ static void compute_unlocked(void)
     }
 
     facts_to_stderr = strcmp(cfg_path, "stderr") == 0;
-    const char *base = facts_to_stderr || !cfg_len ? "tunerguard" : cfg_path;
-    size_t base_len = facts_to_stderr || !cfg_len ? strlen(base) : cfg_len;
+    int from_cfg = !facts_to_stderr && cfg_len;
+    const char *base = from_cfg ? cfg_path : "tunerguard";
+    size_t base_len = from_cfg ? cfg_len : strlen(base);
     char *out = facts_stem;
     size_t room = sizeof facts_stem, used = 0;
     out[0] = '\0';
@@ -138,7 +139,10 @@ static void compute_unlocked(void)
     }
     /* log_path=DIR/ names a folder: the files are DIR/tunerguard.<id>.*,
      * not hidden DIR/.<id>.* files that a directory listing skips. */
-    const char *leaf = base_len && base[base_len - 1] == '/' ? "tunerguard" : "";
+    /* A log_path longer than its copy is not read past the copy's end (it
+     * is "too long" below). */
+    int whole = !from_cfg || cfg_len <= TG_PROC_STEM_MAX;
+    const char *leaf = whole && base_len && base[base_len - 1] == '/' ? "tunerguard" : "";
     size_t sfx_len = strlen(rank_sfx), leaf_len = strlen(leaf);
     if (used + base_len + leaf_len + sfx_len >= room) {
         facts_stem[0] = '\0';
