@@ -8,6 +8,7 @@
  * default, snprintf only for an error), so it maps no page of libc of its
  * own. */
 #include "core/options.h"
+#include "core/startup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ static void valid_keys(char *buf, size_t len)
  * leading white space, a sign, decimal digits.  -1 when it is not such a
  * number; a value beyond any option's range saturates (and is rejected by
  * the range check, as strtol's LONG_MAX/LONG_MIN were). */
-static int parse_long(const char *text, size_t len, long *out)
+TG_STARTUP static int parse_long(const char *text, size_t len, long *out)
 {
     size_t i = 0;
     if (len == 0 || len >= 32) /* as long as strtol's copy could be */
@@ -88,12 +89,12 @@ static int parse_long(const char *text, size_t len, long *out)
 /* A string option's default is the row's own text, not a copy: a process
  * left at the defaults allocates nothing.  Only a value that differs is a
  * copy of ours (malloc), freed when replaced. */
-static int owned(const struct opt_row *r, const char *value)
+TG_STARTUP static int owned(const struct opt_row *r, const char *value)
 {
     return value && value != r->def;
 }
 
-static int set_string(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen)
+TG_STARTUP static int set_string(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen)
 {
     char **slot = (char **)((char *)o + r->offset);
     char *copy = (char *)r->def;
@@ -111,7 +112,7 @@ static int set_string(struct tg_options *o, const struct opt_row *r, const char 
 }
 
 /* Set one value; on error fill err and return -1. */
-static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
+TG_STARTUP static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
                      char *err, size_t errlen)
 {
     char *slot = (char *)o + r->offset;
@@ -152,7 +153,7 @@ static int set_value(struct tg_options *o, const struct opt_row *r, const char *
     return -1;
 }
 
-static void set_defaults(struct tg_options *o)
+TG_STARTUP static void set_defaults(struct tg_options *o)
 {
     char err[8];
     memset(o, 0, sizeof *o);
@@ -172,7 +173,7 @@ void tg_options_free(struct tg_options *o)
     }
 }
 
-int tg_options_set_string(struct tg_options *o, char **slot, const char *text)
+TG_STARTUP int tg_options_set_string(struct tg_options *o, char **slot, const char *text)
 {
     for (size_t i = 0; i < NROWS; i++)
         if (rows[i].kind == K_STRING && (char *)o + rows[i].offset == (char *)slot)
@@ -180,12 +181,12 @@ int tg_options_set_string(struct tg_options *o, char **slot, const char *text)
     return -1;
 }
 
-static int is_sep(char c)
+TG_STARTUP static int is_sep(char c)
 {
     return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int is_space(char c)
+TG_STARTUP static int is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -194,7 +195,7 @@ static int is_space(char c)
  * key=value pair start there?  A '=' can never be part of a targets value,
  * so it does when the text up to the next ':' or whitespace holds a '='
  * (a known key or not: an unknown one is then named as unknown). */
-static int pair_follows(const char *p)
+TG_STARTUP static int pair_follows(const char *p)
 {
     for (; *p && !is_sep(*p); p++)
         if (*p == '=')
@@ -203,7 +204,7 @@ static int pair_follows(const char *p)
 }
 
 /* targets: "module:Class.method[,module:Class.method...]" */
-static int valid_targets(const char *v)
+TG_STARTUP static int valid_targets(const char *v)
 {
     if (!*v)
         return 1;
@@ -238,7 +239,7 @@ static int valid_targets(const char *v)
  * next separator, except that in a targets= value a ':' belongs to the value
  * unless a new key=value pair follows it, so targets=mod:Class.method needs
  * no quoting. */
-int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
+TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
 {
     set_defaults(out);
     if (!text)

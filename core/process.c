@@ -1,5 +1,6 @@
 /* Process facts and report file creation.  See process.h. */
 #include "core/process.h"
+#include "core/startup.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -41,7 +42,7 @@ static atomic_flag facts_said = ATOMIC_FLAG_INIT;
 static _Atomic pid_t id_pid;
 static _Atomic uint64_t id_token;
 
-void tg_proc_configure(const char *log_path)
+TG_STARTUP void tg_proc_configure(const char *log_path)
 {
     if (!log_path || !log_path[0])
         log_path = "tunerguard";
@@ -56,7 +57,7 @@ void tg_proc_configure(const char *log_path)
 }
 
 /* -1: unset or empty; -2: set but not a rank. */
-static int parse_rank(const char *s)
+TG_STARTUP static int parse_rank(const char *s)
 {
     if (!s || !s[0])
         return -1;
@@ -92,7 +93,7 @@ static void printable(char *dst, size_t len, const char *s)
     dst[o] = '\0';
 }
 
-static void compute_unlocked(void)
+TG_STARTUP static void compute_unlocked(void)
 {
     const char *env = getenv("RANK");
     int r = parse_rank(env);
@@ -158,7 +159,7 @@ static void compute_unlocked(void)
     memcpy(out + used, rank_sfx, sfx_len + 1);
 }
 
-static void compute(void)
+TG_STARTUP static void compute(void)
 {
     if (atomic_load_explicit(&facts_state, memory_order_acquire) == 2)
         return;
@@ -174,7 +175,7 @@ static void compute(void)
 }
 
 /* Compute, and say once what was wrong with the input. */
-static void facts(void)
+TG_STARTUP static void facts(void)
 {
     compute();
     if (facts_say == SAY_NONE || atomic_flag_test_and_set(&facts_said))
@@ -187,7 +188,7 @@ static void facts(void)
                  "reports go to stderr", cfg_len, TG_PROC_STEM_MAX - 1);
 }
 
-void tg_proc_arm(void)
+TG_STARTUP void tg_proc_arm(void)
 {
     compute();
 }
@@ -442,12 +443,12 @@ int tg_proc_open_read(const char *path, const char **kind)
 
 /* ---- secure execution ------------------------------------------------------ */
 
-int tg_proc_secure(void)
+TG_STARTUP int tg_proc_secure(void)
 {
     return getauxval(AT_SECURE) != 0;
 }
 
-static void add_name(char *names, size_t len, int *count, const char *name)
+TG_STARTUP static void add_name(char *names, size_t len, int *count, const char *name)
 {
     size_t used = strlen(names);
     const char *sep = *count ? ", " : "";
@@ -458,7 +459,7 @@ static void add_name(char *names, size_t len, int *count, const char *name)
     (*count)++;
 }
 
-int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t len)
+TG_STARTUP int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t len)
 {
     int count = 0;
     if (len)

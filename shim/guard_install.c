@@ -11,6 +11,7 @@
  *
  * Everything here runs with the GIL held. */
 #include "shim/guard_internal.h"
+#include "core/startup.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
@@ -101,6 +102,11 @@ TG_TRAMP64(0) TG_TRAMP64(1) TG_TRAMP64(2) TG_TRAMP64(3)
 static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(0) TG_REF64(1) TG_REF64(2) TG_REF64(3)};
 
 /* ---- installing guards ------------------------------------------------------ */
+
+TG_STARTUP int tg_guard_count(void)
+{
+    return nguards;
+}
 
 int tg_guard_is_ours(PyObject *value)
 {

@@ -1,5 +1,6 @@
 /* See shim/lifecycle.h. */
 #include "shim/lifecycle.h"
+#include "core/startup.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -39,11 +40,30 @@ static void fork_child(void)
     tg__stress_atfork_child();      /* interference windows, isolate_tuning and stress state */
 }
 
-void tg_lifecycle_arm_fork(void)
+/* pthread_atfork is not libc's own export but a stub from libc_nonshared.a
+ * linked into us, and it lands after all of our .text: calling it would
+ * fault in a 64 KiB window of code for a few bytes (core/startup.h).  On
+ * glibc the stub is one call of __register_atfork with this object's
+ * __dso_handle (LSB Core names the interface); make that call here. */
+#ifdef __GLIBC__
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle;
+TG_STARTUP static void register_fork_child(void)
+{
+    __register_atfork(NULL, NULL, fork_child, __dso_handle);
+}
+#else
+static void register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+#endif
+
+TG_STARTUP void tg_lifecycle_arm_fork(void)
 {
     static _Atomic int armed;
     if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1))
-        pthread_atfork(NULL, NULL, fork_child);
+        register_fork_child();
 }
 
 /* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
@@ -56,7 +76,7 @@ static void halt_now(void)
 static _Atomic int activated;
 static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
 
-static void activate(void)
+TG_STARTUP static void activate(void)
 {
     atomic_store_explicit(&activated, 1, memory_order_relaxed);
     tg_clock_init();
@@ -69,17 +89,17 @@ static void activate(void)
     tg_lifecycle_arm_fork();
 }
 
-void tg_activate(void)
+TG_STARTUP void tg_activate(void)
 {
     pthread_once(&activate_once, activate);
 }
 
-int tg_activated(void)
+TG_STARTUP int tg_activated(void)
 {
     return atomic_load_explicit(&activated, memory_order_relaxed);
 }
 
-void tg_shutdown(enum tg_shutdown_why why)
+TG_STARTUP void tg_shutdown(enum tg_shutdown_why why)
 {
     tg_trace_close();
     tg_arm_exit_summary();

@@ -15,6 +15,7 @@
  * Every function here runs with the GIL held, from the audit hook, the
  * finder, a pending call or a guarded call.  None leaves an exception set. */
 #include "shim/py_arm.h"
+#include "core/startup.h"
 #include "reports/emit.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
@@ -70,7 +71,7 @@ static int summary_done;
 
 /* ---- targets ---------------------------------------------------------------- */
 
-static void add_target(const char *spec, size_t len, int user, int say)
+TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
 {
     if (ntargets == TG_MAX_TARGETS)
         return;
@@ -101,7 +102,7 @@ static void add_target(const char *spec, size_t len, int user, int say)
 
 /* say: warn about targets that can never be guarded (not where tunerguard
  * does not serve the interpreter: one line says that). */
-static void parse_targets(int say)
+TG_STARTUP static void parse_targets(int say)
 {
     if (ntargets)
         return;
@@ -116,7 +117,7 @@ static void parse_targets(int say)
     }
 }
 
-static int is_target_module(const char *name)
+TG_STARTUP static int is_target_module(const char *name)
 {
     for (int i = 0; i < ntargets; i++)
         if (strcmp(targets[i].module, name) == 0)
@@ -273,7 +274,7 @@ static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
 /* Has module mod finished running?  An import in progress marks its spec
  * with _initializing = True (importlib._bootstrap); a class named in
  * targets= may be defined further down. */
-static int module_executed(PyObject *mod)
+TG_STARTUP static int module_executed(PyObject *mod)
 {
     /* __main__ (spec None when run as a script) is running from before
      * arming to the end: its classes may come later. */
@@ -355,7 +356,7 @@ static void say_unguarded(struct target *t, PyObject *cls)
 /* Guard every target of module `name` if its class exists now.  Returns the
  * number of targets of that module still not found.  executed: the module
  * ran to its end (else its import spec says). */
-static int arm_module(const char *name, int executed)
+TG_STARTUP static int arm_module(const char *name, int executed)
 {
     int missing = 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
@@ -395,7 +396,7 @@ static int arm_module(const char *name, int executed)
     return missing;
 }
 
-static void arm_loaded_modules(void)
+TG_STARTUP static void arm_loaded_modules(void)
 {
     for (int i = 0; i < ntargets; i++)
         if (!targets[i].base)
@@ -431,7 +432,7 @@ static PyMethodDef exec_module_def = {"exec_module", (void *)exec_module_hook, T
 static PyObject *finder_self;
 
 /* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
-static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
+TG_STARTUP static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
 {
     if (i < nargs)
         return args[i];
@@ -445,7 +446,7 @@ static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     return tg_py.none;
 }
 
-static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+TG_STARTUP static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)self;
     PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
@@ -508,7 +509,7 @@ static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return spec;
 }
 /* importlib.invalidate_caches() calls this on every finder that has it. */
-static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
+TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
@@ -555,7 +556,7 @@ static struct tg_type_slot finder_slots[] = {
 };
 static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
 
-static void install_finder(void)
+TG_STARTUP static void install_finder(void)
 {
     PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
     PyObject *finder = type ? tg_py.PyObject_CallObject(type, NULL) : NULL;
@@ -578,7 +579,7 @@ static void install_finder(void)
 
 /* ---- pending modules ---------------------------------------------------------------- */
 
-void tg_arm_process_pending(void)
+TG_STARTUP void tg_arm_process_pending(void)
 {
     struct tg_thread *t = tg__self();
     if (t->busy)
@@ -610,7 +611,7 @@ void tg_arm_process_pending(void)
 
 /* ---- the audit hook ---------------------------------------------------------------------- */
 
-static void arm(void)
+TG_STARTUP static void arm(void)
 {
     armed = 1;
     if (tg_py_resolve() < 0)
@@ -630,12 +631,12 @@ static void arm(void)
  * no finder, nothing guarded; one line when a target module is imported,
  * where the program would have been guarded.  The "import" event has the
  * module's name in args[0] on every version with audit hooks (3.8+). */
-static void parse_targets_quietly(void)
+TG_STARTUP static void parse_targets_quietly(void)
 {
     parse_targets(0);
 }
 
-static void unsupported_event(const char *event, PyObject *args)
+TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 {
     static int said;
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
@@ -656,7 +657,7 @@ static void unsupported_event(const char *event, PyObject *args)
                  "its tuners run unguarded", name, tg_py.version);
 }
 
-static int audit_hook(const char *event, PyObject *args, void *data)
+TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
     if (event[0] != 'c' && event[0] != 'i')
@@ -706,7 +707,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
     return 0;
 }
 
-void tg_arm_init(void)
+TG_STARTUP void tg_arm_init(void)
 {
     if (tg_py_resolve_hook() < 0)
         return;
@@ -716,19 +717,20 @@ void tg_arm_init(void)
 
 /* ---- exit summary --------------------------------------------------------------------------- */
 
-void tg_arm_atfork_child(void)
+TG_STARTUP void tg_arm_atfork_child(void)
 {
     summary_done = 0;
 }
 
-void tg_arm_exit_summary(void)
+TG_STARTUP void tg_arm_exit_summary(void)
 {
     if (summary_done)
         return;
     summary_done = 1;
     tg_emit_flush_repeats(); /* the repeat counts, before the line that sums them up */
-    struct tg_guard_stats s;
-    tg_guard_stats(&s);
+    struct tg_guard_stats s = {0};
+    if (tg_guard_count() > 0) /* else no guarded call, no wait: not even a look */
+        tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
     const struct tg_emit_stats *es = &est;
