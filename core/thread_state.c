@@ -25,6 +25,11 @@ TG_STARTUP struct tg_thread *tg__self(void)
     return t;
 }
 
+TG_STARTUP struct tg_thread *tg__self_busy(void)
+{
+    return &tg__tls;
+}
+
 /* fork child: the calling thread is the only one left; it holds no tuner and
  * has a new tid. */
 void tg__thread_atfork_child(void)

@@ -12,6 +12,7 @@
  * Everything here runs with the GIL held. */
 #include "shim/guard_internal.h"
 #include "core/startup.h"
+#include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
@@ -138,6 +139,7 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
 static int install(PyObject *cls, const char *name, const char *why, int marker)
 {
     int rc = 0;
+    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString(name);
     PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;

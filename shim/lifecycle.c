@@ -19,6 +19,7 @@
 #include "shim/py_guard.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -62,8 +63,10 @@ static void register_fork_child(void)
 TG_STARTUP void tg_lifecycle_arm_fork(void)
 {
     static _Atomic int armed;
-    if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1))
+    if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1)) {
+        tg_clock_init(); /* ticks are recorded from here on (core/clock.h) */
         register_fork_child();
+    }
 }
 
 /* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
@@ -73,30 +76,38 @@ static void halt_now(void)
     tg_shutdown(TG_SHUTDOWN_HALT);
 }
 
+/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: in a Python
+ * process that guards nothing this is the only caller, and libc's
+ * pthread_once code would be one more window of libc mapped for it. */
 static _Atomic int activated;
-static pthread_once_t activate_once = PTHREAD_ONCE_INIT;
 
 TG_STARTUP static void activate(void)
 {
-    atomic_store_explicit(&activated, 1, memory_order_relaxed);
-    tg_clock_init();
     tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
     tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
     tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
     tg_emit_set_halt(halt_now);
-    tg_lifecycle_arm_fork();
 }
 
 TG_STARTUP void tg_activate(void)
 {
-    pthread_once(&activate_once, activate);
+    if (atomic_load_explicit(&activated, memory_order_acquire) == 2)
+        return;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&activated, &expect, 1)) {
+        activate();
+        atomic_store_explicit(&activated, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&activated, memory_order_acquire) != 2)
+        sched_yield(); /* another thread is setting up (stores only) */
 }
 
 TG_STARTUP int tg_activated(void)
 {
-    return atomic_load_explicit(&activated, memory_order_relaxed);
+    return atomic_load_explicit(&activated, memory_order_relaxed) != 0;
 }
 
 TG_STARTUP void tg_shutdown(enum tg_shutdown_why why)

@@ -413,7 +413,7 @@ static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssiz
                         : tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
     if (res) {
         const char *n = tg_py.PyUnicode_AsUTF8(name);
-        struct tg_thread *t = tg__self();
+        struct tg_thread *t = tg__self_busy();
         if (n) {
             t->busy++;
             arm_module(n, 1); /* its exec_module returned: it ran to the end */
@@ -581,7 +581,7 @@ TG_STARTUP static void install_finder(void)
 
 TG_STARTUP void tg_arm_process_pending(void)
 {
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     if (t->busy)
         return;
     /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
@@ -618,7 +618,7 @@ TG_STARTUP static void arm(void)
         return;
     tg_activate(); /* the report path (log_path) before its facts */
     tg_proc_arm(); /* relative report paths: the directory the program started in */
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     t->busy++;
     parse_targets(1);
     install_finder();
@@ -666,7 +666,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         unsupported_event(event, args);
         return 0;
     }
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     if (t->busy)
         return 0;
     if (!armed) {
