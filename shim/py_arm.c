@@ -428,7 +428,13 @@ static PyMethodDef exec_module_def = {"exec_module", (void *)exec_module_hook, T
 
 /* The meta-path finder's find_spec(name, path, target=None): for target
  * modules only, ask the finders after us for the spec and wrap its loader's
- * exec_module; for everything else return None at once. */
+ * exec_module; for everything else return None at once.  finder_self
+ * only tells our own finder apart in sys.meta_path: no reference of ours
+ * (the list holds the finder), so that at finalization the finder and its
+ * class go with sys.meta_path.  A finder of ours kept alive to the end
+ * pinned the obmalloc arena it was made in, which then stayed resident
+ * through finalization: +120 KiB of peak RSS in `python -c pass`
+ * (docs/benchmarks.md, "Start-up cost"). */
 static PyObject *finder_self;
 
 /* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
@@ -517,59 +523,80 @@ TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
     return tg_py.none;
 }
 
-static PyObject *finder_repr(PyObject *self)
+TG_STARTUP static PyObject *finder_repr(PyObject *self, PyObject *unused)
 {
     (void)self;
+    (void)unused;
     return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
 }
 
-/* The finder's type, made from a spec (PyType_FromSpec: stable since 3.2, no
- * import, no module): an ordinary hashable object with find_spec and
- * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
- * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
-static PyMethodDef finder_methods[] = {
+/* The finder's class, made as a class statement makes one: type("Finder",
+ * (), namespace), with __module__ "tunerguard" (an ordinary hashable object
+ * whose type is tunerguard.Finder).  Not PyType_FromSpec: that is code of
+ * CPython's own which nothing else runs in a program that guards nothing,
+ * and faulting it in cost ~200 KiB of peak RSS in `python -c pass`
+ * (docs/benchmarks.md, "Start-up cost"); type() runs the code CPython's own
+ * classes already ran at start-up.  The namespace holds builtin functions,
+ * which are not descriptors: finder.find_spec(...) and the __repr__ slot call
+ * them without the instance (none of them uses it). */
+static PyMethodDef finder_defs[] = {
     {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
      "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
     {"invalidate_caches", (void *)invalidate_caches, TG_METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
+    {"__repr__", (void *)finder_repr, TG_METH_NOARGS, NULL},
 };
-struct tg_type_slot {
-    int slot;
-    void *pfunc;
-};
-struct tg_type_spec {
-    const char *name;
-    int basicsize, itemsize; /* 0: object's */
-    unsigned int flags;
-    struct tg_type_slot *slots;
-};
-#define TG_TP_DOC 56
-#define TG_TP_METHODS 64
-#define TG_TP_REPR 66
-#define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
-static struct tg_type_slot finder_slots[] = {
-    {TG_TP_DOC, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
-                "modules are imported; finds nothing itself."},
-    {TG_TP_METHODS, finder_methods},
-    {TG_TP_REPR, (void *)finder_repr},
-    {0, NULL},
-};
-static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
+
+/* A new reference to the finder's class, or NULL (an exception may be set). */
+TG_STARTUP static PyObject *finder_class(void)
+{
+    PyObject *ns = tg_py.PyDict_New();
+    int ok = ns != NULL;
+    for (size_t i = 0; ok && i < sizeof finder_defs / sizeof finder_defs[0]; i++) {
+        PyObject *f = tg_py.PyCFunction_NewEx(&finder_defs[i], NULL, NULL);
+        ok = f && tg_py.PyDict_SetItemString(ns, finder_defs[i].ml_name, f) == 0;
+        if (f)
+            tg_py.Py_DecRef(f);
+    }
+    const char *const strs[][2] = {
+        {"__module__", "tunerguard"},
+        {"__doc__", "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
+                    "modules are imported; finds nothing itself."},
+    };
+    for (size_t i = 0; ok && i < sizeof strs / sizeof strs[0]; i++) {
+        PyObject *v = tg_py.PyUnicode_FromString(strs[i][1]);
+        ok = v && tg_py.PyDict_SetItemString(ns, strs[i][0], v) == 0;
+        if (v)
+            tg_py.Py_DecRef(v);
+    }
+    PyObject *cls = NULL;
+    PyObject *none_type = ok ? tg_py.PyObject_Type(tg_py.none) : NULL;
+    PyObject *type = none_type ? tg_py.PyObject_Type(none_type) : NULL; /* `type` */
+    PyObject *name = type ? tg_py.PyUnicode_FromString("Finder") : NULL;
+    PyObject *bases = name ? tg_py.PyTuple_Pack(0) : NULL;
+    PyObject *args = bases ? tg_py.PyTuple_Pack(3, name, bases, ns) : NULL;
+    if (args)
+        cls = tg_py.PyObject_Call(type, args, NULL);
+    PyObject *refs[] = {args, bases, name, type, none_type, ns};
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        if (refs[i])
+            tg_py.Py_DecRef(refs[i]);
+    return cls;
+}
 
 TG_STARTUP static void install_finder(void)
 {
-    PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
+    PyObject *type = finder_class();
     PyObject *finder = type ? tg_py.PyObject_CallObject(type, NULL) : NULL;
     PyObject *sys = tg_py.PyImport_AddModule("sys"); /* borrowed; always there */
     PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
     if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
-        finder_self = finder; /* the list and we both hold it */
+        finder_self = finder; /* identity only: the list holds it */
     } else {
         tg_py.PyErr_Clear();
-        if (finder)
-            tg_py.Py_DecRef(finder);
         tg__info(1, "could not add the import finder; targets are found through audit events only");
     }
+    if (finder)
+        tg_py.Py_DecRef(finder);
     if (meta)
         tg_py.Py_DecRef(meta);
     if (type)
