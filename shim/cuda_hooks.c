@@ -208,7 +208,10 @@ static void tg__cuda_init_lib(void *lib)
      * none, so clear ours. */
     (void)dlerror();
 
-    tg_activate(); /* before any hook records: the trace, the clock, the fork-child list */
+    /* Before any hook records: the trace and report set-up, the clock's
+     * reference sample, the fork-child list (the call counts). */
+    tg_activate();
+    tg_lifecycle_arm_fork();
     static _Atomic int once;
     if (atomic_exchange(&once, 1) == 0) {
         Dl_info info;

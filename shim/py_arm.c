@@ -66,6 +66,7 @@ static int nbases;
 
 volatile int tg_arm_pending;
 static int armed;
+static void *main_interp; /* PyInterpreterState of the main interpreter, from arming */
 static int module_pending; /* an "import" event named a target module */
 static int summary_done;
 
@@ -555,7 +556,7 @@ TG_STARTUP static PyObject *finder_class(void)
         PyObject *f = tg_py.PyCFunction_NewEx(&finder_defs[i], NULL, NULL);
         ok = f && tg_py.PyDict_SetItemString(ns, finder_defs[i].ml_name, f) == 0;
         if (f)
-            tg_py.Py_DecRef(f);
+            tg_py_decref(f);
     }
     const char *const strs[][2] = {
         {"__module__", "tunerguard"},
@@ -566,7 +567,7 @@ TG_STARTUP static PyObject *finder_class(void)
         PyObject *v = tg_py.PyUnicode_FromString(strs[i][1]);
         ok = v && tg_py.PyDict_SetItemString(ns, strs[i][0], v) == 0;
         if (v)
-            tg_py.Py_DecRef(v);
+            tg_py_decref(v);
     }
     PyObject *cls = NULL;
     PyObject *none_type = ok ? tg_py.PyObject_Type(tg_py.none) : NULL;
@@ -579,14 +580,19 @@ TG_STARTUP static PyObject *finder_class(void)
     PyObject *refs[] = {args, bases, name, type, none_type, ns};
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
         if (refs[i])
-            tg_py.Py_DecRef(refs[i]);
+            tg_py_decref(refs[i]);
     return cls;
 }
 
 TG_STARTUP static void install_finder(void)
 {
     PyObject *type = finder_class();
-    PyObject *finder = type ? tg_py.PyObject_CallObject(type, NULL) : NULL;
+    PyObject *noargs = type ? tg_py.PyTuple_Pack(0) : NULL;
+    /* PyObject_Call, not PyObject_CallObject: the same window reason as
+     * tg_py_decref */
+    PyObject *finder = noargs ? tg_py.PyObject_Call(type, noargs, NULL) : NULL;
+    if (noargs)
+        tg_py_decref(noargs);
     PyObject *sys = tg_py.PyImport_AddModule("sys"); /* borrowed; always there */
     PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
     if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
@@ -596,11 +602,11 @@ TG_STARTUP static void install_finder(void)
         tg__info(1, "could not add the import finder; targets are found through audit events only");
     }
     if (finder)
-        tg_py.Py_DecRef(finder);
+        tg_py_decref(finder);
     if (meta)
-        tg_py.Py_DecRef(meta);
+        tg_py_decref(meta);
     if (type)
-        tg_py.Py_DecRef(type); /* the instance holds its type */
+        tg_py_decref(type); /* the instance holds its type */
     tg_py.PyErr_Clear();
 }
 
@@ -641,6 +647,11 @@ TG_STARTUP void tg_arm_process_pending(void)
 TG_STARTUP static void arm(void)
 {
     armed = 1;
+    /* cpython.run_* is raised by the main interpreter only (Modules/main.c).
+     * Kept to tell a subinterpreter's events apart without calling
+     * PyInterpreterState_Main on each event (see tg_py_decref on why). */
+    if (tg_py.PyInterpreterState_Get)
+        main_interp = tg_py.PyInterpreterState_Get();
     if (tg_py_resolve() < 0)
         return;
     tg_activate(); /* the report path (log_path) before its facts */
@@ -705,8 +716,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
-    if (tg_py.PyInterpreterState_Get && tg_py.PyInterpreterState_Main &&
-        tg_py.PyInterpreterState_Get() != tg_py.PyInterpreterState_Main()) {
+    if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
         static int said;
         const char *name = event[0] == 'i' && strcmp(event, "import") == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
