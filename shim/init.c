@@ -21,9 +21,11 @@
  * nor call CUDA (a shell, a compiler, `python -c pass`), the constructor does
  * the least that decides whether anything can happen: the options, the
  * secure-execution filter and, in a Python process, the audit hook.  What
- * reports, traces and forks need is set up by tg_activate (shim/lifecycle.h)
- * at arming or the first CUDA resolution; the pages and libc functions it
- * touches are not paid for elsewhere (docs/benchmarks.md, "Start-up cost"). */
+ * reports and the trace need is set up by tg_activate (shim/lifecycle.h) at
+ * arming or the first CUDA resolution, the fork-child list and the clock at
+ * the first guard or CUDA resolution (tg_lifecycle_arm_fork): elsewhere their
+ * pages and libc functions are not paid for (docs/benchmarks.md, "Start-up
+ * cost"). */
 __attribute__((constructor)) static void tg_init(void)
 {
     char err[768];

@@ -76,9 +76,9 @@ static void halt_now(void)
     tg_shutdown(TG_SHUTDOWN_HALT);
 }
 
-/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: in a Python
- * process that guards nothing this is the only caller, and libc's
- * pthread_once code would be one more window of libc mapped for it. */
+/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: the set-up is a
+ * few stores, and in a Python process that guards nothing pthread_once
+ * would be one more libc function called for us alone (core/startup.h). */
 static _Atomic int activated;
 
 TG_STARTUP static void activate(void)
