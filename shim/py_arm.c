@@ -524,69 +524,48 @@ TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
     return tg_py.none;
 }
 
-TG_STARTUP static PyObject *finder_repr(PyObject *self, PyObject *unused)
+TG_STARTUP static PyObject *finder_repr(PyObject *self)
 {
     (void)self;
-    (void)unused;
     return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
 }
 
-/* The finder's class, made as a class statement makes one: type("Finder",
- * (), namespace), with __module__ "tunerguard" (an ordinary hashable object
- * whose type is tunerguard.Finder).  Not PyType_FromSpec: that is code of
- * CPython's own which nothing else runs in a program that guards nothing,
- * and faulting it in cost ~200 KiB of peak RSS in `python -c pass`
- * (docs/benchmarks.md, "Start-up cost"); type() runs the code CPython's own
- * classes already ran at start-up.  The namespace holds builtin functions,
- * which are not descriptors: finder.find_spec(...) and the __repr__ slot call
- * them without the instance (none of them uses it). */
-static PyMethodDef finder_defs[] = {
+/* The finder's type, made from a spec (PyType_FromSpec: stable since 3.2, no
+ * import, no module): an ordinary hashable object with find_spec and
+ * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
+ * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
+static PyMethodDef finder_methods[] = {
     {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
      "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
     {"invalidate_caches", (void *)invalidate_caches, TG_METH_NOARGS, NULL},
-    {"__repr__", (void *)finder_repr, TG_METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
 };
-
-/* A new reference to the finder's class, or NULL (an exception may be set). */
-TG_STARTUP static PyObject *finder_class(void)
-{
-    PyObject *ns = tg_py.PyDict_New();
-    int ok = ns != NULL;
-    for (size_t i = 0; ok && i < sizeof finder_defs / sizeof finder_defs[0]; i++) {
-        PyObject *f = tg_py.PyCFunction_NewEx(&finder_defs[i], NULL, NULL);
-        ok = f && tg_py.PyDict_SetItemString(ns, finder_defs[i].ml_name, f) == 0;
-        if (f)
-            tg_py_decref(f);
-    }
-    const char *const strs[][2] = {
-        {"__module__", "tunerguard"},
-        {"__doc__", "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
-                    "modules are imported; finds nothing itself."},
-    };
-    for (size_t i = 0; ok && i < sizeof strs / sizeof strs[0]; i++) {
-        PyObject *v = tg_py.PyUnicode_FromString(strs[i][1]);
-        ok = v && tg_py.PyDict_SetItemString(ns, strs[i][0], v) == 0;
-        if (v)
-            tg_py_decref(v);
-    }
-    PyObject *cls = NULL;
-    PyObject *none_type = ok ? tg_py.PyObject_Type(tg_py.none) : NULL;
-    PyObject *type = none_type ? tg_py.PyObject_Type(none_type) : NULL; /* `type` */
-    PyObject *name = type ? tg_py.PyUnicode_FromString("Finder") : NULL;
-    PyObject *bases = name ? tg_py.PyTuple_Pack(0) : NULL;
-    PyObject *args = bases ? tg_py.PyTuple_Pack(3, name, bases, ns) : NULL;
-    if (args)
-        cls = tg_py.PyObject_Call(type, args, NULL);
-    PyObject *refs[] = {args, bases, name, type, none_type, ns};
-    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
-        if (refs[i])
-            tg_py_decref(refs[i]);
-    return cls;
-}
+struct tg_type_slot {
+    int slot;
+    void *pfunc;
+};
+struct tg_type_spec {
+    const char *name;
+    int basicsize, itemsize; /* 0: object's */
+    unsigned int flags;
+    struct tg_type_slot *slots;
+};
+#define TG_TP_DOC 56
+#define TG_TP_METHODS 64
+#define TG_TP_REPR 66
+#define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
+static struct tg_type_slot finder_slots[] = {
+    {TG_TP_DOC, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
+                "modules are imported; finds nothing itself."},
+    {TG_TP_METHODS, finder_methods},
+    {TG_TP_REPR, (void *)finder_repr},
+    {0, NULL},
+};
+static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
 
 TG_STARTUP static void install_finder(void)
 {
-    PyObject *type = finder_class();
+    PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
     PyObject *noargs = type ? tg_py.PyTuple_Pack(0) : NULL;
     /* PyObject_Call, not PyObject_CallObject: the same window reason as
      * tg_py_decref */
