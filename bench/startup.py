@@ -11,7 +11,13 @@ far steadier than wall time on a loaded machine) and the median peak RSS
 (ru_maxrss, KiB), with the differences to no preload.  Each run goes through bench/run_once.c, built
 static here (cc -O2 -static): forked from this Python, the child's ru_maxrss
 would count this process's pages before exec.  TUNERGUARD_OPTIONS and
-PYTHONPATH are cleared; the commands run from a temporary directory."""
+PYTHONPATH are cleared; the commands run from a temporary directory.
+
+Each LIB is first written back, dropped from the page cache and read back
+whole, so that every variant's pages are cached alike: a library the linker
+or cp has just written maps more of its pages per fault than one read back
+from disk (on the development VM: 27 pages of text where a read-back copy
+maps 16), so the comparison would measure how each file got into the cache."""
 import argparse
 import os
 import statistics
@@ -31,6 +37,17 @@ def once(argv, env):
     return float(ms), int(kib), float(cpu)
 
 
+def recache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while os.read(fd, 1 << 20):
+            pass
+    finally:
+        os.close(fd)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=300)
@@ -45,6 +62,8 @@ def main():
     base = {k: v for k, v in os.environ.items()
             if k not in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "PYTHONPATH", "TG_CHILD_PRELOAD")}
     variants = [("none", base)] + [(lib, dict(base, TG_CHILD_PRELOAD=os.path.abspath(lib))) for lib in a.libs]
+    for lib in a.libs:
+        recache(lib)
     os.chdir(tmp)
     for cmd in ([a.python, "-c", "pass"], ["/bin/true"]):
         res = {name: ([], [], []) for name, _ in variants}

@@ -27,7 +27,9 @@ static inline uint64_t tg_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Take the reference sample (constructor). */
+/* Take the reference sample: before the first tick that will be converted
+ * (shim/lifecycle.c: the first guard or CUDA resolution), not in the
+ * constructor (clock_gettime maps libc code a small program lacks). */
 void tg_clock_init(void);
 /* CLOCK_MONOTONIC ns at which `ticks` was read. Not for hot paths. */
 uint64_t tg_ticks_to_ns(uint64_t ticks);

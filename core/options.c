@@ -1,6 +1,14 @@
 /* TUNERGUARD_OPTIONS parsing.  The table is options.inc; this file only
- * expands it.  Pure: no I/O except tg_options_print_help. */
+ * expands it.  Pure: no I/O except tg_options_print_help.
+ *
+ * The constructor parses in every process the preload enters, most of which
+ * never import a target (docs/benchmarks.md, "Start-up cost"): the path of
+ * valid options calls no libc function a small program would not call
+ * itself (string compares and copies only: no strtol, no malloc for a
+ * default, snprintf only for an error), so it maps no page of libc of its
+ * own. */
 #include "core/options.h"
+#include "core/startup.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +59,60 @@ static void valid_keys(char *buf, size_t len)
         used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", rows[i].name);
 }
 
+/* What strtol(text, &end, 10) accepts, the whole of text[0..len) used:
+ * leading white space, a sign, decimal digits.  -1 when it is not such a
+ * number; a value beyond any option's range saturates (and is rejected by
+ * the range check, as strtol's LONG_MAX/LONG_MIN were). */
+TG_STARTUP static int parse_long(const char *text, size_t len, long *out)
+{
+    size_t i = 0;
+    if (len == 0 || len >= 32) /* as long as strtol's copy could be */
+        return -1;
+    while (i < len && (text[i] == ' ' || (text[i] >= '\t' && text[i] <= '\r')))
+        i++;
+    int neg = 0;
+    if (i < len && (text[i] == '+' || text[i] == '-'))
+        neg = text[i++] == '-';
+    if (i == len)
+        return -1;
+    long v = 0;
+    for (; i < len; i++) {
+        if (text[i] < '0' || text[i] > '9')
+            return -1;
+        if (v < 100000000000L)
+            v = v * 10 + (text[i] - '0');
+    }
+    *out = neg ? -v : v;
+    return 0;
+}
+
+/* A string option's default is the row's own text, not a copy: a process
+ * left at the defaults allocates nothing.  Only a value that differs is a
+ * copy of ours (malloc), freed when replaced. */
+TG_STARTUP static int owned(const struct opt_row *r, const char *value)
+{
+    return value && value != r->def;
+}
+
+TG_STARTUP static int set_string(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen)
+{
+    char **slot = (char **)((char *)o + r->offset);
+    char *copy = (char *)r->def;
+    if (strlen(r->def) != vlen || memcmp(val, r->def, vlen) != 0) {
+        copy = malloc(vlen + 1);
+        if (!copy)
+            return -1;
+        memcpy(copy, val, vlen);
+        copy[vlen] = '\0';
+    }
+    if (owned(r, *slot))
+        free(*slot);
+    *slot = copy;
+    return 0;
+}
+
 /* Set one value; on error fill err and return -1. */
-static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
+TG_STARTUP static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
                      char *err, size_t errlen)
 {
     char *slot = (char *)o + r->offset;
@@ -74,39 +134,26 @@ static int set_value(struct tg_options *o, const struct opt_row *r, const char *
         snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: 0, 1)", (int)vlen, val, r->name);
         return -1;
     case K_INT: {
-        char tmp[32];
-        char *end;
-        if (vlen == 0 || vlen >= sizeof tmp)
-            goto bad_int;
-        memcpy(tmp, val, vlen);
-        tmp[vlen] = '\0';
-        long v = strtol(tmp, &end, 10);
-        if (*end != '\0' || v < r->lo || v > r->hi)
-            goto bad_int;
+        long v;
+        if (parse_long(val, vlen, &v) < 0 || v < r->lo || v > r->hi) {
+            snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: an integer from %d to %d)", (int)vlen, val,
+                     r->name, r->lo, r->hi);
+            return -1;
+        }
         *(int *)slot = (int)v;
         return 0;
-    bad_int:
-        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: an integer from %d to %d)", (int)vlen, val,
-                 r->name, r->lo, r->hi);
-        return -1;
     }
-    case K_STRING: {
-        char *copy = malloc(vlen + 1);
-        if (!copy) {
+    case K_STRING:
+        if (set_string(o, r, val, vlen) < 0) {
             snprintf(err, errlen, "out of memory parsing option '%s'", r->name);
             return -1;
         }
-        memcpy(copy, val, vlen);
-        copy[vlen] = '\0';
-        free(*(char **)slot);
-        *(char **)slot = copy;
         return 0;
-    }
     }
     return -1;
 }
 
-static void set_defaults(struct tg_options *o)
+TG_STARTUP static void set_defaults(struct tg_options *o)
 {
     char err[8];
     memset(o, 0, sizeof *o);
@@ -119,18 +166,27 @@ void tg_options_free(struct tg_options *o)
     for (size_t i = 0; i < NROWS; i++) {
         if (rows[i].kind == K_STRING) {
             char **slot = (char **)((char *)o + rows[i].offset);
-            free(*slot);
+            if (owned(&rows[i], *slot))
+                free(*slot);
             *slot = NULL;
         }
     }
 }
 
-static int is_sep(char c)
+TG_STARTUP int tg_options_set_string(struct tg_options *o, char **slot, const char *text)
+{
+    for (size_t i = 0; i < NROWS; i++)
+        if (rows[i].kind == K_STRING && (char *)o + rows[i].offset == (char *)slot)
+            return set_string(o, &rows[i], text, strlen(text));
+    return -1;
+}
+
+TG_STARTUP static int is_sep(char c)
 {
     return c == ':' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int is_space(char c)
+TG_STARTUP static int is_space(char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
@@ -139,7 +195,7 @@ static int is_space(char c)
  * key=value pair start there?  A '=' can never be part of a targets value,
  * so it does when the text up to the next ':' or whitespace holds a '='
  * (a known key or not: an unknown one is then named as unknown). */
-static int pair_follows(const char *p)
+TG_STARTUP static int pair_follows(const char *p)
 {
     for (; *p && !is_sep(*p); p++)
         if (*p == '=')
@@ -148,7 +204,7 @@ static int pair_follows(const char *p)
 }
 
 /* targets: "module:Class.method[,module:Class.method...]" */
-static int valid_targets(const char *v)
+TG_STARTUP static int valid_targets(const char *v)
 {
     if (!*v)
         return 1;
@@ -183,7 +239,7 @@ static int valid_targets(const char *v)
  * next separator, except that in a targets= value a ':' belongs to the value
  * unless a new key=value pair follows it, so targets=mod:Class.method needs
  * no quoting. */
-int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
+TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
 {
     set_defaults(out);
     if (!text)

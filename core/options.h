@@ -28,10 +28,19 @@ extern struct tg_options tg_opts;
 /* Parse `text` (may be NULL or empty: all defaults) into *out.  Pure: no I/O,
  * no environment.  On error returns -1 and writes one line (no newline)
  * naming the problem and the valid choices into err; *out is then left with
- * defaults only, never half-configured.  String values point into storage
- * owned by *out (freed by tg_options_free). */
+ * defaults only, never half-configured.  String values are read-only
+ * through these pointers: a default is the table's own text, any other value
+ * a copy owned by *out (freed by tg_options_free); change one with
+ * tg_options_set_string.  Valid options allocate only for a string value
+ * that differs from its default, and call no strtol/snprintf (the
+ * constructor runs this in every process: docs/benchmarks.md). */
 int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen);
 void tg_options_free(struct tg_options *o);
+
+/* Replace the string option at slot (&o->log_path, ...) by a copy of text
+ * (no copy when text is the default).  0, or -1 when out of memory or slot
+ * is no string option of *o (the old value then stays). */
+int tg_options_set_string(struct tg_options *o, char **slot, const char *text);
 
 /* Write the option table (help=1) to fd. */
 void tg_options_print_help(int fd);

@@ -1,5 +1,6 @@
 /* Process facts and report file creation.  See process.h. */
 #include "core/process.h"
+#include "core/startup.h"
 #include "core/log.h"
 #include "core/options.h"
 
@@ -19,9 +20,11 @@
 
 #define TG_RANK_LIMIT (1L << 30)
 
-/* The option as configured, and its full length (may exceed the copy). */
-static char cfg_path[TG_PROC_STEM_MAX + 1] = "tunerguard";
-static size_t cfg_len = 10;
+/* The option as configured, and its full length (may exceed the copy);
+ * zero (in .bss, not 4 KB of .data every process maps) until configured,
+ * read as the default "tunerguard" then. */
+static char cfg_path[TG_PROC_STEM_MAX + 1];
+static size_t cfg_len;
 
 /* Computed once: 0 not yet, 1 being computed, 2 ready (read-only then). */
 static _Atomic int facts_state;
@@ -39,7 +42,7 @@ static atomic_flag facts_said = ATOMIC_FLAG_INIT;
 static _Atomic pid_t id_pid;
 static _Atomic uint64_t id_token;
 
-void tg_proc_configure(const char *log_path)
+TG_STARTUP void tg_proc_configure(const char *log_path)
 {
     if (!log_path || !log_path[0])
         log_path = "tunerguard";
@@ -54,7 +57,7 @@ void tg_proc_configure(const char *log_path)
 }
 
 /* -1: unset or empty; -2: set but not a rank. */
-static int parse_rank(const char *s)
+TG_STARTUP static int parse_rank(const char *s)
 {
     if (!s || !s[0])
         return -1;
@@ -90,7 +93,7 @@ static void printable(char *dst, size_t len, const char *s)
     dst[o] = '\0';
 }
 
-static void compute_unlocked(void)
+TG_STARTUP static void compute_unlocked(void)
 {
     const char *env = getenv("RANK");
     int r = parse_rank(env);
@@ -102,8 +105,9 @@ static void compute_unlocked(void)
     }
 
     facts_to_stderr = strcmp(cfg_path, "stderr") == 0;
-    const char *base = facts_to_stderr ? "tunerguard" : cfg_path;
-    size_t base_len = facts_to_stderr ? strlen(base) : cfg_len;
+    int from_cfg = !facts_to_stderr && cfg_len;
+    const char *base = from_cfg ? cfg_path : "tunerguard";
+    size_t base_len = from_cfg ? cfg_len : strlen(base);
     char *out = facts_stem;
     size_t room = sizeof facts_stem, used = 0;
     out[0] = '\0';
@@ -136,7 +140,10 @@ static void compute_unlocked(void)
     }
     /* log_path=DIR/ names a folder: the files are DIR/tunerguard.<id>.*,
      * not hidden DIR/.<id>.* files that a directory listing skips. */
-    const char *leaf = base_len && base[base_len - 1] == '/' ? "tunerguard" : "";
+    /* A log_path longer than its copy is not read past the copy's end (it
+     * is "too long" below). */
+    int whole = !from_cfg || cfg_len <= TG_PROC_STEM_MAX;
+    const char *leaf = whole && base_len && base[base_len - 1] == '/' ? "tunerguard" : "";
     size_t sfx_len = strlen(rank_sfx), leaf_len = strlen(leaf);
     if (used + base_len + leaf_len + sfx_len >= room) {
         facts_stem[0] = '\0';
@@ -152,7 +159,7 @@ static void compute_unlocked(void)
     memcpy(out + used, rank_sfx, sfx_len + 1);
 }
 
-static void compute(void)
+TG_STARTUP static void compute(void)
 {
     if (atomic_load_explicit(&facts_state, memory_order_acquire) == 2)
         return;
@@ -168,7 +175,7 @@ static void compute(void)
 }
 
 /* Compute, and say once what was wrong with the input. */
-static void facts(void)
+TG_STARTUP static void facts(void)
 {
     compute();
     if (facts_say == SAY_NONE || atomic_flag_test_and_set(&facts_said))
@@ -181,7 +188,7 @@ static void facts(void)
                  "reports go to stderr", cfg_len, TG_PROC_STEM_MAX - 1);
 }
 
-void tg_proc_arm(void)
+TG_STARTUP void tg_proc_arm(void)
 {
     compute();
 }
@@ -436,12 +443,12 @@ int tg_proc_open_read(const char *path, const char **kind)
 
 /* ---- secure execution ------------------------------------------------------ */
 
-int tg_proc_secure(void)
+TG_STARTUP int tg_proc_secure(void)
 {
     return getauxval(AT_SECURE) != 0;
 }
 
-static void add_name(char *names, size_t len, int *count, const char *name)
+TG_STARTUP static void add_name(char *names, size_t len, int *count, const char *name)
 {
     size_t used = strlen(names);
     const char *sep = *count ? ", " : "";
@@ -452,7 +459,7 @@ static void add_name(char *names, size_t len, int *count, const char *name)
     (*count)++;
 }
 
-int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t len)
+TG_STARTUP int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t len)
 {
     int count = 0;
     if (len)
@@ -462,24 +469,19 @@ int tg_proc_secure_filter(struct tg_options *o, int secure, char *names, size_t 
     if (strcmp(o->log_path, "stderr") != 0) {
         if (strcmp(o->log_path, "tunerguard") != 0)
             add_name(names, len, &count, "log_path");
-        if (strlen(o->log_path) < sizeof "stderr" - 1) {
-            char *s = realloc(o->log_path, sizeof "stderr");
-            if (!s) {
-                /* no 7 bytes in a constructor: do nothing rather than write files */
-                o->mode = TG_MODE_OFF;
-                return count;
-            }
-            o->log_path = s;
+        if (tg_options_set_string(o, &o->log_path, "stderr") < 0) {
+            /* no 7 bytes in a constructor: do nothing rather than write files */
+            o->mode = TG_MODE_OFF;
+            return count;
         }
-        memcpy(o->log_path, "stderr", sizeof "stderr");
     }
     if (o->suppressions[0]) {
         add_name(names, len, &count, "suppressions");
-        o->suppressions[0] = '\0';
+        tg_options_set_string(o, &o->suppressions, ""); /* the default: no copy, cannot fail */
     }
     if (o->cupti_path[0]) {
         add_name(names, len, &count, "cupti_path");
-        o->cupti_path[0] = '\0';
+        tg_options_set_string(o, &o->cupti_path, "");
     }
     if (o->trace) {
         add_name(names, len, &count, "trace");

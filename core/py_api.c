@@ -7,6 +7,7 @@
  * (sym_defined, which reads them in place: no lock of ours, no allocation,
  * no dlerror state). */
 #include "core/py_api.h"
+#include "core/startup.h"
 
 #include "core/real_sym.h"
 
@@ -26,7 +27,7 @@ struct sym_query {
     int found;          /* 1 defined, -1 undecidable (an object without DT_GNU_HASH) */
 };
 
-static uint32_t gnu_hash(const char *s)
+TG_STARTUP static uint32_t gnu_hash(const char *s)
 {
     uint32_t h = 5381;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++)
@@ -36,14 +37,14 @@ static uint32_t gnu_hash(const char *s)
 
 /* The dynamic section's addresses are relocated in place by ld.so on most
  * targets and left as link-time values on a few (and in the vDSO). */
-static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
+TG_STARTUP static const void *dyn_ptr(const struct dl_phdr_info *info, ElfW(Addr) p)
 {
     return (const void *)(p < info->dlpi_addr ? p + info->dlpi_addr : p);
 }
 
 /* Is q->name defined (not an undefined reference) in this object?  The GNU
  * hash table: bloom word, bucket, then the chain of equal hashes. */
-static int object_defines(const struct dl_phdr_info *info, const ElfW(Dyn) *dyn, const struct sym_query *q)
+TG_STARTUP static int object_defines(const struct dl_phdr_info *info, const ElfW(Dyn) *dyn, const struct sym_query *q)
 {
     const uint32_t *gh = NULL;
     const ElfW(Sym) *symtab = NULL;
@@ -87,7 +88,7 @@ static int object_defines(const struct dl_phdr_info *info, const ElfW(Dyn) *dyn,
     }
 }
 
-static int query_object(struct dl_phdr_info *info, size_t size, void *data)
+TG_STARTUP static int query_object(struct dl_phdr_info *info, size_t size, void *data)
 {
     (void)size;
     struct sym_query *q = data;
@@ -107,7 +108,7 @@ static int query_object(struct dl_phdr_info *info, size_t size, void *data)
 }
 
 /* Is name defined by a loaded object (where dlsym(RTLD_DEFAULT) looks)? */
-static int sym_defined(const char *name)
+TG_STARTUP static int sym_defined(const char *name)
 {
     struct sym_query q = {name, gnu_hash(name), 0};
     dl_iterate_phdr(query_object, &q);
@@ -115,19 +116,19 @@ static int sym_defined(const char *name)
 }
 
 /* tg_real_sym(RTLD_DEFAULT, name) for a name that may be missing, dlerror() kept. */
-static void *lookup(const char *name)
+TG_STARTUP static void *lookup(const char *name)
 {
     return sym_defined(name) ? tg_real_sym(RTLD_DEFAULT, name) : NULL;
 }
 
 /* ---- the table ---------------------------------------------------------------- */
 
-int tg_py_present(void)
+TG_STARTUP int tg_py_present(void)
 {
     return sym_defined("PySys_AddAuditHook");
 }
 
-int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
+TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
 {
     int m = -1;
     if (v && v[0] == '3' && v[1] == '.' && v[2] >= '0' && v[2] <= '9') {
@@ -141,7 +142,7 @@ int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
     return m >= 9 && !*free_threaded ? 0 : -1;
 }
 
-int tg_py_resolve_hook(void)
+TG_STARTUP int tg_py_resolve_hook(void)
 {
     tg_py.PySys_AddAuditHook = lookup("PySys_AddAuditHook");
     if (!tg_py.PySys_AddAuditHook)
@@ -161,7 +162,7 @@ int tg_py_resolve_hook(void)
     return 0;
 }
 
-int tg_py_resolve_unsupported(void)
+TG_STARTUP int tg_py_resolve_unsupported(void)
 {
     static int done; /* 1 resolved, -1 not; a data race of equal stores at worst */
     if (!done) {
@@ -173,7 +174,7 @@ int tg_py_resolve_unsupported(void)
     return done > 0 ? 0 : -1;
 }
 
-int tg_py_resolve(void)
+TG_STARTUP int tg_py_resolve(void)
 {
     static int done;
     if (done)

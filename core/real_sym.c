@@ -1,12 +1,13 @@
 /* The real dlsym; see core/real_sym.h. */
 #include "core/real_sym.h"
+#include "core/startup.h"
 #include "core/log.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-tg__dlsym_fn tg__real_dlsym(void)
+TG_STARTUP tg__dlsym_fn tg__real_dlsym(void)
 {
     static _Atomic(tg__dlsym_fn) real;
     tg__dlsym_fn f = atomic_load_explicit(&real, memory_order_relaxed);
@@ -24,7 +25,7 @@ tg__dlsym_fn tg__real_dlsym(void)
     return f;
 }
 
-void *tg_real_sym(void *handle, const char *name)
+TG_STARTUP void *tg_real_sym(void *handle, const char *name)
 {
     return tg__real_dlsym()(handle, name);
 }

@@ -1,6 +1,7 @@
 /* The per-thread record.  initial-exec TLS (the library is built with
  * -ftls-model=initial-exec), so tg__self() is one TLS address computation. */
 #include "core/thread_state.h"
+#include "core/startup.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -9,7 +10,7 @@
 
 static __thread struct tg_thread tg__tls;
 
-struct tg_thread *tg__self(void)
+TG_STARTUP struct tg_thread *tg__self(void)
 {
     struct tg_thread *t = &tg__tls;
     if (__builtin_expect(t->tid == 0, 0)) {
@@ -22,6 +23,11 @@ struct tg_thread *tg__self(void)
         t->entry_device = -1;
     }
     return t;
+}
+
+TG_STARTUP struct tg_thread *tg__self_busy(void)
+{
+    return &tg__tls;
 }
 
 /* fork child: the calling thread is the only one left; it holds no tuner and

@@ -88,6 +88,13 @@ struct tg_thread {
 };
 
 struct tg_thread *tg__self(void);
+/* The calling thread's record as it is, without tg__self's first-use set-up
+ * (no gettid, no tid cached): for code that only counts itself in and out
+ * (`busy`) before anything is guarded (the audit hook, arming, the finder),
+ * so that a process that never guards nor calls CUDA caches nothing a fork
+ * child would have to forget (the fork-child list is registered only then:
+ * shim/lifecycle.h).  A later tg__self() on the thread sets it up as usual. */
+struct tg_thread *tg__self_busy(void);
 /* In a fork child: reset the calling thread's record (new tid, nothing held). */
 void tg__thread_atfork_child(void);
 

@@ -1,5 +1,6 @@
 /* The report pipeline; see reports/emit.h. */
 #include "reports/emit.h"
+#include "core/startup.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -112,7 +113,7 @@ static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
     return NULL; /* full: written, not counted */
 }
 
-void tg_emit_flush_repeats(void)
+TG_STARTUP void tg_emit_flush_repeats(void)
 {
     static struct tg_report rep; /* big: not on the stack; at exit, one thread */
     for (unsigned i = 0; i < TG_DEDUP_SLOTS; i++) {
@@ -207,12 +208,12 @@ void tg_emit_count_overlap(void)
     add(&stats.overlaps, 1);
 }
 
-void tg_emit_set_halt(void (*fn)(void))
+TG_STARTUP void tg_emit_set_halt(void (*fn)(void))
 {
     halt_fn = fn;
 }
 
-void tg_emit_stats(struct tg_emit_stats *out)
+TG_STARTUP void tg_emit_stats(struct tg_emit_stats *out)
 {
     for (int i = 0; i < TG_REPORT_NKINDS; i++)
         out->written[i] = __atomic_load_n(&stats.written[i], __ATOMIC_RELAXED);

@@ -32,9 +32,13 @@ static struct {
     pid_t pid;                     /* process that opened the files; 0: none */
     int txt_fd, jsonl_fd;          /* -1: not open */
     int text_to_stderr;            /* log_path=stderr, or fell back to it */
-    char txt_path[TG_PROC_PATH_MAX];
-    char jsonl_path[TG_PROC_PATH_MAX];
-} tg__sink = {0, -1, -1, 0, "", ""};
+} tg__sink = {0, -1, -1, 0};
+/* Their paths, apart: zero-initialised (.bss), so the 8 KB are not .data
+ * that every process the preload enters maps. */
+static struct {
+    char txt[TG_PROC_PATH_MAX];
+    char jsonl[TG_PROC_PATH_MAX];
+} tg__sink_paths;
 /* The copy symbolized and written; static because a report is ~50 KB. */
 static struct tg_report tg__sink_copy;
 /* Under the lock: static because each holds a path of 4 KB. */
@@ -45,7 +49,7 @@ static void reset_unlocked(void)
     tg__sink.pid = 0;
     tg__sink.txt_fd = tg__sink.jsonl_fd = -1;
     tg__sink.text_to_stderr = 0;
-    tg__sink.txt_path[0] = tg__sink.jsonl_path[0] = '\0';
+    tg__sink_paths.txt[0] = tg__sink_paths.jsonl[0] = '\0';
 }
 
 void tg_sink_atfork_child(void)
@@ -89,8 +93,8 @@ static void open_unlocked(void)
     /* Read access too, so the fatal-signal handler can see whether a report
      * line was cut (reports/fatal.c).  The files are new: ours to read. */
     int rc = tg_proc_create(f, 2, O_RDWR | O_APPEND);
-    snprintf(tg__sink.txt_path, sizeof tg__sink.txt_path, "%s", f[0].path);
-    snprintf(tg__sink.jsonl_path, sizeof tg__sink.jsonl_path, "%s", f[1].path);
+    snprintf(tg__sink_paths.txt, sizeof tg__sink_paths.txt, "%s", f[0].path);
+    snprintf(tg__sink_paths.jsonl, sizeof tg__sink_paths.jsonl, "%s", f[1].path);
     if (rc < 0) {
         fall_back_unlocked(f[0].path[0] ? f[0].path : tg_proc_stem(), strerror(f[0].err));
         return;                    /* same directory: no JSON either */
@@ -100,7 +104,7 @@ static void open_unlocked(void)
     tg_proc_note_taken(&f[0]);
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
-                 tg__sink.jsonl_path, strerror(f[1].err));
+                 tg__sink_paths.jsonl, strerror(f[1].err));
 }
 
 int tg_sink_emit(const struct tg_report *r)
@@ -113,12 +117,12 @@ int tg_sink_emit(const struct tg_report *r)
     tg_report_symbolize(c);
 
     if (!tg__sink.text_to_stderr && tg_report_write_text(tg__sink.txt_fd, c) < 0)
-        fall_back_unlocked(tg__sink.txt_path, errno ? strerror(errno) : "write failed");
+        fall_back_unlocked(tg__sink_paths.txt, errno ? strerror(errno) : "write failed");
     if (tg__sink.text_to_stderr && tg_report_write_text(2, c) < 0)
         rc = -1;
     if (tg__sink.jsonl_fd >= 0 && tg_report_write_jsonl(tg__sink.jsonl_fd, c) < 0) {
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
-                 tg__sink.jsonl_path, errno ? strerror(errno) : "write failed");
+                 tg__sink_paths.jsonl, errno ? strerror(errno) : "write failed");
         close(tg__sink.jsonl_fd);
         tg__sink.jsonl_fd = -1;
     }
@@ -132,7 +136,7 @@ const char *tg_sink_text_path(void)
      * counted, and callers only read it at exit. */
     if (tg__sink.text_to_stderr)
         return "stderr";
-    return tg__sink.pid == getpid() ? tg__sink.txt_path : "";
+    return tg__sink.pid == getpid() ? tg__sink_paths.txt : "";
 }
 
 void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd)

@@ -9,6 +9,7 @@
  * torn and is discarded (counted as dropped).  Seqlock reasoning: a copy that
  * saw any store of the newer lap sees its `writing` announcement too. */
 #include "reports/trace.h"
+#include "core/startup.h"
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
@@ -90,7 +91,7 @@ static struct {
     char name[96];
 } tg__kcache[TG__KCACHE];
 
-void tg_trace_configure(int on, long cap)
+TG_STARTUP void tg_trace_configure(int on, long cap)
 {
     tg_trace_on = on != 0;
     tg__cap = cap >= 0 ? cap : TG_TRACE_DEFAULT_CAP;
@@ -99,12 +100,12 @@ void tg_trace_configure(int on, long cap)
     tg__tr.t0_ns = 0;
 }
 
-void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
+TG_STARTUP void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
 {
     tg__namer = namer;
 }
 
-void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
+TG_STARTUP void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
                              const char *(*kernel_name)(unsigned long long, char *, size_t))
 {
     tg__fn_name = fn_name;
@@ -706,7 +707,7 @@ void tg_trace_gpu_kernel(pid_t host_tid, uint64_t launch0, uint64_t launch1, int
     unlock();
 }
 
-void tg_trace_close(void)
+TG_STARTUP void tg_trace_close(void)
 {
     if (!tg_trace_on)
         return;

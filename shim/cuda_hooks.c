@@ -208,9 +208,12 @@ static void tg__cuda_init_lib(void *lib)
      * none, so clear ours. */
     (void)dlerror();
 
+    /* Before any hook records: the trace and report set-up, the clock's
+     * reference sample, the fork-child list (the call counts). */
+    tg_activate();
+    tg_lifecycle_arm_fork();
     static _Atomic int once;
     if (atomic_exchange(&once, 1) == 0) {
-        tg_lifecycle_arm_fork(); /* the fork child resets the call counts */
         Dl_info info;
         void *any = NULL;
         for (unsigned i = 0; !any && i < TG_CUDA_NFN; i++)

@@ -1,5 +1,6 @@
 /* The opt-in CUPTI backend: see shim/cupti_backend.h and docs/cupti.md. */
 #include "shim/cupti_backend.h"
+#include "core/startup.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -407,7 +408,7 @@ static void start(void)
                  st_own_clock ? "CLOCK_MONOTONIC" : "offset-corrected", tg_opts.cupti_buffer_kb);
 }
 
-int tg_cupti_maybe_start(int check_loaded)
+TG_STARTUP int tg_cupti_maybe_start(int check_loaded)
 {
     if (!tg_opts.cupti || tg_opts.mode == TG_MODE_OFF)
         return 0;

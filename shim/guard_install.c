@@ -11,6 +11,8 @@
  *
  * Everything here runs with the GIL held. */
 #include "shim/guard_internal.h"
+#include "core/startup.h"
+#include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
@@ -102,6 +104,11 @@ static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(0) TG_REF64(1) TG_REF6
 
 /* ---- installing guards ------------------------------------------------------ */
 
+TG_STARTUP int tg_guard_count(void)
+{
+    return nguards;
+}
+
 int tg_guard_is_ours(PyObject *value)
 {
     for (int i = 0; i < nguards; i++)
@@ -132,6 +139,7 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
 static int install(PyObject *cls, const char *name, const char *why, int marker)
 {
     int rc = 0;
+    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString(name);
     PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;

@@ -1,40 +1,31 @@
 /* The constructor and process-level hooks.
  *
- * The constructor only reads TUNERGUARD_OPTIONS and registers hooks: no
- * threads, no files, no CUDA, no Python calls beyond PySys_AddAuditHook.
+ * The constructor only reads TUNERGUARD_OPTIONS and registers the audit
+ * hook: no threads, no files, no CUDA, no Python calls beyond
+ * PySys_AddAuditHook.
  * Bad options stop the process with status 2 before the program runs,
  * help=1 prints the table and stops with status 0. */
-#include "detectors/tuner_table.h"
-#include "reports/emit.h"
-#include "reports/fatal.h"
-#include "reports/py_stack.h"
-#include "reports/report.h"
-#include "reports/trace.h"
-#include "core/clock.h"
-#include "shim/cuda_hooks.h"
-#include "shim/cupti_backend.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
 #include "shim/lifecycle.h"
 #include "shim/py_arm.h"
-#include "shim/py_guard.h"
 #include "reports/suppress_load.h"
-#include "core/thread_state.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-/* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
- * after the report, with what a normal exit would leave. */
-static void halt_now(void)
-{
-    tg_shutdown(TG_SHUTDOWN_HALT);
-}
-
+/* In every process the preload enters, most of which never import a target
+ * nor call CUDA (a shell, a compiler, `python -c pass`), the constructor does
+ * the least that decides whether anything can happen: the options, the
+ * secure-execution filter and, in a Python process, the audit hook.  What
+ * reports and the trace need is set up by tg_activate (shim/lifecycle.h) at
+ * arming or the first CUDA resolution, the fork-child list and the clock at
+ * the first guard or CUDA resolution (tg_lifecycle_arm_fork): elsewhere their
+ * pages and libc functions are not paid for (docs/benchmarks.md, "Start-up
+ * cost"). */
 __attribute__((constructor)) static void tg_init(void)
 {
     char err[768];
@@ -59,29 +50,26 @@ __attribute__((constructor)) static void tg_init(void)
     /* Suppressions matter only where reports are written: Python processes.
      * Not reading the file elsewhere keeps the compilers and shells a job
      * starts (often in another directory, where a relative path would not
-     * resolve) untouched. */
-    if (tg_opts.suppressions[0] && tg_py_present() &&
-        tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
-        tg__warn("%s", err);
-        _exit(2);
+     * resolve) untouched.  A process that has them is set up now: the exit
+     * lists the matched ones (verbosity>=1) even where nothing armed. */
+    if (tg_opts.suppressions[0] && tg_py_present()) {
+        if (tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
+            tg__warn("%s", err);
+            _exit(2);
+        }
+        tg_activate();
     }
-    tg_clock_init();
-    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
-    tg_report_set_symbolize(tg_opts.symbolize);
-    tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
-    tg_trace_set_namer(tg_py_thread_name);
-    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
-    tg_emit_set_halt(halt_now);
-    tg_lifecycle_arm_fork();
     tg_arm_init(); /* the fatal-signal handler is installed with the first guard */
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never
  * armed).  Applies exitcode= when any report was written, reports of races
- * that a serialize wait prevented aside (unless prevented_is_race=1). */
+ * that a serialize wait prevented aside (unless prevented_is_race=1).  A
+ * process that was never activated (no arming, no CUDA call) has reported,
+ * traced and serialized nothing: nothing to say, no page to touch. */
 __attribute__((destructor)) static void tg_fini(void)
 {
-    if (tg_opts.mode == TG_MODE_OFF)
+    if (tg_opts.mode == TG_MODE_OFF || !tg_activated())
         return;
     tg_shutdown(TG_SHUTDOWN_EXIT);
 }

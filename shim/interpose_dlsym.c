@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "shim/cuda_hooks.h"
+#include "core/startup.h"
 #include "core/options.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -129,7 +130,7 @@ static __attribute__((noinline)) int tg__dlsym_cupti(tg__dlsym_fn real, void *h,
     return 1;
 }
 
-__attribute__((visibility("default"))) void *dlsym(void *h, const char *s)
+TG_STARTUP __attribute__((visibility("default"))) void *dlsym(void *h, const char *s)
 {
     tg__dlsym_fn real = atomic_load_explicit(&tg__next_dlsym, memory_order_relaxed);
     if (__builtin_expect(!real, 0)) {

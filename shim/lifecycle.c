@@ -1,12 +1,17 @@
 /* See shim/lifecycle.h. */
 #include "shim/lifecycle.h"
+#include "core/startup.h"
+#include "core/clock.h"
 #include "core/options.h"
+#include "core/process.h"
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
 #include "reports/emit.h"
+#include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/suppress_load.h"
 #include "reports/trace.h"
+#include "shim/cuda_hooks.h"
 #include "shim/cuda_record.h"
 #include "shim/cuda_stress.h"
 #include "shim/cupti_backend.h"
@@ -14,6 +19,7 @@
 #include "shim/py_guard.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -35,14 +41,76 @@ static void fork_child(void)
     tg__stress_atfork_child();      /* interference windows, isolate_tuning and stress state */
 }
 
-void tg_lifecycle_arm_fork(void)
+/* pthread_atfork is not libc's own export but a stub from libc_nonshared.a
+ * linked into us, and it lands after all of our .text: calling it would
+ * fault in a 64 KiB window of code for a few bytes (core/startup.h).  On
+ * glibc the stub is one call of __register_atfork with this object's
+ * __dso_handle (LSB Core names the interface); make that call here. */
+#ifdef __GLIBC__
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle;
+TG_STARTUP static void register_fork_child(void)
+{
+    __register_atfork(NULL, NULL, fork_child, __dso_handle);
+}
+#else
+static void register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+#endif
+
+TG_STARTUP void tg_lifecycle_arm_fork(void)
 {
     static _Atomic int armed;
-    if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1))
-        pthread_atfork(NULL, NULL, fork_child);
+    if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1)) {
+        tg_clock_init(); /* ticks are recorded from here on (core/clock.h) */
+        register_fork_child();
+    }
 }
 
-void tg_shutdown(enum tg_shutdown_why why)
+/* halt_on_race and deadlock=abort (reports/emit.h): stop the process now,
+ * after the report, with what a normal exit would leave. */
+static void halt_now(void)
+{
+    tg_shutdown(TG_SHUTDOWN_HALT);
+}
+
+/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: the set-up is a
+ * few stores, and in a Python process that guards nothing pthread_once
+ * would be one more libc function called for us alone (core/startup.h). */
+static _Atomic int activated;
+
+TG_STARTUP static void activate(void)
+{
+    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
+    tg_report_set_symbolize(tg_opts.symbolize);
+    tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
+    tg_trace_set_namer(tg_py_thread_name);
+    tg_trace_set_cuda_names(tg_cuda_fn_name, tg_cuda_kernel_name);
+    tg_emit_set_halt(halt_now);
+}
+
+TG_STARTUP void tg_activate(void)
+{
+    if (atomic_load_explicit(&activated, memory_order_acquire) == 2)
+        return;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&activated, &expect, 1)) {
+        activate();
+        atomic_store_explicit(&activated, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&activated, memory_order_acquire) != 2)
+        sched_yield(); /* another thread is setting up (stores only) */
+}
+
+TG_STARTUP int tg_activated(void)
+{
+    return atomic_load_explicit(&activated, memory_order_relaxed) != 0;
+}
+
+TG_STARTUP void tg_shutdown(enum tg_shutdown_why why)
 {
     tg_trace_close();
     tg_arm_exit_summary();

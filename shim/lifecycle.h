@@ -4,9 +4,22 @@
 #ifndef TG_LIFECYCLE_H
 #define TG_LIFECYCLE_H
 
-/* Register the fork-child list (pthread_atfork) once per process, whoever
- * comes first: the constructor, the CUDA hooks' first resolution, the first
- * benchmark.  Idempotent; any thread; one atomic load after the first call. */
+/* Set up what reports and the trace need: the report path (log_path, copied), symbolize=, trace=,
+ * the trace's namers, the halt of halt_on_race/deadlock=abort.  Once per
+ * process (a second caller waits for the first), by whoever comes first: arming (py_arm.c), the first CUDA
+ * resolution (cuda_hooks.c), the constructor where suppressions were loaded.
+ * Not from a hot path; not signal-safe. */
+void tg_activate(void);
+/* Has tg_activate run (or begun)?  Any thread; one load. */
+int tg_activated(void);
+
+/* Register the fork-child list (pthread_atfork) and take the clock's
+ * reference sample (core/clock.h) once per process, whoever comes first: the
+ * first guard installed, the CUDA hooks' first resolution, the first
+ * benchmark.  Before any of them nothing per thread or per process is kept
+ * that a child would have to reset (arming uses tg__self_busy), and no tick
+ * is recorded.
+ * Idempotent; any thread; one atomic load after the first call. */
 void tg_lifecycle_arm_fork(void);
 
 enum tg_shutdown_why {

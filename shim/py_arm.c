@@ -15,11 +15,13 @@
  * Every function here runs with the GIL held, from the audit hook, the
  * finder, a pending call or a guarded call.  None leaves an exception set. */
 #include "shim/py_arm.h"
+#include "core/startup.h"
 #include "reports/emit.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
 #include "shim/cuda_stress.h"
 #include "shim/cupti_backend.h"
+#include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -64,12 +66,13 @@ static int nbases;
 
 volatile int tg_arm_pending;
 static int armed;
+static void *main_interp; /* PyInterpreterState of the main interpreter, from arming */
 static int module_pending; /* an "import" event named a target module */
 static int summary_done;
 
 /* ---- targets ---------------------------------------------------------------- */
 
-static void add_target(const char *spec, size_t len, int user, int say)
+TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
 {
     if (ntargets == TG_MAX_TARGETS)
         return;
@@ -100,7 +103,7 @@ static void add_target(const char *spec, size_t len, int user, int say)
 
 /* say: warn about targets that can never be guarded (not where tunerguard
  * does not serve the interpreter: one line says that). */
-static void parse_targets(int say)
+TG_STARTUP static void parse_targets(int say)
 {
     if (ntargets)
         return;
@@ -115,7 +118,7 @@ static void parse_targets(int say)
     }
 }
 
-static int is_target_module(const char *name)
+TG_STARTUP static int is_target_module(const char *name)
 {
     for (int i = 0; i < ntargets; i++)
         if (strcmp(targets[i].module, name) == 0)
@@ -272,7 +275,7 @@ static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
 /* Has module mod finished running?  An import in progress marks its spec
  * with _initializing = True (importlib._bootstrap); a class named in
  * targets= may be defined further down. */
-static int module_executed(PyObject *mod)
+TG_STARTUP static int module_executed(PyObject *mod)
 {
     /* __main__ (spec None when run as a script) is running from before
      * arming to the end: its classes may come later. */
@@ -354,7 +357,7 @@ static void say_unguarded(struct target *t, PyObject *cls)
 /* Guard every target of module `name` if its class exists now.  Returns the
  * number of targets of that module still not found.  executed: the module
  * ran to its end (else its import spec says). */
-static int arm_module(const char *name, int executed)
+TG_STARTUP static int arm_module(const char *name, int executed)
 {
     int missing = 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
@@ -394,7 +397,7 @@ static int arm_module(const char *name, int executed)
     return missing;
 }
 
-static void arm_loaded_modules(void)
+TG_STARTUP static void arm_loaded_modules(void)
 {
     for (int i = 0; i < ntargets; i++)
         if (!targets[i].base)
@@ -411,7 +414,7 @@ static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssiz
                         : tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
     if (res) {
         const char *n = tg_py.PyUnicode_AsUTF8(name);
-        struct tg_thread *t = tg__self();
+        struct tg_thread *t = tg__self_busy();
         if (n) {
             t->busy++;
             arm_module(n, 1); /* its exec_module returned: it ran to the end */
@@ -426,11 +429,17 @@ static PyMethodDef exec_module_def = {"exec_module", (void *)exec_module_hook, T
 
 /* The meta-path finder's find_spec(name, path, target=None): for target
  * modules only, ask the finders after us for the spec and wrap its loader's
- * exec_module; for everything else return None at once. */
+ * exec_module; for everything else return None at once.  finder_self
+ * only tells our own finder apart in sys.meta_path: no reference of ours
+ * (the list holds the finder), so that at finalization the finder and its
+ * class go with sys.meta_path.  A finder of ours kept alive to the end
+ * pinned the obmalloc arena it was made in, which then stayed resident
+ * through finalization: +120 KiB of peak RSS in `python -c pass`
+ * (docs/benchmarks.md, "Start-up cost"). */
 static PyObject *finder_self;
 
 /* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
-static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
+TG_STARTUP static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
 {
     if (i < nargs)
         return args[i];
@@ -444,7 +453,7 @@ static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     return tg_py.none;
 }
 
-static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+TG_STARTUP static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)self;
     PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
@@ -507,7 +516,7 @@ static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return spec;
 }
 /* importlib.invalidate_caches() calls this on every finder that has it. */
-static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
+TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
@@ -515,7 +524,7 @@ static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
     return tg_py.none;
 }
 
-static PyObject *finder_repr(PyObject *self)
+TG_STARTUP static PyObject *finder_repr(PyObject *self)
 {
     (void)self;
     return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
@@ -554,32 +563,37 @@ static struct tg_type_slot finder_slots[] = {
 };
 static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
 
-static void install_finder(void)
+TG_STARTUP static void install_finder(void)
 {
     PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
-    PyObject *finder = type ? tg_py.PyObject_CallObject(type, NULL) : NULL;
+    PyObject *noargs = type ? tg_py.PyTuple_Pack(0) : NULL;
+    /* PyObject_Call, not PyObject_CallObject: the same window reason as
+     * tg_py_decref */
+    PyObject *finder = noargs ? tg_py.PyObject_Call(type, noargs, NULL) : NULL;
+    if (noargs)
+        tg_py_decref(noargs);
     PyObject *sys = tg_py.PyImport_AddModule("sys"); /* borrowed; always there */
     PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
     if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
-        finder_self = finder; /* the list and we both hold it */
+        finder_self = finder; /* identity only: the list holds it */
     } else {
         tg_py.PyErr_Clear();
-        if (finder)
-            tg_py.Py_DecRef(finder);
         tg__info(1, "could not add the import finder; targets are found through audit events only");
     }
+    if (finder)
+        tg_py_decref(finder);
     if (meta)
-        tg_py.Py_DecRef(meta);
+        tg_py_decref(meta);
     if (type)
-        tg_py.Py_DecRef(type); /* the instance holds its type */
+        tg_py_decref(type); /* the instance holds its type */
     tg_py.PyErr_Clear();
 }
 
 /* ---- pending modules ---------------------------------------------------------------- */
 
-void tg_arm_process_pending(void)
+TG_STARTUP void tg_arm_process_pending(void)
 {
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     if (t->busy)
         return;
     /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
@@ -609,13 +623,19 @@ void tg_arm_process_pending(void)
 
 /* ---- the audit hook ---------------------------------------------------------------------- */
 
-static void arm(void)
+TG_STARTUP static void arm(void)
 {
     armed = 1;
+    /* cpython.run_* is raised by the main interpreter only (Modules/main.c).
+     * Kept to tell a subinterpreter's events apart without calling
+     * PyInterpreterState_Main on each event (see tg_py_decref on why). */
+    if (tg_py.PyInterpreterState_Get)
+        main_interp = tg_py.PyInterpreterState_Get();
     if (tg_py_resolve() < 0)
         return;
+    tg_activate(); /* the report path (log_path) before its facts */
     tg_proc_arm(); /* relative report paths: the directory the program started in */
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     t->busy++;
     parse_targets(1);
     install_finder();
@@ -628,12 +648,12 @@ static void arm(void)
  * no finder, nothing guarded; one line when a target module is imported,
  * where the program would have been guarded.  The "import" event has the
  * module's name in args[0] on every version with audit hooks (3.8+). */
-static void parse_targets_quietly(void)
+TG_STARTUP static void parse_targets_quietly(void)
 {
     parse_targets(0);
 }
 
-static void unsupported_event(const char *event, PyObject *args)
+TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 {
     static int said;
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
@@ -654,7 +674,7 @@ static void unsupported_event(const char *event, PyObject *args)
                  "its tuners run unguarded", name, tg_py.version);
 }
 
-static int audit_hook(const char *event, PyObject *args, void *data)
+TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
     if (event[0] != 'c' && event[0] != 'i')
@@ -663,7 +683,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
         unsupported_event(event, args);
         return 0;
     }
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_busy();
     if (t->busy)
         return 0;
     if (!armed) {
@@ -675,8 +695,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
-    if (tg_py.PyInterpreterState_Get && tg_py.PyInterpreterState_Main &&
-        tg_py.PyInterpreterState_Get() != tg_py.PyInterpreterState_Main()) {
+    if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
         static int said;
         const char *name = event[0] == 'i' && strcmp(event, "import") == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
@@ -704,7 +723,7 @@ static int audit_hook(const char *event, PyObject *args, void *data)
     return 0;
 }
 
-void tg_arm_init(void)
+TG_STARTUP void tg_arm_init(void)
 {
     if (tg_py_resolve_hook() < 0)
         return;
@@ -714,19 +733,20 @@ void tg_arm_init(void)
 
 /* ---- exit summary --------------------------------------------------------------------------- */
 
-void tg_arm_atfork_child(void)
+TG_STARTUP void tg_arm_atfork_child(void)
 {
     summary_done = 0;
 }
 
-void tg_arm_exit_summary(void)
+TG_STARTUP void tg_arm_exit_summary(void)
 {
     if (summary_done)
         return;
     summary_done = 1;
     tg_emit_flush_repeats(); /* the repeat counts, before the line that sums them up */
-    struct tg_guard_stats s;
-    tg_guard_stats(&s);
+    struct tg_guard_stats s = {0};
+    if (tg_guard_count() > 0) /* else no guarded call, no wait: not even a look */
+        tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
     const struct tg_emit_stats *es = &est;

@@ -22,6 +22,11 @@ void tg_guard_install_markers(PyObject *cls);
 /* Is `value` a guard object tunerguard made? */
 int tg_guard_is_ours(PyObject *value);
 
+/* How many guards were installed (0: no guarded call can have happened, so
+ * tg_guard_stats has nothing to say).  GIL held, or no Python thread left
+ * (exit). */
+int tg_guard_count(void);
+
 /* Counts for the exit summary (the reports' own: reports/emit.h). */
 struct tg_guard_stats {
     uint64_t waits;        /* serialized calls */
