@@ -45,6 +45,8 @@ struct tg_tuner {
                                    TG_TUNER_STARVE_NS: unlock hands over (atomic) */
     struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held) */
     int waiters;                /* threads in it */
+    uint64_t slice_end;         /* slices ("Slices" below; the turn only): when
+                                   the holder's slice ends (ns, GIL held) */
     /* statistics */
     uint64_t sessions, races, waits, wait_ns;
     int noted;                  /* its kernel is in the summary's contended list */
@@ -116,6 +118,37 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 {
     if (waited_ns < TG_TUNER_STARVE_NS || u->waiters <= 1)
         __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
+}
+
+/* Slices: another rule for who gets a lock when others wait, for serialize's
+ * turn (shim/session.c; the tuners keep the starvation rule above).  The
+ * holder keeps the lock while others wait (it unlocks at the end of each
+ * call, the head is woken, and the holder takes the lock back by CAS when it
+ * comes back first, as a thread looping on a threading.Lock does), but only
+ * until its slice ends; then its unlock hands the lock to the head.  A slice
+ * starts when the holder is first waited for (tg_tuner_slice_start before
+ * the first tg_tuner_wait_push) and when a waiter gets the lock (after it
+ * left the FIFO); it lasts slice_ns, or fifo_ns / (waiters + 1) when that is
+ * shorter, so that a FIFO is served within fifo_ns.
+ *
+ * Why not the starvation rule there: with every thread calling in a loop,
+ * each waiter of a FIFO of seven has waited 10 ms, so once one starves every
+ * unlock is a hand-off until the FIFO has been through, a context switch and
+ * a GIL hand-off per call (an H200 at 8 threads: 0.88x of a global lock); a
+ * slice costs one hand-off per slice.  All under the GIL; `now` in ns. */
+static inline void tg_tuner_slice_start(struct tg_tuner *u, uint64_t now, uint64_t slice_ns, uint64_t fifo_ns)
+{
+    uint64_t s = fifo_ns / (uint64_t)(u->waiters + 1);
+    u->slice_end = now + (s < slice_ns ? s : slice_ns);
+    __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
+}
+
+/* Before holder t unlocks a sliced lock that others wait for: is its slice
+ * over (then the unlock hands over)?  No-op unless t holds it. */
+static inline void tg_tuner_slice_check(struct tg_tuner *u, const struct tg_thread *t, uint64_t now)
+{
+    if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) == (uint32_t)t->tid)
+        __atomic_store_n(&u->starving, u->wq_head != NULL && now >= u->slice_end, __ATOMIC_RELAXED);
 }
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the

@@ -289,37 +289,21 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
 #define TG_TURN_BYPASS_NS 100000000ull
 static struct tg_tuner turn;
 
-/* Who gets the turn when others wait: slices, not the tuners' starvation
- * rule.  A holder keeps the turn while others wait (it gives it up at the
- * end of each outermost call, wakes the FIFO's head, and takes it back by
- * CAS when it comes back first, as a thread looping on a threading.Lock
- * does), but only until its slice ends: then its next release hands the
- * turn to the head (owner = the head's tid).  A slice starts when the holder
- * is first waited for, and when a waiter gets the turn; it lasts
- * TG_TURN_SLICE_NS (CPython's own switch interval), shorter with many
- * waiters, so that a whole FIFO is served within half of TG_TURN_BYPASS_NS.
- *
- * Why not the tuners' rule (hand over once a woken waiter has waited 10 ms):
- * with every thread calling in a loop, each waiter of a FIFO of seven has
- * waited that long, so once one starves, every release is a hand-off until
- * the FIFO has been through: a context switch and a GIL hand-off per call
- * (measured on an H200 at 8 threads: 0.88x of the global lock).  A slice
- * costs one hand-off per slice.  All of it under the GIL: the turn's
- * starving flag and slice end are written only by threads that hold it. */
+/* Who gets the turn when others wait: slices (detectors/tuner_table.h,
+ * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
+ * many waiters so that the FIFO is served within half the bypass bound. */
 #define TG_TURN_SLICE_NS 5000000ull
-static uint64_t turn_slice_end; /* tg_mono_ns; GIL held */
 
 static void turn_slice_start(uint64_t now)
 {
-    uint64_t slice = TG_TURN_BYPASS_NS / 2 / (uint64_t)(turn.waiters + 1);
-    turn_slice_end = now + (slice < TG_TURN_SLICE_NS ? slice : TG_TURN_SLICE_NS);
+    tg_tuner_slice_start(&turn, now, TG_TURN_SLICE_NS, TG_TURN_BYPASS_NS / 2);
 }
 
 /* GIL held.  Uncontended (nobody waits): one load, one store, no clock. */
 static inline void release_turn(struct tg_thread *t)
 {
-    if (__builtin_expect(turn.wq_head != NULL, 0) && __atomic_load_n(&turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid)
-        __atomic_store_n(&turn.starving, tg_mono_ns() >= turn_slice_end, __ATOMIC_RELAXED); /* one clock read */
+    if (__builtin_expect(turn.wq_head != NULL, 0))
+        tg_tuner_slice_check(&turn, t, tg_mono_ns()); /* contended: one clock read */
     struct tg_thread *w = tg_tuner_unlock(&turn, t);
     if (__builtin_expect(w != NULL, 0))
         tg_park_wake(&w->park);
@@ -364,10 +348,8 @@ static int wait_for_turn(struct tg_thread *t, PyObject *inst)
     }
     uint64_t dt = tg_mono_ns() - t0;
     tg_tuner_wait_remove(&turn, t);
-    if (got) {
-        __atomic_store_n(&turn.starving, 0, __ATOMIC_RELAXED);
+    if (got)
         turn_slice_start(t0 + dt); /* this thread's slice */
-    }
     if (!got) {
         /* A holder that died keeps the turn: free it for the others. */
         pid_t dead[1];
@@ -617,7 +599,6 @@ void tg_guard_atfork_child(void)
     tg__gstats.guards = guards_kept;
     ncontended = 0;
     memset(&turn, 0, sizeof turn); /* its holder and waiters are the parent's */
-    turn_slice_end = 0;
     memset(alive_cache, 0, sizeof alive_cache);
 }
 

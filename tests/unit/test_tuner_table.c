@@ -267,6 +267,59 @@ Test(tuner_table, lock_unlock_wakes_the_head_only)
     cr_assert_eq(u->owner, 0);
 }
 
+/* Slices (the turn's rule): the holder keeps the lock, taking it back after
+ * each unlock, until its slice is over; then the unlock hands it to the
+ * head, whose own slice starts when it gets it. */
+Test(tuner_table, slices_hand_over_when_the_holder_s_slice_ends)
+{
+    struct tg_thread *a = &threads[0], *b = &threads[1], *c = &threads[2];
+    struct tg_tuner *u = tg_tuner_get(KEY(6));
+    const uint64_t ms = 1000000ull, slice = 5 * ms, fifo = 50 * ms;
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid));
+    /* b starts waiting at t = 100 ms: a's slice runs to 105. */
+    tg_tuner_slice_start(u, 100 * ms, slice, fifo);
+    tg_tuner_wait_push(u, b);
+    tg_tuner_slice_check(u, a, 101 * ms);
+    cr_assert_eq(tg_tuner_unlock(u, a), b, "the head is woken at every unlock");
+    cr_assert_eq(u->owner, 0, "within its slice the holder frees the lock");
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid), "and takes it back when it comes back first");
+    tg_tuner_slice_check(u, b, 104 * ms); /* not the holder: no effect */
+    tg_tuner_slice_check(u, a, 104 * ms);
+    cr_assert_eq(tg_tuner_unlock(u, a), b);
+    cr_assert_eq(u->owner, 0);
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid));
+    tg_tuner_wait_push(u, c);
+    tg_tuner_slice_check(u, a, 105 * ms);
+    cr_assert_eq(tg_tuner_unlock(u, a), b);
+    cr_assert_eq(u->owner, (uint32_t)b->tid, "the slice is over: handed to the head");
+    cr_assert_not(tg_tuner_try_lock(u, (uint32_t)a->tid), "the old holder queues");
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)b->tid));
+    tg_tuner_wait_remove(u, b);
+    /* b's slice: from when it got the lock, shorter with more waiters
+     * (c and a: 50 ms / 3 > 5 ms, so 5 ms still). */
+    tg_tuner_wait_push(u, a);
+    tg_tuner_slice_start(u, 106 * ms, slice, fifo);
+    cr_assert_eq(u->starving, 0);
+    tg_tuner_slice_check(u, b, 110 * ms);
+    cr_assert_eq(tg_tuner_unlock(u, b), c);
+    cr_assert_eq(u->owner, 0);
+    cr_assert(tg_tuner_try_lock(u, (uint32_t)b->tid));
+    tg_tuner_slice_check(u, b, 111 * ms);
+    cr_assert_eq(tg_tuner_unlock(u, b), c);
+    cr_assert_eq(u->owner, (uint32_t)c->tid, "FIFO order: c, then a");
+    tg_tuner_wait_remove(u, c);
+    /* Many waiters: the slice shrinks so that the FIFO is served within fifo. */
+    u->waiters = 19;
+    tg_tuner_slice_start(u, 200 * ms, slice, fifo);
+    cr_assert_eq(u->slice_end, 200 * ms + fifo / 20);
+    u->waiters = 1;
+    /* Nobody waiting: no hand-off, whatever the time. */
+    tg_tuner_wait_remove(u, a);
+    tg_tuner_slice_check(u, c, 900 * ms);
+    cr_assert_null(tg_tuner_unlock(u, c));
+    cr_assert_eq(u->owner, 0);
+}
+
 Test(tuner_table, wait_remove_from_the_middle)
 {
     struct tg_tuner *u = tg_tuner_get(KEY(6));
