@@ -46,7 +46,8 @@ ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB",
                 help="one more variant: LIB preloaded in MODE (detect or serialize), for builds side by side")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
-ap.add_argument("--from-json", default=None, help="print the tables of an earlier --json file, run nothing")
+ap.add_argument("--from-json", default=None,
+                help="print the tables of earlier --json files (comma separated: pooled), run nothing")
 a = ap.parse_args()
 steps = a.steps or (1500 if a.backend == "cpu" else 10000)
 threads = [int(x) for x in a.threads.split(",")]
@@ -110,13 +111,16 @@ os.makedirs(workdir, exist_ok=True)
 cells = []
 phases = ([] if a.cold_only else ["steady"]) + (["cold"] if a.cold or a.cold_only else [])
 a.cold = a.cold or a.cold_only
-if a.from_json:
-    with open(a.from_json) as f:
-        cells = json.load(f)
+if a.from_json:  # one file, or several (comma separated): their cells pooled
+    for i, path in enumerate(a.from_json.split(",")):
+        with open(path) as f:
+            for c in json.load(f):
+                c["round"] += 1000 * i
+                cells.append(c)
     phases = []
     a.cold = any(c.get("phase") == "cold" for c in cells)
     threads = sorted({c["threads"] for c in cells})
-    a.rounds = max(c["round"] for c in cells) + 1
+    a.rounds = len({c["round"] for c in cells})
     steps = a.steps or "?"
 for phase in phases:
     for n in threads:

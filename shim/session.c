@@ -277,7 +277,7 @@ static int wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *ins
  *
  * So the outermost guarded call of a thread first takes the process's turn,
  * a lock of the same kind as a tuner's (a static struct tg_tuner: CAS, FIFO,
- * wake-one, hand-off when a waiter starves), then the tuner's own.  A thread
+ * wake-one; handed on in slices, below), then the tuner's own.  A thread
  * that holds the turn calls tuners inside tuners freely (its nested sessions
  * take only their tuners' locks).  The turn is only a preference: a thread
  * that has waited TG_TURN_BYPASS_NS for it goes on without it, to its tuner's
