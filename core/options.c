@@ -19,27 +19,44 @@ struct tg_options tg_opts;
 
 enum opt_kind { K_ENUM, K_STRING, K_INT, K_BOOL };
 
+/* The text the constructor reads (names, defaults, the values of an enum)
+ * is inside the row, not behind a pointer to .rodata: a process that never
+ * imports a target reads only this table, in the RELRO pages
+ * (TG_STARTUP_RODATA, core/startup.h).  Messages and help stay pointers:
+ * only an error or help=1 reads them. */
+#define OPT_NAME_MAX 20
+#define OPT_DEF_MAX 12
+#define OPT_ENUM_MAX 3
 struct opt_row {
-    const char *name;
+    char name[OPT_NAME_MAX];
     enum opt_kind kind;
     int lo, hi;
-    const char *const *names; /* K_ENUM: value i is names[i]; NULL-terminated */
-    const char *choices;      /* K_ENUM: "a, b, c" for messages */
-    const char *def;
+    char names[OPT_ENUM_MAX][10]; /* K_ENUM: value i is names[i]; "" after the last */
+    const char *choices;          /* K_ENUM: "a, b, c" for messages */
+    char def[OPT_DEF_MAX];
     const char *help;
     size_t offset;
 };
 
-static const char *const mode_names[] = {"off", "detect", "serialize", NULL};
-static const char *const deadlock_names[] = {"proceed", "abort", NULL};
+#define TG_KIND_MODE K_ENUM, 0, 0, {"off", "detect", "serialize"}, "detect, serialize, off"
+#define TG_KIND_DEADLOCK K_ENUM, 0, 0, {"proceed", "abort"}, "proceed, abort"
+#define TG_KIND_STRING K_STRING, 0, 0, {""}, NULL
+#define TG_KIND_INT(lo, hi) K_INT, lo, hi, {""}, NULL
+#define TG_KIND_BOOL K_BOOL, 0, 1, {""}, NULL
 
-#define TG_KIND_MODE K_ENUM, 0, 0, mode_names, "detect, serialize, off"
-#define TG_KIND_DEADLOCK K_ENUM, 0, 0, deadlock_names, "proceed, abort"
-#define TG_KIND_STRING K_STRING, 0, 0, NULL, NULL
-#define TG_KIND_INT(lo, hi) K_INT, lo, hi, NULL, NULL
-#define TG_KIND_BOOL K_BOOL, 0, 1, NULL, NULL
+#define TG_OPTION(name, type, def, help)                                                              \
+    _Static_assert(sizeof #name <= OPT_NAME_MAX && sizeof def <= OPT_DEF_MAX, "options.inc: " #name \
+                   "'s name or default is longer than struct opt_row holds");
+#include "options.inc"
+#undef TG_OPTION
 
-static const struct opt_row rows[] = {
+enum {
+#define TG_OPTION(name, type, def, help) ROW_##name,
+#include "options.inc"
+#undef TG_OPTION
+};
+
+static const struct opt_row rows[] TG_STARTUP_RODATA = {
 #define TG_OPTION(name, type, def, help) {#name, TG_KIND_##type, def, help, offsetof(struct tg_options, name)},
 #include "options.inc"
 #undef TG_OPTION
@@ -48,7 +65,7 @@ static const struct opt_row rows[] = {
 
 const char *tg_mode_name(int mode)
 {
-    return (mode >= 0 && mode < 3) ? mode_names[mode] : "?";
+    return (mode >= 0 && mode < OPT_ENUM_MAX) ? rows[ROW_mode].names[mode] : "?";
 }
 
 static void valid_keys(char *buf, size_t len)
@@ -118,7 +135,7 @@ TG_STARTUP static int set_value(struct tg_options *o, const struct opt_row *r, c
     char *slot = (char *)o + r->offset;
     switch (r->kind) {
     case K_ENUM:
-        for (int m = 0; r->names[m]; m++) {
+        for (int m = 0; m < OPT_ENUM_MAX && r->names[m][0]; m++) {
             if (strlen(r->names[m]) == vlen && strncmp(val, r->names[m], vlen) == 0) {
                 *(int *)slot = m;
                 return 0;

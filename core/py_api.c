@@ -123,9 +123,12 @@ TG_STARTUP static void *lookup(const char *name)
 
 /* ---- the table ---------------------------------------------------------------- */
 
+/* Looked up in every process the preload enters (core/startup.h). */
+static const char audit_hook_fn[] TG_STARTUP_RODATA = "PySys_AddAuditHook";
+
 TG_STARTUP int tg_py_present(void)
 {
-    return sym_defined("PySys_AddAuditHook");
+    return sym_defined(audit_hook_fn);
 }
 
 TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
@@ -144,7 +147,7 @@ TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded
 
 TG_STARTUP int tg_py_resolve_hook(void)
 {
-    tg_py.PySys_AddAuditHook = lookup("PySys_AddAuditHook");
+    tg_py.PySys_AddAuditHook = lookup(audit_hook_fn);
     if (!tg_py.PySys_AddAuditHook)
         return -1;
     /* Only Py_GetVersion exists on every version (Py_Version is 3.11+); it

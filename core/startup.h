@@ -16,4 +16,15 @@
 
 #define TG_STARTUP __attribute__((section(".text.startup.tg")))
 
+/* TG_STARTUP_RODATA: read-only data the constructor's path reads in every
+ * process (the option table's names and defaults, the few names it looks
+ * up).  Left to the compiler, their text would go to .rodata, whose segment
+ * is one fault-around window of its own (64 KiB: .rodata, .eh_frame) that
+ * a program such as /bin/true would map for those few bytes alone.  This
+ * section is merged into .data.rel.ro, the RELRO pages ld.so writes while
+ * relocating us in every process anyway, and is read-only once relocation
+ * is done.  At most one object per translation unit may carry it (GCC
+ * refuses one section for data with relocations and data without). */
+#define TG_STARTUP_RODATA __attribute__((section(".data.rel.ro.startup.tg")))
+
 #endif

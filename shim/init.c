@@ -9,6 +9,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
+#include "core/startup.h"
 #include "shim/lifecycle.h"
 #include "shim/py_arm.h"
 #include "reports/suppress_load.h"
@@ -26,10 +27,12 @@
  * the first guard or CUDA resolution (tg_lifecycle_arm_fork): elsewhere their
  * pages and libc functions are not paid for (docs/benchmarks.md, "Start-up
  * cost"). */
+static const char options_env[] TG_STARTUP_RODATA = "TUNERGUARD_OPTIONS";
+
 __attribute__((constructor)) static void tg_init(void)
 {
     char err[768];
-    if (tg_options_parse(getenv("TUNERGUARD_OPTIONS"), &tg_opts, err, sizeof err) < 0) {
+    if (tg_options_parse(getenv(options_env), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);
         _exit(2);
     }
