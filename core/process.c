@@ -93,9 +93,14 @@ static void printable(char *dst, size_t len, const char *s)
     dst[o] = '\0';
 }
 
+/* Read at arming in every Python process: in RELRO, not .rodata
+ * (TG_STARTUP_RODATA, core/startup.h). */
+static const char rank_env[] TG_STARTUP_RODATA = "RANK";
+static const char to_stderr[] TG_STARTUP_RODATA = "stderr";
+
 TG_STARTUP static void compute_unlocked(void)
 {
-    const char *env = getenv("RANK");
+    const char *env = getenv(rank_env);
     int r = parse_rank(env);
     facts_rank = r >= 0 ? r : -1;
     facts_say = SAY_NONE;
@@ -104,7 +109,7 @@ TG_STARTUP static void compute_unlocked(void)
         facts_say = SAY_RANK;
     }
 
-    facts_to_stderr = strcmp(cfg_path, "stderr") == 0;
+    facts_to_stderr = strcmp(cfg_path, to_stderr) == 0;
     int from_cfg = !facts_to_stderr && cfg_len;
     const char *base = from_cfg ? cfg_path : "tunerguard";
     size_t base_len = from_cfg ? cfg_len : strlen(base);

@@ -123,12 +123,30 @@ TG_STARTUP static void *lookup(const char *name)
 
 /* ---- the table ---------------------------------------------------------------- */
 
-/* Looked up in every process the preload enters (core/startup.h). */
-static const char audit_hook_fn[] TG_STARTUP_RODATA = "PySys_AddAuditHook";
+/* The names this file looks up, as text inside one object in RELRO
+ * (TG_STARTUP_RODATA, core/startup.h): PySys_AddAuditHook is looked up in
+ * every process the preload enters, the table at arming in every Python
+ * process, target or not; neither then reads a page of .rodata.  One
+ * member per name: names.PyErr_Clear is "PyErr_Clear". */
+static const struct py_names {
+#define TG_PYFN(req, ret, name, params) char name[sizeof #name];
+#include "py_api.inc"
+#undef TG_PYFN
+    char Py_GetVersion[sizeof "Py_GetVersion"];
+    char _Py_NoneStruct[sizeof "_Py_NoneStruct"];
+    char free_threading[sizeof "free-threading"];
+} names TG_STARTUP_RODATA = {
+#define TG_PYFN(req, ret, name, params) #name,
+#include "py_api.inc"
+#undef TG_PYFN
+    "Py_GetVersion",
+    "_Py_NoneStruct",
+    "free-threading",
+};
 
 TG_STARTUP int tg_py_present(void)
 {
-    return sym_defined(audit_hook_fn);
+    return sym_defined(names.PySys_AddAuditHook);
 }
 
 TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded)
@@ -141,22 +159,24 @@ TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded
     }
     *minor = m;
     /* "3.13.0 experimental free-threading build (main, ...)" */
-    *free_threaded = v && strstr(v, "free-threading") != NULL;
+    *free_threaded = v && strstr(v, names.free_threading) != NULL;
     return m >= 9 && !*free_threaded ? 0 : -1;
 }
 
 TG_STARTUP int tg_py_resolve_hook(void)
 {
-    tg_py.PySys_AddAuditHook = lookup(audit_hook_fn);
+    tg_py.PySys_AddAuditHook = lookup(names.PySys_AddAuditHook);
     if (!tg_py.PySys_AddAuditHook)
         return -1;
     /* Only Py_GetVersion exists on every version (Py_Version is 3.11+); it
      * returns a static string, callable before Py_Initialize. */
-    const char *(*getv)(void) = (const char *(*)(void))lookup("Py_GetVersion");
+    const char *(*getv)(void) = (const char *(*)(void))lookup(names.Py_GetVersion);
     const char *v = getv ? getv() : NULL;
     tg_py.supported = tg_py_version_parse(v, &tg_py.minor, &tg_py.free_threaded) == 0;
     if (v) {
-        size_t n = strcspn(v, " ");
+        size_t n = 0; /* up to the first space (strcspn: one more libc function) */
+        while (v[n] && v[n] != ' ')
+            n++;
         if (n >= sizeof tg_py.version)
             n = sizeof tg_py.version - 1;
         memcpy(tg_py.version, v, n);
@@ -169,9 +189,9 @@ TG_STARTUP int tg_py_resolve_unsupported(void)
 {
     static int done; /* 1 resolved, -1 not; a data race of equal stores at worst */
     if (!done) {
-        tg_py.PyTuple_GetItem = lookup("PyTuple_GetItem");
-        tg_py.PyUnicode_AsUTF8 = lookup("PyUnicode_AsUTF8");
-        tg_py.PyErr_Clear = lookup("PyErr_Clear");
+        tg_py.PyTuple_GetItem = lookup(names.PyTuple_GetItem);
+        tg_py.PyUnicode_AsUTF8 = lookup(names.PyUnicode_AsUTF8);
+        tg_py.PyErr_Clear = lookup(names.PyErr_Clear);
         done = tg_py.PyTuple_GetItem && tg_py.PyUnicode_AsUTF8 && tg_py.PyErr_Clear ? 1 : -1;
     }
     return done > 0 ? 0 : -1;
@@ -188,14 +208,14 @@ TG_STARTUP int tg_py_resolve(void)
     /* A required name is there on every version tg_py_resolve_hook accepted:
      * one dlsym each.  An optional one is looked for first. */
 #define TG_PYFN(req, ret, name, params)                                           \
-    tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, #name) : lookup(#name)); \
+    tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, names.name) : lookup(names.name)); \
     if (req && !tg_py.name) {                                                     \
         (void)dlerror(); /* a broken libpython: our failed lookup is not news */  \
         return -1;                                                                \
     }
 #include "py_api.inc"
 #undef TG_PYFN
-    tg_py.none = (PyObject *)tg_real_sym(RTLD_DEFAULT, "_Py_NoneStruct");
+    tg_py.none = (PyObject *)tg_real_sym(RTLD_DEFAULT, names._Py_NoneStruct);
     if (!tg_py.none) {
         (void)dlerror();
         return -1;

@@ -7,6 +7,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+/* Read at arming in every Python process: in RELRO, not .rodata
+ * (TG_STARTUP_RODATA, core/startup.h). */
+static const struct {
+    char dlsym[sizeof "dlsym"];
+    char versions[3][sizeof "GLIBC_2.2.5"];
+} text TG_STARTUP_RODATA = {"dlsym", {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"}};
+
 TG_STARTUP tg__dlsym_fn tg__real_dlsym(void)
 {
     static _Atomic(tg__dlsym_fn) real;
@@ -14,9 +21,8 @@ TG_STARTUP tg__dlsym_fn tg__real_dlsym(void)
     if (__builtin_expect(f != NULL, 1))
         return f;
     /* dlvsym is not interposed by tunerguard, so this cannot recurse */
-    static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
-    for (size_t i = 0; !f && i < sizeof versions / sizeof versions[0]; i++)
-        f = (tg__dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    for (size_t i = 0; !f && i < sizeof text.versions / sizeof text.versions[0]; i++)
+        f = (tg__dlsym_fn)dlvsym(RTLD_NEXT, text.dlsym, text.versions[i]);
     if (!f) {
         tg__warn("cannot find the real dlsym (dlvsym GLIBC_2.34/2.2.5/2.17); aborting");
         abort();

@@ -34,8 +34,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The text that arming, the audit hook and the finder's negative answer
+ * read in every Python process, target or not: in RELRO, not .rodata
+ * (TG_STARTUP_RODATA, core/startup.h).  Text only the target path, a
+ * report or a warning reads stays ordinary literals. */
+#define TG_STARTUP_TEXT(var, text) static const char var[] TG_STARTUP_RODATA = text
+TG_STARTUP_TEXT(ev_run_prefix, "cpython.run_");
+TG_STARTUP_TEXT(ev_import, "import");
+TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
+TG_STARTUP_TEXT(txt_sys, "sys");
+TG_STARTUP_TEXT(txt_meta_path, "meta_path");
+TG_STARTUP_TEXT(txt_find_spec, "find_spec");
+TG_STARTUP_TEXT(txt_invalidate_caches, "invalidate_caches");
+TG_STARTUP_TEXT(txt_finder_name, "tunerguard.Finder");
+TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
+                                "modules are imported; finds nothing itself.");
+
 /* Built-in targets; targets= adds to them. */
-static const char *const builtin_targets[] = {
+static const char builtin_targets[][64] TG_STARTUP_RODATA = {
     "triton.runtime.autotuner:Autotuner.run",
     "triton.runtime.autotuner:Autotuner.warmup",
     "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
@@ -72,6 +88,18 @@ static int summary_done;
 
 /* ---- targets ---------------------------------------------------------------- */
 
+/* snprintf(dst, size, "%s", src) without snprintf (a libc function, and its
+ * format a .rodata literal, in a process that imports no target). */
+TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    while (src[n] && n + 1 < size) {
+        dst[n] = src[n];
+        n++;
+    }
+    dst[n] = '\0';
+}
+
 TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
 {
     if (ntargets == TG_MAX_TARGETS)
@@ -88,9 +116,9 @@ TG_STARTUP static void add_target(const char *spec, size_t len, int user, int sa
     *colon = '\0';
     *dot = '\0';
     struct target *t = &targets[ntargets++];
-    snprintf(t->module, sizeof t->module, "%s", buf);
-    snprintf(t->cls, sizeof t->cls, "%s", colon + 1);
-    snprintf(t->method, sizeof t->method, "%s", dot + 1);
+    copy_cut(t->module, sizeof t->module, buf);
+    copy_cut(t->cls, sizeof t->cls, colon + 1);
+    copy_cut(t->method, sizeof t->method, dot + 1);
     t->user = user;
     if (say && user && strcmp(t->module, "__main__") == 0) {
         /* arming runs before the script does, and the script is never
@@ -535,9 +563,9 @@ TG_STARTUP static PyObject *finder_repr(PyObject *self)
  * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
  * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
 static PyMethodDef finder_methods[] = {
-    {"find_spec", (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
+    {txt_find_spec, (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
      "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
-    {"invalidate_caches", (void *)invalidate_caches, TG_METH_NOARGS, NULL},
+    {txt_invalidate_caches, (void *)invalidate_caches, TG_METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 struct tg_type_slot {
@@ -555,13 +583,12 @@ struct tg_type_spec {
 #define TG_TP_REPR 66
 #define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
 static struct tg_type_slot finder_slots[] = {
-    {TG_TP_DOC, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
-                "modules are imported; finds nothing itself."},
+    {TG_TP_DOC, (void *)txt_finder_doc},
     {TG_TP_METHODS, finder_methods},
     {TG_TP_REPR, (void *)finder_repr},
     {0, NULL},
 };
-static struct tg_type_spec finder_spec = {"tunerguard.Finder", 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
+static struct tg_type_spec finder_spec = {txt_finder_name, 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
 
 TG_STARTUP static void install_finder(void)
 {
@@ -572,8 +599,8 @@ TG_STARTUP static void install_finder(void)
     PyObject *finder = noargs ? tg_py.PyObject_Call(type, noargs, NULL) : NULL;
     if (noargs)
         tg_py_decref(noargs);
-    PyObject *sys = tg_py.PyImport_AddModule("sys"); /* borrowed; always there */
-    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
+    PyObject *sys = tg_py.PyImport_AddModule(txt_sys); /* borrowed; always there */
+    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, txt_meta_path) : NULL;
     if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
         finder_self = finder; /* identity only: the list holds it */
     } else {
@@ -657,7 +684,7 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 {
     static int said;
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
-    if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, "import") != 0)
+    if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, ev_import) != 0)
         return;
     if (tg_py_resolve_unsupported() < 0)
         return;
@@ -688,7 +715,8 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         return 0;
     if (!armed) {
         /* Arm once the interpreter is about to run user code. */
-        if (strncmp(event, "cpython.run_", 12) == 0 && tg_py_resolve() == 0 && tg_py.Py_IsInitialized())
+        if (strncmp(event, ev_run_prefix, sizeof ev_run_prefix - 1) == 0 && tg_py_resolve() == 0 &&
+            tg_py.Py_IsInitialized())
             arm();
         return 0;
     }
@@ -697,7 +725,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
      * must not become our targets), with one line once per process. */
     if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
         static int said;
-        const char *name = event[0] == 'i' && strcmp(event, "import") == 0
+        const char *name = event[0] == 'i' && strcmp(event, ev_import) == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
         if (name && is_target_module(name) && !said++)
             tg__warn("%s imported in a subinterpreter: subinterpreters are not supported, their tuner calls "
@@ -705,14 +733,14 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         tg_py.PyErr_Clear();
         return 0;
     }
-    if (strcmp(event, "import") == 0) {
+    if (strcmp(event, ev_import) == 0) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
         if (name && is_target_module(name)) {
             module_pending = 1;
             tg_arm_pending = 1;
         }
         tg_py.PyErr_Clear();
-    } else if (strcmp(event, "cpython._PySys_ClearAuditHooks") == 0) {
+    } else if (strcmp(event, ev_clear_hooks) == 0) {
         tg_arm_exit_summary();
         return 0;
     }
