@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-struct tg_py_api tg_py;
+struct tg_py_api tg_py TG_STARTUP_DATA; /* written in every process (core/startup.h) */
 
 /* ---- symbol tables of the loaded objects ------------------------------------- */
 
@@ -187,7 +187,7 @@ TG_STARTUP int tg_py_resolve_hook(void)
 
 TG_STARTUP int tg_py_resolve_unsupported(void)
 {
-    static int done; /* 1 resolved, -1 not; a data race of equal stores at worst */
+    static int done TG_STARTUP_DATA; /* 1 resolved, -1 not; a data race of equal stores at worst */
     if (!done) {
         tg_py.PyTuple_GetItem = lookup(names.PyTuple_GetItem);
         tg_py.PyUnicode_AsUTF8 = lookup(names.PyUnicode_AsUTF8);
@@ -199,7 +199,7 @@ TG_STARTUP int tg_py_resolve_unsupported(void)
 
 TG_STARTUP int tg_py_resolve(void)
 {
-    static int done;
+    static int done TG_STARTUP_DATA;
     if (done)
         return done > 0 ? 0 : -1;
     done = -1;

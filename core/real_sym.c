@@ -16,7 +16,7 @@ static const struct {
 
 TG_STARTUP tg__dlsym_fn tg__real_dlsym(void)
 {
-    static _Atomic(tg__dlsym_fn) real;
+    static _Atomic(tg__dlsym_fn) real TG_STARTUP_DATA;
     tg__dlsym_fn f = atomic_load_explicit(&real, memory_order_relaxed);
     if (__builtin_expect(f != NULL, 1))
         return f;

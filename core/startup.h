@@ -27,4 +27,12 @@
  * refuses one section for data with relocations and data without). */
 #define TG_STARTUP_RODATA __attribute__((section(".data.rel.ro.startup.tg")))
 
+/* TG_STARTUP_DATA: a variable, zero or not, that the constructor or arming
+ * writes in every process (or every Python process).  In .bss it would be
+ * a page of its own wherever it happens to fall (.bss is 15 MiB, and each
+ * written page is a page of RSS); in .data it shares the one page that
+ * ld.so's relocation of .got.plt writes anyway.  Small variables only: the
+ * section is file space. */
+#define TG_STARTUP_DATA __attribute__((section(".data.startup.tg")))
+
 #endif

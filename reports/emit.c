@@ -20,7 +20,7 @@ static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tg_report report; /* the one record of GIL-held reporters, under report_mu */
 
 static struct tg_emit_stats stats; /* every field updated atomically */
-static void (*halt_fn)(void);
+static void (*halt_fn)(void) TG_STARTUP_DATA; /* written at arming (core/startup.h) */
 
 /* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
  * one bug: the tuner instance and the call sites into it of both threads

@@ -27,7 +27,7 @@
 
 _Static_assert((TG_TRACE_RING & (TG_TRACE_RING - 1)) == 0, "TG_TRACE_RING must be a power of 2");
 
-int tg_trace_on;
+int tg_trace_on TG_STARTUP_DATA; /* these four: written at arming (core/startup.h) */
 
 /* ---- rings ----------------------------------------------------------------- */
 
@@ -57,9 +57,9 @@ static __thread int tg__no_ring;
 /* ---- the writer side (under tg__trace_mu) ---------------------------------- */
 
 static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
-static void (*tg__namer)(unsigned long, char *, int);
-static const char *(*tg__fn_name)(unsigned);
-static const char *(*tg__kernel_name)(unsigned long long, char *, size_t);
+static void (*tg__namer)(unsigned long, char *, int) TG_STARTUP_DATA;
+static const char *(*tg__fn_name)(unsigned) TG_STARTUP_DATA;
+static const char *(*tg__kernel_name)(unsigned long long, char *, size_t) TG_STARTUP_DATA;
 static long tg__cap = TG_TRACE_DEFAULT_CAP;
 static char tg__path[TG_PROC_PATH_MAX];
 static struct tg_proc_file tg__file;              /* under the mutex: 4 KB */
