@@ -129,14 +129,14 @@ TG_STARTUP static void *lookup(const char *name)
  * process, target or not; neither then reads a page of .rodata.  One
  * member per name: names.PyErr_Clear is "PyErr_Clear". */
 static const struct py_names {
-#define TG_PYFN(req, ret, name, params) char name[sizeof #name];
+#define TG_PYFN(req, when, ret, name, params) char name[sizeof #name];
 #include "py_api.inc"
 #undef TG_PYFN
     char Py_GetVersion[sizeof "Py_GetVersion"];
     char _Py_NoneStruct[sizeof "_Py_NoneStruct"];
     char free_threading[sizeof "free-threading"];
 } names TG_STARTUP_RODATA = {
-#define TG_PYFN(req, ret, name, params) #name,
+#define TG_PYFN(req, when, ret, name, params) #name,
 #include "py_api.inc"
 #undef TG_PYFN
     "Py_GetVersion",
@@ -197,6 +197,28 @@ TG_STARTUP int tg_py_resolve_unsupported(void)
     return done > 0 ? 0 : -1;
 }
 
+/* A required name is there on every version tg_py_resolve_hook accepted:
+ * one dlsym each.  An optional one is looked for first.  Resolves the rows
+ * of py_api.inc whose `when` is part; -1 at the first required one missing. */
+TG_STARTUP static int resolve_part(char part)
+{
+#define TG_PYFN_A 'A'
+#define TG_PYFN_G 'G'
+#define TG_PYFN(req, when, ret, name, params)                                                           \
+    if (TG_PYFN_##when == part) {                                                                      \
+        tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, names.name) : lookup(names.name)); \
+        if (req && !tg_py.name) {                                                                      \
+            (void)dlerror(); /* a broken libpython: our failed lookup is not news */                   \
+            return -1;                                                                                 \
+        }                                                                                              \
+    }
+#include "py_api.inc"
+#undef TG_PYFN
+#undef TG_PYFN_A
+#undef TG_PYFN_G
+    return 0;
+}
+
 TG_STARTUP int tg_py_resolve(void)
 {
     static int done TG_STARTUP_DATA;
@@ -205,16 +227,8 @@ TG_STARTUP int tg_py_resolve(void)
     done = -1;
     if (!tg_py.PySys_AddAuditHook || !tg_py.supported)
         return -1;
-    /* A required name is there on every version tg_py_resolve_hook accepted:
-     * one dlsym each.  An optional one is looked for first. */
-#define TG_PYFN(req, ret, name, params)                                           \
-    tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, names.name) : lookup(names.name)); \
-    if (req && !tg_py.name) {                                                     \
-        (void)dlerror(); /* a broken libpython: our failed lookup is not news */  \
-        return -1;                                                                \
-    }
-#include "py_api.inc"
-#undef TG_PYFN
+    if (resolve_part('A') < 0)
+        return -1;
     tg_py.none = (PyObject *)tg_real_sym(RTLD_DEFAULT, names._Py_NoneStruct);
     if (!tg_py.none) {
         (void)dlerror();
@@ -222,4 +236,12 @@ TG_STARTUP int tg_py_resolve(void)
     }
     done = 1;
     return 0;
+}
+
+int tg_py_resolve_guards(void)
+{
+    static int done; /* under the GIL, like arming */
+    if (!done)
+        done = tg_py_resolve() == 0 && resolve_part('G') == 0 ? 1 : -1;
+    return done > 0 ? 0 : -1;
 }

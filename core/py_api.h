@@ -30,7 +30,7 @@ typedef struct {
 #define TG_VECTORCALL_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
 
 struct tg_py_api {
-#define TG_PYFN(req, ret, name, params) ret(*name) params;
+#define TG_PYFN(req, when, ret, name, params) ret(*name) params;
 #include "py_api.inc"
 #undef TG_PYFN
     PyObject *none;        /* &_Py_NoneStruct */
@@ -70,10 +70,20 @@ static inline void tg_py_decref(PyObject *o)
  * Py_GetVersion; leaves dlerror() as it was. */
 int tg_py_resolve_hook(void);
 
-/* The rest of the table, once, at arming (GIL held).  Returns 0 when the
- * interpreter is one tunerguard serves (tg_py.supported) and every required
- * function is there, -1 otherwise (then nothing is armed). */
+/* The arming part of the table (py_api.inc, when = A), once, at arming (GIL
+ * held): what arming, the audit hook and the finder's answer for a module
+ * that is no target call.  Returns 0 when the interpreter is one tunerguard
+ * serves (tg_py.supported) and every required function of that part is
+ * there, -1 otherwise (then nothing is armed). */
 int tg_py_resolve(void);
+
+/* The rest (when = G), once, with the first target module (a target's
+ * module found in sys.modules or by the finder), before any guard exists:
+ * a process that imports no target pays no dlsym for it.  0, or -1 when a
+ * required function is missing (then nothing is guarded).  Until it has
+ * returned 0 those pointers are NULL: whatever calls one runs only where a
+ * guard was installed. */
+int tg_py_resolve_guards(void);
 
 /* Where the interpreter is not served: PyTuple_GetItem, PyUnicode_AsUTF8 and
  * PyErr_Clear only (enough to read an "import" audit event).  0 or -1. */
@@ -89,8 +99,9 @@ int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
  * from the constructor. */
 int tg_py_present(void);
 
-/* Does this thread hold the GIL?  0 in a process without Python (the
- * function is not resolved there).  PyGILState_Check is a TLS read and a
+/* Does this thread hold the GIL?  0 in a process without Python or before
+ * the first target module (the function is not resolved there; no guard
+ * exists then either).  PyGILState_Check is a TLS read and a
  * compare; for slow paths (isolate_tuning, a report). */
 static inline int tg_py_gil_held(void)
 {

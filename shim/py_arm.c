@@ -390,6 +390,10 @@ TG_STARTUP static int arm_module(const char *name, int executed)
     int missing = 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
     PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    /* A target's module is there: the rest of the API table, before any of
+     * it is called (core/py_api.h).  Missing parts: nothing to guard. */
+    if (mod && tg_py_resolve_guards() < 0)
+        return 0;
     for (int i = 0; i < ntargets; i++) {
         struct target *t = &targets[i];
         if (strcmp(t->module, name) != 0 || t->base)
@@ -486,7 +490,7 @@ TG_STARTUP static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_
     (void)self;
     PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
     const char *name = fullname != tg_py.none ? tg_py.PyUnicode_AsUTF8(fullname) : NULL;
-    if (!name || !is_target_module(name)) {
+    if (!name || !is_target_module(name) || tg_py_resolve_guards() < 0) {
         tg_py.PyErr_Clear();
         tg_py.Py_IncRef(tg_py.none);
         return tg_py.none;
