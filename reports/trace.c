@@ -27,7 +27,10 @@
 
 _Static_assert((TG_TRACE_RING & (TG_TRACE_RING - 1)) == 0, "TG_TRACE_RING must be a power of 2");
 
-int tg_trace_on TG_STARTUP_DATA; /* these four: written at arming (core/startup.h) */
+/* Read by every CUDA hook: left in .bss, on no cache line that start-up
+ * data shares, and not written where it stays 0 (tg_trace_configure), so
+ * that its page costs nothing in a process that does not trace. */
+int tg_trace_on;
 
 /* ---- rings ----------------------------------------------------------------- */
 
@@ -57,6 +60,7 @@ static __thread int tg__no_ring;
 /* ---- the writer side (under tg__trace_mu) ---------------------------------- */
 
 static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
+/* The next three: written at arming (TG_STARTUP_DATA, core/startup.h). */
 static void (*tg__namer)(unsigned long, char *, int) TG_STARTUP_DATA;
 static const char *(*tg__fn_name)(unsigned) TG_STARTUP_DATA;
 static const char *(*tg__kernel_name)(unsigned long long, char *, size_t) TG_STARTUP_DATA;
@@ -93,7 +97,8 @@ static struct {
 
 TG_STARTUP void tg_trace_configure(int on, long cap)
 {
-    tg_trace_on = on != 0;
+    if (tg_trace_on != (on != 0)) /* no write of 0 over 0: see tg_trace_on */
+        tg_trace_on = on != 0;
     tg__cap = cap >= 0 ? cap : TG_TRACE_DEFAULT_CAP;
     /* Timestamps are CLOCK_MONOTONIC itself (system-wide since boot), so the
      * traces of several processes on one host line up when merged. */
