@@ -163,6 +163,8 @@ def _platform_tag(elves):
             text = subprocess.run([readelf, "-V", "--wide", path], capture_output=True, text=True).stdout
             for major, minor in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", text):
                 need = max(need, (int(major), int(minor)))
+            if "Name: GLIBC_ABI_DT_RELR" in text:  # packed relocations (TG_RELR=ON): glibc 2.36 reads them
+                need = max(need, (2, 36))
         return "manylinux_%d_%d_%s" % (need[0], need[1], arch)
     return "linux_" + arch
 
