@@ -121,7 +121,7 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 }
 
 /* Slices: another rule for who gets a lock when others wait, for serialize's
- * turn (shim/session.c; the tuners keep the starvation rule above).  The
+ * turn (shim/serialize_wait.c; the tuners keep the starvation rule above).  The
  * holder keeps the lock while others wait (it unlocks at the end of each
  * call, the head is woken, and the holder takes the lock back by CAS when it
  * comes back first, as a thread looping on a threading.Lock does), but only

@@ -1,12 +1,14 @@
 /* Internal to the guard (shim/guard_install.c, shim/session.c,
- * shim/report_capture.c): the guard record and the calls between the three.
+ * shim/serialize_wait.c, shim/report_capture.c): the guard record and the
+ * calls between them.
  *
  *   guard_install.c   the mechanism: guard records, their trampolines, the
  *                     method descriptors put on classes, the replaced-method
  *                     check
  *   session.c         the policy of a guarded call: enter / leave on the
- *                     tuner table, the serialize wait, threads that died
- *                     inside, the counts of the exit summary
+ *                     tuner table, the counts of the exit summary
+ *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
+ *                     that died inside (shim/serialize_wait.h)
  *   report_capture.c  the reports those find (race, race seen at exit,
  *                     exception, deadlock, wait timeout, holder died, method
  *                     replaced): views of threads, handed to reports/emit.h

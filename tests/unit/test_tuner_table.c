@@ -2,7 +2,7 @@
  * thread is a race (detect) or a wait (serialize), leave ends a session only
  * at its last level, occupant overflow, the key -> entry map, fork reset,
  * serialize's lock (CAS, FIFO, wake-one, hand-off when starving), and real
- * wake-ups of parked threads (core/park.h), as shim/session.c waits.
+ * wake-ups of parked threads (core/park.h), as shim/serialize_wait.c waits.
  *
  * Criterion runs each test in its own process, so the static table starts
  * empty in every test. */
@@ -378,7 +378,7 @@ Test(tuner_table, reap_frees_the_lock_of_a_dead_owner)
 
 /* ---- real waits and wake-ups (core/park.h) ----------------------------------
  *
- * Each waiter does what shim/session.c's wait_for_tuner does without the
+ * Each waiter does what shim/serialize_wait.c's tg__wait_for_tuner does without the
  * GIL: read its park word, try the lock, park, and try again when woken.  A
  * holder unlocks and wakes the head (tg_tuner_unlock + tg_park_wake).  With
  * several waiters every unlock must wake one, and each waiter must end up

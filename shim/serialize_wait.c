@@ -1,0 +1,323 @@
+/* serialize's waits: the wait for a tuner's lock and for the process's
+ * turn (both released with the GIL while they block), the turn's slices,
+ * the release of holds of threads that died inside, and the list of kernels
+ * that made a thread wait (the summary).  The guarded call that uses them is
+ * shim/session.c; the locks themselves are detectors/tuner_table.h.
+ *
+ * Everything here runs with the GIL held, except the blocked stretches of
+ * park_for. */
+#include "shim/serialize_wait.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/park.h"
+#include "core/py_attr.h"
+#include "core/thread_state.h"
+#include "reports/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Kernels that made a thread wait (serialize), for the summary. */
+#define TG_MAX_CONTENDED 16
+static char contended[TG_MAX_CONTENDED][64];
+static int ncontended;
+
+static void note_contended(PyObject *inst)
+{
+    char k[64];
+    tg_py_kernel_name(inst, k, sizeof k);
+    for (int i = 0; i < ncontended; i++)
+        if (strcmp(contended[i], k) == 0)
+            return;
+    if (ncontended < TG_MAX_CONTENDED)
+        snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
+}
+
+/* Liveness of other threads, cached: tid -> when tgkill last said alive.
+ * GIL held.  A thread that dies inside is found at most 100 ms after its
+ * last check (and every waiter re-checks, uncached, once a second). */
+#define TG_ALIVE_SLOTS 64
+#define TG_ALIVE_FRESH_NS 100000000ull
+static struct {
+    pid_t tid;
+    uint64_t at;
+} alive_cache[TG_ALIVE_SLOTS];
+
+static uint64_t coarse_ns(void)
+{
+    struct timespec ts; /* vDSO, a few ns: no syscall */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tg__tid_alive_cached(pid_t tid)
+{
+    unsigned i = (unsigned)tid & (TG_ALIVE_SLOTS - 1);
+    uint64_t now = coarse_ns();
+    if (alive_cache[i].tid == tid && now - alive_cache[i].at < TG_ALIVE_FRESH_NS)
+        return 1;
+    int alive = tg_tid_alive(tid);
+    if (alive) {
+        alive_cache[i].tid = tid;
+        alive_cache[i].at = now;
+    }
+    return alive;
+}
+
+/* Release the holds (occupancy, the lock) of threads that died inside u, and
+ * report each.  Returns how many holds were released.  GIL held. */
+int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                     int (*alive)(pid_t))
+{
+    pid_t dead[TG_TUNER_MAX_OCC];
+    unsigned long ident[TG_TUNER_MAX_OCC];
+    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    struct tg_thread *w;
+    int n = tg_tuner_reap(u, alive, dead, ident, TG_TUNER_MAX_OCC, &w);
+    int freed = owner != 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) != owner;
+    if (w && w != t)
+        tg_park_wake(&w->park);
+    if (n > 0)
+        tg__report_holders_died(t, inst, g, dead, ident, n < TG_TUNER_MAX_OCC ? n : TG_TUNER_MAX_OCC);
+    return n + freed;
+}
+
+/* A waiter leaves u's FIFO without entering (a signal's exception): if the
+ * lock was handed to it meanwhile, pass it on; if it was the one woken for a
+ * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
+static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
+{
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
+    if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
+        tg__unlock_tuner(u, t);
+    else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
+        tg_park_wake(&u->wq_head->park);
+}
+
+/* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
+ * GIL released, parked on t's own word, taking lk right where it wakes
+ * (before it asks for the GIL back).  Returns 1 with lk held, else 0 after a
+ * signal (*rc EINTR) or slice_ns (*rc ETIMEDOUT), for the caller's checks
+ * with the GIL.  t0: when the wait began, for a tuner's starvation rule (the
+ * turn has its own, its slices: starve 0).  GIL held on entry and exit. */
+static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns, uint64_t t0, int starve, int *rc)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+    *rc = 0;
+    if (tg_tuner_try_lock(lk, tid))
+        return 1;
+    int got = 0;
+    PyThreadState *ts = tg_py.PyEval_SaveThread();
+    for (;;) {
+        *rc = tg_park_wait(&t->park, seen, slice_ns);
+        seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(lk, tid)) {
+            got = 1;
+            break;
+        }
+        if (*rc != 0)
+            break; /* a signal or a time-out: the caller's checks need the GIL */
+        /* woken, but a thread that did not wait took it first */
+        if (starve)
+            tg_tuner_passed_over(lk, tg_mono_ns() - t0);
+    }
+    tg_py.PyEval_RestoreThread(ts);
+    return got;
+}
+
+/* After a stretch of park_for without the lock: did a signal handler raise
+ * (Ctrl-C)?  Then the wait for lk is abandoned (nothing held, the exception
+ * set) and this returns 1.  Handlers run in the main thread only, which
+ * checks after every stretch (a signal delivered to another thread does not
+ * interrupt its wait).  GIL held. */
+static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread)
+{
+    if (!((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0))
+        return 0;
+    abandon_wait(lk, t);
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return 1;
+}
+
+/* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
+ * lock").  GIL held on entry and exit, released while blocked.  Returns 1
+ * when t holds the lock, 0 when a cycle of waits was found and the policy
+ * lets t proceed unserialized, -1 when a signal handler raised (Ctrl-C:
+ * KeyboardInterrupt is set; the wait was abandoned, nothing held).
+ *
+ * Blocked, the thread parks on its own word and, when woken, takes the lock
+ * right there, before it asks for the GIL back (as a threading.Lock
+ * does).  It wakes by itself every second to release the holds of threads
+ * that died inside and to report a wait longer than wait_timeout; the main
+ * thread every 50 ms as well, to run Python's signal handlers (a signal
+ * delivered to another thread does not interrupt its wait), so Ctrl-C ends
+ * the wait within that. */
+int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    /* In the FIFO, u stays this instance's entry while Python code runs below
+     * (reports, audit hooks), which lets other threads leave and enter. */
+    tg_tuner_wait_push(u, t);
+    t->waiting_for = u;
+    uint64_t t0 = tg_mono_ns();
+    struct tg_tuner *path[16];
+    int n = tg_tuner_wait_cycle(u, t, path, 16);
+    if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n) && !tg_tuner_try_lock(u, tid)) {
+        abandon_wait(u, t);
+        return 0;
+    }
+    const struct tg_occupant *holder = tg_tuner_other(u, t);
+    pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
+    holder = NULL; /* the audit hooks below are Python code: other threads may run */
+    /* Tell observers (the reproducers' barriers) that this thread is about to
+     * block in tunerguard rather than run.  Only on contention. */
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    tg_py.PyErr_Clear();
+    if (!u->noted) { /* once per tuner: it reads Python attributes */
+        u->noted = 1;
+        note_contended(inst);
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    const int main_thread = t->tid == getpid(); /* signal handlers run there */
+    const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
+    const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
+    uint64_t last_reap = t0;
+    int timed_out = 0, rc;
+    while (!park_for(u, t, slice, t0, 1, &rc)) {
+        if (wait_interrupted(u, t, rc, main_thread))
+            return -1;
+        uint64_t now = tg_mono_ns();
+        if (now - last_reap >= 1000000000ull) {
+            last_reap = now;
+            tg__reap_dead(u, t, inst, g, tg_tid_alive);
+            if (!timed_out && now >= deadline) {
+                timed_out = 1; /* once per wait; the wait goes on */
+                tg__report_wait_timeout(u, t, inst, g, now - t0);
+            }
+        }
+    }
+    uint64_t dt = tg_mono_ns() - t0;
+    tg_tuner_served(u, dt);
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
+    tg__gstats.waits++;
+    tg__gstats.wait_ns += dt;
+    u->waits++;
+    u->wait_ns += dt;
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return 1;
+}
+
+/* ---- the turn -----------------------------------------------------------------
+ *
+ * serialize's lock per tuner is what correctness needs; speed needs more.
+ * Triton's launcher lets the GIL go around every launch, so N threads that
+ * call tuned kernels in a loop hand the GIL around at every launch: that is
+ * why a plain global lock around Autotuner.run (seeds/001) runs faster than
+ * no lock at all (the threads blocked on it leave the GIL to the one
+ * inside).  A lock per tuner keeps one thread per tuner runnable, and those
+ * still fight over the GIL and hand each other their tuners (measured on an
+ * H200, 2 kernels: 0.34-0.51x of no tunerguard at 2-8 threads).
+ *
+ * So the outermost guarded call of a thread first takes the process's turn,
+ * a lock of the same kind as a tuner's (struct tg_tuner tg__turn: CAS, FIFO,
+ * wake-one; handed on in slices, below), then the tuner's own.  A thread
+ * that holds the turn calls tuners inside tuners freely (its nested sessions
+ * take only their tuners' locks).  The turn is only a preference: a thread
+ * that has waited TG_TURN_BYPASS_NS for it goes on without it, to its tuner's
+ * lock alone, so the turn never makes a thread wait for another tuner than
+ * the one it calls for longer than that (a holder benchmarking for seconds
+ * on a cold kernel does not hold up the tuning of other kernels; a holder
+ * waiting inside its tuner for another thread's work is not deadlocked by
+ * that thread's tuner call), and a holder that died is found then too. */
+struct tg_tuner tg__turn;
+
+/* Who gets the turn when others wait: slices (detectors/tuner_table.h,
+ * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
+ * many waiters so that the FIFO is served within half the bypass bound. */
+
+static void turn_slice_start(uint64_t now)
+{
+    tg_tuner_slice_start(&tg__turn, now, TG_TURN_SLICE_NS, TG_TURN_BYPASS_NS / 2);
+}
+
+/* Block for the turn, at most TG_TURN_BYPASS_NS.  GIL held on entry and
+ * exit, released while blocked.  Returns 1 with the turn, 0 without it (gone
+ * on without), -1 when a signal handler raised (the wait abandoned, nothing
+ * held).  inst: the tuner the call is for (the summary's contended list, the
+ * trace). */
+int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
+{
+    uint64_t t0 = tg_mono_ns();
+    if (tg__turn.waiters == 0)
+        turn_slice_start(t0); /* the holder is waited for from now on */
+    tg_tuner_wait_push(&tg__turn, t);
+    pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    tg_py.PyErr_Clear();
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
+    if (u && !u->noted) {
+        u->noted = 1;
+        note_contended(inst);
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    const int main_thread = t->tid == getpid();
+    int got = 0, rc;
+    for (;;) {
+        uint64_t now = tg_mono_ns();
+        if (now - t0 >= TG_TURN_BYPASS_NS) {
+            got = tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid); /* a last try, then on without it */
+            break;
+        }
+        uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
+        if (main_thread && slice > 50000000ull)
+            slice = 50000000ull; /* signal handlers run in the main thread */
+        if ((got = park_for(&tg__turn, t, slice, t0, 0, &rc)))
+            break;
+        if (wait_interrupted(&tg__turn, t, rc, main_thread))
+            return -1;
+    }
+    uint64_t dt = tg_mono_ns() - t0;
+    tg_tuner_wait_remove(&tg__turn, t);
+    if (got)
+        turn_slice_start(t0 + dt); /* this thread's slice */
+    if (!got) {
+        /* A holder that died keeps the turn: free it for the others. */
+        pid_t dead[1];
+        unsigned long ident[1];
+        struct tg_thread *w;
+        tg_tuner_reap(&tg__turn, tg_tid_alive, dead, ident, 1, &w);
+        if (w)
+            tg_park_wake(&w->park);
+    }
+    tg__gstats.waits++;
+    tg__gstats.wait_ns += dt;
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+    return got;
+}
+
+void tg_guard_contended(char *buf, int len)
+{
+    int used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ncontended && used < len; i++)
+        used += snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
+}
+
+void tg__serialize_atfork_child(void)
+{
+    ncontended = 0;
+    memset(&tg__turn, 0, sizeof tg__turn); /* its holder and waiters are the parent's */
+    memset(alive_cache, 0, sizeof alive_cache);
+}

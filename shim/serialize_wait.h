@@ -1,0 +1,61 @@
+/* serialize's waits (shim/serialize_wait.c), for the guarded call
+ * (shim/session.c).  GIL held in every call; the waits release it while
+ * they block. */
+#ifndef TG_SERIALIZE_WAIT_H
+#define TG_SERIALIZE_WAIT_H
+
+#include "shim/guard_internal.h"
+#include "core/clock.h"
+#include "core/park.h"
+
+/* The turn (serialize_wait.c, "the turn"): the outermost guarded call of a
+ * thread takes it before its tuner's lock.  A thread waits for it at most
+ * TG_TURN_BYPASS_NS, then goes on without it; while others wait, it passes
+ * in slices of TG_TURN_SLICE_NS (detectors/tuner_table.h, "Slices"). */
+#define TG_TURN_BYPASS_NS 100000000ull
+#define TG_TURN_SLICE_NS 5000000ull
+extern struct tg_tuner tg__turn;
+
+/* Take the turn if it is free (or was handed to t): one CAS. */
+static inline int tg__try_turn(const struct tg_thread *t)
+{
+    return tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid);
+}
+
+/* Give the turn up if t holds it (no-op otherwise), handing it to the FIFO's
+ * head when t's slice is over.  GIL held.  Uncontended (nobody waits): two
+ * loads and a store, no clock. */
+static inline void tg__release_turn(struct tg_thread *t)
+{
+    if (__builtin_expect(tg__turn.wq_head != NULL, 0))
+        tg_tuner_slice_check(&tg__turn, t, tg_mono_ns()); /* contended: one clock read */
+    struct tg_thread *w = tg_tuner_unlock(&tg__turn, t);
+    if (__builtin_expect(w != NULL, 0))
+        tg_park_wake(&w->park);
+}
+
+/* Give u's lock up if t holds it, waking the next waiter (the FIFO's head).
+ * GIL held. */
+static inline void tg__unlock_tuner(struct tg_tuner *u, struct tg_thread *t)
+{
+    struct tg_thread *w = tg_tuner_unlock(u, t);
+    if (__builtin_expect(w != NULL, 0))
+        tg_park_wake(&w->park);
+}
+
+/* Block for the turn, at most TG_TURN_BYPASS_NS: 1 with it, 0 gone on
+ * without it, -1 when a signal handler raised (nothing held). */
+int tg__wait_for_turn(struct tg_thread *t, PyObject *inst);
+
+/* Block until t holds u's lock: 1 held, 0 a cycle of waits let t proceed
+ * unserialized, -1 a signal handler raised (nothing held). */
+int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g);
+
+/* Release the holds of threads that died inside u (reported); how many. */
+int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                  int (*alive)(pid_t));
+
+/* fork child: no turn holder, no waiter, no contended kernel, no cache. */
+void tg__serialize_atfork_child(void);
+
+#endif
