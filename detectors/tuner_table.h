@@ -41,8 +41,10 @@ struct tg_tuner {
     /* serialize mode's lock ("The lock" below) */
     uint32_t owner;             /* tid of the thread holding it, 0 when free:
                                    taken by CAS, with or without the GIL */
-    uint32_t starving;          /* a waiter was passed over after waiting
-                                   TG_TUNER_STARVE_NS: unlock hands over (atomic) */
+    uint32_t starving;          /* unlock hands over to the FIFO's head (atomic):
+                                   a tuner's waiter was passed over after waiting
+                                   TG_TUNER_STARVE_NS, or (slices) the holder's
+                                   slice is over */
     struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held) */
     int waiters;                /* threads in it */
     uint64_t slice_end;         /* slices ("Slices" below; the turn only): when
@@ -129,7 +131,10 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
  * starts when the holder is first waited for (tg_tuner_slice_start before
  * the first tg_tuner_wait_push) and when a waiter gets the lock (after it
  * left the FIFO); it lasts slice_ns, or fifo_ns / (waiters + 1) when that is
- * shorter, so that a FIFO is served within fifo_ns.
+ * shorter, so that the waiters at the slice's start are served in about
+ * fifo_ns.  Not a bound: a slice ends only at the holder's next unlock (a
+ * long call overruns it), and one that started with fewer waiters keeps its
+ * length; the caller bounds the wait itself (the turn's bypass).
  *
  * Why not the starvation rule there: with every thread calling in a loop,
  * each waiter of a FIFO of seven has waited 10 ms, so once one starves every

@@ -353,9 +353,11 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine)
 {
-    /* The occupants first (C only, and what ends the common case: two
-     * threads on tuned keys, nobody benchmarking), the tuner's attributes
-     * (a dictionary look-up) only when one of them is tuning. */
+    /* The occupants first (for a marked tuner such as Triton's Autotuner, C
+     * loads only, and what ends the common case: two threads on tuned keys,
+     * nobody benchmarking), the tuner's attributes (a dictionary look-up)
+     * only when one of them is tuning.  For an unmarked tuner the check is
+     * a frame walk, no cheaper than the look-up, and no dearer than before. */
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];

@@ -178,7 +178,9 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     holder = NULL; /* the audit hooks below are Python code: other threads may run */
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Only on contention. */
+    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    t->busy--;
     tg_py.PyErr_Clear();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
@@ -262,7 +264,9 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
         turn_slice_start(t0); /* the holder is waited for from now on */
     tg_tuner_wait_push(&tg__turn, t);
     pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
+    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    t->busy--;
     tg_py.PyErr_Clear();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {

@@ -283,11 +283,12 @@ Test(tuner_table, slices_hand_over_when_the_holder_s_slice_ends)
     cr_assert_eq(tg_tuner_unlock(u, a), b, "the head is woken at every unlock");
     cr_assert_eq(u->owner, 0, "within its slice the holder frees the lock");
     cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid), "and takes it back when it comes back first");
-    tg_tuner_slice_check(u, b, 104 * ms); /* not the holder: no effect */
     tg_tuner_slice_check(u, a, 104 * ms);
     cr_assert_eq(tg_tuner_unlock(u, a), b);
     cr_assert_eq(u->owner, 0);
     cr_assert(tg_tuner_try_lock(u, (uint32_t)a->tid));
+    tg_tuner_slice_check(u, b, 106 * ms); /* past a's slice, but b does not hold it */
+    cr_assert_eq(u->starving, 0, "only the holder's release ends its slice");
     tg_tuner_wait_push(u, c);
     tg_tuner_slice_check(u, a, 105 * ms);
     cr_assert_eq(tg_tuner_unlock(u, a), b);
@@ -295,10 +296,10 @@ Test(tuner_table, slices_hand_over_when_the_holder_s_slice_ends)
     cr_assert_not(tg_tuner_try_lock(u, (uint32_t)a->tid), "the old holder queues");
     cr_assert(tg_tuner_try_lock(u, (uint32_t)b->tid));
     tg_tuner_wait_remove(u, b);
-    /* b's slice: from when it got the lock, shorter with more waiters
-     * (c and a: 50 ms / 3 > 5 ms, so 5 ms still). */
-    tg_tuner_wait_push(u, a);
+    /* b's slice: from when it got the lock (c waiting: 50 ms / 2 > 5 ms, so
+     * 5 ms); a, back for its next call, queues behind c. */
     tg_tuner_slice_start(u, 106 * ms, slice, fifo);
+    tg_tuner_wait_push(u, a);
     cr_assert_eq(u->starving, 0);
     tg_tuner_slice_check(u, b, 110 * ms);
     cr_assert_eq(tg_tuner_unlock(u, b), c);
@@ -313,9 +314,12 @@ Test(tuner_table, slices_hand_over_when_the_holder_s_slice_ends)
     tg_tuner_slice_start(u, 200 * ms, slice, fifo);
     cr_assert_eq(u->slice_end, 200 * ms + fifo / 20);
     u->waiters = 1;
-    /* Nobody waiting: no hand-off, whatever the time. */
+    /* Nobody waiting: no hand-off, whatever the time (and a flag left set
+     * by an abandoned wait is cleared). */
     tg_tuner_wait_remove(u, a);
+    u->starving = 1;
     tg_tuner_slice_check(u, c, 900 * ms);
+    cr_assert_eq(u->starving, 0, "no waiter: nothing to hand over to");
     cr_assert_null(tg_tuner_unlock(u, c));
     cr_assert_eq(u->owner, 0);
 }
