@@ -9,6 +9,7 @@
 #include "core/py_api.h"
 #include "core/startup.h"
 
+#include "core/log.h"
 #include "core/real_sym.h"
 
 #include <dlfcn.h>
@@ -200,6 +201,10 @@ TG_STARTUP int tg_py_resolve_unsupported(void)
 /* A required name is there on every version tg_py_resolve_hook accepted:
  * one dlsym each.  An optional one is looked for first.  Resolves the rows
  * of py_api.inc whose `when` is part; -1 at the first required one missing. */
+/* The first required function a resolve_part did not find (for the line
+ * that says why nothing is guarded). */
+static const char *missing_fn;
+
 TG_STARTUP static int resolve_part(char part)
 {
 #define TG_PYFN_A 'A'
@@ -209,6 +214,7 @@ TG_STARTUP static int resolve_part(char part)
         tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, names.name) : lookup(names.name)); \
         if (req && !tg_py.name) {                                                                      \
             (void)dlerror(); /* a broken libpython: our failed lookup is not news */                   \
+            missing_fn = names.name;                                                                   \
             return -1;                                                                                 \
         }                                                                                              \
     }
@@ -241,7 +247,11 @@ TG_STARTUP int tg_py_resolve(void)
 int tg_py_resolve_guards(void)
 {
     static int done; /* under the GIL, like arming */
-    if (!done)
+    if (!done) {
         done = tg_py_resolve() == 0 && resolve_part('G') == 0 ? 1 : -1;
+        if (done < 0) /* a target is being imported: where the program would have been guarded */
+            tg__warn("this Python does not export %s, which tunerguard needs: its tuners run unguarded",
+                     missing_fn ? missing_fn : "the functions of its C API");
+    }
     return done > 0 ? 0 : -1;
 }
