@@ -149,7 +149,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     struct tg_race_link link = {0};
     int reported = 0; /* the race this call was about to have: reported before the turn's wait */
     if (tg_opts.mode == TG_MODE_SERIALIZE && t->nheld == 0 && !tg__try_turn(t)) {
-        /* serialize, outermost: the turn first (above).  Someone inside this
+        /* serialize, outermost: the turn first (shim/serialize_wait.h).  Someone inside this
          * very tuner is the race this wait prevents: said now, as a wait for
          * the tuner would. */
         const struct tg_occupant *other = u->nocc > 0 ? tg_tuner_other(u, t) : NULL;
