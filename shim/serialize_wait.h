@@ -23,10 +23,13 @@ static inline int tg__try_turn(const struct tg_thread *t)
 }
 
 /* Give the turn up if t holds it (no-op otherwise), handing it to the FIFO's
- * head when t's slice is over.  GIL held.  Uncontended (nobody waits): two
- * loads and a store, no clock. */
+ * head when t's slice is over.  GIL held.  Not held (detect, a thread that
+ * went on without it): one load.  Held, nobody waiting: two loads and a
+ * store, no clock. */
 static inline void tg__release_turn(struct tg_thread *t)
 {
+    if (__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
+        return;
     if (__builtin_expect(tg__turn.wq_head != NULL, 0))
         tg_tuner_slice_check(&tg__turn, t, tg_mono_ns()); /* contended: one clock read */
     struct tg_thread *w = tg_tuner_unlock(&tg__turn, t);

@@ -1,6 +1,7 @@
 /* Test fixtures for the report writers: deterministic reports (fixed pids,
  * tids, addresses and symbols) and helpers to read back what was written.
- * Header-only; included by tests/unit/test_report_*.c and test_sink.c. */
+ * Header-only; included by tests/unit/test_report_*.c, test_sink.c and
+ * the other tests that write reports into a scratch directory. */
 #ifndef TG_REPORT_FIXTURE_H
 #define TG_REPORT_FIXTURE_H
 
@@ -13,6 +14,40 @@
 
 #include "reports/report.h"
 #include "core/process.h"
+
+/* A fresh directory "/tmp/tg_<tag>_XXXXXX" written into dir (n bytes), and
+ * $RANK unset (report names carry it). */
+static inline void fx_scratch_dir(char *dir, size_t n, const char *tag)
+{
+    snprintf(dir, n, "/tmp/tg_%s_XXXXXX", tag);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp %s", dir);
+    unsetenv("RANK");
+}
+
+/* From here on, this process's stderr goes into path (created, truncated). */
+static inline void fx_capture_stderr(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(fd >= 0, "cannot create %s", path);
+    dup2(fd, 2);
+    close(fd);
+}
+
+/* The file's text (its first 256 KiB), in a buffer the next call reuses;
+ * fails the test when it cannot be opened. */
+static inline char *fx_slurp(const char *path)
+{
+    static char buf[256 * 1024];
+    int fd = open(path, O_RDONLY);
+    cr_assert(fd >= 0, "cannot read %s", path);
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fd);
+    buf[got] = '\0';
+    return buf;
+}
 
 /* Directory of this source file (the expected/ files live next to it). */
 static inline const char *fx_srcdir(void)

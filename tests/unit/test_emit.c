@@ -16,14 +16,9 @@ static char prefix[128];
 /* Reports into a fresh directory, stderr captured into a file there. */
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_emit_XXXXXX");
-    cr_assert(mkdtemp(dir));
+    fx_scratch_dir(dir, sizeof dir, "emit");
     snprintf(errpath, sizeof errpath, "%s/stderr.log", dir);
-    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert(fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    unsetenv("RANK");
+    fx_capture_stderr(errpath);
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
     tg_proc_configure(prefix);
 }

@@ -18,21 +18,8 @@ static char dir[64], prefix[128];
 
 static void setup_dir(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_fatal_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    fx_scratch_dir(dir, sizeof dir, "fatal");
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
-    unsetenv("RANK");
-}
-
-static char *slurp(const char *path)
-{
-    static char buf[256 * 1024];
-    int fd = open(path, O_RDONLY);
-    cr_assert(fd >= 0, "no file %s", path);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return buf;
 }
 
 static void reset_fatal_signals(void)
@@ -110,7 +97,7 @@ Test(fatal, segv_leaves_block_and_dies_by_segv)
     cr_assert_eq(WTERMSIG(st), SIGSEGV);
     char path[256];
     txt_path(path, sizeof path, pid);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     check_block(text, "SIGSEGV", pid);
     cr_assert_not_null(strstr(text, ", fault address 0x8\n"), "%s", text);
     cr_assert_not_null(strstr(text, "was inside tuner instance 0x7f3a1c2b4d10.\n"), "%s", text);
@@ -123,8 +110,8 @@ Test(fatal, segv_leaves_block_and_dies_by_segv)
     cr_assert_eq(run_jsonl_checker(path, 1, ex), 0, "check_jsonl.py failed on %s", path);
     char want[64];
     snprintf(want, sizeof want, "\"tid\":%d,\"native\":[{", (int)pid);
-    cr_assert_not_null(strstr(slurp(path), want), "no receiving thread or no native frame:\n%s", slurp(path));
-    cr_assert_not_null(strstr(slurp(path), "\"symbol\":\"?? (test_fatal+0x"), "%s", slurp(path));
+    cr_assert_not_null(strstr(fx_slurp(path), want), "no receiving thread or no native frame:\n%s", fx_slurp(path));
+    cr_assert_not_null(strstr(fx_slurp(path), "\"symbol\":\"?? (test_fatal+0x"), "%s", fx_slurp(path));
 }
 
 /* A race, then a crash of the thread that raced: the block and the JSON
@@ -155,7 +142,7 @@ Test(fatal, crash_links_to_the_race_of_its_session)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
     char path[256];
     txt_path(path, sizeof path, pid);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     cr_assert_not_null(strstr(text, "was inside tuner instance 0x7f3a1c2b4d10 in a session that raced with thread "
                                     "'worker-1' (tid=4243): race report #1 of this process.\n"), "%s", text);
     cr_assert_not_null(strstr(text, " (depth 2; raced, report #1), 1 thread waiting\n"), "%s", text);
@@ -198,8 +185,8 @@ Test(fatal, abort_chains_to_previous_handler)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "status 0x%x", st);
     char path[256];
     txt_path(path, sizeof path, pid);
-    check_block(slurp(path), "SIGABRT", pid);
-    cr_assert_str_eq(slurp(marker), "old handler ran\n");
+    check_block(fx_slurp(path), "SIGABRT", pid);
+    cr_assert_str_eq(fx_slurp(marker), "old handler ran\n");
 }
 
 /* A report already written: the block is appended to the same file, after
@@ -221,7 +208,7 @@ Test(fatal, block_follows_existing_report)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGBUS);
     char path[256];
     txt_path(path, sizeof path, pid);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     const char *race = strstr(text, "WARNING: tunerguard: thread entered a tuner");
     const char *fatal = strstr(text, "WARNING: tunerguard: fatal signal SIGBUS");
     cr_assert(race && fatal && race < fatal, "expected the race report, then the fatal block:\n%s", text);
@@ -256,7 +243,7 @@ Test(fatal, fallback_files_named_like_the_reports)
         int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);
         cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status %d", st);
-        cr_assert_str_eq(slurp(target), "keep me\n", "the symlink's target was written");
+        cr_assert_str_eq(fx_slurp(target), "keep me\n", "the symlink's target was written");
         /* the one text and JSON Lines file of this pid: <prefix>[.rank3].<pid>.<n>.{txt,jsonl} */
         char pattern[300], txt[300] = "", jsonl[300];
         snprintf(pattern, sizeof pattern, "tg%s.%d.", k == 0 ? "" : ".rank3", (int)pid);
@@ -274,7 +261,7 @@ Test(fatal, fallback_files_named_like_the_reports)
         }
         closedir(d);
         cr_assert_eq(ntxt, 1, "RANK=%s: no single %s<n>.txt", k == 0 ? "3x" : "3", pattern);
-        check_block(slurp(txt), "SIGSEGV", pid);
+        check_block(fx_slurp(txt), "SIGSEGV", pid);
         snprintf(jsonl, sizeof jsonl, "%.*s.jsonl", (int)(strlen(txt) - 4), txt);
         const char *ex0[] = {"1:kind=\"fatal\"", "1:rank=null", NULL};
         const char *ex1[] = {"1:kind=\"fatal\"", "1:rank=3", NULL};
@@ -302,7 +289,7 @@ Test(fatal, stderr_mode_writes_to_fd2)
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGFPE);
-    check_block(slurp(errf), "SIGFPE", pid);
+    check_block(fx_slurp(errf), "SIGFPE", pid);
     char path[256];
     struct stat sb;
     snprintf(path, sizeof path, "stderr.%d.jsonl", (int)pid);
@@ -331,7 +318,7 @@ Test(fatal, sigkill_after_race_leaves_complete_reports)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
     char path[256];
     txt_path(path, sizeof path, pid);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     cr_assert(strncmp(text, "==================\nWARNING: tunerguard: thread entered a tuner", 62) == 0, "%s", text);
     size_t n = strlen(text);
     cr_assert(n > 40 && strcmp(text + n - 19, "==================\n") == 0, "text report not complete:\n%s", text);
@@ -365,7 +352,7 @@ Test(fatal, tuner_state_shows_every_slot_by_the_tid_copied_at_entry)
     cr_assert(fd >= 0);
     tg_fatal_write_block(fd, SIGSEGV, NULL);
     close(fd);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     cr_assert_not_null(strstr(text, "    instance 0x7f3a1c2b4e20: tid=2222 inside for "), "%s", text);
     cr_assert_null(strstr(text, "tid=3333"), "%s", text);
     cr_assert_null(strstr(text, "tid=0 "), "an empty slot shown:\n%s", text);
@@ -401,7 +388,7 @@ Test(fatal, record_after_a_cut_line_stands_on_its_own_line)
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "status 0x%x", st);
     char path[256];
     snprintf(path, sizeof path, "%s.%d.jsonl", prefix, (int)pid);
-    const char *text = slurp(path);
+    const char *text = fx_slurp(path);
     const char *cut = strstr(text, "{\"schema\":1,\"kind\":\"ra\n");
     cr_assert_not_null(cut, "the cut line was not ended before the record:\n%s", text);
     cr_assert(strncmp(cut + 23, "{\"schema\":1,\"kind\":\"fatal\"", 26) == 0, "no record on the next line:\n%s", text);

@@ -12,6 +12,7 @@
 #include "detectors/interference.h"
 #include "reports/report.h"
 #include "core/process.h"
+#include "report_fixture.h"
 
 static pthread_barrier_t bar;
 
@@ -160,17 +161,6 @@ Test(interference, two_benchmarks_on_one_device_see_each_other)
     cr_assert_not(tg_itf_maybe_busy(3));
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    cr_assert(f, "no %s", path);
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 Test(interference, session_end_writes_an_interference_report_text_and_jsonl)
 {
     char dir[] = "/tmp/tg-itf-XXXXXX";
@@ -194,7 +184,7 @@ Test(interference, session_end_writes_an_interference_report_text_and_jsonl)
     cr_assert_eq(st.interference_reports, 1);
     snprintf(txt, sizeof txt, "%s.%d.txt", prefix, (int)getpid());
     snprintf(jsonl, sizeof jsonl, "%s.%d.jsonl", prefix, (int)getpid());
-    const char *text = slurp(txt);
+    const char *text = fx_slurp(txt);
     char want[256];
     snprintf(want, sizeof want, "timings on device 2 were taken under load: 5 foreign kernels from threads %d (kernels 'torch_gemm')",
              (int)fk_gettid());

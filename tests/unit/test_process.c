@@ -15,6 +15,7 @@
 
 #include "core/options.h"
 #include "core/process.h"
+#include "report_fixture.h"
 
 static char dir[64];
 static char errpath[128];
@@ -23,28 +24,12 @@ static char prefix[128];
 /* A fresh directory, stderr captured into a file outside it, $RANK unset. */
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_proc_XXXXXX");
-    cr_assert(mkdtemp(dir));
+    fx_scratch_dir(dir, sizeof dir, "proc");
     snprintf(errpath, sizeof errpath, "%s.stderr", dir);
-    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert(fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    unsetenv("RANK");
+    fx_capture_stderr(errpath);
     umask(022);
     snprintf(prefix, sizeof prefix, "%s/tg", dir);
     tg_proc_configure(prefix);
-}
-
-static char *slurp(const char *path)
-{
-    static char buf[8192];
-    int fd = open(path, O_RDONLY);
-    cr_assert(fd >= 0, "cannot read %s", path);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return buf;
 }
 
 static const char *in_dir(const char *fmt, long a)
@@ -121,11 +106,11 @@ Test(process, bad_rank_said_once_and_only_when_used, .init = setup)
     setenv("RANK", "3x\033[2J", 1);
     tg_proc_configure(prefix);
     tg_proc_arm(); /* arming is silent: nothing observable before a target is used */
-    cr_expect_str_eq(slurp(errpath), "");
+    cr_expect_str_eq(fx_slurp(errpath), "");
     cr_expect_eq(tg_proc_rank(), -1);
     cr_expect_eq(tg_proc_rank(), -1);
     cr_expect_str_eq(tg_proc_stem(), prefix);
-    cr_expect_str_eq(slurp(errpath), "tunerguard: RANK='3x\\x1b[2J' is not a rank (digits only, 0 to 1073741823); "
+    cr_expect_str_eq(fx_slurp(errpath), "tunerguard: RANK='3x\\x1b[2J' is not a rank (digits only, 0 to 1073741823); "
                                      "report files are named without one\n");
 }
 
@@ -193,7 +178,7 @@ Test(process, too_long_log_path_goes_to_stderr_with_one_line, .init = setup)
     cr_expect_str_eq(tg_proc_stem(), "");
     cr_expect_eq(create_pair(), -1);
     cr_expect_eq(pair[0].err, ENAMETOOLONG);
-    cr_expect_str_eq(slurp(errpath), "tunerguard: log_path is 69999 bytes long, too long for a report path (at most "
+    cr_expect_str_eq(fx_slurp(errpath), "tunerguard: log_path is 69999 bytes long, too long for a report path (at most "
                                      "3999 with the directory); reports go to stderr\n");
 }
 
@@ -250,7 +235,7 @@ Test(process, planted_symlinks_are_left_alone, .init = setup)
         int st;
         cr_assert_eq(waitpid(child, &st, 0), child);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: child status %d", exts[k], st);
-        cr_expect_str_eq(slurp(target), "keep me\n", "%s: the symlink's target was written", exts[k]);
+        cr_expect_str_eq(fx_slurp(target), "keep me\n", "%s: the symlink's target was written", exts[k]);
         for (int j = 0; j < 3; j++)
             cr_expect(!is_reg(in_dir(j == 0 ? "tg.%ld.txt" : j == 1 ? "tg.%ld.jsonl" : "tg.%ld.trace.json", child)),
                       "%s: a file was created at the taken id", exts[k]);
@@ -284,7 +269,7 @@ Test(process, same_pid_twice_never_shares_files, .init = setup)
     unsigned long long id = id_token(pair[0].path, ".txt");
     cr_expect(id != 0, "reports joined the other process's id: %s", pair[0].path);
     cr_expect(!is_reg(in_dir("tg.%ld.txt", getpid())));
-    cr_expect_str_eq(slurp(in_dir("tg.%ld.trace.json", getpid())), "[\n");
+    cr_expect_str_eq(fx_slurp(in_dir("tg.%ld.trace.json", getpid())), "[\n");
     /* and a third process of that pid: yet another id */
     tg_proc_configure(prefix); /* forgets our id, as a new process would */
     struct tg_proc_file again[2] = {{.ext = ".txt"}, {.ext = ".jsonl"}};
@@ -322,9 +307,9 @@ Test(process, link_planted_after_the_id_was_chosen, .init = setup)
     cr_assert_eq(symlink(target, in_dir("tg.%ld.txt", getpid())), 0);
     cr_assert_eq(create_pair(), 0);
     cr_assert_eq(write(pair[0].fd, "REPORT\n", 7), 7);
-    cr_expect_str_eq(slurp(target), "keep me\n");
+    cr_expect_str_eq(fx_slurp(target), "keep me\n");
     cr_expect(id_token(pair[0].path, ".txt") != 0, "%s", pair[0].path);
-    cr_expect_str_eq(slurp(pair[0].path), "REPORT\n");
+    cr_expect_str_eq(fx_slurp(pair[0].path), "REPORT\n");
 }
 
 Test(process, private_mode_in_a_directory_others_write, .init = setup)

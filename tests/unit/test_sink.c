@@ -13,14 +13,9 @@ static char errpath[128];
 /* A fresh directory to work in, and stderr captured into a file there. */
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/tg_sink_XXXXXX");
-    cr_assert(mkdtemp(dir));
+    fx_scratch_dir(dir, sizeof dir, "sink");
     snprintf(errpath, sizeof errpath, "%s/stderr.log", dir);
-    int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert(fd >= 0);
-    dup2(fd, 2);
-    close(fd);
-    unsetenv("RANK");
+    fx_capture_stderr(errpath);
 }
 
 static char *path_in_dir(const char *fmt, long a)
