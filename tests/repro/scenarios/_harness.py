@@ -248,6 +248,15 @@ class Harness:
             if w.is_alive():
                 self.harness_error(f"thread {w.name} still running {SAFETY_TIMEOUT_S:.0f} s after the gate opened")
 
+    def overlap(self, workers):
+        """The forced overlap of most scenarios: workers[0] parks in its benchmark, the others
+        start and settle, the gate opens, every worker is joined, and none may have raised."""
+        self.start_victim(workers[0])
+        self.start_and_settle(workers[1:])
+        self.open_gate()
+        self.join(workers)
+        self.check_no_exceptions()
+
     # -- verdicts -------------------------------------------------------------------------------
     def fail(self, reason):
         sys.stderr.write(f"repro {self.name}: FAIL: {reason}\n")

@@ -102,12 +102,7 @@ def make_body(i):
 
 
 workers = [h.worker(f"worker-{i}", make_body(i)) for i in range(N_THREADS)]
-h.start_victim(workers[0])
-h.start_and_settle(workers[1:])
-h.open_gate()
-h.join(workers)
-
-h.check_no_exceptions()
+h.overlap(workers)
 for w in workers:
     x, y = w.result
     norm = math.sqrt(sum(v * v for v in x.data) + EPS)

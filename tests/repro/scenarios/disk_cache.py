@@ -54,12 +54,7 @@ def make_body(i):
 
 
 workers = [h.worker(f"worker-{i}", make_body(i)) for i in range(N_THREADS)]
-h.start_victim(workers[0])
-h.start_and_settle(workers[1:])
-h.open_gate()
-h.join(workers)
-
-h.check_no_exceptions()
+h.overlap(workers)
 for w in workers:
     x, y = w.result
     if y.data != [3.0 * v for v in x.data]:

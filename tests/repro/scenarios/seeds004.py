@@ -36,12 +36,7 @@ def body():
 
 
 workers = [h.worker(f"worker-{i}", body) for i in range(N_THREADS)]
-h.start_victim(workers[0])
-h.start_and_settle(workers[1:])
-h.open_gate()
-h.join(workers)
-
-h.check_no_exceptions()
+h.overlap(workers)
 if list(test_seed004.cache) != [()]:
     h.fail(f"expected one tuned key (), cache holds {list(test_seed004.cache)}")
 if test_seed004.nargs is not None:

@@ -71,11 +71,7 @@ def body(i):
 
 
 workers = [h.worker(f"worker-{i}", lambda i=i: body(i)) for i in range(N_THREADS)]
-h.start_victim(workers[0])
-h.start_and_settle(workers[1:])
-h.open_gate()
-h.join(workers)
-h.check_no_exceptions()
+h.overlap(workers)
 for w in workers:
     x, y = w.result
     if y.data != [v + 1.0 for v in x.data]:
