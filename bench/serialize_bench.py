@@ -42,8 +42,9 @@ ap.add_argument("--cold", action="store_true", help="also the cold-start table")
 ap.add_argument("--cold-only", action="store_true", help="only the cold-start table")
 ap.add_argument("--variants", default=",".join(VARIANTS))
 ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
-ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB",
-                help="one more variant: LIB preloaded in MODE (detect or serialize), for builds side by side")
+ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB[:OPTIONS]",
+                help="one more variant: LIB preloaded in MODE (detect, serialize or off), with more "
+                     "TUNERGUARD_OPTIONS if given (a:b=1:c=2), for builds or settings side by side")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None,
@@ -53,13 +54,15 @@ steps = a.steps or (1500 if a.backend == "cpu" else 10000)
 threads = [int(x) for x in a.threads.split(",")]
 variants = a.variants.split(",")
 lib = os.path.abspath(a.lib)
-extra = {}  # name -> (mode, lib)
+extra = {}  # name -> (mode, lib, more options)
 for e in a.extra:
     name, _, rest = e.partition("=")
-    mode, _, elib = rest.partition(":")
-    if not name or mode not in ("detect", "serialize") or not elib:
-        sys.exit(f"serialize_bench: --extra {e!r}: expected NAME=detect|serialize:LIB")
-    extra[name] = (mode, os.path.abspath(elib))
+    mode, _, rest = rest.partition(":")
+    elib, _, eopts = rest.partition(":")
+    if not name or name in VARIANTS or mode not in ("detect", "serialize", "off") or not elib:
+        sys.exit(f"serialize_bench: --extra {e!r}: expected NAME=detect|serialize|off:LIB[:OPTIONS], "
+                 f"NAME not one of {', '.join(VARIANTS)}")
+    extra[name] = (mode, os.path.abspath(elib), eopts)
     variants.append(name)
 
 
@@ -73,11 +76,13 @@ def env_for(variant, workdir):
     else:
         env.setdefault("TRITON_CACHE_DIR", os.path.join(workdir, "triton-cache"))
     if variant in ("detect", "serialize") or variant in extra:
-        mode, vlib = extra.get(variant, (variant, lib))
+        mode, vlib, vopts = extra.get(variant, (variant, lib, ""))
         env["LD_PRELOAD"] = vlib
         opts = [f"mode={mode}", f"log_path={workdir}/tg"]
         if a.options:
             opts.append(a.options)
+        if vopts:
+            opts.append(vopts)
         env["TUNERGUARD_OPTIONS"] = ":".join(opts)
     return env
 
@@ -152,7 +157,7 @@ print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else 
       "median calls/s (min-max)\n")
 others = [v for v in variants if v in extra]
 print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-      + "".join(f" {v} / best |" for v in others))
+      + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others))
 print("| --- |" + " --- |" * (len(variants) + 2 + len(others)))
 for n in threads:
     row, meds = [], {}
