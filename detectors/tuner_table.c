@@ -167,7 +167,7 @@ void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t)
     if (u->wq_tail)
         u->wq_tail->wait_next = t;
     else
-        u->wq_head = t;
+        __atomic_store_n(&u->wq_head, t, __ATOMIC_RELAXED); /* tg_tuner_is_head */
     u->wq_tail = t;
     u->waiters++;
 }
@@ -181,7 +181,7 @@ void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t)
         if (prev)
             prev->wait_next = w->wait_next;
         else
-            u->wq_head = w->wait_next;
+            __atomic_store_n(&u->wq_head, w->wait_next, __ATOMIC_RELAXED); /* tg_tuner_is_head */
         if (u->wq_tail == w)
             u->wq_tail = prev;
         w->wait_next = NULL;

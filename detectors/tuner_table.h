@@ -45,10 +45,12 @@ struct tg_tuner {
                                    a tuner's waiter was passed over after waiting
                                    TG_TUNER_STARVE_NS, or (slices) the holder's
                                    slice is over */
-    struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held) */
+    struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held;
+                                   wq_head also read without it: tg_tuner_is_head) */
     int waiters;                /* threads in it */
     uint64_t slice_end;         /* slices ("Slices" below; the turn only): when
-                                   the holder's slice ends (ns, GIL held) */
+                                   the holder's slice ends (ns; written with the
+                                   GIL, read by a parked head without it) */
     /* statistics */
     uint64_t sessions, races, waits, wait_ns;
     int noted;                  /* its kernel is in the summary's contended list */
@@ -125,8 +127,9 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 /* Slices: another rule for who gets a lock when others wait, for serialize's
  * turn (shim/serialize_wait.c; the tuners keep the starvation rule above).  The
  * holder keeps the lock while others wait (it unlocks at the end of each
- * call, the head is woken, and the holder takes the lock back by CAS when it
- * comes back first, as a thread looping on a threading.Lock does), but only
+ * call and takes the lock back by CAS when it comes back first, as a thread
+ * looping on a threading.Lock does; the turn wakes nobody inside a slice,
+ * its head sleeps until the slice's end: "quiet slices" there), but only
  * until its slice ends; then its unlock hands the lock to the head.  A slice
  * starts when the holder is first waited for (tg_tuner_slice_start before
  * the first tg_tuner_wait_push) and when a waiter gets the lock (after it
@@ -144,7 +147,8 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 static inline void tg_tuner_slice_start(struct tg_tuner *u, uint64_t now, uint64_t slice_ns, uint64_t fifo_ns)
 {
     uint64_t s = fifo_ns / (uint64_t)(u->waiters + 1);
-    u->slice_end = now + (s < slice_ns ? s : slice_ns);
+    /* atomic: the FIFO's head reads it while parked, without the GIL */
+    __atomic_store_n(&u->slice_end, now + (s < slice_ns ? s : slice_ns), __ATOMIC_RELAXED);
     __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
 }
 
@@ -154,6 +158,14 @@ static inline void tg_tuner_slice_check(struct tg_tuner *u, const struct tg_thre
 {
     if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) == (uint32_t)t->tid)
         __atomic_store_n(&u->starving, u->wq_head != NULL && now >= u->slice_end, __ATOMIC_RELAXED);
+}
+
+/* Is t the head of u's FIFO now?  Any thread, GIL or not (a parked waiter
+ * asks, to pick its time-out): the answer may be stale by the time it is
+ * used, so it only ever chooses when to look again. */
+static inline int tg_tuner_is_head(const struct tg_tuner *u, const struct tg_thread *t)
+{
+    return __atomic_load_n(&u->wq_head, __ATOMIC_RELAXED) == t;
 }
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the

@@ -99,13 +99,13 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
         tg_park_wake(&u->wq_head->park);
 }
 
-/* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
- * GIL released, parked on t's own word, taking lk right where it wakes
- * (before it asks for the GIL back).  Returns 1 with lk held, else 0 after a
- * signal (*rc EINTR) or slice_ns (*rc ETIMEDOUT), for the caller's checks
- * with the GIL.  t0: when the wait began, for a tuner's starvation rule (the
- * turn has its own, its slices: starve 0).  GIL held on entry and exit. */
-static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns, uint64_t t0, int starve, int *rc)
+/* One blocked stretch of a wait for a tuner's lock lk: the GIL released,
+ * parked on t's own word, taking lk right where it wakes (before it asks for
+ * the GIL back).  Returns 1 with lk held, else 0 after a signal (*rc EINTR)
+ * or slice_ns (*rc ETIMEDOUT), for the caller's checks with the GIL.  t0:
+ * when the wait began, for the starvation rule.  (The turn has its own,
+ * park_turn.)  GIL held on entry and exit. */
+static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns, uint64_t t0, int *rc)
 {
     const uint32_t tid = (uint32_t)t->tid;
     uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
@@ -124,8 +124,51 @@ static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns,
         if (*rc != 0)
             break; /* a signal or a time-out: the caller's checks need the GIL */
         /* woken, but a thread that did not wait took it first */
-        if (starve)
-            tg_tuner_passed_over(lk, tg_mono_ns() - t0);
+        tg_tuner_passed_over(lk, tg_mono_ns() - t0);
+    }
+    tg_py.PyEval_RestoreThread(ts);
+    return got;
+}
+
+/* park_for for the turn, in its quiet slices: the holder wakes nobody
+ * inside its slice (tg__release_turn), so the time-out is chosen at each
+ * wake-up.  The FIFO's head sleeps until the holder's slice ends, and then
+ * finds the turn free if the holder gave it up for good (it stopped calling
+ * tuned kernels: the head waited at most a slice for nothing), or the
+ * holder's next release hands it over and wakes it.  Everyone else sleeps
+ * until deadline (the bypass, or the main thread's 50 ms for signal
+ * handlers); a thread that gets the turn wakes the new head, so that it
+ * picks the new slice's end.  Returns 1 with the turn, else 0 with *rc
+ * EINTR or ETIMEDOUT (deadline).  GIL held on entry and exit, released
+ * while parked. */
+static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
+{
+    uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+    *rc = 0;
+    if (tg__try_turn(t))
+        return 1;
+    int got = 0;
+    PyThreadState *ts = tg_py.PyEval_SaveThread();
+    for (;;) {
+        uint64_t now = tg_mono_ns();
+        if (now >= deadline) {
+            *rc = ETIMEDOUT;
+            break;
+        }
+        uint64_t until = deadline;
+        uint64_t end = __atomic_load_n(&tg__turn.slice_end, __ATOMIC_RELAXED);
+        if (end > now && end < until && tg_tuner_is_head(&tg__turn, t))
+            until = end;
+        int r = tg_park_wait(&t->park, seen, until - now);
+        seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg__try_turn(t)) {
+            got = 1;
+            break;
+        }
+        if (r == EINTR) {
+            *rc = EINTR; /* its handler ran: the caller's checks need the GIL */
+            break;
+        }
     }
     tg_py.PyEval_RestoreThread(ts);
     return got;
@@ -193,7 +236,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
     int timed_out = 0, rc;
-    while (!park_for(u, t, slice, t0, 1, &rc)) {
+    while (!park_for(u, t, slice, t0, &rc)) {
         if (wait_interrupted(u, t, rc, main_thread))
             return -1;
         uint64_t now = tg_mono_ns();
@@ -245,7 +288,19 @@ struct tg_tuner tg__turn;
 
 /* Who gets the turn when others wait: slices (detectors/tuner_table.h,
  * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
- * many waiters so that the FIFO is served within half the bypass bound. */
+ * many waiters so that the FIFO is served within half the bypass bound.
+ *
+ * Quiet slices: inside its slice the holder's release wakes nobody.  Waking
+ * the head at every release (a futex syscall per tuned call, and the head
+ * running on another CPU only to find the turn taken back, or worse taking
+ * it while the holder runs Python a few microseconds away from its next call,
+ * then waiting for the GIL: a context switch per call) is what the plain
+ * lock's waiter pays too, and measured it cost serialize 12-18 % against the
+ * same build waking every time (CPU model, 4 and 8 threads).  The head
+ * sleeps until the slice's end instead (park_turn), so a holder that stopped
+ * calling tuned kernels mid-slice leaves the turn free for at most the rest
+ * of its slice before the head takes it: a latency of at most
+ * TG_TURN_SLICE_NS, as a thread waiting for the GIL has. */
 
 static void turn_slice_start(uint64_t now)
 {
@@ -286,15 +341,18 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
         uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
         if (main_thread && slice > 50000000ull)
             slice = 50000000ull; /* signal handlers run in the main thread */
-        if ((got = park_for(&tg__turn, t, slice, t0, 0, &rc)))
+        if ((got = park_turn(t, now + slice, &rc)))
             break;
         if (wait_interrupted(&tg__turn, t, rc, main_thread))
             return -1;
     }
     uint64_t dt = tg_mono_ns() - t0;
     tg_tuner_wait_remove(&tg__turn, t);
-    if (got)
+    if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
+        if (tg__turn.wq_head) /* the new head: to sleep until this slice's end (park_turn) */
+            tg_park_wake(&tg__turn.wq_head->park);
+    }
     if (!got) {
         /* A holder that died keeps the turn: free it for the others. */
         pid_t dead[1];

@@ -13,7 +13,9 @@
  * TG_TURN_BYPASS_NS, then goes on without it; while others wait, it passes
  * in slices of TG_TURN_SLICE_NS (detectors/tuner_table.h, "Slices"). */
 #define TG_TURN_BYPASS_NS 100000000ull
+#ifndef TG_TURN_SLICE_NS /* -D for builds measured side by side (bench/serialize_bench.py --extra) */
 #define TG_TURN_SLICE_NS 5000000ull
+#endif
 extern struct tg_tuner tg__turn;
 
 /* Take the turn if it is free (or was handed to t): one CAS. */
@@ -25,7 +27,9 @@ static inline int tg__try_turn(const struct tg_thread *t)
 /* Give the turn up if t holds it (no-op otherwise), handing it to the FIFO's
  * head when t's slice is over.  GIL held.  Not held (detect, a thread that
  * went on without it): one load.  Held, nobody waiting: two loads and a
- * store, no clock. */
+ * store, no clock.  Held with waiters: one clock read, and a wake-up (a
+ * syscall) only where the turn is handed over, once a slice: inside the
+ * slice nobody is woken (the quiet slice, serialize_wait.c, "the turn"). */
 static inline void tg__release_turn(struct tg_thread *t)
 {
     if (__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
@@ -33,8 +37,9 @@ static inline void tg__release_turn(struct tg_thread *t)
     if (__builtin_expect(tg__turn.wq_head != NULL, 0))
         tg_tuner_slice_check(&tg__turn, t, tg_mono_ns()); /* contended: one clock read */
     struct tg_thread *w = tg_tuner_unlock(&tg__turn, t);
-    if (__builtin_expect(w != NULL, 0))
-        tg_park_wake(&w->park);
+    if (__builtin_expect(w != NULL, 0) &&
+        __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)w->tid)
+        tg_park_wake(&w->park); /* handed over: w owns the turn now */
 }
 
 /* Give u's lock up if t holds it, waking the next waiter (the FIFO's head).
