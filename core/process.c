@@ -56,6 +56,21 @@ TG_STARTUP void tg_proc_configure(const char *log_path)
     atomic_store(&id_pid, 0);
 }
 
+TG_STARTUP void tg_proc_setup(void)
+{
+    static _Atomic int setup TG_STARTUP_DATA; /* 0 not yet, 1 being set up, 2 done */
+    if (atomic_load_explicit(&setup, memory_order_acquire) == 2)
+        return;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&setup, &expect, 1)) {
+        tg_proc_configure(tg_opts.log_path);
+        atomic_store_explicit(&setup, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&setup, memory_order_acquire) != 2)
+        sched_yield(); /* another thread is copying the option */
+}
+
 /* -1: unset or empty; -2: set but not a rank. */
 TG_STARTUP static int parse_rank(const char *s)
 {

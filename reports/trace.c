@@ -54,8 +54,10 @@ struct tg__trace_ring {
 static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
 static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
 static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
-static __thread struct tg__trace_ring *tg__my_ring;
-static __thread int tg__no_ring;
+/* The thread-locals are defined in reports/tls.c: the loader holds every
+ * thread-local (shim/core_api.h). */
+extern __thread struct tg__trace_ring *tg__my_ring;
+extern __thread int tg__no_ring;
 
 /* ---- the writer side (under tg__trace_mu) ---------------------------------- */
 
@@ -84,9 +86,9 @@ static pid_t tg__named[TG__NAMED];
 static int tg__nnamed;
 
 /* Per-thread: which open sessions had their begin written (LIFO bits). */
-static __thread uint64_t tg__sess_bits;
-static __thread int tg__sess_depth;
-static __thread int tg__self_named;
+extern __thread uint64_t tg__sess_bits;
+extern __thread int tg__sess_depth;
+extern __thread int tg__self_named;
 
 /* Kernel names of launched functions, looked up at drain time. */
 #define TG__KCACHE 256

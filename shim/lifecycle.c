@@ -1,6 +1,5 @@
 /* See shim/lifecycle.h. */
 #include "shim/lifecycle.h"
-#include "core/startup.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -49,7 +48,7 @@ static void fork_child(void)
 #ifdef __GLIBC__
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
 extern void *__dso_handle;
-TG_STARTUP static void register_fork_child(void)
+static void register_fork_child(void)
 {
     __register_atfork(NULL, NULL, fork_child, __dso_handle);
 }
@@ -60,7 +59,7 @@ static void register_fork_child(void)
 }
 #endif
 
-TG_STARTUP void tg_lifecycle_arm_fork(void)
+void tg_lifecycle_arm_fork(void)
 {
     static _Atomic int armed;
     if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1)) {
@@ -81,9 +80,9 @@ static void halt_now(void)
  * would be one more libc function called for us alone (core/startup.h). */
 static _Atomic int activated;
 
-TG_STARTUP static void activate(void)
+static void activate(void)
 {
-    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
+    tg_proc_setup(); /* the report path, once (arming may have done it) */
     tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
@@ -91,7 +90,7 @@ TG_STARTUP static void activate(void)
     tg_emit_set_halt(halt_now);
 }
 
-TG_STARTUP void tg_activate(void)
+void tg__core_activate(void)
 {
     if (atomic_load_explicit(&activated, memory_order_acquire) == 2)
         return;
@@ -105,12 +104,16 @@ TG_STARTUP void tg_activate(void)
         sched_yield(); /* another thread is setting up (stores only) */
 }
 
-TG_STARTUP int tg_activated(void)
+/* The destructor's work (shim/init.c, through the core's table): a process
+ * that was never activated has reported, traced and serialized nothing. */
+void tg__core_fini(void)
 {
-    return atomic_load_explicit(&activated, memory_order_relaxed) != 0;
+    if (tg_opts.mode == TG_MODE_OFF || atomic_load_explicit(&activated, memory_order_relaxed) == 0)
+        return;
+    tg_shutdown(TG_SHUTDOWN_EXIT);
 }
 
-TG_STARTUP void tg_shutdown(enum tg_shutdown_why why)
+void tg_shutdown(enum tg_shutdown_why why)
 {
     tg_trace_close();
     tg_arm_exit_summary();
