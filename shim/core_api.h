@@ -84,7 +84,8 @@ const struct tg_core_api *tg_core_entry(const char *build_id);
  * without waiting).  NULL when the core cannot be loaded: one line said,
  * once, naming the problem; the caller then passes through.  dlerror() is
  * left as a successful dl call leaves it (no error pending).  After the
- * first call: one acquire load.  Allocates only inside dlopen. */
+ * first call: one acquire load.  Allocates only inside dlopen.  The core is
+ * activated (tg_activate's work) before the table is published. */
 const struct tg_core_api *tg_core_load(void);
 
 /* The table if the core is loaded, else NULL; never loads.  One load. */

@@ -330,6 +330,7 @@ TG_STARTUP static void arm(void)
     /* Relative report paths: the directory the program started in.  The
      * rest of the report set-up (tg_activate) waits for the core. */
     tg_proc_setup();
+    tg_proc_arm();
     if (tg_core_needed_at_start())
         tg_activate();
     struct tg_thread *t = tg__self_busy();
