@@ -85,7 +85,9 @@ const struct tg_core_api *tg_core_entry(const char *build_id);
  * once, naming the problem; the caller then passes through.  dlerror() is
  * left as a successful dl call leaves it (no error pending).  After the
  * first call: one acquire load.  Allocates only inside dlopen.  The core is
- * activated (tg_activate's work) before the table is published. */
+ * activated (tg_activate's work) before the table is published (the
+ * preload's binding does it; the static archive's does not: a unit test
+ * activates when it means to). */
 const struct tg_core_api *tg_core_load(void);
 
 /* The table if the core is loaded, else NULL; never loads.  One load. */

@@ -41,11 +41,6 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
         char err[600] = "";
         loading = 1;
         const struct tg_core_api *t = tg__core_bind(err, sizeof err);
-        /* Loaded is activated: whatever needed the core may report (the
-         * report path, symbolize=, trace=, the halt), before any thread
-         * can see the table. */
-        if (t)
-            t->activate();
         loading = 0;
         if (t) {
             atomic_store_explicit(&table, t, memory_order_release);

@@ -1,6 +1,5 @@
 /* The opt-in CUPTI backend: see shim/cupti_backend.h and docs/cupti.md. */
 #include "shim/cupti_backend.h"
-#include "core/startup.h"
 
 #include <dlfcn.h>
 #include <link.h>

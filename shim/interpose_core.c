@@ -62,8 +62,14 @@ const struct tg_core_api *tg__core_bind(char *err, size_t errlen)
     const struct tg_core_api *t = entry ? entry(TG_BUILD_ID) : NULL;
     if (!entry)
         (void)dlerror();
-    if (!t)
+    if (!t) {
         snprintf(err, errlen, "cannot use the core library %s: %s", path,
                  entry ? "it is from another build than the preloaded libtunerguard.so" : "no tg_core_entry in it");
+        return NULL;
+    }
+    /* Loaded is activated: whatever needed the core may report (the report
+     * path, symbolize=, trace=, the halt), before any thread can see the
+     * table. */
+    t->activate();
     return t;
 }

@@ -41,8 +41,8 @@ static void fork_child(void)
 }
 
 /* pthread_atfork is not libc's own export but a stub from libc_nonshared.a
- * linked into us, and it lands after all of our .text: calling it would
- * fault in a 64 KiB window of code for a few bytes (core/startup.h).  On
+ * linked into us, and it lands after all of our .text (a page of its own,
+ * when a window was all it took before the split, core/startup.h).  On
  * glibc the stub is one call of __register_atfork with this object's
  * __dso_handle (LSB Core names the interface); make that call here. */
 #ifdef __GLIBC__
@@ -75,9 +75,8 @@ static void halt_now(void)
     tg_shutdown(TG_SHUTDOWN_HALT);
 }
 
-/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: the set-up is a
- * few stores, and in a Python process that guards nothing pthread_once
- * would be one more libc function called for us alone (core/startup.h). */
+/* 0 not yet, 1 being set up, 2 done (a second caller waits: the set-up is
+ * a few stores). */
 static _Atomic int activated;
 
 static void activate(void)
