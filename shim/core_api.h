@@ -60,6 +60,10 @@ struct tg_core_api {
     /* What the loader's exported definitions jump to, row by row: the cu*
      * rows of shim/cuda_hooks.inc, then the cupti* names above. */
     void *fwd[TG_FWD_N];
+    /* cu* row fn's wrapper itself once the driver's function is resolved
+     * (the forwarder then jumps straight to it), else fwd[fn] (which
+     * resolves per call, or says CUDA_ERROR_NOT_FOUND). */
+    void *(*cuda_direct)(unsigned fn);
     unsigned long long (*cuda_count)(const char *variant);
     void (*activate)(void);                     /* tg_activate's work, once */
     void (*fini)(void);                         /* the destructor's work */

@@ -55,6 +55,15 @@ static unsigned long long cuda_count(const char *variant)
     return i < 0 ? ~0ULL : tg_cuda_count((unsigned)i);
 }
 
+static const struct tg_core_api api;
+
+static void *cuda_direct(unsigned fn)
+{
+    if (fn < TG_CUDA_NFN && tg__cuda_init_loaded() && tg__cuda_real(fn))
+        return tg__cuda_wrapper(fn);
+    return fn < TG_CUDA_NFN ? api.fwd[fn] : NULL;
+}
+
 static const struct tg_core_api api = {
     .fwd = {
 #define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) [TG_FN_##name] = (void *)entry_##name,
@@ -66,6 +75,7 @@ static const struct tg_core_api api = {
         TG_CUPTI_FORWARDS(TG_X)
 #undef TG_X
     },
+    .cuda_direct = cuda_direct,
     .cuda_count = cuda_count,
     .activate = tg__core_activate,
     .fini = tg__core_fini,

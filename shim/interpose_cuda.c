@@ -9,8 +9,9 @@
  * no syscall, no allocation, and the caller's return address left in place
  * (the cupti* hand-over looks at it).  A row starts at its slow stub, which
  * decides once where the row goes and stores it:
- *   - the core's entry of the row (shim/core_entry.c: the wrapper), loading
- *     the core if this is the first thing that needs it;
+ *   - the core's wrapper of the row, loading the core if this is the first
+ *     thing that needs it (or the core's entry, shim/core_entry.c, while the
+ *     driver lacks the function: it resolves per call);
  *   - cu* rows with mode=off, or any row when the core cannot be loaded
  *     (said once by tg_core_load): the real driver's function, so the
  *     program runs as without tunerguard (a function the driver lacks gives
@@ -154,8 +155,9 @@ static __attribute__((noinline)) void *decide(unsigned i)
     int cupti = i >= TG_CUDA_NFN;
     const struct tg_core_api *core = tg_opts.mode == TG_MODE_OFF && !cupti ? NULL : tg_core_load();
     if (core) {
-        atomic_store_explicit(&fwd[i], core->fwd[i], memory_order_relaxed);
-        return core->fwd[i];
+        void *p = cupti ? core->fwd[i] : core->cuda_direct(i);
+        atomic_store_explicit(&fwd[i], p, memory_order_relaxed);
+        return p;
     }
     void *p = cupti ? NULL : real_of(i);
     if (!p)
