@@ -48,22 +48,26 @@ static const char names[TG_FWD_N][40] = {
 #undef TG_X
 };
 
-/* Per row: its type, its slow stub, its stub for a function the driver
- * lacks. */
-#define TG_ROW(name, ret, params, args, absent)                                  \
+/* Per row: its type and its slow stub. */
+#define TG_ROW(name, ret, params, args)                                          \
     typedef ret (*fwd_pfn_##name) params;                                       \
-    static ret slow_##name params;                                              \
-    static ret absent_##name params                                             \
-    {                                                                           \
-        return absent;                                                          \
-    }
-#define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) \
-    TG_ROW(name, CUresult, params, args, CUDA_ERROR_NOT_FOUND)
-#define TG_CUDA_GPA(name, params, args) TG_ROW(name, CUresult, params, args, CUDA_ERROR_NOT_FOUND)
+    static ret slow_##name params;
+#define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) TG_ROW(name, CUresult, params, args)
+#define TG_CUDA_GPA(name, params, args) TG_ROW(name, CUresult, params, args)
 #include "shim/cuda_hooks.inc"
 #undef TG_CUDA_HOOK
 #undef TG_CUDA_GPA
 #undef TG_ROW
+
+/* Without the core, what a cu* row whose driver function is missing gives:
+ * one function for every row, which reads none of its arguments (in the
+ * x86-64 and AArch64 calling conventions a callee that ignores its
+ * arguments may be called with any; one stub instead of a table of 29,
+ * whose relocations ld.so would write in every process). */
+static CUresult absent_cuda(void)
+{
+    return CUDA_ERROR_NOT_FOUND;
+}
 #define TG_X(name, ret, params, args)                                            \
     typedef ret (*fwd_pfn_##name) params;                                       \
     static ret slow_##name params;
@@ -134,15 +138,9 @@ static void *real_of(unsigned i)
     return p;
 }
 
-/* Without the core: what a cu* row whose driver function is missing gives,
- * and what a cupti* row goes to. */
-static void *const absent[TG_FWD_N] = {
-#define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) [TG_FN_##name] = (void *)absent_##name,
-#define TG_CUDA_GPA(name, params, args) [TG_FN_##name] = (void *)absent_##name,
-#include "shim/cuda_hooks.inc"
-#undef TG_CUDA_HOOK
-#undef TG_CUDA_GPA
-#define TG_X(name, ret, params, args) [TG_FWD_##name] = (void *)bare_##name,
+/* Without the core: what a cupti* row goes to. */
+static void *const bare[TG_FWD_N - TG_CUDA_NFN] = {
+#define TG_X(name, ret, params, args) [TG_FWD_##name - TG_CUDA_NFN] = (void *)bare_##name,
     TG_CUPTI_FORWARDS(TG_X)
 #undef TG_X
 };
@@ -159,9 +157,9 @@ static __attribute__((noinline)) void *decide(unsigned i)
         atomic_store_explicit(&fwd[i], p, memory_order_relaxed);
         return p;
     }
-    void *p = cupti ? NULL : real_of(i);
+    void *p = cupti ? bare[i - TG_CUDA_NFN] : real_of(i);
     if (!p)
-        p = absent[i];
+        p = (void *)absent_cuda;
     if (tg_opts.mode == TG_MODE_OFF || tg_core_failed())
         atomic_store_explicit(&fwd[i], p, memory_order_relaxed);
     return p;

@@ -154,7 +154,9 @@ TG_STARTUP __attribute__((visibility("default"))) void *dlsym(void *h, const cha
         void *out;
         if (tg__dlsym_cu(real, h, s, &out))
             return out;
-    } else if (h != RTLD_NEXT && n && strncmp(n, "cupti", 5) == 0) {
+    } else if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] == 'p' && n[3] == 't' && n[4] == 'i') {
+        /* (compared by hand: a "cupti" literal is in .rodata, a segment no
+         * process that imports no target should touch, core/startup.h) */
         void *out;
         if (tg__dlsym_cupti(real, h, s, &out))
             return out;
