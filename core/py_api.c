@@ -161,7 +161,10 @@ TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded
     }
     *minor = m;
     /* "3.13.0 experimental free-threading build (main, ...)" */
-    *free_threaded = v && strstr(v, names.free_threading) != NULL;
+    *free_threaded = 0;
+    size_t flen = sizeof names.free_threading - 1; /* strstr by hand: one import fewer */
+    for (const char *p = v; p && *p && !*free_threaded; p++)
+        *free_threaded = strncmp(p, names.free_threading, flen) == 0;
     return m >= 9 && !*free_threaded ? 0 : -1;
 }
 
