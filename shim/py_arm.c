@@ -64,8 +64,10 @@ int tg__arm_module_pending;
 PyObject *tg__arm_finder_self;
 
 volatile int tg_arm_pending;
-static int armed;
-static void *main_interp; /* PyInterpreterState of the main interpreter, from arming */
+/* Written at arming in every Python process: in .data (TG_STARTUP_DATA,
+ * core/startup.h), not a .bss page of their own. */
+static int armed TG_STARTUP_DATA;
+static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
 
 /* ---- targets ---------------------------------------------------------------- */
 
