@@ -9,6 +9,9 @@
  * wrapper when preloaded.  Both on a created stream (the device cache hits)
  * and on the NULL stream (one extra real cuCtxGetCurrent per call; the fake
  * logs that call too, so this figure overstates the real driver's).
+ * "exported" calls what dlsym(RTLD_DEFAULT, "cuLaunchKernel") returns: with
+ * the preload, its exported definition, the path of a caller linked against
+ * libcuda (the loader's forwarder, then the core's entry and the wrapper).
  * For instruction counts run under
  *   valgrind --tool=callgrind --toggle-collect='loop_*' ... build/cuda_launch_cost 100000
  * and read the inclusive Ir of each loop_* function (callgrind_annotate --inclusive=yes). */
@@ -40,6 +43,7 @@ LOOP(loop_direct_stream)
 LOOP(loop_hooked_stream)
 LOOP(loop_direct_null)
 LOOP(loop_hooked_null)
+LOOP(loop_exported_stream)
 
 static double best_ns(void (*loop)(launch_fn, CUstream, long), launch_fn f, CUstream s, long n)
 {
@@ -77,7 +81,12 @@ int main(int argc, char **argv)
     double hs = best_ns(loop_hooked_stream, hooked, s, n);
     double dn = best_ns(loop_direct_null, direct, NULL, n);
     double hn = best_ns(loop_hooked_null, hooked, NULL, n);
+    launch_fn exported = (launch_fn)dlsym(RTLD_DEFAULT, "cuLaunchKernel");
+    double es = exported ? best_ns(loop_exported_stream, exported, s, n) : 0;
     printf("stream: direct %.1f ns  hooked %.1f ns  added %.1f ns/launch\n", ds, hs, hs - ds);
     printf("NULL  : direct %.1f ns  hooked %.1f ns  added %.1f ns/launch\n", dn, hn, hn - dn);
+    if (exported && (void *)exported != (void *)direct)
+        printf("stream: direct %.1f ns  exported %.1f ns  added %.1f ns/launch (RTLD_DEFAULT / PLT path)\n", ds,
+               es, es - ds);
     return 0;
 }

@@ -12,7 +12,9 @@ set(TG_TSAN_FLAGS -fsanitize=thread -g -O1 -fno-omit-frame-pointer)
 set(TG_TSAN_TESTS test_tuner_table test_cuda_hooks test_interference test_stress test_trace)
 
 set(TG_CRT_DIR ${CMAKE_SOURCE_DIR}/tests/lifecycle/tsan)
-add_library(tg_core_tsan STATIC ${TG_CORE_SOURCES})
+# both libraries' sources, bound as in the static archive (shim/core_static.c)
+add_library(tg_core_tsan STATIC ${TG_CORE_SOURCES} ${TG_LOADER_SOURCES} ${CMAKE_SOURCE_DIR}/shim/core_static.c)
+target_include_directories(tg_core_tsan PRIVATE ${TG_GENERATED_DIR})
 # -Wno-tsan: TSan does not model stand-alone fences (the seqlocks in
 # reports/trace.c, shim/cuda_record.h); gcc warns, and reports them if racy.
 target_compile_options(tg_core_tsan PRIVATE ${TG_WARN} ${TG_TSAN_FLAGS} -Wno-tsan -ftls-model=initial-exec)

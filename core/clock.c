@@ -1,10 +1,9 @@
 /* TSC to CLOCK_MONOTONIC conversion.  See clock.h. */
 #include "core/clock.h"
-#include "core/startup.h"
 
 static uint64_t ref_ticks, ref_ns;
 
-TG_STARTUP void tg_clock_init(void)
+void tg_clock_init(void)
 {
     ref_ns = tg_mono_ns();
     ref_ticks = tg_ticks();

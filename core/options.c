@@ -115,7 +115,7 @@ TG_STARTUP static int set_string(struct tg_options *o, const struct opt_row *r, 
 {
     char **slot = (char **)((char *)o + r->offset);
     char *copy = (char *)r->def;
-    if (strlen(r->def) != vlen || memcmp(val, r->def, vlen) != 0) {
+    if (strlen(r->def) != vlen || strncmp(val, r->def, vlen) != 0) {
         copy = malloc(vlen + 1);
         if (!copy)
             return -1;
@@ -256,6 +256,16 @@ TG_STARTUP static int valid_targets(const char *v)
  * next separator, except that in a targets= value a ':' belongs to the value
  * unless a new key=value pair follows it, so targets=mod:Class.method needs
  * no quoting. */
+/* strcspn(p, ": \t\n\r") for a message: one libc function fewer for the
+ * loader to import (each is dynamic-symbol space in every process). */
+static size_t till_sep(const char *p)
+{
+    size_t n = 0;
+    while (p[n] && p[n] != ':' && p[n] != ' ' && p[n] != '\t' && p[n] != '\n' && p[n] != '\r')
+        n++;
+    return n;
+}
+
 TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen)
 {
     set_defaults(out);
@@ -272,7 +282,7 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
         while (*eq && *eq != '=' && !is_sep(*eq))
             eq++;
         if (*eq != '=' || eq == start) {
-            size_t len = strcspn(start, ": \t\n\r");
+            size_t len = till_sep(start);
             snprintf(err, errlen, "malformed option '%.*s' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')",
                      (int)len, start);
             goto fail;
@@ -306,7 +316,7 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
             vlen = (size_t)(close - val);
             p = close + 1;
             if (*p && !is_sep(*p)) {
-                size_t len = strcspn(p, ": \t\n\r");
+                size_t len = till_sep(p);
                 snprintf(err, errlen,
                          "malformed option '%s' in TUNERGUARD_OPTIONS (text '%.*s' after the closing %c; expected ':' "
                          "or a space)",

@@ -37,6 +37,11 @@ void tg_proc_configure(const char *log_path);
  * signal-safe; thread-safe. */
 void tg_proc_arm(void);
 
+/* tg_proc_configure(tg_opts.log_path), once per process, whoever comes
+ * first: arming (before tg_proc_arm) or the core's activation.  Any thread
+ * (a second caller waits for the first: a copy). */
+void tg_proc_setup(void);
+
 /* The rank: $RANK when it is a decimal number 0 <= R < 2^30 written with
  * digits only, else -1 ("3x", "-1", " 3", "" are no rank: the one rule every
  * writer and every report field follows).  Computes the facts on first call. */

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -160,7 +161,10 @@ TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded
     }
     *minor = m;
     /* "3.13.0 experimental free-threading build (main, ...)" */
-    *free_threaded = v && strstr(v, names.free_threading) != NULL;
+    *free_threaded = 0;
+    size_t flen = sizeof names.free_threading - 1; /* strstr by hand: one import fewer */
+    for (const char *p = v; p && *p && !*free_threaded; p++)
+        *free_threaded = strncmp(p, names.free_threading, flen) == 0;
     return m >= 9 && !*free_threaded ? 0 : -1;
 }
 
@@ -205,23 +209,38 @@ TG_STARTUP int tg_py_resolve_unsupported(void)
  * that says why nothing is guarded). */
 static const char *missing_fn;
 
-TG_STARTUP static int resolve_part(char part)
-{
+/* Where each name of py_api.inc goes: offsets into names and tg_py, no
+ * pointers (no relocations), in RELRO with names.  A loop over it instead
+ * of one block of code per name: the loader's .text is in every process. */
 #define TG_PYFN_A 'A'
 #define TG_PYFN_G 'G'
-#define TG_PYFN(req, when, ret, name, params)                                                           \
-    if (TG_PYFN_##when == part) {                                                                      \
-        tg_py.name = (ret(*) params)(req ? tg_real_sym(RTLD_DEFAULT, names.name) : lookup(names.name)); \
-        if (req && !tg_py.name) {                                                                      \
-            (void)dlerror(); /* a broken libpython: our failed lookup is not news */                   \
-            missing_fn = names.name;                                                                   \
-            return -1;                                                                                 \
-        }                                                                                              \
-    }
+static const struct py_row {
+    unsigned short name, slot;
+    char req, when;
+} rows[] TG_STARTUP_RODATA = {
+#define TG_PYFN(req, when, ret, name, params) \
+    {offsetof(struct py_names, name), offsetof(struct tg_py_api, name), req, TG_PYFN_##when},
 #include "py_api.inc"
 #undef TG_PYFN
+};
 #undef TG_PYFN_A
 #undef TG_PYFN_G
+
+TG_STARTUP static int resolve_part(char part)
+{
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const struct py_row *r = &rows[i];
+        if (r->when != part)
+            continue;
+        const char *n = (const char *)&names + r->name;
+        void *p = r->req ? tg_real_sym(RTLD_DEFAULT, n) : lookup(n);
+        memcpy((char *)&tg_py + r->slot, &p, sizeof p); /* a function pointer, as dlsym gives it */
+        if (r->req && !p) {
+            (void)dlerror(); /* a broken libpython: our failed lookup is not news */
+            missing_fn = n;
+            return -1;
+        }
+    }
     return 0;
 }
 

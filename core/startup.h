@@ -3,14 +3,18 @@
  * The preload enters every process of a job (shells, compilers, Python
  * programs that never import a target), and what it costs there is mostly
  * pages: the kernel maps a file's pages in 64 KiB windows around each one
- * touched (fault-around), so code spread over the library's .text costs a
- * window per spot (docs/benchmarks.md, "Start-up cost").  A function marked
- * TG_STARTUP goes into .text.startup.tg, which GNU ld's default script puts
- * at the front of .text, next to the constructor and the PLT: the
+ * touched (fault-around), so every page of a mapping smaller than that is
+ * mapped at the first touch (docs/benchmarks.md, "Start-up cost").  That is
+ * why the preload is two libraries (shim/core_api.h): the loader, whose
+ * .text is one window, holds only what every process may run (the
  * constructor's path, the audit hook, arming in a process that imports no
- * target, the finder's negative answer, the dlsym interposer's pass-through
- * and the exit path of a process that reported nothing all fault in one
- * window.  Placement only: the generated code is the same. */
+ * target, the finder's negative answer, the dlsym interposer's pass-through,
+ * the exported forwarders and the exit path of a process that did nothing);
+ * the core is loaded where something is to be done.  These markers are for
+ * the loader's sources only.  A function marked TG_STARTUP goes into
+ * .text.startup.tg, which GNU ld's default script puts at the front of
+ * .text, next to the constructor and the PLT.  Placement only: the
+ * generated code is the same. */
 #ifndef TG_STARTUP_H
 #define TG_STARTUP_H
 

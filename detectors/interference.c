@@ -4,7 +4,7 @@
 #include <string.h>
 
 _Atomic uint32_t tg_itf_bench[TG_ITF_MAXDEV];
-__thread struct tg_itf_thread tg_itf_self;
+/* tg_itf_self: detectors/tls.c (the loader holds every thread-local) */
 
 struct tg_itf_sample {
     _Atomic uint64_t key;   /* mix(tid, func) | 1; 0 = free */

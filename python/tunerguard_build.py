@@ -10,7 +10,8 @@ build_wheel:
      reproducers), builds the library, the command, the man page and the
      stand-in, and `cmake --install`s them into a staging prefix;
   2. the wheel holds the package python/tunerguard/ with, beside its
-     __init__.py, libtunerguard.so and the tunerguard binary from that
+     __init__.py, libtunerguard.so (with libtunerguard_core.so, which it
+     loads from beside itself) and the tunerguard binary from that
      prefix (the binary finds the library next to itself), the reproducers
      (tests/repro, tests/gpu/triton_races.py, the stand-in libcuda), and the
      man page as data (share/man/man1/tunerguard.1 under the environment).
@@ -129,11 +130,13 @@ def _cmake_build(tmp):
     _run([cmake, "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DTG_TESTS=OFF",
           "-DTG_FAKECUDA=ON", "-DCMAKE_INSTALL_PREFIX=" + stage, "-DCMAKE_INSTALL_LIBDIR=lib"])
     jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL") or str(os.cpu_count() or 1)
-    _run([cmake, "--build", build, "--parallel", jobs, "--target", "tunerguard", "tunerguard-cli",
+    _run([cmake, "--build", build, "--parallel", jobs, "--target", "tunerguard", "tunerguard_core", "tunerguard-cli",
           "tunerguard-man", "fakecuda"])
     _run([cmake, "--install", build, "--prefix", stage])
     out = {
         "lib": os.path.join(stage, "lib", "libtunerguard.so"),
+        # the loader's core, found beside it at run time (shim/core_api.h)
+        "core": os.path.join(stage, "lib", "libtunerguard_core.so"),
         "bin": os.path.join(stage, "bin", "tunerguard"),
         "man": os.path.join(stage, "share", "man", "man1", "tunerguard.1"),
         "fakecuda": os.path.join(build, "tests", "fakecuda", "libcuda.so.1"),
@@ -229,13 +232,14 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     try:
         built = _cmake_build(tmp)
         _check_version(built["bin"], version)
-        tag = "py3-none-" + _platform_tag([built["lib"], built["bin"], built["fakecuda"]])
+        tag = "py3-none-" + _platform_tag([built["lib"], built["core"], built["bin"], built["fakecuda"]])
         wheel_name = "%s-%s-%s.whl" % (name, version, tag)
         os.makedirs(wheel_directory, exist_ok=True)
         whl = _Wheel(os.path.join(wheel_directory, wheel_name))
         for arc, path in _package_sources():
             whl.add_file(arc, path, 0o644)
         whl.add_file("tunerguard/libtunerguard.so", built["lib"], 0o755)
+        whl.add_file("tunerguard/libtunerguard_core.so", built["core"], 0o755)
         whl.add_file("tunerguard/tunerguard", built["bin"], 0o755)
         whl.add_file("tunerguard/tests/fakecuda/libcuda.so.1", built["fakecuda"], 0o755)
         data = "%s-%s.data/data/" % (name, version)

@@ -1,6 +1,5 @@
 /* The report pipeline; see reports/emit.h. */
 #include "reports/emit.h"
-#include "core/startup.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -20,7 +19,7 @@ static pthread_mutex_t report_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct tg_report report; /* the one record of GIL-held reporters, under report_mu */
 
 static struct tg_emit_stats stats; /* every field updated atomically */
-static void (*halt_fn)(void) TG_STARTUP_DATA; /* written at arming (core/startup.h) */
+static void (*halt_fn)(void); /* written at activation */
 
 /* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
  * one bug: the tuner instance and the call sites into it of both threads
@@ -113,7 +112,7 @@ static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
     return NULL; /* full: written, not counted */
 }
 
-TG_STARTUP void tg_emit_flush_repeats(void)
+void tg_emit_flush_repeats(void)
 {
     static struct tg_report rep; /* big: not on the stack; at exit, one thread */
     for (unsigned i = 0; i < TG_DEDUP_SLOTS; i++) {
@@ -208,12 +207,12 @@ void tg_emit_count_overlap(void)
     add(&stats.overlaps, 1);
 }
 
-TG_STARTUP void tg_emit_set_halt(void (*fn)(void))
+void tg_emit_set_halt(void (*fn)(void))
 {
     halt_fn = fn;
 }
 
-TG_STARTUP void tg_emit_stats(struct tg_emit_stats *out)
+void tg_emit_stats(struct tg_emit_stats *out)
 {
     for (int i = 0; i < TG_REPORT_NKINDS; i++)
         out->written[i] = __atomic_load_n(&stats.written[i], __ATOMIC_RELAXED);

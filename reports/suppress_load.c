@@ -1,6 +1,5 @@
 /* See suppress_load.h. */
 #include "reports/suppress_load.h"
-#include "core/startup.h"
 #include "detectors/suppress.h"
 #include "core/log.h"
 #include "core/process.h"
@@ -104,7 +103,7 @@ unsigned long long tg_supp_total(void)
     return tg__supp_total;
 }
 
-TG_STARTUP void tg_supp_exit_report(int verbosity)
+void tg_supp_exit_report(int verbosity)
 {
     if (verbosity < 1 || tg__supp_total == 0)
         return;

@@ -10,7 +10,6 @@
  * Contract: not signal-safe; allocates (mmap, __cxa_demangle); serialized by
  * one mutex.  Never fails: an unknown address prints as "0x...". */
 #include "reports/dwarf_lines.h"
-#include "core/startup.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
@@ -130,7 +129,7 @@ typedef char *(*tg__demangle_fn)(const char *, char *, size_t *, int *);
  * once at start-up (before any report), read at report time. */
 static int tg__sym_level = 2;
 
-TG_STARTUP void tg_report_set_symbolize(int level)
+void tg_report_set_symbolize(int level)
 {
     tg__sym_level = level;
 }

@@ -9,7 +9,6 @@
  * torn and is discarded (counted as dropped).  Seqlock reasoning: a copy that
  * saw any store of the newer lap sees its `writing` announcement too. */
 #include "reports/trace.h"
-#include "core/startup.h"
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
@@ -54,16 +53,18 @@ struct tg__trace_ring {
 static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
 static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
 static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
-static __thread struct tg__trace_ring *tg__my_ring;
-static __thread int tg__no_ring;
+/* The thread-locals are defined in reports/tls.c: the loader holds every
+ * thread-local (shim/core_api.h). */
+extern __thread struct tg__trace_ring *tg__my_ring;
+extern __thread int tg__no_ring;
 
 /* ---- the writer side (under tg__trace_mu) ---------------------------------- */
 
 static pthread_mutex_t tg__trace_mu = PTHREAD_MUTEX_INITIALIZER;
-/* The next three: written at arming (TG_STARTUP_DATA, core/startup.h). */
-static void (*tg__namer)(unsigned long, char *, int) TG_STARTUP_DATA;
-static const char *(*tg__fn_name)(unsigned) TG_STARTUP_DATA;
-static const char *(*tg__kernel_name)(unsigned long long, char *, size_t) TG_STARTUP_DATA;
+/* The next three: written at activation. */
+static void (*tg__namer)(unsigned long, char *, int);
+static const char *(*tg__fn_name)(unsigned);
+static const char *(*tg__kernel_name)(unsigned long long, char *, size_t);
 static long tg__cap = TG_TRACE_DEFAULT_CAP;
 static char tg__path[TG_PROC_PATH_MAX];
 static struct tg_proc_file tg__file;              /* under the mutex: 4 KB */
@@ -84,9 +85,9 @@ static pid_t tg__named[TG__NAMED];
 static int tg__nnamed;
 
 /* Per-thread: which open sessions had their begin written (LIFO bits). */
-static __thread uint64_t tg__sess_bits;
-static __thread int tg__sess_depth;
-static __thread int tg__self_named;
+extern __thread uint64_t tg__sess_bits;
+extern __thread int tg__sess_depth;
+extern __thread int tg__self_named;
 
 /* Kernel names of launched functions, looked up at drain time. */
 #define TG__KCACHE 256
@@ -95,7 +96,7 @@ static struct {
     char name[96];
 } tg__kcache[TG__KCACHE];
 
-TG_STARTUP void tg_trace_configure(int on, long cap)
+void tg_trace_configure(int on, long cap)
 {
     if (tg_trace_on != (on != 0)) /* no write of 0 over 0: see tg_trace_on */
         tg_trace_on = on != 0;
@@ -105,12 +106,12 @@ TG_STARTUP void tg_trace_configure(int on, long cap)
     tg__tr.t0_ns = 0;
 }
 
-TG_STARTUP void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
+void tg_trace_set_namer(void (*namer)(unsigned long, char *, int))
 {
     tg__namer = namer;
 }
 
-TG_STARTUP void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
+void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
                              const char *(*kernel_name)(unsigned long long, char *, size_t))
 {
     tg__fn_name = fn_name;
@@ -712,7 +713,7 @@ void tg_trace_gpu_kernel(pid_t host_tid, uint64_t launch0, uint64_t launch1, int
     unlock();
 }
 
-TG_STARTUP void tg_trace_close(void)
+void tg_trace_close(void)
 {
     if (!tg_trace_on)
         return;

@@ -255,15 +255,6 @@ static void tg__cuda_init_from(void *p)
         tg__cuda_init_lib(lib);
 }
 
-int tg__cuda_lib_loaded(void)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        return 0;
-    dlclose(h); /* drops only the reference NOLOAD took */
-    return 1;
-}
-
 int tg__cuda_init_loaded(void)
 {
     if (tg_cuda_active())

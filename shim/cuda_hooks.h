@@ -89,7 +89,7 @@ void *tg__cuda_wrap(void *p);
 int tg__cuda_init_loaded(void);
 
 /* 1 if a library named libcuda.so.1 is loaded in this process (RTLD_NOLOAD
- * query: loads nothing). */
+ * query: loads nothing).  The loader's (shim/core_link.c). */
 int tg__cuda_lib_loaded(void);
 
 /* The wrapper of row fn (what tg__cuda_wrap hands out), and the real pointer

@@ -5,10 +5,9 @@
 #include <string.h>
 
 _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_NFN];
-__thread int tg__cuda_slot;
+/* tg__cuda_slot, tg__devcache: shim/tls.c (the loader holds every thread-local) */
 static _Atomic int tg__cuda_next_slot;
 
-__thread struct tg__devcache_entry tg__devcache[TG_CUDA_DEVCACHE];
 _Atomic uint32_t tg__cuda_gen = 1; /* never 0: an empty entry (gen 0) never hits */
 struct tg__cuda_support tg__cuda_sup;
 

@@ -53,7 +53,9 @@ void tg__stress_atfork_child(void)
     atomic_store(&st_iso_waiting, 0);
 }
 
-static __thread uint64_t bench_t0; /* cupti=1: when the benchmark began */
+/* cupti=1: when the benchmark began (defined in shim/tls.c: the loader
+ * holds every thread-local, shim/core_api.h) */
+extern __thread uint64_t tg__stress_bench_t0;
 
 void tg__cuda_bench_begin(struct tg_thread *t, int dev)
 {
@@ -62,7 +64,7 @@ void tg__cuda_bench_begin(struct tg_thread *t, int dev)
     tg_itf_begin(dev);
     if (tg_opts.cupti) { /* once per benchmark, not per launch */
         tg_cupti_maybe_start(0);
-        bench_t0 = tg_mono_ns();
+        tg__stress_bench_t0 = tg_mono_ns();
     }
 }
 
@@ -200,7 +202,7 @@ uint64_t tg_tuning_session_end(struct tg_thread *t, void *inst_)
     int gpu = 0;
     if (tg_opts.cupti && tg_cupti_active()) {
         uint64_t t0 = tg_cupti_session_t0();
-        t0 = t0 && (t0 < bench_t0 || !bench_t0) ? t0 : bench_t0;
+        t0 = t0 && (t0 < tg__stress_bench_t0 || !tg__stress_bench_t0) ? t0 : tg__stress_bench_t0;
         t->busy++;
         gpu = tg_cupti_verdict(t->tid, res.dev, t0, tg_mono_ns(), &gv) == 0;
         t->busy--;

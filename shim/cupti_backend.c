@@ -1,6 +1,5 @@
 /* The opt-in CUPTI backend: see shim/cupti_backend.h and docs/cupti.md. */
 #include "shim/cupti_backend.h"
-#include "core/startup.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -48,7 +47,8 @@ static struct {
 
 /* ---- correlation (written by launching threads in the API callback) ----- */
 static struct tg_gpu_corr *st_corr; /* malloc'ed at start, never freed */
-static __thread uint64_t tls_sess_t0;
+/* defined in shim/tls.c: the loader holds every thread-local (shim/core_api.h) */
+extern __thread uint64_t tg__cupti_sess_t0;
 
 /* ---- buffers and the kernel store (st_mu: never taken on a launch) ------ */
 static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -99,12 +99,12 @@ int tg_cupti_active(void)
 
 uint64_t tg_cupti_session_t0(void)
 {
-    return tls_sess_t0;
+    return tg__cupti_sess_t0;
 }
 
 void tg_cupti_session_done(void)
 {
-    tls_sess_t0 = 0;
+    tg__cupti_sess_t0 = 0;
 }
 
 /* ---- CUPTI callbacks ------------------------------------------------------------ */
@@ -131,9 +131,9 @@ static void CUPTIAPI api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId
         struct tg_thread *t = tg__self();
         tg_gpu_corr_enter(st_corr, d->correlationId, t->tid, now);
         if (t->nheld == 0)
-            tls_sess_t0 = 0;
-        else if (!tls_sess_t0)
-            tls_sess_t0 = now; /* first launch of this session */
+            tg__cupti_sess_t0 = 0;
+        else if (!tg__cupti_sess_t0)
+            tg__cupti_sess_t0 = now; /* first launch of this session */
     } else {
         tg_gpu_corr_exit(st_corr, d->correlationId, now);
     }
@@ -408,7 +408,7 @@ static void start(void)
                  st_own_clock ? "CLOCK_MONOTONIC" : "offset-corrected", tg_opts.cupti_buffer_kb);
 }
 
-TG_STARTUP int tg_cupti_maybe_start(int check_loaded)
+int tg_cupti_maybe_start(int check_loaded)
 {
     if (!tg_opts.cupti || tg_opts.mode == TG_MODE_OFF)
         return 0;
@@ -555,10 +555,12 @@ static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
+/* p is one of tunerguard's exported definitions: the loader's forwarders
+ * (libtunerguard.so, where tg__real_dlsym lives), not this core. */
 static int is_own(void *p)
 {
     Dl_info me, it;
-    return p && dladdr((void *)is_own, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
+    return p && dladdr((void *)tg__real_dlsym, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
 }
 
 static void *caller_sym(const void *ret, const char *name)
@@ -595,7 +597,7 @@ static void *next_sym(const void *ret, const char *name)
     return tg__real_dlsym()(RTLD_NEXT, name);
 }
 
-__attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s,
+CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe(CUpti_SubscriberHandle *s,
                                                                            CUpti_CallbackFunc cb, void *ud)
 {
     handover("cuptiSubscribe");
@@ -604,7 +606,7 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe(CUpti
     return f ? f(s, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-__attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *s,
+CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe_v2(CUpti_SubscriberHandle *s,
                                                                               CUpti_CallbackFunc cb, void *ud,
                                                                               CUpti_SubscriberParams *p)
 {
@@ -614,8 +616,8 @@ __attribute__((visibility("default"))) CUptiResult CUPTIAPI cuptiSubscribe_v2(CU
     return f ? f(s, cb, ud, p) : CUPTI_ERROR_NOT_INITIALIZED;
 }
 
-__attribute__((visibility("default"))) CUptiResult CUPTIAPI
-cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
+CUptiResult CUPTIAPI
+tg__cupti_fwd_cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
 {
     handover("cuptiActivityRegisterCallbacks");
     CUptiResult (*f)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =

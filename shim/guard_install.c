@@ -11,7 +11,6 @@
  *
  * Everything here runs with the GIL held. */
 #include "shim/guard_internal.h"
-#include "core/startup.h"
 #include "shim/lifecycle.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -104,7 +103,7 @@ static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(0) TG_REF64(1) TG_REF6
 
 /* ---- installing guards ------------------------------------------------------ */
 
-TG_STARTUP int tg_guard_count(void)
+int tg_guard_count(void)
 {
     return nguards;
 }

@@ -10,9 +10,9 @@
 #include "core/process.h"
 #include "core/py_api.h"
 #include "core/startup.h"
+#include "shim/core_api.h"
 #include "shim/lifecycle.h"
 #include "shim/py_arm.h"
-#include "reports/suppress_load.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +21,9 @@
 /* In every process the preload enters, most of which never import a target
  * nor call CUDA (a shell, a compiler, `python -c pass`), the constructor does
  * the least that decides whether anything can happen: the options, the
- * secure-execution filter and, in a Python process, the audit hook.  What
+ * secure-execution filter and, in a Python process, the audit hook.  All of
+ * it is the loader's code (shim/core_api.h); the core library is loaded
+ * here only when suppressions are to be read.  What
  * reports and the trace need is set up by tg_activate (shim/lifecycle.h) at
  * arming or the first CUDA resolution, the fork-child list and the clock at
  * the first guard or CUDA resolution (tg_lifecycle_arm_fork): elsewhere their
@@ -56,7 +58,8 @@ __attribute__((constructor)) static void tg_init(void)
      * resolve) untouched.  A process that has them is set up now: the exit
      * lists the matched ones (verbosity>=1) even where nothing armed. */
     if (tg_opts.suppressions[0] && tg_py_present()) {
-        if (tg_supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
+        const struct tg_core_api *core = tg_core_load(); /* no core: said, nothing to suppress */
+        if (core && core->supp_load(tg_opts.suppressions, err, sizeof err) < 0) {
             tg__warn("%s", err);
             _exit(2);
         }
@@ -72,7 +75,8 @@ __attribute__((constructor)) static void tg_init(void)
  * traced and serialized nothing: nothing to say, no page to touch. */
 __attribute__((destructor)) static void tg_fini(void)
 {
-    if (tg_opts.mode == TG_MODE_OFF || !tg_activated())
+    const struct tg_core_api *core = tg_core_loaded();
+    if (tg_opts.mode == TG_MODE_OFF || !core) /* no core: nothing was activated */
         return;
-    tg_shutdown(TG_SHUTDOWN_EXIT);
+    core->fini();
 }

@@ -11,7 +11,9 @@
  *    interposers' dlsym(RTLD_NEXT, ...) resolve relative to tunerguard and
  *    recurse (notes/cuda-interception.md §2.3).  A ctest checks the jmp.
  *  - A driver name is resolved by the real dlsym first; a pointer into libcuda
- *    is replaced by the wrapper of exactly that variant (tg__cuda_wrap).
+ *    is replaced by the wrapper of exactly that variant (tg__cuda_wrap, in
+ *    the core library: the first such look-up loads it, shim/core_api.h;
+ *    when it cannot be loaded, the real answer passes through).
  *  - A lookup that finds tunerguard's own exported definition (RTLD_DEFAULT,
  *    the main program's handle) gives NULL while no libcuda.so.1 is loaded
  *    (for "cupti*" names: while no libcupti is loaded), in every mode,
@@ -28,6 +30,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "shim/core_api.h"
 #include "shim/cuda_hooks.h"
 #include "core/startup.h"
 #include "core/options.h"
@@ -94,13 +97,19 @@ static __attribute__((noinline)) int tg__dlsym_cu(tg__dlsym_fn real, void *h, co
         }
         if (tg_opts.mode == TG_MODE_OFF)
             return 0;
-        tg__cuda_init_loaded();
-        *out = p;
+        const struct tg_core_api *core = tg_core_load();
+        if (core)
+            core->cuda_init_loaded();
+        *out = p; /* the forwarder: the core's entry, or the driver's without a core */
         return 1;
     }
     if (tg_opts.mode == TG_MODE_OFF)
         return 0; /* off: nothing is wrapped, the real answer as is */
-    *out = tg__cuda_wrap(p);
+    const struct tg_core_api *core = tg_core_load();
+    if (!core)
+        return 0; /* no core: the real answer as is */
+    *out = core->cuda_wrap(p);
+    (void)dlerror(); /* as the caller's successful look-up left it */
     return 1;
 }
 
@@ -145,7 +154,9 @@ TG_STARTUP __attribute__((visibility("default"))) void *dlsym(void *h, const cha
         void *out;
         if (tg__dlsym_cu(real, h, s, &out))
             return out;
-    } else if (h != RTLD_NEXT && n && strncmp(n, "cupti", 5) == 0) {
+    } else if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] == 'p' && n[3] == 't' && n[4] == 'i') {
+        /* (compared by hand: a "cupti" literal is in .rodata, a segment no
+         * process that imports no target should touch, core/startup.h) */
         void *out;
         if (tg__dlsym_cupti(real, h, s, &out))
             return out;

@@ -1,6 +1,5 @@
 /* See shim/lifecycle.h. */
 #include "shim/lifecycle.h"
-#include "core/startup.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -42,14 +41,14 @@ static void fork_child(void)
 }
 
 /* pthread_atfork is not libc's own export but a stub from libc_nonshared.a
- * linked into us, and it lands after all of our .text: calling it would
- * fault in a 64 KiB window of code for a few bytes (core/startup.h).  On
+ * linked into us, and it lands after all of our .text (a page of its own,
+ * when a window was all it took before the split, core/startup.h).  On
  * glibc the stub is one call of __register_atfork with this object's
  * __dso_handle (LSB Core names the interface); make that call here. */
 #ifdef __GLIBC__
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
 extern void *__dso_handle;
-TG_STARTUP static void register_fork_child(void)
+static void register_fork_child(void)
 {
     __register_atfork(NULL, NULL, fork_child, __dso_handle);
 }
@@ -60,7 +59,7 @@ static void register_fork_child(void)
 }
 #endif
 
-TG_STARTUP void tg_lifecycle_arm_fork(void)
+void tg_lifecycle_arm_fork(void)
 {
     static _Atomic int armed;
     if (!atomic_load_explicit(&armed, memory_order_relaxed) && !atomic_exchange(&armed, 1)) {
@@ -76,14 +75,13 @@ static void halt_now(void)
     tg_shutdown(TG_SHUTDOWN_HALT);
 }
 
-/* 0 not yet, 1 being set up, 2 done.  Not pthread_once: the set-up is a
- * few stores, and in a Python process that guards nothing pthread_once
- * would be one more libc function called for us alone (core/startup.h). */
+/* 0 not yet, 1 being set up, 2 done (a second caller waits: the set-up is
+ * a few stores). */
 static _Atomic int activated;
 
-TG_STARTUP static void activate(void)
+static void activate(void)
 {
-    tg_proc_configure(tg_opts.log_path); /* copies; the facts are computed at arming */
+    tg_proc_setup(); /* the report path, once (arming may have done it) */
     tg_report_set_symbolize(tg_opts.symbolize);
     tg_trace_configure(tg_opts.trace, tg_opts.trace_cap);
     tg_trace_set_namer(tg_py_thread_name);
@@ -91,7 +89,7 @@ TG_STARTUP static void activate(void)
     tg_emit_set_halt(halt_now);
 }
 
-TG_STARTUP void tg_activate(void)
+void tg__core_activate(void)
 {
     if (atomic_load_explicit(&activated, memory_order_acquire) == 2)
         return;
@@ -105,12 +103,16 @@ TG_STARTUP void tg_activate(void)
         sched_yield(); /* another thread is setting up (stores only) */
 }
 
-TG_STARTUP int tg_activated(void)
+/* The destructor's work (shim/init.c, through the core's table): a process
+ * that was never activated has reported, traced and serialized nothing. */
+void tg__core_fini(void)
 {
-    return atomic_load_explicit(&activated, memory_order_relaxed) != 0;
+    if (tg_opts.mode == TG_MODE_OFF || atomic_load_explicit(&activated, memory_order_relaxed) == 0)
+        return;
+    tg_shutdown(TG_SHUTDOWN_EXIT);
 }
 
-TG_STARTUP void tg_shutdown(enum tg_shutdown_why why)
+void tg_shutdown(enum tg_shutdown_why why)
 {
     tg_trace_close();
     tg_arm_exit_summary();

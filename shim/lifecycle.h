@@ -6,12 +6,15 @@
 
 /* Set up what reports and the trace need: the report path (log_path, copied), symbolize=, trace=,
  * the trace's namers, the halt of halt_on_race/deadlock=abort.  Once per
- * process (a second caller waits for the first), by whoever comes first: arming (py_arm.c), the first CUDA
- * resolution (cuda_hooks.c), the constructor where suppressions were loaded.
- * Not from a hot path; not signal-safe. */
+ * process (a second caller waits for the first), by whoever comes first: arming (py_arm.c) with
+ * trace=1, the first target module, the first CUDA resolution (cuda_hooks.c), the constructor where
+ * suppressions were loaded.  The loader's (shim/core_link.c): loads the core first (no core: does
+ * nothing), then runs tg__core_activate.  Not from a hot path; not signal-safe. */
 void tg_activate(void);
-/* Has tg_activate run (or begun)?  Any thread; one load. */
-int tg_activated(void);
+/* The core's part of tg_activate, and of the destructor (nothing when never
+ * activated).  Core only; reached through the core's table. */
+void tg__core_activate(void);
+void tg__core_fini(void);
 
 /* Register the fork-child list (pthread_atfork) and take the clock's
  * reference sample (core/clock.h) once per process, whoever comes first: the

@@ -1,0 +1,13 @@
+/* The shim's thread-locals (the CUDA hooks' recording state, the stress and
+ * CUPTI session clocks).  In the loader (libtunerguard.so), which the
+ * dynamic loader maps at start-up, so initial-exec TLS always has its static
+ * block there; the core library, dlopen'd late, has none of its own
+ * (shim/core_api.h).  Zero until a hook writes them. */
+#include "shim/cuda_record.h"
+
+#include <stdint.h>
+
+__thread int tg__cuda_slot;
+__thread struct tg__devcache_entry tg__devcache[TG_CUDA_DEVCACHE];
+__thread uint64_t tg__stress_bench_t0; /* shim/cuda_stress.c */
+__thread uint64_t tg__cupti_sess_t0;   /* shim/cupti_backend.c */
