@@ -115,5 +115,9 @@ int tg_core_cupti_maybe_start(int check_loaded);
  * errlen bytes of why into err on failure.  Called once, under the load's
  * lock. */
 const struct tg_core_api *tg__core_bind(char *err, size_t errlen);
+/* Constructor, where LD_PRELOAD names a relative path: remember the
+ * loader's file as an absolute path now, before the program can change
+ * directory (one realpath; nothing where every entry is absolute). */
+void tg__core_note_dir(void);
 
 #endif

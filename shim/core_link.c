@@ -9,15 +9,18 @@
 #include "shim/lifecycle.h"
 
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* 0 not tried, 1 loaded, 2 failed (final).  Written under `lock`; read with
  * acquire loads (the table pointer is published before the state). */
 enum { CORE_NONE, CORE_READY, CORE_FAILED };
 static _Atomic int state;
 static const struct tg_core_api *_Atomic table;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* This thread is inside the load (dlopen, the core's relocation, its
  * entry): a call that comes back here must not wait for itself. */
 static __thread int loading;
@@ -32,11 +35,72 @@ int tg_core_failed(void)
     return atomic_load_explicit(&state, memory_order_acquire) == CORE_FAILED;
 }
 
+/* The load's lock: a futex word, 0 free, 1 taken, 2 taken with waiters
+ * (one load a process; pthread_mutex would be two more imports in every
+ * process's symbol tables, docs/benchmarks.md "Start-up cost"). */
+static _Atomic uint32_t lock;
+
+static void load_lock(void)
+{
+    uint32_t c = 0;
+    if (atomic_compare_exchange_strong(&lock, &c, 1))
+        return;
+    if (c != 2)
+        c = atomic_exchange(&lock, 2);
+    while (c != 0) {
+        syscall(SYS_futex, &lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        c = atomic_exchange(&lock, 2);
+    }
+}
+
+static void load_unlock(void)
+{
+    if (atomic_exchange(&lock, 0) == 2)
+        syscall(SYS_futex, &lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* fork(2) while another thread loads the core would leave the child with
+ * `lock` taken by a thread it does not have (and ld.so's state half way
+ * through that thread's dlopen): its first call that needs the core would
+ * wait forever.  So fork waits for a load in progress: the prepare handler
+ * takes `lock`, the parent and the child let it go.  Not on the loading
+ * thread itself (a fork from inside the load, which holds `lock`).
+ * Registered by the first load, before `lock` is taken (glibc runs the
+ * handlers under its fork lock, which registering takes too). */
+static int fork_locked;
+static void fork_prepare(void)
+{
+    if (!loading) {
+        load_lock();
+        fork_locked = 1;
+    }
+}
+static void fork_done(void)
+{
+    if (fork_locked) {
+        fork_locked = 0;
+        load_unlock();
+    }
+}
+/* pthread_atfork is a stub of libc_nonshared.a passing the object's
+ * __dso_handle, which the loader (linked without start files) lacks; the
+ * handle only serves to drop the handlers when the object is unloaded,
+ * and the preloaded loader never is. */
+#ifdef __GLIBC__
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+#define register_fork_guard() __register_atfork(fork_prepare, fork_done, fork_done, NULL)
+#else
+#define register_fork_guard() pthread_atfork(fork_prepare, fork_done, fork_done)
+#endif
+
 static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
 {
     if (loading)
         return NULL; /* re-entered from our own load: pass through this once */
-    pthread_mutex_lock(&lock);
+    static _Atomic int fork_guarded;
+    if (!atomic_exchange_explicit(&fork_guarded, 1, memory_order_relaxed))
+        register_fork_guard();
+    load_lock();
     if (atomic_load_explicit(&state, memory_order_relaxed) == CORE_NONE) {
         char err[600] = "";
         loading = 1;
@@ -50,7 +114,7 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
             tg__warn("%s; nothing is guarded or recorded, CUDA calls pass straight to the driver", err);
         }
     }
-    pthread_mutex_unlock(&lock);
+    load_unlock();
     return atomic_load_explicit(&table, memory_order_acquire);
 }
 

@@ -29,12 +29,30 @@
  * the first guard or CUDA resolution (tg_lifecycle_arm_fork): elsewhere their
  * pages and libc functions are not paid for (docs/benchmarks.md, "Start-up
  * cost"). */
-static const char options_env[] TG_STARTUP_RODATA = "TUNERGUARD_OPTIONS";
+static const struct {
+    char options[sizeof "TUNERGUARD_OPTIONS"];
+    char preload[sizeof "LD_PRELOAD"];
+} env_names TG_STARTUP_RODATA = {"TUNERGUARD_OPTIONS", "LD_PRELOAD"};
+
+/* Does LD_PRELOAD (entries split by spaces or colons, as ld.so reads it)
+ * name anything by a relative path? */
+TG_STARTUP static int preload_has_relative(const char *s)
+{
+    for (int start = 1; s && *s; s++) {
+        if (*s == ' ' || *s == ':')
+            start = 1;
+        else if (start && *s != '/')
+            return 1;
+        else
+            start = 0;
+    }
+    return 0;
+}
 
 __attribute__((constructor)) static void tg_init(void)
 {
     char err[768];
-    if (tg_options_parse(getenv(options_env), &tg_opts, err, sizeof err) < 0) {
+    if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);
         _exit(2);
     }
@@ -52,6 +70,11 @@ __attribute__((constructor)) static void tg_init(void)
                  "to stderr", ignored);
     if (tg_opts.mode == TG_MODE_OFF)
         return;
+    /* The core is found beside the loader when it is first needed, maybe
+     * after the program changed directory: a relative preload path is made
+     * absolute now (only then: no syscall where the path is absolute). */
+    if (preload_has_relative(getenv(env_names.preload)))
+        tg__core_note_dir();
     /* Suppressions matter only where reports are written: Python processes.
      * Not reading the file elsewhere keeps the compilers and shells a job
      * starts (often in another directory, where a relative path would not

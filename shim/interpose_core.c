@@ -4,8 +4,9 @@
  *
  * The directory is the loader's file as the dynamic loader knows it
  * (dladdr on a loader function: the LD_PRELOAD entry, or the path a library
- * search found).  A relative LD_PRELOAD entry is resolved against the
- * directory the process is in at the first load.
+ * search found).  A relative LD_PRELOAD entry is resolved by the
+ * constructor (tg__core_note_dir), against the directory the process
+ * started in, as the dynamic loader resolved it.
  *
  * dlopen flags: RTLD_NOW, so every binding of the core is made here, once,
  * under the load's lock, and no lazy PLT resolution runs the dynamic linker
@@ -24,6 +25,18 @@
 
 #define TG_CORE_FILE "libtunerguard_core.so"
 
+/* The loader's own file made absolute at start-up, where it was preloaded
+ * by a relative path (tg__core_note_dir); "" otherwise. */
+static char self_at_start[PATH_MAX];
+
+void tg__core_note_dir(void)
+{
+    Dl_info me;
+    if (dladdr((void *)tg__core_bind, &me) && me.dli_fname && me.dli_fname[0] != '/' &&
+        !realpath(me.dli_fname, self_at_start))
+        self_at_start[0] = '\0';
+}
+
 /* dir/TG_CORE_FILE into out; 0, or -1 (err says why). */
 static int core_path(char *out, size_t len, char *err, size_t errlen)
 {
@@ -34,7 +47,9 @@ static int core_path(char *out, size_t len, char *err, size_t errlen)
     }
     char abs[PATH_MAX];
     const char *self = me.dli_fname;
-    if (self[0] != '/' && realpath(self, abs))
+    if (self[0] != '/' && self_at_start[0])
+        self = self_at_start; /* resolved before the program could chdir */
+    else if (self[0] != '/' && realpath(self, abs))
         self = abs;
     const char *slash = strrchr(self, '/');
     int dirlen = slash ? (int)(slash - self) : 1;

@@ -27,10 +27,14 @@ class Tuner:
         return x + 1
 """
 
-# argv[1]: the order: "import" (target first, then CUDA) or "cuda" (CUDA only)
+# argv[1]: the order: "import" (target first, then CUDA), "cuda" (CUDA only)
+# or "chdir" (to / first, then CUDA only)
 PROGRAM = r"""
 import ctypes, sys
 order = sys.argv[1]
+if order == "chdir":  # the program leaves the folder a relative LD_PRELOAD names
+    import os
+    os.chdir("/")
 if order == "import":
     import tgfb_target
     assert tgfb_target.Tuner().run(1) == 2
@@ -52,6 +56,7 @@ print("driver", count(b"cuLaunchKernel"), "recorded", tg(b"cuLaunchKernel"), "un
 
 def run(py, lib, fakecuda, work, order, opts):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNERGUARD", "PYTHON", "LD_"))}
+    work = os.path.abspath(work)
     env.update(LD_PRELOAD=lib, LD_LIBRARY_PATH=fakecuda, PYTHONPATH=work,
                TUNERGUARD_OPTIONS="targets=tgfb_target:Tuner.run:log_path=" + os.path.join(work, "tg") + opts)
     return subprocess.run([py, os.path.join(work, "prog.py"), order], env=env, cwd=work,
@@ -102,6 +107,17 @@ def main():
                         bad.append(f"{name}: stderr {p.stderr!r}")
                     if any(n.startswith("tg.") for n in os.listdir(work)):
                         bad.append(f"{name}: report files written: {os.listdir(work)}")
+        # The core is found beside a loader preloaded by a relative path
+        # after the program changed directory (the constructor made the path
+        # absolute): no line, every launch recorded.
+        rel = os.path.join(work, "rel")
+        os.mkdir(rel)
+        shutil.copy(a.lib, rel)
+        shutil.copy(os.path.join(os.path.dirname(a.lib), "libtunerguard_core.so"), rel)
+        p = run(a.python, os.path.join("rel", "libtunerguard.so"), a.fakecuda, work, "chdir", "")
+        if p.returncode != 0 or p.stdout.strip() != "driver 3 recorded 3 unknown True" or p.stderr.strip():
+            bad.append(f"relative preload, chdir before the first CUDA call: exit {p.returncode}, "
+                       f"stdout {p.stdout.strip()!r}, stderr {p.stderr.strip()!r}")
     for b in bad:
         print("FAIL", b)
     print("ok" if not bad else f"{len(bad)} failed")
