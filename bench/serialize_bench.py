@@ -41,6 +41,8 @@ ap.add_argument("--steps", type=int, default=None, help="calls per thread per ke
 ap.add_argument("--cold", action="store_true", help="also the cold-start table")
 ap.add_argument("--cold-only", action="store_true", help="only the cold-start table")
 ap.add_argument("--variants", default=",".join(VARIANTS))
+ap.add_argument("--other-us", type=int, default=0,
+                help="steady state: after each step, N us of other work without the GIL (serialize_cell.py)")
 ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detect and serialize")
 ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB[:OPTIONS]",
                 help="one more variant: LIB preloaded in MODE (detect, serialize or off), with more "
@@ -92,6 +94,8 @@ def cell(variant, n, phase, workdir):
            "--steps", str(steps), "--phase", phase]
     if variant == "lock":
         cmd.append("--lock")
+    if a.other_us and phase == "steady":
+        cmd += ["--other-us", str(a.other_us)]
     p = subprocess.run(cmd, env=env_for(variant, workdir), capture_output=True, text=True, timeout=1800)
     try:
         res = json.loads(p.stdout.strip().splitlines()[-1])

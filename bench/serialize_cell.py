@@ -13,6 +13,8 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    (the sequential warm-up) on other keys, for the ratio.
   --lock           the five-line global lock of seeds/001 around
                    Autotuner.run (what users do instead).
+  --other-us N     a mixed workload: after each step N us of other work
+                   that lets the GIL go (a sleep), outside every tuner.
 
 --backend gpu uses real torch + Triton on cuda:0; --backend cpu the model of
 Triton in tests/repro/model with the stand-in libcuda (its launch is a ctypes
@@ -33,6 +35,9 @@ ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=2000)
 ap.add_argument("--phase", choices=("steady", "cold"), default="steady")
 ap.add_argument("--lock", action="store_true")
+ap.add_argument("--other-us", type=int, default=0,
+                help="after each step, this many microseconds of other work without the GIL "
+                     "(time.sleep, as a training step's untuned ops would): a mixed workload")
 a = ap.parse_args()
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -195,10 +200,14 @@ if a.phase == "steady":
     out["configs_benchmarked_warmup"] = benched[0]
     bufs = [make(n) for n in ns]
 
+    other = a.other_us / 1e6
+
     def loop(i):
         n, b = ns[i], bufs[i]
         for _ in range(a.steps):
             step(n, b)
+            if other:
+                time.sleep(other)
         if not correct(b[0], b[2]):
             errors.append(f"thread {i}: wrong result")
 

@@ -70,6 +70,13 @@ struct tg_thread {
      * tuner's FIFO of waiters (GIL held). */
     uint32_t park;
     struct tg_thread *wait_next;
+    /* serialize's turn (shim/serialize_wait.h, tg__release_turn): when this
+     * thread last gave the turn up while others waited (ns; 0: it did not,
+     * or it has been back since), and how many times in a row it came back
+     * for it soon after (quiet from TG_TURN_QUIET_AFTER on: its releases
+     * need not wake the FIFO's head).  Owner only, GIL held. */
+    uint64_t turn_released_ns;
+    int turn_short;
     /* Inside a tuning method (Autotuner._bench, prune_configs,
      * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
      * marker guard counts it, so "is that thread tuning?" is one load, not a

@@ -145,7 +145,7 @@ static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
 {
     uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
     *rc = 0;
-    if (tg__try_turn(t))
+    if (tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid))
         return 1;
     int got = 0;
     PyThreadState *ts = tg_py.PyEval_SaveThread();
@@ -161,7 +161,7 @@ static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
             until = end;
         int r = tg_park_wait(&t->park, seen, until - now);
         seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-        if (tg__try_turn(t)) {
+        if (tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid)) {
             got = 1;
             break;
         }
@@ -290,17 +290,22 @@ struct tg_tuner tg__turn;
  * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
  * many waiters so that the FIFO is served within half the bypass bound.
  *
- * Quiet slices: inside its slice the holder's release wakes nobody.  Waking
- * the head at every release (a futex syscall per tuned call, and the head
- * running on another CPU only to find the turn taken back, or worse taking
- * it while the holder runs Python a few microseconds away from its next call,
- * then waiting for the GIL: a context switch per call) is what the plain
- * lock's waiter pays too, and measured it cost serialize 12-18 % against the
- * same build waking every time (CPU model, 4 and 8 threads).  The head
- * sleeps until the slice's end instead (park_turn), so a holder that stopped
- * calling tuned kernels mid-slice leaves the turn free for at most the rest
- * of its slice before the head takes it: a latency of at most
- * TG_TURN_SLICE_NS, as a thread waiting for the GIL has. */
+ * Quiet slices: a holder that comes back for the turn within
+ * TG_TURN_QUIET_GAP_NS of giving it up (threads calling tuned kernels back
+ * to back) wakes nobody when it gives it up inside its slice.  Waking the
+ * head at every release costs a futex syscall per tuned call and, when the
+ * woken head takes the turn while the holder is a few microseconds from its
+ * next call, a GIL hand-off: measured, 12-18 % of serialize against the
+ * build that woke every time (CPU model, 4 and 8 threads).  The head then
+ * sleeps until the slice's end instead (park_turn).  A holder that stays
+ * away longer (other work between its tuned calls) wakes the head at each
+ * release as before, so the head runs its tuned calls in the holder's
+ * gaps: quiet slices alone, for everyone, cost a mixed workload 21 % (CPU
+ * model, 4 threads, 200 us of other work a step).  A holder is quiet when
+ * its last TG_TURN_QUIET_AFTER returns all came within the gap, learnt at
+ * each return (tg__try_turn: one clock read after a contended release), so
+ * a loop with one long gap a step is never quiet; a wrong guess costs the
+ * head at most the rest of a slice. */
 
 static void turn_slice_start(uint64_t now)
 {
@@ -350,6 +355,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     tg_tuner_wait_remove(&tg__turn, t);
     if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
+        t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
         if (tg__turn.wq_head) /* the new head: to sleep until this slice's end (park_turn) */
             tg_park_wake(&tg__turn.wq_head->park);
     }

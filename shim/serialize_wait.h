@@ -18,28 +18,54 @@
 #endif
 extern struct tg_tuner tg__turn;
 
-/* Take the turn if it is free (or was handed to t): one CAS. */
-static inline int tg__try_turn(const struct tg_thread *t)
+/* A thread that gave the turn up while others waited and takes it back
+ * within this long ... is "quiet" (serialize_wait.c, "Quiet slices"): about
+ * what a woken thread needs to run at all, so waking the head for such a
+ * gap buys nothing. */
+#define TG_TURN_QUIET_GAP_NS 50000ull
+/* ... every time, its last this many times: one long gap in each step of a
+ * loop (a step of two tuned calls, then other work) is not quiet. */
+#define TG_TURN_QUIET_AFTER 8
+
+/* The guarded call's first try for the turn (the outermost call, before
+ * any wait): one CAS; after a release of t's under contention, also one
+ * clock read, to learn whether t comes back soon (quiet).  GIL held. */
+static inline int tg__try_turn(struct tg_thread *t)
 {
-    return tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid);
+    if (!tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid))
+        return 0;
+    if (__builtin_expect(t->turn_released_ns != 0, 0)) {
+        if (tg_mono_ns() - t->turn_released_ns < TG_TURN_QUIET_GAP_NS)
+            t->turn_short += t->turn_short < TG_TURN_QUIET_AFTER;
+        else
+            t->turn_short = 0; /* a long gap: its releases wake the head again */
+        t->turn_released_ns = 0;
+    }
+    return 1;
 }
 
 /* Give the turn up if t holds it (no-op otherwise), handing it to the FIFO's
  * head when t's slice is over.  GIL held.  Not held (detect, a thread that
  * went on without it): one load.  Held, nobody waiting: two loads and a
  * store, no clock.  Held with waiters: one clock read, and a wake-up (a
- * syscall) only where the turn is handed over, once a slice: inside the
- * slice nobody is woken (the quiet slice, serialize_wait.c, "the turn"). */
+ * syscall) where the turn is handed over (once a slice) or where t was not
+ * quiet last time; a quiet holder's releases inside its slice wake nobody
+ * (serialize_wait.c, "Quiet slices"). */
 static inline void tg__release_turn(struct tg_thread *t)
 {
     if (__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
         return;
-    if (__builtin_expect(tg__turn.wq_head != NULL, 0))
-        tg_tuner_slice_check(&tg__turn, t, tg_mono_ns()); /* contended: one clock read */
+    uint64_t now = 0;
+    if (__builtin_expect(tg__turn.wq_head != NULL, 0)) {
+        now = tg_mono_ns(); /* contended: one clock read */
+        tg_tuner_slice_check(&tg__turn, t, now);
+    }
     struct tg_thread *w = tg_tuner_unlock(&tg__turn, t);
-    if (__builtin_expect(w != NULL, 0) &&
-        __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)w->tid)
-        tg_park_wake(&w->park); /* handed over: w owns the turn now */
+    if (__builtin_expect(w != NULL, 0)) {
+        if (t->turn_short < TG_TURN_QUIET_AFTER || __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)w->tid)
+            tg_park_wake(&w->park); /* handed over, or t tends to stay away: w may use the gap */
+        t->turn_released_ns = now ? now : 1;
+    }
 }
 
 /* Give u's lock up if t holds it, waking the next waiter (the FIFO's head).
