@@ -300,7 +300,7 @@ struct tg_tuner tg__turn;
  * sleeps until the slice's end instead (park_turn).  A holder that stays
  * away longer (other work between its tuned calls) wakes the head at each
  * release as before, so the head runs its tuned calls in the holder's
- * gaps: quiet slices alone, for everyone, cost a mixed workload 21 % (CPU
+ * gaps: quiet slices alone, for everyone, cost a mixed workload 21-26 % (CPU
  * model, 4 threads, 200 us of other work a step).  A holder is quiet when
  * its last TG_TURN_QUIET_AFTER returns all came within the gap, learnt at
  * each return (tg__try_turn: one clock read after a contended release), so
