@@ -26,15 +26,16 @@
 #define TG_CORE_FILE "libtunerguard_core.so"
 
 /* The loader's own file made absolute at start-up, where it was preloaded
- * by a relative path (tg__core_note_dir); "" otherwise. */
-static char self_at_start[PATH_MAX];
+ * by a relative path (tg__core_note_dir); NULL otherwise.  Allocated (by
+ * realpath) only then: a 4 KiB buffer in .bss would move the variables
+ * every process writes at start-up onto a page of their own. */
+static char *self_at_start;
 
 void tg__core_note_dir(void)
 {
     Dl_info me;
-    if (dladdr((void *)tg__core_bind, &me) && me.dli_fname && me.dli_fname[0] != '/' &&
-        !realpath(me.dli_fname, self_at_start))
-        self_at_start[0] = '\0';
+    if (dladdr((void *)tg__core_bind, &me) && me.dli_fname && me.dli_fname[0] != '/')
+        self_at_start = realpath(me.dli_fname, NULL);
 }
 
 /* dir/TG_CORE_FILE into out; 0, or -1 (err says why). */
@@ -47,7 +48,7 @@ static int core_path(char *out, size_t len, char *err, size_t errlen)
     }
     char abs[PATH_MAX];
     const char *self = me.dli_fname;
-    if (self[0] != '/' && self_at_start[0])
+    if (self[0] != '/' && self_at_start)
         self = self_at_start; /* resolved before the program could chdir */
     else if (self[0] != '/' && realpath(self, abs))
         self = abs;
