@@ -112,12 +112,19 @@ int tg_core_cupti_maybe_start(int check_loaded);
 /* The binding, one per build: shim/interpose_core.c (the preload: dlopen
  * of libtunerguard_core.so beside the loader) or shim/core_static.c (the
  * static archive the unit tests link: the table itself).  Writes at most
- * errlen bytes of why into err on failure.  Called once, under the load's
- * lock. */
+ * errlen bytes of why into err on failure.  Called without the load's lock
+ * (dlopen takes ld.so's own; the two are never held together), possibly by
+ * two threads at once: both get the same table. */
 const struct tg_core_api *tg__core_bind(char *err, size_t errlen);
-/* Constructor, where LD_PRELOAD names a relative path: remember the
- * loader's file as an absolute path now, before the program can change
- * directory (one realpath; nothing where every entry is absolute). */
+/* The bound core made ready before any thread sees it, once, under the
+ * load's lock: the preload's activates it (a loaded core is an activated
+ * one: the report path, symbolize=, trace=, the halt); the static
+ * archive's does nothing (the unit tests activate themselves). */
+void tg__core_ready(const struct tg_core_api *t);
+/* Constructor, where LD_PRELOAD names a relative path (any mode: cupti*
+ * rows load the core under mode=off too): remember the loader's file as an
+ * absolute path now, before the program can change directory (one
+ * realpath; nothing where every entry is absolute). */
 void tg__core_note_dir(void);
 
 #endif

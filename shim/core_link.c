@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,7 +67,8 @@ static void load_unlock(void)
  * takes `lock`, the parent and the child let it go.  Not on the loading
  * thread itself (a fork from inside the load, which holds `lock`).
  * Registered by the first load, before `lock` is taken (glibc runs the
- * handlers under its fork lock, which registering takes too). */
+ * handlers under its fork lock, which registering takes too), and before
+ * any load takes it (guard_fork_once). */
 static int fork_locked;
 static void fork_prepare(void)
 {
@@ -93,20 +95,40 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (
 #define register_fork_guard() pthread_atfork(fork_prepare, fork_done, fork_done)
 #endif
 
+/* The fork guard, registered once by the first load: 0 not yet, 1 being
+ * registered, 2 registered.  A load waits for 2 before it takes `lock`, so
+ * no fork can find `lock` taken without its prepare handler in place. */
+static void guard_fork_once(void)
+{
+    static _Atomic int guarded;
+    int g = 0;
+    if (atomic_compare_exchange_strong(&guarded, &g, 1)) {
+        register_fork_guard();
+        atomic_store(&guarded, 2);
+        return;
+    }
+    while (atomic_load(&guarded) != 2)
+        sched_yield(); /* another thread is registering it: one call long */
+}
+
+/* The core is bound (dlopen) without `lock`: a thread inside another
+ * dlopen holds ld.so's lock while that library's constructors run, and one
+ * that calls the driver (or forks) would then wait for `lock` while this
+ * thread, holding it, waited in dlopen for ld.so's.  ld.so serialises the
+ * binds itself, and a second dlopen of the core (NODELETE) only counts a
+ * reference.  `lock` covers making the core ready and publishing it, once. */
 static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
 {
     if (loading)
         return NULL; /* re-entered from our own load: pass through this once */
-    static _Atomic int fork_guarded;
-    if (!atomic_exchange_explicit(&fork_guarded, 1, memory_order_relaxed))
-        register_fork_guard();
+    guard_fork_once();
+    char err[600] = "";
+    loading = 1;
+    const struct tg_core_api *t = tg__core_bind(err, sizeof err);
     load_lock();
     if (atomic_load_explicit(&state, memory_order_relaxed) == CORE_NONE) {
-        char err[600] = "";
-        loading = 1;
-        const struct tg_core_api *t = tg__core_bind(err, sizeof err);
-        loading = 0;
         if (t) {
+            tg__core_ready(t);
             atomic_store_explicit(&table, t, memory_order_release);
             atomic_store_explicit(&state, CORE_READY, memory_order_release);
         } else {
@@ -115,6 +137,7 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
         }
     }
     load_unlock();
+    loading = 0; /* after the unlock: a signal handler of this thread in between must not wait for it */
     return atomic_load_explicit(&table, memory_order_acquire);
 }
 

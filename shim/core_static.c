@@ -11,6 +11,11 @@ const struct tg_core_api *tg__core_bind(char *err, size_t errlen)
     return tg_core_entry(TG_BUILD_ID);
 }
 
+void tg__core_ready(const struct tg_core_api *t)
+{
+    (void)t;
+}
+
 void tg__core_note_dir(void)
 {
 }

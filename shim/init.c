@@ -60,6 +60,12 @@ __attribute__((constructor)) static void tg_init(void)
         tg_options_print_help(1);
         _exit(0);
     }
+    /* The core is found beside the loader when it is first needed, maybe
+     * after the program changed directory (mode=off too: the cupti* rows
+     * load it): a relative preload path is made absolute now (only then: no
+     * syscall where the path is absolute). */
+    if (preload_has_relative(getenv(env_names.preload)))
+        tg__core_note_dir();
     if (tg_opts.mode == TG_MODE_OFF)
         return;
     /* A setuid or setgid program: the paths from the environment are not
@@ -70,11 +76,6 @@ __attribute__((constructor)) static void tg_init(void)
                  "to stderr", ignored);
     if (tg_opts.mode == TG_MODE_OFF)
         return;
-    /* The core is found beside the loader when it is first needed, maybe
-     * after the program changed directory: a relative preload path is made
-     * absolute now (only then: no syscall where the path is absolute). */
-    if (preload_has_relative(getenv(env_names.preload)))
-        tg__core_note_dir();
     /* Suppressions matter only where reports are written: Python processes.
      * Not reading the file elsewhere keeps the compilers and shells a job
      * starts (often in another directory, where a relative path would not

@@ -46,12 +46,18 @@ static int core_path(char *out, size_t len, char *err, size_t errlen)
         snprintf(err, errlen, "cannot find the core library: the loader's own path is unknown");
         return -1;
     }
-    char abs[PATH_MAX];
     const char *self = me.dli_fname;
-    if (self[0] != '/' && self_at_start)
-        self = self_at_start; /* resolved before the program could chdir */
-    else if (self[0] != '/' && realpath(self, abs))
-        self = abs;
+    if (self[0] != '/') {
+        /* Resolved by the constructor, before the program could change
+         * directory; never against the directory it is in now, where a
+         * file of that name is not ours to run. */
+        if (!self_at_start) {
+            snprintf(err, errlen, "cannot find the core library: the loader's own path %s is relative and "
+                     "was not made absolute at start-up", self);
+            return -1;
+        }
+        self = self_at_start;
+    }
     const char *slash = strrchr(self, '/');
     int dirlen = slash ? (int)(slash - self) : 1;
     const char *dir = slash ? self : ".";
@@ -83,9 +89,13 @@ const struct tg_core_api *tg__core_bind(char *err, size_t errlen)
                  entry ? "it is from another build than the preloaded libtunerguard.so" : "no tg_core_entry in it");
         return NULL;
     }
+    return t;
+}
+
+void tg__core_ready(const struct tg_core_api *t)
+{
     /* Loaded is activated: whatever needed the core may report (the report
      * path, symbolize=, trace=, the halt), before any thread can see the
      * table. */
     t->activate();
-    return t;
 }

@@ -91,12 +91,15 @@ int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const
  * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
 static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 {
+    const int was_head = u->wq_head == t;
     tg_tuner_wait_remove(u, t);
     t->waiting_for = NULL;
     if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
         tg__unlock_tuner(u, t);
     else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
         tg_park_wake(&u->wq_head->park);
+    else if (u == &tg__turn && was_head && u->wq_head)
+        tg_park_wake(&u->wq_head->park); /* the new head: to sleep until the slice's end (park_turn) */
 }
 
 /* One blocked stretch of a wait for a tuner's lock lk: the GIL released,
@@ -352,13 +355,17 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
             return -1;
     }
     uint64_t dt = tg_mono_ns() - t0;
+    const int was_head = tg__turn.wq_head == t;
     tg_tuner_wait_remove(&tg__turn, t);
     if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
         t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
-        if (tg__turn.wq_head) /* the new head: to sleep until this slice's end (park_turn) */
-            tg_park_wake(&tg__turn.wq_head->park);
     }
+    /* The new head (this one got the turn, or went on without it as the
+     * head): woken to pick its time-out again, the end of the slice running
+     * now, since a quiet holder's releases wake nobody (park_turn). */
+    if ((got || was_head) && tg__turn.wq_head)
+        tg_park_wake(&tg__turn.wq_head->park);
     if (!got) {
         /* A holder that died keeps the turn: free it for the others. */
         pid_t dead[1];
