@@ -40,6 +40,18 @@ static int one_call(struct tg_thread *t, int *was_quiet)
     return head.park != seen;
 }
 
+/* This thread, with no history of returns, holding the turn's slice for an
+ * hour while the head waits. */
+static struct tg_thread *contended_holder(void)
+{
+    struct tg_thread *t = tg__self();
+    t->turn_short = 0;
+    t->turn_released_ns = 0;
+    tg_tuner_slice_start(&tg__turn, tg_mono_ns(), 3600ull * 1000000000ull, 7200ull * 1000000000ull);
+    tg_tuner_wait_push(&tg__turn, &head);
+    return t;
+}
+
 static void sleep_ns(long ns)
 {
     struct timespec ts = {0, ns};
@@ -49,11 +61,7 @@ static void sleep_ns(long ns)
 
 Test(turn_quiet, a_holder_back_at_once_stops_waking_the_head)
 {
-    struct tg_thread *t = tg__self();
-    t->turn_short = 0;
-    t->turn_released_ns = 0;
-    tg_tuner_slice_start(&tg__turn, tg_mono_ns(), 3600ull * 1000000000ull, 7200ull * 1000000000ull);
-    tg_tuner_wait_push(&tg__turn, &head);
+    struct tg_thread *t = contended_holder();
 
     int quiet_seen = 0, q;
     for (int i = 0; i < 2000 && quiet_seen < 20; i++) {
@@ -72,11 +80,7 @@ Test(turn_quiet, a_holder_back_at_once_stops_waking_the_head)
 
 Test(turn_quiet, one_long_gap_a_step_is_never_quiet)
 {
-    struct tg_thread *t = tg__self();
-    t->turn_short = 0;
-    t->turn_released_ns = 0;
-    tg_tuner_slice_start(&tg__turn, tg_mono_ns(), 3600ull * 1000000000ull, 7200ull * 1000000000ull);
-    tg_tuner_wait_push(&tg__turn, &head);
+    struct tg_thread *t = contended_holder();
     /* A step of two tuned calls, then other work: every second gap is long. */
     for (int step = 0; step < 3 * TG_TURN_QUIET_AFTER; step++) {
         int q1, q2;
