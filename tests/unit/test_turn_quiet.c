@@ -40,8 +40,8 @@ static int one_call(struct tg_thread *t, int *was_quiet)
     return head.park != seen;
 }
 
-/* This thread, with no history of returns, holding the turn's slice for an
- * hour while the head waits. */
+/* This thread, with no history of returns for the turn, a slice of an
+ * hour running and the head waiting. */
 static struct tg_thread *contended_holder(void)
 {
     struct tg_thread *t = tg__self();
