@@ -128,8 +128,9 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
  * turn (shim/serialize_wait.c; the tuners keep the starvation rule above).  The
  * holder keeps the lock while others wait (it unlocks at the end of each
  * call and takes the lock back by CAS when it comes back first, as a thread
- * looping on a threading.Lock does; the turn wakes nobody inside a slice,
- * its head sleeps until the slice's end: "quiet slices" there), but only
+ * looping on a threading.Lock does; for the turn, a holder that comes back
+ * at once wakes nobody inside its slice and the head sleeps until the
+ * slice's end: "quiet slices" there), but only
  * until its slice ends; then its unlock hands the lock to the head.  A slice
  * starts when the holder is first waited for (tg_tuner_slice_start before
  * the first tg_tuner_wait_push) and when a waiter gets the lock (after it
