@@ -10,7 +10,10 @@
  *                          reports, CUDA wrappers, CUPTI, libunwind), loaded
  *                          the first time it is needed: a target module
  *                          imported, the first CUDA resolution or call,
- *                          tg_activate, suppressions, trace=1.
+ *                          tg_activate, suppressions, trace=1.  From the file
+ *                          beside the loader, else from the copy inside the
+ *                          loader's own file (shim/core_embed.c): the file a
+ *                          user preloads is the whole tool.
  *
  * Core -> loader: the core is linked against the loader (DT_NEEDED on the
  * soname libtunerguard.so, always already loaded) and uses the loader's

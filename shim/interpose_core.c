@@ -1,6 +1,9 @@
 /* The preload's binding to the core (shim/core_api.h): dlopen of
- * libtunerguard_core.so from the loader's own directory.  Preload library
- * only (the static archive binds with shim/core_static.c).
+ * libtunerguard_core.so from the loader's own directory, or, where no file of
+ * that name is there, of the copy embedded in the loader's own file (the
+ * section .tg_core, shim/core_embed.c: the one file a user copies is the
+ * whole tool).  Preload library only (the static archive binds with
+ * shim/core_static.c).
  *
  * The directory is the loader's file as the dynamic loader knows it
  * (dladdr on a loader function: the LD_PRELOAD entry, or the path a library
@@ -18,10 +21,16 @@
 #include "tg_build_id.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define TG_CORE_FILE "libtunerguard_core.so"
 
@@ -38,8 +47,9 @@ void tg__core_note_dir(void)
         self_at_start = realpath(me.dli_fname, NULL);
 }
 
-/* dir/TG_CORE_FILE into out; 0, or -1 (err says why). */
-static int core_path(char *out, size_t len, char *err, size_t errlen)
+/* The loader's own file, absolute, into *self, and dir/TG_CORE_FILE into
+ * out; 0, or -1 (err says why). */
+static int core_path(char *out, size_t len, const char **self_out, char *err, size_t errlen)
 {
     Dl_info me;
     if (!dladdr((void *)tg__core_bind, &me) || !me.dli_fname || !me.dli_fname[0]) {
@@ -65,15 +75,109 @@ static int core_path(char *out, size_t len, char *err, size_t errlen)
         snprintf(err, errlen, "cannot load the core library: the path beside %s is too long", self);
         return -1;
     }
+    *self_out = self;
     return 0;
+}
+
+/* ---- the embedded copy ---------------------------------------------------------
+ * Read from the loader's file with raw system calls: the loader imports
+ * `syscall` already, and each imported name costs every process bytes of
+ * the two pages its headers fit in (docs/benchmarks.md, "Start-up cost"). */
+
+static long sys_pread(int fd, void *buf, size_t n, off_t off)
+{
+    return syscall(SYS_pread64, fd, buf, n, off);
+}
+
+/* memcmp(a, b, n) == 0, without importing memcmp (the reason above). */
+static int same_bytes(const void *a, const void *b, size_t n)
+{
+    const unsigned char *p = a, *q = b;
+    while (n && *p == *q)
+        n--, p++, q++;
+    return n == 0;
+}
+
+/* Offset and size of the section .tg_core in the ELF file fd; 0, or -1. */
+static int find_embedded(int fd, off_t *off, size_t *size)
+{
+    ElfW(Ehdr) eh;
+    ElfW(Shdr) sh, strsh;
+    static const char want[] = ".tg_core";
+    char name[sizeof want];
+    if (sys_pread(fd, &eh, sizeof eh, 0) != (long)sizeof eh || !same_bytes(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_shentsize != sizeof sh || eh.e_shstrndx >= eh.e_shnum ||
+        sys_pread(fd, &strsh, sizeof strsh, (off_t)(eh.e_shoff + (ElfW(Off))eh.e_shstrndx * sizeof sh)) !=
+            (long)sizeof strsh)
+        return -1;
+    for (unsigned i = 1; i < eh.e_shnum; i++) {
+        if (sys_pread(fd, &sh, sizeof sh, (off_t)(eh.e_shoff + (ElfW(Off))i * sizeof sh)) != (long)sizeof sh)
+            return -1;
+        if (sh.sh_type != SHT_PROGBITS || (sh.sh_flags & SHF_ALLOC) || sh.sh_name >= strsh.sh_size ||
+            sys_pread(fd, name, sizeof name, (off_t)(strsh.sh_offset + sh.sh_name)) != (long)sizeof name ||
+            !same_bytes(name, want, sizeof want))
+            continue;
+        *off = (off_t)sh.sh_offset;
+        *size = (size_t)sh.sh_size;
+        return 0;
+    }
+    return -1;
+}
+
+/* The copy of the core in the loader's file self, in an anonymous memory
+ * file (memfd: nothing written to any disk); its /proc/self/fd path into
+ * out.  Returns the fd (the caller closes it once dlopen is done), or -1
+ * with err saying why.  Only where the core is needed and not beside the
+ * loader: one fd for the time of the dlopen, no allocation. */
+static int embedded_core(const char *self, char *out, size_t len, char *err, size_t errlen)
+{
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, self, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot load the core library (%s: not there, and %s cannot be read for the "
+                 "copy inside it)", TG_CORE_FILE, self);
+        return -1;
+    }
+    off_t off;
+    size_t size;
+    if (find_embedded(fd, &off, &size) < 0 || size == 0) {
+        syscall(SYS_close, fd);
+        snprintf(err, errlen, "cannot load the core library (%s: not beside %s, nor a copy inside it)",
+                 TG_CORE_FILE, self);
+        return -1;
+    }
+    int mfd = (int)syscall(SYS_memfd_create, TG_CORE_FILE, MFD_CLOEXEC);
+    while (mfd >= 0 && size > 0) {
+        long n = syscall(SYS_sendfile, mfd, fd, &off, size); /* advances off */
+        if (n <= 0) {
+            syscall(SYS_close, mfd);
+            mfd = -1;
+            break;
+        }
+        size -= (size_t)n;
+    }
+    syscall(SYS_close, fd);
+    if (mfd < 0) {
+        snprintf(err, errlen, "cannot load the core library (%s: not beside %s, and its copy inside it could "
+                 "not be put in memory)", TG_CORE_FILE, self);
+        return -1;
+    }
+    snprintf(out, len, "/proc/self/fd/%d", mfd);
+    return mfd;
 }
 
 const struct tg_core_api *tg__core_bind(char *err, size_t errlen)
 {
     char path[PATH_MAX + sizeof TG_CORE_FILE];
-    if (core_path(path, sizeof path, err, errlen) < 0)
+    const char *self = NULL;
+    if (core_path(path, sizeof path, &self, err, errlen) < 0)
         return NULL;
+    int mfd = -1;
+    if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK) != 0 &&
+        (mfd = embedded_core(self, path, sizeof path, err, errlen)) < 0)
+        return NULL; /* none beside the loader, and no copy inside it */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (mfd >= 0)
+        syscall(SYS_close, mfd); /* mapped now (or failed): the fd is not needed */
     if (!h) {
         const char *why = dlerror(); /* consumed: no error left pending */
         snprintf(err, errlen, "cannot load the core library (%s)", why ? why : path);

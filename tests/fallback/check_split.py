@@ -7,11 +7,14 @@
   where initial-exec TLS could find glibc's static TLS surplus used up;
 - the core needs the loader by its soname (DT_NEEDED libtunerguard.so) and
   exports tg_core_entry alone;
+- the loader carries the core as the section .tg_core, unmapped (no
+  SHF_ALLOC) and as large as the core's file (shim/core_embed.c);
 - the loader exports the interposed names (dlsym, cu*, cupti*,
   tunerguard_cuda_count) and tg_/tg__ names only, every one of them used by
   the core.
 Exit 0 when all hold, 1 otherwise (one line per problem)."""
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -34,6 +37,16 @@ def main():
     dyn = out([a.readelf, "-dW", a.core])
     if "Shared library: [libtunerguard.so]" not in dyn:
         bad.append(f"{a.core} has no DT_NEEDED libtunerguard.so")
+    # The loader carries the core (shim/core_embed.c): a section no segment
+    # maps (no SHF_ALLOC), as large as the core's file.
+    # readelf -SW: [Nr] Name Type Address Off Size ES Flg Lk Inf Al
+    sec = re.search(r"\]\s+\.tg_core\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$",
+                    out([a.readelf, "-SW", a.loader]), re.M)
+    if not sec:
+        bad.append(f"{a.loader} has no .tg_core section (the embedded core)")
+    elif "A" in sec.group(2) or int(sec.group(1), 16) != os.path.getsize(a.core):
+        bad.append(f"{a.loader}'s .tg_core is not the core unmapped: size {int(sec.group(1), 16)} "
+                   f"(core {os.path.getsize(a.core)}), flags {sec.group(2)!r}")
     core_exports = {l.split()[-1] for l in out([a.nm, "-D", "--defined-only", a.core]).splitlines() if l.strip()}
     if core_exports != {"tg_core_entry"}:
         bad.append(f"{a.core} exports {sorted(core_exports)}, not tg_core_entry alone")

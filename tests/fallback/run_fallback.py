@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The loader without its core (shim/core_api.h): one line, then pass-through.
 
-  run_fallback.py --python EXE --lib LIB --fakecuda DIR
+  run_fallback.py --python EXE --lib LIB --fakecuda DIR [--objcopy OBJCOPY]
 
-Copies LIB (libtunerguard.so) alone into a scratch folder, with no
+Copies LIB (libtunerguard.so) alone into a scratch folder: its embedded copy
+of the core must serve (every launch recorded, no line).  Then a copy of LIB
+without that section (objcopy --remove-section .tg_core), with no
 libtunerguard_core.so beside it (and once with a file there that is not a
 library), and runs a program under it with the stand-in libcuda (DIR) that
 needs the core in each way the loader knows: a target module imported, a
@@ -68,6 +70,7 @@ def main():
     ap.add_argument("--python", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--fakecuda", required=True)
+    ap.add_argument("--objcopy", default="objcopy")
     a = ap.parse_args()
     a.fakecuda = os.path.abspath(a.fakecuda)
     if not os.access(a.python, os.X_OK):
@@ -79,24 +82,34 @@ def main():
             f.write(MODULE)
         with open(os.path.join(work, "prog.py"), "w") as f:
             f.write(PROGRAM)
+        # The loader alone: its embedded copy of the core serves (the one
+        # file is the whole tool).  Without that copy (removed with objcopy)
+        # and without a core beside it, or with a file beside it that is
+        # not a library (a file there is preferred): one line, pass-through.
+        alone = os.path.join(work, "alone", "libtunerguard.so")
         lib = os.path.join(work, "lib", "libtunerguard.so")
-        os.mkdir(os.path.dirname(lib))
-        shutil.copy(a.lib, lib)
+        for d in (alone, lib):
+            os.mkdir(os.path.dirname(d))
+        shutil.copy(a.lib, alone)
+        subprocess.run([a.objcopy, "--remove-section", ".tg_core", a.lib, lib], check=True)
         core = os.path.join(os.path.dirname(lib), "libtunerguard_core.so")
-        cases = [("missing", None), ("not a library", b"not an ELF file\n")]
-        for what, content in cases:
+        cases = [("embedded only", alone, None, False), ("missing", lib, None, True),
+                 ("not a library", lib, b"not an ELF file\n", True)]
+        for what, preload, content, fails in cases:
             if content is not None:
                 with open(core, "wb") as f:
                     f.write(content)
             for order in ("import", "cuda"):
-                for opts, want_line in (("", True), (":mode=off", False)):
+                for opts in ("", ":mode=off"):
                     name = f"core {what}, {order} first{opts}"
-                    p = run(a.python, lib, a.fakecuda, work, order, opts)
+                    want_line = fails and not opts  # mode=off never looks for the core
+                    want_recorded = 0 if fails or opts else 3
+                    p = run(a.python, preload, a.fakecuda, work, order, opts)
                     lines = p.stderr.splitlines()
                     if p.returncode != 0:
                         bad.append(f"{name}: exit {p.returncode}: {p.stderr.strip()}")
                         continue
-                    if p.stdout.strip() != "driver 3 recorded 0 unknown True":
+                    if p.stdout.strip() != f"driver 3 recorded {want_recorded} unknown True":
                         bad.append(f"{name}: stdout {p.stdout.strip()!r}")
                     if want_line:
                         ok = (len(lines) == 1 and lines[0].startswith("tunerguard: cannot load the core library (")
