@@ -5,7 +5,7 @@
  * shim/session.c; the locks themselves are detectors/tuner_table.h.
  *
  * Everything here runs with the GIL held, except the blocked stretches of
- * park_for. */
+ * park_until. */
 #include "shim/serialize_wait.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -99,56 +99,31 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
     else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
         tg_park_wake(&u->wq_head->park);
     else if (u == &tg__turn && was_head && u->wq_head)
-        tg_park_wake(&u->wq_head->park); /* the new head: to sleep until the slice's end (park_turn) */
+        tg_park_wake(&u->wq_head->park); /* the new head: to sleep until the slice's end (park_until) */
 }
 
-/* One blocked stretch of a wait for a tuner's lock lk: the GIL released,
- * parked on t's own word, taking lk right where it wakes (before it asks for
- * the GIL back).  Returns 1 with lk held, else 0 after a signal (*rc EINTR)
- * or slice_ns (*rc ETIMEDOUT), for the caller's checks with the GIL.  t0:
- * when the wait began, for the starvation rule.  (The turn has its own,
- * park_turn.)  GIL held on entry and exit. */
-static int park_for(struct tg_tuner *lk, struct tg_thread *t, uint64_t slice_ns, uint64_t t0, int *rc)
+/* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
+ * GIL released, parked on t's own word, taking lk right where it wakes
+ * (before it asks for the GIL back), until deadline (ns).  Returns 1 with lk
+ * held, else 0 after a signal (*rc EINTR) or at deadline (*rc ETIMEDOUT),
+ * for the caller's checks with the GIL.  GIL held on entry and exit.
+ *
+ * A tuner's lock (sliced 0): a woken waiter that finds it taken counts for
+ * the starvation rule (t0: when the wait began).  The turn (sliced 1), in
+ * its quiet slices: a quiet holder wakes nobody inside its slice
+ * (tg__release_turn), so the time-out is chosen at each wake-up.  The
+ * FIFO's head sleeps until the holder's slice ends, and then finds the turn
+ * free if the holder gave it up for good (the head waited at most a slice
+ * for nothing), or the holder's next release hands it over and wakes it;
+ * everyone else sleeps until deadline, and a thread that leaves the FIFO as
+ * its head wakes the new head, so that it picks the slice's end. */
+static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, uint64_t t0, int sliced,
+                      int *rc)
 {
     const uint32_t tid = (uint32_t)t->tid;
     uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
     *rc = 0;
     if (tg_tuner_try_lock(lk, tid))
-        return 1;
-    int got = 0;
-    PyThreadState *ts = tg_py.PyEval_SaveThread();
-    for (;;) {
-        *rc = tg_park_wait(&t->park, seen, slice_ns);
-        seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-        if (tg_tuner_try_lock(lk, tid)) {
-            got = 1;
-            break;
-        }
-        if (*rc != 0)
-            break; /* a signal or a time-out: the caller's checks need the GIL */
-        /* woken, but a thread that did not wait took it first */
-        tg_tuner_passed_over(lk, tg_mono_ns() - t0);
-    }
-    tg_py.PyEval_RestoreThread(ts);
-    return got;
-}
-
-/* park_for for the turn, in its quiet slices: the holder wakes nobody
- * inside its slice (tg__release_turn), so the time-out is chosen at each
- * wake-up.  The FIFO's head sleeps until the holder's slice ends, and then
- * finds the turn free if the holder gave it up for good (it stopped calling
- * tuned kernels: the head waited at most a slice for nothing), or the
- * holder's next release hands it over and wakes it.  Everyone else sleeps
- * until deadline (the bypass, or the main thread's 50 ms for signal
- * handlers); a thread that gets the turn wakes the new head, so that it
- * picks the new slice's end.  Returns 1 with the turn, else 0 with *rc
- * EINTR or ETIMEDOUT (deadline).  GIL held on entry and exit, released
- * while parked. */
-static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
-{
-    uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-    *rc = 0;
-    if (tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid))
         return 1;
     int got = 0;
     PyThreadState *ts = tg_py.PyEval_SaveThread();
@@ -159,12 +134,14 @@ static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
             break;
         }
         uint64_t until = deadline;
-        uint64_t end = __atomic_load_n(&tg__turn.slice_end, __ATOMIC_RELAXED);
-        if (end > now && end < until && tg_tuner_is_head(&tg__turn, t))
-            until = end;
+        if (sliced) {
+            uint64_t end = __atomic_load_n(&lk->slice_end, __ATOMIC_RELAXED);
+            if (end > now && end < until && tg_tuner_is_head(lk, t))
+                until = end;
+        }
         int r = tg_park_wait(&t->park, seen, until - now);
         seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
-        if (tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid)) {
+        if (tg_tuner_try_lock(lk, tid)) {
             got = 1;
             break;
         }
@@ -172,12 +149,14 @@ static int park_turn(struct tg_thread *t, uint64_t deadline, int *rc)
             *rc = EINTR; /* its handler ran: the caller's checks need the GIL */
             break;
         }
+        if (r == 0 && !sliced) /* woken, but a thread that did not wait took it first */
+            tg_tuner_passed_over(lk, tg_mono_ns() - t0);
     }
     tg_py.PyEval_RestoreThread(ts);
     return got;
 }
 
-/* After a stretch of park_for without the lock: did a signal handler raise
+/* After a stretch of park_until without the lock: did a signal handler raise
  * (Ctrl-C)?  Then the wait for lk is abandoned (nothing held, the exception
  * set) and this returns 1.  Handlers run in the main thread only, which
  * checks after every stretch (a signal delivered to another thread does not
@@ -239,7 +218,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
     int timed_out = 0, rc;
-    while (!park_for(u, t, slice, t0, &rc)) {
+    while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
         if (wait_interrupted(u, t, rc, main_thread))
             return -1;
         uint64_t now = tg_mono_ns();
@@ -300,7 +279,7 @@ struct tg_tuner tg__turn;
  * woken head takes the turn while the holder is a few microseconds from its
  * next call, a GIL hand-off: measured, 12-18 % of serialize against the
  * build that woke every time (CPU model, 4 and 8 threads).  The head then
- * sleeps until the slice's end instead (park_turn).  A holder that stays
+ * sleeps until the slice's end instead (park_until).  A holder that stays
  * away longer (other work between its tuned calls) wakes the head at each
  * release as before, so the head runs its tuned calls in the holder's
  * gaps: quiet slices alone, for everyone, cost a mixed workload 21-26 % (CPU
@@ -349,7 +328,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
         uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
         if (main_thread && slice > 50000000ull)
             slice = 50000000ull; /* signal handlers run in the main thread */
-        if ((got = park_turn(t, now + slice, &rc)))
+        if ((got = park_until(&tg__turn, t, now + slice, t0, 1, &rc)))
             break;
         if (wait_interrupted(&tg__turn, t, rc, main_thread))
             return -1;
@@ -363,7 +342,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     }
     /* The new head (this one got the turn, or went on without it as the
      * head): woken to pick its time-out again, the end of the slice running
-     * now, since a quiet holder's releases wake nobody (park_turn). */
+     * now, since a quiet holder's releases wake nobody (park_until). */
     if ((got || was_head) && tg__turn.wq_head)
         tg_park_wake(&tg__turn.wq_head->park);
     if (!got) {
