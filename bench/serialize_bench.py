@@ -2,7 +2,7 @@
 """What serialize costs against what users would pick instead.
 
   python3 bench/serialize_bench.py --lib build/libtunerguard.so [--backend cpu|gpu]
-        [--threads 2,4,8] [--rounds 3] [--steps N] [--cold] [--json OUT]
+        [--threads 2,4,8] [--rounds 3] [--steps N] [--cold] [--cpus LIST|gpu] [--json OUT]
 
 For each thread count and round, one fresh process per variant, the variants
 of a row run back to back in a rotating order (so drift of a noisy machine
@@ -47,6 +47,10 @@ ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for detec
 ap.add_argument("--extra", action="append", default=[], metavar="NAME=MODE:LIB[:OPTIONS]",
                 help="one more variant: LIB preloaded in MODE (detect, serialize or off), with more "
                      "TUNERGUARD_OPTIONS if given (a:b=1:c=2), for builds or settings side by side")
+ap.add_argument("--cpus", default=None, metavar="LIST|gpu",
+                help="run every cell on these CPUs only (os.sched_setaffinity before exec: 0-7,16-23), "
+                     "or gpu: the CPUs sysfs lists as local to the first NVIDIA GPU; the same set for "
+                     "every variant, so where the scheduler puts a process is not part of the spread")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None,
@@ -66,6 +70,35 @@ for e in a.extra:
                  f"NAME not one of {', '.join(VARIANTS)}")
     extra[name] = (mode, os.path.abspath(elib), eopts)
     variants.append(name)
+
+
+def parse_cpus(spec):
+    if spec == "gpu":  # the PCI device of class 0x0302/0x0300 with vendor 0x10de: its NUMA-local CPUs
+        base = "/sys/bus/pci/devices"
+        for d in sorted(os.listdir(base)):
+            try:
+                with open(f"{base}/{d}/vendor") as f, open(f"{base}/{d}/class") as g:
+                    if f.read().strip() == "0x10de" and g.read().strip()[:6] in ("0x0302", "0x0300"):
+                        with open(f"{base}/{d}/local_cpulist") as h:
+                            spec = h.read().strip()
+                        break
+            except OSError:
+                continue
+        else:
+            sys.exit("serialize_bench: --cpus gpu: no NVIDIA GPU found under /sys/bus/pci/devices")
+    cpus = set()
+    for part in spec.split(","):
+        lo, _, hi = part.partition("-")
+        try:
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+        except ValueError:
+            sys.exit(f"serialize_bench: --cpus {spec!r}: expected a list such as 0-7,16-23")
+    return cpus
+
+
+cpus = parse_cpus(a.cpus) if a.cpus else None
+if cpus:
+    print(f"# cells run on CPUs {','.join(map(str, sorted(cpus)))}", file=sys.stderr)
 
 
 def env_for(variant, workdir):
@@ -96,7 +129,8 @@ def cell(variant, n, phase, workdir):
         cmd.append("--lock")
     if a.other_us and phase == "steady":
         cmd += ["--other-us", str(a.other_us)]
-    p = subprocess.run(cmd, env=env_for(variant, workdir), capture_output=True, text=True, timeout=1800)
+    p = subprocess.run(cmd, env=env_for(variant, workdir), capture_output=True, text=True, timeout=1800,
+                       preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     try:
         res = json.loads(p.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
@@ -129,6 +163,9 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
     phases = []
     a.cold = any(c.get("phase") == "cold" for c in cells)
     threads = sorted({c["threads"] for c in cells})
+    seen = {c["variant"] for c in cells}  # the variants the files hold, the usual ones first
+    variants = [v for v in VARIANTS if v in seen] + sorted(seen - set(VARIANTS))
+    extra = {v: extra.get(v, ("serialize", "", "")) for v in variants if v not in VARIANTS}
     a.rounds = len({c["round"] for c in cells})
     steps = a.steps or "?"
 for phase in phases:
@@ -161,21 +198,49 @@ print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else 
       "median calls/s (min-max)\n")
 others = [v for v in variants if v in extra]
 print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-      + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others))
-print("| --- |" + " --- |" * (len(variants) + 2 + len(others)))
+      + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
+      + " paired: detect / none | paired: serialize / best |")
+print("| --- |" + " --- |" * (len(variants) + 4 + len(others)))
+
+
+def failed_as(n, v, phase):
+    """A cell of a variant with no good cell: what its first failure raised (none on cold keys: the
+    race, TypeError), or - where it did not run."""
+    bad = [c for c in cells if c["phase"] == phase and c["threads"] == n and c["variant"] == v]
+    if not bad:
+        return "-"
+    err = (bad[0].get("errors") or ["?"])[0]
+    return f"failed {len(bad)}/{len(bad)} ({err.split(': ', 2)[1] if err.count(': ') >= 2 else err[:40]})"
+
+
+def paired(n, num, dens):
+    """The median over rounds of one round's ratio (its cells ran back to back), with
+    the rounds' min-max: drift of the machine between rounds cancels out, which a
+    ratio of medians pooled over runs of different speed does not."""
+    rs = []
+    for r in sorted({c["round"] for c in cells if c["phase"] == "steady" and c["threads"] == n}):
+        got = {c["variant"]: c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
+               and c["round"] == r and c.get("ok")}
+        ds = [got[d] for d in dens if d in got]
+        if num in got and len(ds) == len(dens):
+            rs.append(got[num] / max(ds))
+    return f"{med(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
+
+
 for n in threads:
     row, meds = [], {}
     for v in variants:
         xs = [c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
               and c["variant"] == v and c.get("ok")]
         meds[v] = med(xs)
-        row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else "failed")
+        row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else failed_as(n, v, "steady"))
     best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
     d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
     s = meds.get("serialize", float("nan")) / best
     print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
           + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x |"
-                    for v in others))
+                    for v in others)
+          + f" {paired(n, 'detect', ['none'])} | {paired(n, 'serialize', ['none', 'lock'])} |")
 
 if a.cold:
     print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "
@@ -188,7 +253,7 @@ if a.cold:
         for v in variants:
             cs = [c for c in cells if c["phase"] == "cold" and c["threads"] == n and c["variant"] == v and c.get("ok")]
             if not cs:
-                row.append("failed")
+                row.append(failed_as(n, v, "cold"))
                 continue
             row.append(f"{med([c['cold_s'] for c in cs]):.3f} ({med([c['cold_over_sequential'] for c in cs]):.2f}x)")
             counts.append(f"{v} {sorted(set(c['configs_benchmarked_cold'] for c in cs))}")
