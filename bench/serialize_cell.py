@@ -202,12 +202,19 @@ if a.phase == "steady":
 
     other = a.other_us / 1e6
 
+    seg = max(1, a.steps // 10)
+    marks = []  # thread 0: perf_counter every tenth of its loop (is a slow cell slow throughout?)
+
     def loop(i):
         n, b = ns[i], bufs[i]
-        for _ in range(a.steps):
+        for k in range(a.steps):
+            if i == 0 and k % seg == 0:
+                marks.append(time.perf_counter())
             step(n, b)
             if other:
                 time.sleep(other)
+        if i == 0:
+            marks.append(time.perf_counter())
         if not correct(b[0], b[2]):
             errors.append(f"thread {i}: wrong result")
 
@@ -216,6 +223,8 @@ if a.phase == "steady":
     out["seconds"] = dt
     out["calls_per_s"] = out["calls"] / dt
     out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
+    # thread 0's own calls/s in each tenth of its loop (the last may be shorter)
+    out["thread0_segments"] = [round(2 * seg / (t1 - t0)) for t0, t1 in zip(marks, marks[1:]) if t1 > t0][:10]
 else:
     # Sequential warm-up: one thread tunes its keys after another (other ns).
     seq_ns = [n_of(i, BASE + 3) for i in range(a.threads)]
