@@ -114,7 +114,8 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
  * (tg__release_turn), so the time-out is chosen at each wake-up.  The
  * FIFO's head sleeps until the holder's slice ends, and then finds the turn
  * free if the holder gave it up for good (the head waited at most a slice
- * for nothing), or the holder's next release hands it over and wakes it;
+ * for nothing, two when that release raced its wake-up), or the holder's
+ * next release hands it over and wakes it;
  * everyone else sleeps until deadline, and a thread that leaves the FIFO as
  * its head wakes the new head, so that it picks the slice's end. */
 static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, uint64_t t0, int sliced,
@@ -134,10 +135,18 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
             break;
         }
         uint64_t until = deadline;
-        if (sliced) {
+        if (sliced && tg_tuner_is_head(lk, t)) {
+            /* The head: until the slice's end, then a slice at a time.  A
+             * quiet holder decides on a clock read taken before it unlocks,
+             * so its last release can land just after the head found the
+             * turn still taken at the slice's end and wake nobody; the head
+             * then looks again a slice later instead of at deadline (up to
+             * the bypass bound).  Behind a long call this is one futex
+             * time-out and one CAS per slice, without the GIL. */
             uint64_t end = __atomic_load_n(&lk->slice_end, __ATOMIC_RELAXED);
-            if (end > now && end < until && tg_tuner_is_head(lk, t))
-                until = end;
+            uint64_t next = end > now ? end : now + TG_TURN_SLICE_NS;
+            if (next < until)
+                until = next;
         }
         int r = tg_park_wait(&t->park, seen, until - now);
         seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
