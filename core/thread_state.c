@@ -31,7 +31,11 @@ TG_STARTUP struct tg_thread *tg__self_busy(void)
 }
 
 /* fork child: the calling thread is the only one left; it holds no tuner and
- * has a new tid. */
+ * has a new tid.  Its stack goes on in the child, frames and all: `busy`
+ * and `tuning`, counted in and out by those frames, stay as they are (reset,
+ * a frame that raised them would take them below zero on its way out); the
+ * guarded frames among them see `forks` changed and leave nheld and depth
+ * alone. */
 void tg__thread_atfork_child(void)
 {
     struct tg_thread *t = &tg__tls;
@@ -40,7 +44,7 @@ void tg__thread_atfork_child(void)
     t->depth = 0;
     t->session_launches = t->session_syncs = 0;
     t->last.inside = 0;
-    t->busy = 0;
+    t->forks++;
 }
 
 /* ESRCH means the thread is gone; any other answer, that it may live. */

@@ -92,6 +92,11 @@ struct tg_thread {
      * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
     uintptr_t wrapped_busy;
     const void *wrapped_by;
+    /* fork() children this thread's copy has gone on in (the atfork handler
+     * counts it).  A guarded frame notes it at entry: one that sees it
+     * changed at exit was entered in the parent, and its holds went with the
+     * tables reset at fork, so it gives nothing back (shim/session.c). */
+    unsigned forks;
 };
 
 struct tg_thread *tg__self(void);

@@ -141,6 +141,8 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
         memset(o, 0, sizeof *o);
     else if (u->overflow > 0)
         u->overflow--;
+    else
+        return 1; /* not counted in (a frame from before a fork): nothing to give back */
     if (--u->nocc == 0 && u->waiters == 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0) {
         /* Nobody inside, nobody waiting, no owner (a woken waiter may own it
          * before it runs): give the slot back. */

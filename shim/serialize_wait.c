@@ -26,10 +26,16 @@
 static char contended[TG_MAX_CONTENDED][64];
 static int ncontended;
 
-static void note_contended(PyObject *inst)
+/* The kernel's name for the exit line's contended list.  GIL held; reads
+ * Python attributes (a property, __getattr__: Python code), with t's busy
+ * raised: t is in a FIFO already, and a guarded call from there would queue
+ * it a second time. */
+static void note_contended(struct tg_thread *t, PyObject *inst)
 {
     char k[64];
+    t->busy++;
     tg_py_kernel_name(inst, k, sizeof k);
+    t->busy--;
     for (int i = 0; i < ncontended; i++)
         if (strcmp(contended[i], k) == 0)
             return;
@@ -218,7 +224,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     tg_py.PyErr_Clear();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
-        note_contended(inst);
+        note_contended(t, inst);
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
@@ -322,7 +328,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
         u->noted = 1;
-        note_contended(inst);
+        note_contended(t, inst);
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);

@@ -187,8 +187,11 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
                 tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
             w->chains = 1;
         }
+        const unsigned forks = t->forks;
         t->depth++;
         PyObject *res = call_orig(g, args, nargs, kwnames);
+        if (__builtin_expect(t->forks != forks, 0))
+            return res; /* forked inside, and this is the child: see below */
         t->depth--;
         if (no)
             tg_tuner_leave(u, t);
@@ -261,7 +264,16 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
 
+    const unsigned forks = t->forks;
     PyObject *res = call_orig(g, args, nargs, kwnames);
+    if (__builtin_expect(t->forks != forks, 0)) {
+        /* fork() inside the call, and this is the child: the tables, the
+         * turn and t's holds were reset at fork (nothing of the parent's is
+         * held here), so this frame has nothing to give back; only its own
+         * count of tuning frames, which the fork kept. */
+        t->tuning -= g->tuning_entry;
+        return res;
+    }
 
     /* Another thread inside (rare; one load otherwise): did this return run
      * under its benchmarking?  Only a call that returned: an exception may

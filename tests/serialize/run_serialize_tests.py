@@ -77,6 +77,11 @@ def main():
     p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
     check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
           p.returncode == 0, p, text)
+    for where in ("outside", "inside"):
+        p, text, jsonl = run(args, "fork_inside_call.py", "verbosity=0", extra=(where,))
+        check(f"fork {where} a guarded call: the child's calls are still serialized",
+              p.returncode == 0 and "returned after P left" in p.stdout, p, text)
+
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)

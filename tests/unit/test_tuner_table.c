@@ -220,6 +220,12 @@ Test(tuner_table, atfork_child_forgets_occupants_and_waiters)
     cr_assert_eq(u->starving, 0);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_SERIALIZE), TG_FIRST);
     cr_assert_eq(tg_tuner_get(KEY(4)), u, "entries survive fork");
+    /* b enters in the child; a frame of a's from before the fork leaving
+     * must not count b out. */
+    enter_outer(u, b, 2);
+    tg_tuner_leave(u, a);
+    cr_assert_eq(u->nocc, 1, "a leave by a thread not counted in gives nothing back");
+    cr_assert_not_null(tg_tuner_other(u, a), "b is still inside");
 }
 
 /* ---- the lock: FIFO, wake-one, hand-off ------------------------------------ */
