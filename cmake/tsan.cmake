@@ -9,7 +9,8 @@
 # single-threaded runner.  halt_on_error=1 with exitcode=66 makes any TSan
 # report fail the test it happened in.
 set(TG_TSAN_FLAGS -fsanitize=thread -g -O1 -fno-omit-frame-pointer)
-set(TG_TSAN_TESTS test_tuner_table test_cuda_hooks test_interference test_stress test_trace)
+set(TG_TSAN_TESTS test_tuner_table test_cuda_hooks test_interference test_stress test_trace test_turn_quiet
+    test_turn_lost_wake)
 
 set(TG_CRT_DIR ${CMAKE_SOURCE_DIR}/tests/lifecycle/tsan)
 # both libraries' sources, bound as in the static archive (shim/core_static.c)
