@@ -8,7 +8,7 @@
  * its own forked child of a single-threaded runner (fresh globals), with the
  * suite's .init, an optional .timeout, and a failed assertion ending that test
  * only.  Supported: Test(suite, name, .init/.fini/.timeout), TestSuite(suite,
- * .init/.fini/.timeout), cr_assert, cr_assert_not, cr_assert_eq/neq/geq,
+ * .init/.fini/.timeout), cr_assert, cr_assert_not, cr_assert_eq/neq/geq/lt,
  * cr_assert_null/not_null, cr_assert_str_eq, cr_log_info. */
 #ifndef TG_CRT_CRITERION_H
 #define TG_CRT_CRITERION_H
@@ -66,6 +66,7 @@ void tg_crt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define cr_assert_eq(a, b, ...) TG_CRT_CHECK((a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) TG_CRT_CHECK((a) != (b), #a " != " #b, __VA_ARGS__)
 #define cr_assert_geq(a, b, ...) TG_CRT_CHECK((a) >= (b), #a " >= " #b, __VA_ARGS__)
+#define cr_assert_lt(a, b, ...) TG_CRT_CHECK((a) < (b), #a " < " #b, __VA_ARGS__)
 #define cr_assert_null(p, ...) TG_CRT_CHECK((p) == NULL, #p " == NULL", __VA_ARGS__)
 #define cr_assert_not_null(p, ...) TG_CRT_CHECK((p) != NULL, #p " != NULL", __VA_ARGS__)
 #define cr_assert_str_eq(a, b, ...) TG_CRT_CHECK(strcmp((a), (b)) == 0, #a " eq " #b, __VA_ARGS__)
