@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The serialize benchmark's whole GPU measurement, in two device commands of
+# under 10 minutes each (issue 13's targets: medians of rounds at 2, 4 and 8
+# threads, the cold start, each key tuned once).
+#
+#   bash bench/serialize_gpu.sh small OUT   # 2 threads, 12 rounds (~9 min): the row nearest its target
+#   bash bench/serialize_gpu.sh wide OUT    # 4 and 8 threads, 3 rounds, and the cold start (~9 min)
+#
+# Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
+# OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
+# tables).  Why 12 rounds at 2 threads: fresh processes of one thread alone
+# spread from 27k to 44k calls/s on the H200 machine (seventh session), and
+# 4 rounds left serialize / best anywhere from 0.92x to 1.11x run to run.
+set -euo pipefail
+part=${1:?small|wide}
+out=${2:?OUT}
+cd "$(dirname "$0")/.."
+mkdir -p "$out"
+export TG_BENCH_DIR=${TG_BENCH_DIR:-/tmp/tg-serialize-bench}
+bench=(python3 bench/serialize_bench.py --backend gpu --steps 20000)
+case $part in
+small)
+    "${bench[@]}" --threads 2 --rounds 12 --variants none,lock,detect,serialize \
+        --json "$out/small.json" >"$out/small.md" ;;
+wide)
+    "${bench[@]}" --threads 4,8 --rounds 3 --variants none,lock,detect,serialize \
+        --json "$out/wide.json" >"$out/wide.md"
+    "${bench[@]}" --threads 4,8 --rounds 2 --cold-only --variants none,lock,serialize \
+        --json "$out/cold.json" >"$out/cold.md" || true ;;  # none dies of the race on cold keys: exit 1
+*)
+    echo "bench/serialize_gpu.sh: unknown part '$part' (small or wide)" >&2
+    exit 2 ;;
+esac
+cat "$out"/*.md
