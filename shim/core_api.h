@@ -119,6 +119,9 @@ int tg_core_cupti_maybe_start(int check_loaded);
  * (dlopen takes ld.so's own; the two are never held together), possibly by
  * two threads at once: both get the same table. */
 const struct tg_core_api *tg__core_bind(char *err, size_t errlen);
+/* fork child (the loader's fork guard): close the fds that binds in
+ * progress in other threads of the parent held (they are not in the child). */
+void tg__core_bind_atfork_child(void);
 /* The bound core made ready before any thread sees it, once, under the
  * load's lock: the preload's activates it (a loaded core is an activated
  * one: the report path, symbolize=, trace=, the halt); the static

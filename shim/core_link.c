@@ -9,6 +9,7 @@
 #include "shim/lifecycle.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,9 +71,11 @@ static void load_unlock(void)
  * handlers under its fork lock, which registering takes too), and before
  * any load takes it (guard_fork_once). */
 static int fork_locked;
+/* Idempotent: a child that inherited a registration half done registers the
+ * guard again (guard_fork_once), and then glibc runs it twice a fork. */
 static void fork_prepare(void)
 {
-    if (!loading) {
+    if (!loading && !fork_locked) {
         load_lock();
         fork_locked = 1;
     }
@@ -84,31 +87,52 @@ static void fork_done(void)
         load_unlock();
     }
 }
+static void fork_child(void)
+{
+    if (!loading)
+        tg__core_bind_atfork_child(); /* fds of binds by threads the child does not have */
+    fork_done();
+}
 /* pthread_atfork is a stub of libc_nonshared.a passing the object's
  * __dso_handle, which the loader (linked without start files) lacks; the
  * handle only serves to drop the handlers when the object is unloaded,
  * and the preloaded loader never is. */
 #ifdef __GLIBC__
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
-#define register_fork_guard() __register_atfork(fork_prepare, fork_done, fork_done, NULL)
+#define register_fork_guard() __register_atfork(fork_prepare, fork_done, fork_child, NULL)
 #else
-#define register_fork_guard() pthread_atfork(fork_prepare, fork_done, fork_done)
+#define register_fork_guard() pthread_atfork(fork_prepare, fork_done, fork_child)
 #endif
 
-/* The fork guard, registered once by the first load: 0 not yet, 1 being
- * registered, 2 registered.  A load waits for 2 before it takes `lock`, so
- * no fork can find `lock` taken without its prepare handler in place. */
+/* The fork guard, registered once by the first load: 0 not yet, -1
+ * registered, else the pid of the process a thread of which is registering
+ * it.  A load waits for -1 before it takes `lock`, so no fork can find
+ * `lock` taken without its prepare handler in place.  A fork while another
+ * thread registers leaves the child a pid that is not its own, and nobody to
+ * finish: the child's first load registers it again (glibc serialises
+ * registering with fork, so the child has the handlers once or not at all;
+ * twice is harmless, above). */
 static void guard_fork_once(void)
 {
     static _Atomic int guarded;
-    int g = 0;
-    if (atomic_compare_exchange_strong(&guarded, &g, 1)) {
-        register_fork_guard();
-        atomic_store(&guarded, 2);
+    int g = atomic_load(&guarded);
+    if (g == -1)
         return;
+    const int me = (int)syscall(SYS_getpid); /* the slow path of the first load only */
+    for (;;) {
+        if (g == 0 || (g != -1 && g != me)) {
+            if (atomic_compare_exchange_strong(&guarded, &g, me)) {
+                register_fork_guard();
+                atomic_store(&guarded, -1);
+                return;
+            }
+            continue; /* g reloaded by the failed exchange */
+        }
+        if (g == -1)
+            return;
+        sched_yield(); /* another thread of this process is registering it: one call long */
+        g = atomic_load(&guarded);
     }
-    while (atomic_load(&guarded) != 2)
-        sched_yield(); /* another thread is registering it: one call long */
 }
 
 /* The core is bound (dlopen) without `lock`: a thread inside another
@@ -121,9 +145,11 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
 {
     if (loading)
         return NULL; /* re-entered from our own load: pass through this once */
+    const int saved_errno = errno; /* the caller's: a CUDA call or an import sets none of ours */
+    loading = 1; /* before the guard: a signal handler of this thread calling the driver while it
+                    registers passes through instead of waiting for itself */
     guard_fork_once();
     char err[600] = "";
-    loading = 1;
     const struct tg_core_api *t = tg__core_bind(err, sizeof err);
     load_lock();
     if (atomic_load_explicit(&state, memory_order_relaxed) == CORE_NONE) {
@@ -138,6 +164,7 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
     }
     load_unlock();
     loading = 0; /* after the unlock: a signal handler of this thread in between must not wait for it */
+    errno = saved_errno;
     return atomic_load_explicit(&table, memory_order_acquire);
 }
 
@@ -170,8 +197,10 @@ int tg_core_needed_at_start(void)
 int tg__cuda_lib_loaded(void)
 {
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
+    if (!h) {
+        (void)dlerror(); /* a probe: no error left pending for the program */
         return 0;
+    }
     dlclose(h); /* drops only the reference NOLOAD took */
     return 1;
 }

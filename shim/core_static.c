@@ -26,3 +26,8 @@ __attribute__((constructor)) static void bind_at_start(void)
 {
     (void)tg_core_load();
 }
+
+void tg__core_bind_atfork_child(void)
+{
+    /* the static archive binds nothing: no fd held */
+}

@@ -262,6 +262,8 @@ int tg__cuda_init_loaded(void)
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     if (lib)
         tg__cuda_init_lib(lib);
+    else
+        (void)dlerror(); /* a probe: no error left pending for the program */
     return tg_cuda_active();
 }
 

@@ -28,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -86,7 +89,66 @@ static int core_path(char *out, size_t len, const char **self_out, char *err, si
 
 static long sys_pread(int fd, void *buf, size_t n, off_t off)
 {
-    return syscall(SYS_pread64, fd, buf, n, off);
+    long r;
+    while ((r = syscall(SYS_pread64, fd, buf, n, off)) < 0 && errno == EINTR)
+        ;
+    return r;
+}
+
+/* What errno e says, for the warning line, without importing strerror
+ * (the reason above): the answers these calls give where the copy cannot
+ * be read or put in memory. */
+static const char *why_text(int e, char *buf, size_t len)
+{
+    switch (e) {
+    case ENOSYS: return "memfd_create not available (ENOSYS)";
+    case EPERM: return "not permitted (EPERM: a seccomp filter?)";
+    case EACCES: return "permission denied (EACCES)";
+    case EMFILE: case ENFILE: return "too many open files";
+    case ENOMEM: return "out of memory (ENOMEM)";
+    case ENOSPC: return "no space (ENOSPC)";
+    case EINVAL: return "invalid argument (EINVAL)";
+    case EIO: return "input/output error (EIO)";
+    }
+    snprintf(buf, len, "errno %d", e);
+    return buf;
+}
+
+/* The fds a bind holds open (the loader's file, the memory file), for the
+ * fork child of a process where another thread was binding: the child
+ * closes them (tg__core_bind_atfork_child), it does not have that thread.
+ * Slots taken by CAS; a bind that finds none free is not tracked (more
+ * threads than slots binding at once). */
+#define TG_BIND_FDS 8
+static _Atomic int bind_fds[TG_BIND_FDS] = {-1, -1, -1, -1, -1, -1, -1, -1};
+
+static int bind_open(int fd)
+{
+    for (int i = 0; fd >= 0 && i < TG_BIND_FDS; i++) {
+        int free_ = -1;
+        if (atomic_compare_exchange_strong(&bind_fds[i], &free_, fd))
+            break;
+    }
+    return fd;
+}
+
+static void bind_close(int fd)
+{
+    for (int i = 0; i < TG_BIND_FDS; i++) {
+        int mine = fd;
+        if (atomic_compare_exchange_strong(&bind_fds[i], &mine, -1))
+            break;
+    }
+    syscall(SYS_close, fd);
+}
+
+void tg__core_bind_atfork_child(void)
+{
+    for (int i = 0; i < TG_BIND_FDS; i++) {
+        int fd = atomic_exchange(&bind_fds[i], -1);
+        if (fd >= 0)
+            syscall(SYS_close, fd);
+    }
 }
 
 /* memcmp(a, b, n) == 0, without importing memcmp (the reason above). */
@@ -131,7 +193,7 @@ static int find_embedded(int fd, off_t *off, size_t *size)
  * loader: one fd for the time of the dlopen, no allocation. */
 static int embedded_core(const char *self, char *out, size_t len, char *err, size_t errlen)
 {
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, self, O_RDONLY | O_CLOEXEC);
+    int fd = bind_open((int)syscall(SYS_openat, AT_FDCWD, self, O_RDONLY | O_CLOEXEC));
     if (fd < 0) {
         snprintf(err, errlen, "cannot load the core library (%s: not there, and %s cannot be read for the "
                  "copy inside it)", TG_CORE_FILE, self);
@@ -139,29 +201,56 @@ static int embedded_core(const char *self, char *out, size_t len, char *err, siz
     }
     off_t off;
     size_t size;
+    errno = 0;
     if (find_embedded(fd, &off, &size) < 0 || size == 0) {
-        syscall(SYS_close, fd);
-        snprintf(err, errlen, "cannot load the core library (%s: not beside %s, nor a copy inside it)",
-                 TG_CORE_FILE, self);
+        int why = errno;
+        char b[24];
+        bind_close(fd);
+        if (why)
+            snprintf(err, errlen, "cannot load the core library (%s: not beside %s, and reading the copy inside "
+                     "it failed: %s)", TG_CORE_FILE, self, why_text(why, b, sizeof b));
+        else
+            snprintf(err, errlen, "cannot load the core library (%s: not beside %s, nor a copy inside it)",
+                     TG_CORE_FILE, self);
         return -1;
     }
-    int mfd = (int)syscall(SYS_memfd_create, TG_CORE_FILE, MFD_CLOEXEC);
+    /* Writing more than RLIMIT_FSIZE into the memory file raises SIGXFSZ,
+     * which kills the process: say so instead. */
+    struct rlimit fl;
+    if (syscall(SYS_prlimit64, 0, RLIMIT_FSIZE, NULL, &fl) == 0 && fl.rlim_cur != RLIM_INFINITY &&
+        fl.rlim_cur < size) {
+        bind_close(fd);
+        snprintf(err, errlen, "cannot load the core library (%s: not beside %s, and its copy inside it, %zu "
+                 "bytes, is over the file-size limit of %llu bytes, ulimit -f)", TG_CORE_FILE, self, size,
+                 (unsigned long long)fl.rlim_cur);
+        return -1;
+    }
+    int mfd = bind_open((int)syscall(SYS_memfd_create, TG_CORE_FILE, MFD_CLOEXEC));
+    int why = mfd < 0 ? errno : 0;
     while (mfd >= 0 && size > 0) {
         long n = syscall(SYS_sendfile, mfd, fd, &off, size); /* advances off */
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0) {
-            syscall(SYS_close, mfd);
+            why = n < 0 ? errno : EIO;
+            bind_close(mfd);
             mfd = -1;
             break;
         }
         size -= (size_t)n;
     }
-    syscall(SYS_close, fd);
+    bind_close(fd);
     if (mfd < 0) {
+        char b[24];
         snprintf(err, errlen, "cannot load the core library (%s: not beside %s, and its copy inside it could "
-                 "not be put in memory)", TG_CORE_FILE, self);
+                 "not be put in memory: %s)", TG_CORE_FILE, self, why_text(why, b, sizeof b));
         return -1;
     }
-    snprintf(out, len, "/proc/self/fd/%d", mfd);
+    /* A spelling of the fd's path nobody else uses: ld.so keeps the name in
+     * its list of loaded objects after the fd is closed, and a dlopen of the
+     * same name later (the program's own memory file on a reused fd number)
+     * would be given our core instead of opening its file. */
+    snprintf(out, len, "/proc/self/./fd/%d", mfd);
     return mfd;
 }
 
@@ -177,7 +266,7 @@ const struct tg_core_api *tg__core_bind(char *err, size_t errlen)
         return NULL; /* none beside the loader, and no copy inside it */
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (mfd >= 0)
-        syscall(SYS_close, mfd); /* mapped now (or failed): the fd is not needed */
+        bind_close(mfd); /* mapped now (or failed): the fd is not needed */
     if (!h) {
         const char *why = dlerror(); /* consumed: no error left pending */
         snprintf(err, errlen, "cannot load the core library (%s)", why ? why : path);

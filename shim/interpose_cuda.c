@@ -26,6 +26,7 @@
 #include "core/real_sym.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -151,19 +152,35 @@ static __attribute__((noinline)) void *decide(unsigned i)
     /* cupti* rows take the core in mode=off too: its hand-over knows which
      * copy of libcupti each caller meant */
     int cupti = i >= TG_CUDA_NFN;
+    const int saved_errno = errno; /* the program's, across the load and the look-ups */
     const struct tg_core_api *core = tg_opts.mode == TG_MODE_OFF && !cupti ? NULL : tg_core_load();
     if (core) {
         void *p = cupti ? core->fwd[i] : core->cuda_direct(i);
-        atomic_store_explicit(&fwd[i], p, memory_order_relaxed);
+        errno = saved_errno;
+        /* release, with the forwarders' load (TG_FWD_LOAD_ORDER): a thread
+         * that jumps to the core's wrapper sees the driver pointer the
+         * wrapper reads (on AArch64 the jump alone orders nothing) */
+        atomic_store_explicit(&fwd[i], p, memory_order_release);
         return p;
     }
     void *p = cupti ? bare[i - TG_CUDA_NFN] : real_of(i);
+    errno = saved_errno;
     if (!p)
         p = (void *)absent_cuda;
     if (tg_opts.mode == TG_MODE_OFF || tg_core_failed())
         atomic_store_explicit(&fwd[i], p, memory_order_relaxed);
     return p;
 }
+
+/* The forwarders' load of their row.  x86-64 orders loads with loads (TSO),
+ * and an acquire load there stops gcc from making the jump a tail call when
+ * arguments are on the stack (cuLaunchKernel copied its five); elsewhere
+ * acquire, the other half of decide's release store. */
+#ifdef __x86_64__
+#define TG_FWD_LOAD_ORDER memory_order_relaxed
+#else
+#define TG_FWD_LOAD_ORDER memory_order_acquire
+#endif
 
 #define TG_ROW(name, ret, params, args)                                          \
     static ret slow_##name params                                               \
@@ -173,7 +190,7 @@ static __attribute__((noinline)) void *decide(unsigned i)
     TG_EXPORT ret name params                                                   \
     {                                                                           \
         return ((fwd_pfn_##name)atomic_load_explicit(&fwd[TG_FWD_##name],       \
-                                                     memory_order_relaxed)) args; \
+                                                     TG_FWD_LOAD_ORDER)) args;  \
     }
 #define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) TG_ROW(name, CUresult, params, args)
 #define TG_CUDA_GPA(name, params, args) TG_ROW(name, CUresult, params, args)

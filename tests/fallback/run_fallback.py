@@ -14,7 +14,9 @@ definition reached through dlsym(RTLD_DEFAULT) and called.  Each must get
 exactly one line on stderr naming the missing core, every driver call must
 reach the driver (the stand-in's own counts), nothing recorded by tunerguard,
 and the program's own result unchanged.  mode=off never looks for the core:
-no line at all.  Exit 0 when every check holds, 1 otherwise, 77 when the
+no line at all.  The loader alone under a file-size limit below its core's
+size (ulimit -f: writing the memory file past it raised SIGXFSZ) says so in
+one line and passes through.  Exit 0 when every check holds, 1 otherwise, 77 when the
 interpreter is missing."""
 import argparse
 import os
@@ -56,13 +58,17 @@ print("driver", count(b"cuLaunchKernel"), "recorded", tg(b"cuLaunchKernel"), "un
 """
 
 
-def run(py, lib, fakecuda, work, order, opts):
+def run(py, lib, fakecuda, work, order, opts, fsize=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TUNERGUARD", "PYTHON", "LD_"))}
     work = os.path.abspath(work)
     env.update(LD_PRELOAD=lib, LD_LIBRARY_PATH=fakecuda, PYTHONPATH=work,
                TUNERGUARD_OPTIONS="targets=tgfb_target:Tuner.run:log_path=" + os.path.join(work, "tg") + opts)
+
+    def limit():  # ulimit -f: a memory file written past it raises SIGXFSZ
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
     return subprocess.run([py, os.path.join(work, "prog.py"), order], env=env, cwd=work,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, preexec_fn=limit if fsize else None)
 
 
 def main():
@@ -120,6 +126,15 @@ def main():
                         bad.append(f"{name}: stderr {p.stderr!r}")
                     if any(n.startswith("tg.") for n in os.listdir(work)):
                         bad.append(f"{name}: report files written: {os.listdir(work)}")
+        # The embedded copy under a file-size limit below its size: one line
+        # naming the limit, then pass-through (it killed the process with
+        # SIGXFSZ before).
+        p = run(a.python, alone, a.fakecuda, work, "cuda", "", fsize=64 * 1024)
+        lines = p.stderr.splitlines()
+        if (p.returncode != 0 or p.stdout.strip() != "driver 3 recorded 0 unknown True" or len(lines) != 1
+                or "file-size limit" not in lines[0] or "pass straight to the driver" not in lines[0]):
+            bad.append(f"embedded copy over ulimit -f: exit {p.returncode}, stdout {p.stdout.strip()!r}, "
+                       f"stderr {p.stderr.strip()!r}")
         # The core is found beside a loader preloaded by a relative path
         # after the program changed directory (the constructor made the path
         # absolute): no line, every launch recorded.
