@@ -123,6 +123,11 @@ TG_STARTUP static void *lookup(const char *name)
     return sym_defined(name) ? tg_real_sym(RTLD_DEFAULT, name) : NULL;
 }
 
+void *tg_py_symbol(const char *name)
+{
+    return lookup(name);
+}
+
 /* ---- the table ---------------------------------------------------------------- */
 
 /* The names this file looks up, as text inside one object in RELRO

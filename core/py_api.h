@@ -69,6 +69,9 @@ static inline void tg_py_decref(PyObject *o)
  * version with audit hooks: 3.8 too), -1 elsewhere.  Calls only
  * Py_GetVersion; leaves dlerror() as it was. */
 int tg_py_resolve_hook(void);
+/* A libpython symbol by name (dlsym in the process's scope), NULL if absent:
+ * for the constructor's one-off calls that are no row of the table. */
+void *tg_py_symbol(const char *name);
 
 /* The arming part of the table (py_api.inc, when = A), once, at arming (GIL
  * held): what arming, the audit hook and the finder's answer for a module

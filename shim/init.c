@@ -49,8 +49,11 @@ TG_STARTUP static int preload_has_relative(const char *s)
     return 0;
 }
 
-__attribute__((constructor)) static void tg_init(void)
+/* glibc calls constructors with main's arguments (argv: Python's options,
+ * read by tg_arm_init). */
+__attribute__((constructor)) static void tg_init(int argc, char **argv, char **envp)
 {
+    (void)envp;
     char err[768];
     if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);
@@ -89,7 +92,7 @@ __attribute__((constructor)) static void tg_init(void)
         }
         tg_activate();
     }
-    tg_arm_init(); /* the fatal-signal handler is installed with the first guard */
+    tg_arm_init(argc, argv); /* the fatal-signal handler is installed with the first guard */
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never

@@ -431,11 +431,92 @@ TG_STARTUP void tg_arm_exit_summary(void)
         core->arm_exit_summary();
 }
 
-TG_STARTUP void tg_arm_init(void)
+/* The audit hook's list entry is allocated now, before Py_Initialize, with
+ * the raw allocator of the moment (malloc), and freed at finalization with
+ * the one Python configured meanwhile.  Where that one has the debug hooks
+ * (PYTHONMALLOC=debug and the *_debug ones, -X dev, PYTHONDEVMODE), the free
+ * found no debug header and Python aborted at exit: every process, target
+ * or not.  So, where argv and the environment say the debug hooks are
+ * coming, the entry is allocated under them (PyMem_SetupDebugHooks, then the
+ * allocators put back as they were); the debug free then finds the block
+ * its own.  As Python's pre-configuration decides: PYTHONMALLOC unless -E or
+ * -I, else dev mode.  A debug build with PYTHONMALLOC=malloc (the reverse)
+ * is not handled. */
+static const struct {
+    char malloc_env[sizeof "PYTHONMALLOC"], devmode_env[sizeof "PYTHONDEVMODE"], dev[sizeof "dev"], debug[sizeof "debug"];
+    char get[sizeof "PyMem_GetAllocator"], set[sizeof "PyMem_SetAllocator"], hooks[sizeof "PyMem_SetupDebugHooks"];
+} mem_names TG_STARTUP_RODATA = {"PYTHONMALLOC", "PYTHONDEVMODE", "dev", "debug", "PyMem_GetAllocator", "PyMem_SetAllocator",
+                                 "PyMem_SetupDebugHooks"};
+
+/* PYTHONMALLOC=debug, malloc_debug, pymalloc_debug, mimalloc_debug */
+TG_STARTUP static int ends_in_debug(const char *s)
+{
+    size_t n = strlen(s), k = sizeof mem_names.debug - 1;
+    return n >= k && strcmp(s + n - k, mem_names.debug) == 0;
+}
+
+/* 1: Python will run with the debug hooks on its allocators (argv and the
+ * environment say so), 0: it will not, or they do not say. */
+TG_STARTUP static int debug_hooks_coming(int argc, char **argv)
+{
+    int ignore_env = 0, dev = 0;
+    for (int i = 1; argv && i < argc && argv[i]; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1] || (a[1] == '-' && !a[2]))
+            break; /* the script, "-" (stdin) or "--": options end */
+        if (a[1] == '-')
+            continue; /* --help, --version, --check-hash-based-pycs VALUE (close enough) */
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'E' || *p == 'I') {
+                ignore_env = 1;
+            } else if (*p == 'X' || *p == 'W' || *p == 'c' || *p == 'm') {
+                const char *val = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (*p == 'X' && val && strcmp(val, mem_names.dev) == 0)
+                    dev = 1;
+                if (*p == 'c' || *p == 'm')
+                    goto done; /* the rest is the program's */
+                break;
+            }
+        }
+    }
+done:;
+    const char *pm = ignore_env ? NULL : getenv(mem_names.malloc_env);
+    if (pm && *pm)
+        return ends_in_debug(pm);
+    const char *dm = ignore_env ? NULL : getenv(mem_names.devmode_env);
+    return dev || (dm && *dm);
+}
+
+struct tg_mem_allocator { /* PyMemAllocatorEx, the same since 3.5 */
+    void *ctx;
+    void *(*malloc)(void *, size_t);
+    void *(*calloc)(void *, size_t, size_t);
+    void *(*realloc)(void *, void *, size_t);
+    void (*free)(void *, void *);
+};
+
+TG_STARTUP void tg_arm_init(int argc, char **argv)
 {
     if (tg_py_resolve_hook() < 0)
         return;
+    void (*get)(int, struct tg_mem_allocator *) = NULL;
+    void (*set)(int, struct tg_mem_allocator *) = NULL;
+    void (*hooks)(void) = NULL;
+    if (debug_hooks_coming(argc, argv)) {
+        get = (void (*)(int, struct tg_mem_allocator *))tg_py_symbol(mem_names.get);
+        set = (void (*)(int, struct tg_mem_allocator *))tg_py_symbol(mem_names.set);
+        hooks = (void (*)(void))tg_py_symbol(mem_names.hooks);
+    }
+    struct tg_mem_allocator saved[3]; /* PYMEM_DOMAIN_RAW, _MEM, _OBJ */
+    if (get && set && hooks) {
+        for (int d = 0; d < 3; d++)
+            get(d, &saved[d]);
+        hooks(); /* no-op where they are on already (a debug build) */
+    }
     /* Legal before Py_Initialize, on 3.9 to 3.13, shared or static. */
     tg_py.PySys_AddAuditHook(audit_hook, NULL);
+    if (get && set && hooks)
+        for (int d = 0; d < 3; d++)
+            set(d, &saved[d]);
 }
 

@@ -8,7 +8,7 @@
  * audit hook.  Does nothing in processes that are not CPython.  No Python
  * API other than PySys_AddAuditHook is called (the interpreter may not be
  * initialised yet). */
-void tg_arm_init(void);
+void tg_arm_init(int argc, char **argv);
 
 /* Set when a target module or a replaced method waits to be (re)guarded;
  * guarded calls check it and call tg_arm_process_pending() (GIL held). */

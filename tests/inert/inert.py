@@ -12,7 +12,9 @@ a target is imported).  With the preload, sys.meta_path[0] must be an
 ordinary finder: hashable, a repr naming tunerguard, find_spec returning None
 for a module that is not a target, invalidate_caches.  Then a target module
 (the Triton model, --model) is imported: its class must be guarded and only
-then libunwind mapped.  Exit 0 when every check holds, 1 otherwise, 77 when
+then libunwind mapped.  Under Python's debug allocators (PYTHONMALLOC=debug,
+-X dev, PYTHONDEVMODE) the preloaded process exits as the plain one does.
+Exit 0 when every check holds, 1 otherwise, 77 when
 the interpreter is missing."""
 import argparse
 import json
@@ -114,6 +116,31 @@ def main():
             check("target imported: libunwind loaded then", "libunwind.so.8.0.1" in pre["libs_after_target"]
                   or any(x.startswith("libunwind.so") for x in pre["libs_after_target"]),
                   pre["libs_after_target"])
+        # Python's debug allocators: the audit hook's entry, allocated before
+        # Py_Initialize, is freed at exit by the allocator Python configured
+        # (every process aborted there under PYTHONMALLOC=debug or -X dev
+        # before, target or not).  The same exit status and stderr as
+        # without the preload, a target imported or not.
+        prog = ("import importlib, sys\n"
+                f"sys.path.insert(0, {os.path.abspath(a.model)!r})  # -E ignores PYTHONPATH\n"
+                "if len(sys.argv) > 1: importlib.import_module('triton.runtime.autotuner')\n")
+        base = {k: v for k, v in os.environ.items()
+                if k not in ("LD_PRELOAD", "PYTHONPATH", "TUNERGUARD_OPTIONS", "PYTHONMALLOC", "PYTHONDEVMODE")}
+        for label, flags, envx in (("PYTHONMALLOC=debug", [], {"PYTHONMALLOC": "debug"}),
+                                   ("PYTHONMALLOC=malloc_debug", [], {"PYTHONMALLOC": "malloc_debug"}),
+                                   ("-X dev", ["-X", "dev"], {}), ("PYTHONDEVMODE=1", [], {"PYTHONDEVMODE": "1"}),
+                                   ("-E, PYTHONMALLOC=debug ignored", ["-E"], {"PYTHONMALLOC": "debug"})):
+            for target in ([], ["target"]):
+                got = []
+                for preload in (None, lib):
+                    env = dict(base, **envx)
+                    if preload:
+                        env["LD_PRELOAD"] = preload
+                    q = subprocess.run([a.python, *flags, "-c", prog, *target], env=env, capture_output=True,
+                                       text=True, timeout=120, cwd=tempfile.gettempdir())
+                    got.append((q.returncode, q.stderr))
+                check(f"{label}{', a target imported' if target else ''}: the same exit status and stderr",
+                      got[0] == got[1] and got[0][0] == 0, f"{got[0]} -> {got[1][0]}, {got[1][1][-300:]!r}")
     finally:
         shutil.rmtree(venv, ignore_errors=True)
     print(f"inert: {len(failures)} failure(s)" if failures else "inert: all checks hold")
