@@ -135,9 +135,25 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
     return found;
 }
 
+/* See shim/py_guard.h: its type's flags say it is a type (Py_TPFLAGS_TYPE_SUBCLASS,
+ * set on type and every metaclass).  A module or an instance named where a
+ * class belongs (targets=pkg:mod.run) would reach PyDescr_NewMethod, whose
+ * descriptor then crashes the call that type-checks self against it. */
+#define TG_TPFLAGS_TYPE_SUBCLASS (1UL << 31)
+int tg_guard_is_class(PyObject *cls)
+{
+    PyObject *type = tg_py.PyObject_Type(cls);
+    int yes = type && (tg_py.PyType_GetFlags(type) & TG_TPFLAGS_TYPE_SUBCLASS);
+    if (type)
+        tg_py.Py_DecRef(type);
+    return yes;
+}
+
 static int install(PyObject *cls, const char *name, const char *why, int marker)
 {
     int rc = 0;
+    if (!tg_guard_is_class(cls))
+        return 0; /* said by the caller (targets=: say_unguarded) */
     tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString(name);

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_api.h"
+#include "core/py_attr.h"
 #include "shim/py_guard.h"
 #include "core/thread_state.h"
 
@@ -273,11 +274,30 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
 int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
 {
     int missing = 0;
+    /* mod is borrowed from sys.modules, and the look-ups below run Python
+     * code (a module __getattr__, a lazy module) that may replace it there:
+     * held for the loop, or the next look-up reads a freed module. */
+    if (mod)
+        tg_py.Py_IncRef(mod);
     for (int i = 0; i < tg__arm_ntargets; i++) {
         struct tg__arm_target *t = &tg__arm_targets[i];
         if (strcmp(t->module, name) != 0 || t->base)
             continue;
         PyObject *cls = mod ? get_dotted(mod, t->cls) : NULL;
+        if (cls && !tg_guard_is_class(cls)) {
+            /* a module or an instance where a class belongs (targets=pkg:mod.run) */
+            PyObject *type = tg_py.PyObject_Type(cls);
+            char tname[64];
+            tg_py_attr_str(type, "__name__", tname, sizeof tname);
+            if (type)
+                tg_py.Py_DecRef(type);
+            if (!t->said)
+                tg__warn("targets=%s:%s.%s: %s is a %s, not a class; nothing guarded", t->module, t->cls, t->method,
+                         t->cls, tname[0] ? tname : "?");
+            t->said = 1;
+            tg_py.Py_DecRef(cls);
+            continue; /* not missing: there is nothing to wait for */
+        }
         if (!cls) {
             if (mod && (executed || module_executed(mod)))
                 say_unguarded(t, NULL);
@@ -305,6 +325,8 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
         hook_subclasses(cls);
     }
     tg_py.PyErr_Clear();
+    if (mod)
+        tg_py.Py_DecRef(mod);
     return missing;
 }
 

@@ -21,6 +21,8 @@ void tg_guard_install_markers(PyObject *cls);
 
 /* Is `value` a guard object tunerguard made? */
 int tg_guard_is_ours(PyObject *value);
+/* cls is a class (a type, or of a metaclass).  GIL held. */
+int tg_guard_is_class(PyObject *cls);
 
 /* How many guards were installed (0: no guarded call can have happened, so
  * tg_guard_stats has nothing to say).  GIL held, or no Python thread left

@@ -82,6 +82,14 @@ def main():
         check(f"fork {where} a guarded call: the child's calls are still serialized",
               p.returncode == 0 and "returned after P left" in p.stdout, p, text)
 
+    p, text, jsonl = run(args, "bad_targets.py",
+                         "targets=tgfix.nested:leaf.run,tgfix.lazy:A.run,tgfix.lazy:B.run",
+                         env_extra={"PYTHONMALLOC": "debug"})
+    check("targets= naming a module as a class, and a module that replaces itself while looked up: "
+          "no crash, one line for the module, both lazy classes guarded",
+          p.returncode == 0 and "leaf is a module, not a class" in p.stderr and p.stderr.count("tunerguard:") == 1
+          and "guarded: method_descriptor method_descriptor" in p.stdout, p, text)
+
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
