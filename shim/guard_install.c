@@ -42,9 +42,17 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
     }
     if (cur != g->wrapper && !tg_guard_is_ours(cur)) {
         char where[300] = "";
+        /* Each look-up may fail (a callable object has no __code__): its
+         * error cleared before the next call into the C API. */
         PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
+        if (!code)
+            tg_py.PyErr_Clear();
         PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+        if (!file)
+            tg_py.PyErr_Clear();
         PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
+        if (!line)
+            tg_py.PyErr_Clear();
         PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
         const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
         const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;

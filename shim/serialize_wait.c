@@ -178,7 +178,15 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
  * interrupt its wait).  GIL held. */
 static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread)
 {
-    if (!((rc == EINTR || main_thread) && tg_py.PyErr_CheckSignals() < 0))
+    if (!(rc == EINTR || main_thread))
+        return 0;
+    /* The handlers run here, t still in lk's FIFO: a guarded call from one
+     * passes through (busy) instead of queueing t a second time, which
+     * left the FIFO's count wrong and the tuner's entry never given back. */
+    t->busy++;
+    int raised = tg_py.PyErr_CheckSignals() < 0;
+    t->busy--;
+    if (!raised)
         return 0;
     abandon_wait(lk, t);
     if (__builtin_expect(tg_trace_on, 0))

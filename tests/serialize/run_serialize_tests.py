@@ -90,6 +90,10 @@ def main():
           p.returncode == 0 and "leaf is a module, not a class" in p.stderr and p.stderr.count("tunerguard:") == 1
           and "guarded: method_descriptor method_descriptor" in p.stdout, p, text)
 
+    p, text, jsonl = run(args, "replaced_callable.py", "verbosity=0")
+    check("Tuner.run replaced by a callable object: no C API call with an error pending",
+          p.returncode == 0 and "pending errors seen: []" in p.stdout, p, text)
+
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
