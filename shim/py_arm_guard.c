@@ -365,19 +365,33 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
     PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, "meta_path") : NULL;
     PyObject *it = meta ? tg_py.PyObject_GetIter(meta) : NULL;
     PyObject *spec = NULL, *finder;
-    while (it && !spec && (finder = tg_py.PyIter_Next(it))) {
+    int raised = 0;
+    while (it && !spec && !raised && (finder = tg_py.PyIter_Next(it))) {
         if (finder != tg__arm_finder_self && tg_py.PyObject_HasAttrString(finder, "find_spec")) {
             PyObject *fs = tg_py.PyObject_GetAttrString(finder, "find_spec");
             PyObject *r = fs ? tg_py.PyObject_CallFunctionObjArgs(fs, fullname, path, target, NULL) : NULL;
+            /* A finder that raises: the import fails as it would without us
+             * (importlib lets a find_spec's exception through). */
+            raised = fs && !r;
             if (fs)
                 tg_py.Py_DecRef(fs);
             if (r && r != tg_py.none)
                 spec = r;
             else if (r)
                 tg_py.Py_DecRef(r);
-            tg_py.PyErr_Clear();
+            if (!raised)
+                tg_py.PyErr_Clear();
         }
         tg_py.Py_DecRef(finder);
+    }
+    if (raised) {
+        if (it)
+            tg_py.Py_DecRef(it);
+        if (meta)
+            tg_py.Py_DecRef(meta);
+        if (sys)
+            tg_py.Py_DecRef(sys);
+        return NULL; /* the finder's exception, set */
     }
     if (it)
         tg_py.Py_DecRef(it);

@@ -94,6 +94,10 @@ def main():
     check("Tuner.run replaced by a callable object: no C API call with an error pending",
           p.returncode == 0 and "pending errors seen: []" in p.stdout, p, text)
 
+    p, text, jsonl = run(args, "finder_raises.py", "verbosity=0")
+    check("a finder after ours raising for a target module: the import fails with its exception",
+          p.returncode == 0, p, text)
+
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
