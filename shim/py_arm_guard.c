@@ -384,21 +384,14 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
         }
         tg_py.Py_DecRef(finder);
     }
-    if (raised) {
-        if (it)
-            tg_py.Py_DecRef(it);
-        if (meta)
-            tg_py.Py_DecRef(meta);
-        if (sys)
-            tg_py.Py_DecRef(sys);
-        return NULL; /* the finder's exception, set */
-    }
     if (it)
         tg_py.Py_DecRef(it);
     if (meta)
         tg_py.Py_DecRef(meta);
     if (sys)
         tg_py.Py_DecRef(sys);
+    if (raised)
+        return NULL; /* the finder's exception, set (a decref above runs no code that clears it) */
     tg_py.PyErr_Clear();
     if (!spec) {
         tg_py.Py_IncRef(tg_py.none);
