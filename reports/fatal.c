@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static const int tg__fatal_sigs[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
@@ -506,6 +507,15 @@ static int report_fd(int *opened, const char *ext)
     return tg__file.fd;
 }
 
+/* The thread writing the report (tg__in_handler's winner), and whether it
+ * is done.  Threads that crash at the same time (several workers hitting
+ * the same bad pointer) wait for it, a bounded while, before they chain:
+ * the first of them to chain would otherwise kill the process in the
+ * middle of the winner's capture, and the report was lost. */
+static atomic_int tg__handler_tid;
+static atomic_int tg__handler_done;
+#define TG__WAIT_FOR_REPORT_MS 5000
+
 static void handler(int sig, siginfo_t *info, void *uc)
 {
     (void)uc;
@@ -513,7 +523,15 @@ static void handler(int sig, siginfo_t *info, void *uc)
     int idx = 0;
     while (idx < TG__NSIG && tg__fatal_sigs[idx] != sig)
         idx++;
-    if (!atomic_flag_test_and_set(&tg__in_handler)) {
+    const int me = (int)syscall(SYS_gettid);
+    if (atomic_flag_test_and_set(&tg__in_handler)) {
+        if (atomic_load(&tg__handler_tid) != me) { /* not a fault inside our own report: wait for it */
+            const struct timespec tick = {0, 10 * 1000 * 1000};
+            for (int ms = 0; ms < TG__WAIT_FOR_REPORT_MS && !atomic_load(&tg__handler_done); ms += 10)
+                nanosleep(&tick, NULL); /* async-signal-safe */
+        }
+    } else {
+        atomic_store(&tg__handler_tid, me);
         capture(sig, info);
         int opened;
         int fd = report_fd(&opened, ".txt");
@@ -535,6 +553,7 @@ static void handler(int sig, siginfo_t *info, void *uc)
         if (opened)
             close(fd);
         tg_trace_signal_flush();
+        atomic_store(&tg__handler_done, 1);
     }
     /* Chain: put the previous action back and let the signal arrive again. */
     if (idx < TG__NSIG)

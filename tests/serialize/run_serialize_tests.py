@@ -153,6 +153,13 @@ def main():
           and fatal["tid"] == race["entering"]["tid"]
           and f"in a session that raced with thread 'holder' (tid={race['inside']['tid']}): race report "
               f"#{race['seq']} of this process" in text, p, jsonl)
+    # Eight threads crash at once: the report is still written whole (it was
+    # lost when a losing thread chained before the winner was done).
+    p, text, jsonl = run(args, "crash_together.py", "mode=detect:verbosity=1")
+    kinds = [json.loads(x)["kind"] for x in jsonl]
+    check("eight threads crash at once: dies by SIGSEGV, the fatal block and record written",
+          p.returncode == -11 and "fatal signal SIGSEGV" in text and kinds.count("fatal") == 1
+          and "SUMMARY: tunerguard: fatal signal" in text, p, jsonl)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
