@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Append the complete events of the array starting at P ('[') to B.  Returns
  * the number of events, *truncated set when the array was not closed. */
@@ -114,16 +116,48 @@ int cli_trace_write(struct cli_trace *t, const char *out)
     if (!t->files)
         cli_buf_puts(b, "{\"traceEvents\":[\n");
     cli_buf_puts(b, "\n],\"displayTimeUnit\":\"ms\"}\n");
-    FILE *f = fopen(out, "w");
-    int rc = 0;
-    if (!f || fwrite(b->s, 1, b->len, f) != b->len) {
-        cli_errf("cannot write %s: %s", out, strerror(errno));
-        rc = -1;
+    /* Written beside OUT under a new name, then renamed over it: never
+     * through a symlink at OUT (the link itself is replaced), never into a
+     * FIFO or device there (opening one for writing waits for a reader),
+     * and OUT is not emptied when the write fails. */
+    size_t n = strlen(out);
+    char *tmp = malloc(n + sizeof ".tmp.XXXXXX");
+    int rc = 0, fd = -1;
+    if (tmp) {
+        memcpy(tmp, out, n);
+        memcpy(tmp + n, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+        fd = mkstemp(tmp);
     }
-    if (f && fclose(f) != 0 && rc == 0) {
-        cli_errf("cannot write %s: %s", out, strerror(errno));
+    if (fd < 0) {
+        cli_errf("cannot write %s: %s", out, strerror(tmp ? errno : ENOMEM));
         rc = -1;
+    } else {
+        mode_t um = umask(0);
+        umask(um);
+        int bad = fchmod(fd, 0666 & ~um) != 0;
+        for (size_t off = 0; !bad && off < b->len;) {
+            ssize_t w = write(fd, b->s + off, b->len - off);
+            if (w < 0 && errno == EINTR)
+                continue;
+            bad = w <= 0;
+            off += w > 0 ? (size_t)w : 0;
+        }
+        int saved = errno;
+        if (close(fd) != 0 && !bad) {
+            bad = 1;
+            saved = errno;
+        }
+        if (!bad && rename(tmp, out) != 0) {
+            bad = 1;
+            saved = errno;
+        }
+        if (bad) {
+            unlink(tmp);
+            cli_errf("cannot write %s: %s", out, strerror(saved ? saved : EIO));
+            rc = -1;
+        }
     }
+    free(tmp);
     if (rc == 0)
         cli_errf("wrote %s: %zu events from %zu trace file%s", out, t->events, t->files, t->files == 1 ? "" : "s");
     cli_buf_free(b);

@@ -66,6 +66,19 @@ check "--trace: truncated file tolerated and reported" has tr.err "truncated; ke
 check "--trace: merged file is valid JSON with all complete events" python3 -c "
 import json; d = json.load(open('merged.json')); n = sorted(e['name'] for e in d['traceEvents']); assert n == ['a','b','d','e','process_labels'], n"
 
+# --trace OUT at a FIFO or a symlink: written beside it and renamed over it (it hung on the FIFO,
+# and wrote through the link into its target before)
+mkfifo trfifo
+echo keep >trvictim
+ln -s trvictim trlink
+( timeout 20 "$TG" report --trace trfifo tr >trf.out 2>trf.err; echo $? >trf.rc )
+check "--trace OUT a FIFO: no hang, OUT now a regular file with the merge" sh -c \
+  "[ \$(cat trf.rc) = 4 ] && [ -f trfifo ] && [ ! -p trfifo ] && grep -q traceEvents trfifo"
+run_tg trl report --trace trlink tr
+check "--trace OUT a symlink: its target untouched, the link replaced by the merge" sh -c \
+  "[ $rc = 4 ] && [ \"\$(cat trvictim)\" = keep ] && [ ! -L trlink ] && grep -q traceEvents trlink"
+check "--trace: no temporary file left beside OUT" sh -c "! ls | grep -q '\\.tmp\\.'"
+
 # fatal records: processes that died of a fatal signal, linked to their races (hand-written fixtures)
 fsec() { awk '/ died of a fatal signal:$/ {p = 1} p && /^$/ {exit} p' "$1" >"$1.sec"; }
 mkdir fa fb fc fd fe
