@@ -233,12 +233,13 @@ static void add_fatal_record(struct state *st, const json_t *v, const char *path
 static void add_summary(struct state *st, const char *line, size_t len)
 {
     for (size_t i = 0; i < st->nsummary; i++)
-        if (strlen(st->summary[i].s) == len && !strncmp(st->summary[i].s, line, len)) {
+        if (st->summary[i].len == len && !memcmp(st->summary[i].s, line, len)) {
             st->summary[i].n++;
             return;
         }
     st->summary = grow(st->summary, &cap_summary, st->nsummary + 1, sizeof *st->summary);
     st->summary[st->nsummary].s = strndup(line, len);
+    st->summary[st->nsummary].len = len;
     st->summary[st->nsummary++].n = 1;
 }
 
@@ -413,8 +414,8 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
                 free(cur.kernel);
                 cur = (struct race){.pid = pid, .rank = rank, .ts = -1, .seq = -1};
             } else if (in_race && !strncmp(line, "  Call of ", 10)) {
-                const char *k = strstr(line, "on kernel '");
-                if (k && k < line + len) {
+                const char *k = memmem(line, len, "on kernel '", 11); /* this line only: strstr ran to the file's end */
+                if (k) {
                     k += 11;
                     const char *q = memchr(k, '\'', (size_t)(line + len - k));
                     free(cur.kernel);

@@ -45,6 +45,7 @@ struct fatal {
 
 struct strcount {
     char *s;
+    size_t len; /* of s */
     int n;
 };
 
