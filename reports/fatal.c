@@ -245,7 +245,8 @@ static void write_tuners(struct tg_w *w)
         tg_w_str(w, "    (no thread is inside a tuner)\n");
 }
 
-static void write_block(int fd)
+/* -1 when a write failed (a full disk, a file-size limit): the block is cut. */
+static int write_block(int fd)
 {
     const struct fatal_capture *c = &tg__cap;
     const siginfo_t *info = c->info;
@@ -332,7 +333,7 @@ static void write_block(int fd)
     tg_w_str(&w, " (pid=");
     tg_w_i64(&w, pid);
     tg_w_str(&w, ")\n==================\n");
-    tg_w_flush(&w);
+    return tg_w_flush(&w) < 0 || w.failed ? -1 : 0;
 }
 
 /* ---- the JSON line ------------------------------------------------------------ */
@@ -465,7 +466,7 @@ static void write_jsonl(int fd)
 void tg_fatal_write_block(int fd, int sig, const void *siginfo)
 {
     capture(sig, siginfo);
-    write_block(fd);
+    (void)write_block(fd);
 }
 
 void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
@@ -490,6 +491,8 @@ static int report_fd(int *opened, const char *ext)
         return txt;
     if (!is_txt && jsonl >= 0)
         return jsonl;
+    if (!is_txt && jsonl == -2)
+        return -1; /* JSON Lines turned off after a failed write (a full disk): no new file now */
     if (tg__to_stderr)
         return is_txt ? 2 : -1;
     tg__file.ext = ext;
@@ -535,7 +538,14 @@ static void handler(int sig, siginfo_t *info, void *uc)
         capture(sig, info);
         int opened;
         int fd = report_fd(&opened, ".txt");
-        write_block(fd >= 0 ? fd : 2);
+        if (write_block(fd >= 0 ? fd : 2) < 0 && fd > 2) {
+            /* The file did not take it all (a full disk): the whole block on
+             * stderr too, after one line that says why. */
+            static const char why[] = "tunerguard: the fatal report could not be written in full to its file "
+                                      "(a write failed); it follows here\n";
+            if (write(2, why, sizeof why - 1) >= 0)
+                write_block(2);
+        }
         if (opened)
             close(fd);
         fd = report_fd(&opened, ".jsonl"); /* none with log_path=stderr, as for reports */

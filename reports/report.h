@@ -45,6 +45,6 @@ void tg_sink_atfork_child(void);
  * -1 when no report was emitted yet in this process (the handler then writes
  * to stderr); *jsonl_fd is the JSON Lines file or -1.  Async-signal-safe
  * (reads two ints; no lock). */
-void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd);
+void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd); /* jsonl -2: turned off after a failure */
 
 #endif

@@ -30,7 +30,7 @@
 static pthread_mutex_t tg__sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     pid_t pid;                     /* process that opened the files; 0: none */
-    int txt_fd, jsonl_fd;          /* -1: not open */
+    int txt_fd, jsonl_fd;          /* -1: not open; jsonl_fd -2: off after a failure (said once) */
     int text_to_stderr;            /* log_path=stderr, or fell back to it */
 } tg__sink = {0, -1, -1, 0};
 /* Their paths, apart: zero-initialised (.bss), so the 8 KB are not .data
@@ -100,7 +100,7 @@ static void open_unlocked(void)
         return;                    /* same directory: no JSON either */
     }
     tg__sink.txt_fd = f[0].fd;
-    tg__sink.jsonl_fd = f[1].fd;
+    tg__sink.jsonl_fd = f[1].fd < 0 ? -2 : f[1].fd;
     tg_proc_note_taken(&f[0]);
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
@@ -124,7 +124,7 @@ int tg_sink_emit(const struct tg_report *r)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
                  tg__sink_paths.jsonl, errno ? strerror(errno) : "write failed");
         close(tg__sink.jsonl_fd);
-        tg__sink.jsonl_fd = -1;
+        tg__sink.jsonl_fd = -2;
     }
     pthread_mutex_unlock(&tg__sink_lock);
     return rc;

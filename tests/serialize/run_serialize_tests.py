@@ -17,13 +17,19 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(args, script, opts, extra=(), env_extra=None):
+def run(args, script, opts, extra=(), env_extra=None, fsize=None, files=None):
     tmp = tempfile.mkdtemp(prefix="tg-ser-")
     prefix = os.path.join(tmp, "tg")
     env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run:{opts}")
     env.update(env_extra or {})
+
+    def limit():  # ulimit -f: writes past it fail with EFBIG (Python ignores SIGXFSZ)
+        import resource
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
     p = subprocess.run([args.python, os.path.join(HERE, script), *[a.replace("PREFIX", prefix) for a in extra]],
-                       env=env, capture_output=True, text=True, timeout=60)
+                       env=env, capture_output=True, text=True, timeout=60, preexec_fn=limit if fsize else None)
+    if files is not None:
+        files.extend(sorted(os.listdir(tmp)))
     text = "".join(open(f).read() for f in glob.glob(prefix + ".*.txt"))
     jsonl = [line for f in glob.glob(prefix + ".*.jsonl") for line in open(f)]
     return p, text, jsonl
@@ -140,6 +146,17 @@ def main():
     check("a race then a segfault: dies by SIGSEGV, the race report complete before the fatal block",
           p.returncode == -11 and 0 <= race_at < fatal_at and "SUMMARY: tunerguard: tuner race" in text
           and [r["kind"] for r in recs] == ["race", "fatal"] and recs[1]["race_seq"] is None, p, jsonl)
+    # The same with the files limited to 3000 bytes (a full disk): the race's
+    # JSON line does not fit (JSON Lines off, said once), nor does the fatal
+    # block: it goes to stderr whole after one line, and the fatal handler
+    # makes no new .jsonl (it made an empty tg.<pid>.<id>.jsonl before, and
+    # cut the block silently).
+    names = []
+    p, text, jsonl = run(args, "race_segv.py", "mode=detect:verbosity=1", fsize=3000, files=names)
+    check("a race then a segfault on a full disk: the fatal block on stderr after one line, no new file",
+          p.returncode == -11 and "could not be written in full to its file" in p.stderr
+          and "SUMMARY: tunerguard: fatal signal SIGSEGV" in p.stderr
+          and len(names) == 2 and all(n.count(".") == 2 for n in names), p, names)
     # A high-severity race, then the thread that entered second dies inside
     # that session: the fatal record names the tuner and links the report.
     p, text, jsonl = run(args, "race_segv.py", "mode=detect", ["bench"])
