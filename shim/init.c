@@ -50,10 +50,14 @@ TG_STARTUP static int preload_has_relative(const char *s)
 }
 
 /* glibc calls constructors with main's arguments (argv: Python's options,
- * read by tg_arm_init). */
+ * read by tg_arm_init); other C libraries pass nothing, so none is read. */
 __attribute__((constructor)) static void tg_init(int argc, char **argv, char **envp)
 {
     (void)envp;
+#ifndef __GLIBC__
+    argc = 0;
+    argv = NULL;
+#endif
     char err[768];
     if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);
