@@ -264,7 +264,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
 
-    const unsigned forks = t->forks;
+    const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
     PyObject *res = call_orig(g, args, nargs, kwnames);
     if (__builtin_expect(t->forks != forks, 0)) {
         /* fork() inside the call, and this is the child: the tables, the
