@@ -194,15 +194,6 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
-      "median calls/s (min-max)\n")
-others = [v for v in variants if v in extra]
-print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-      + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
-      + " paired: detect / none | paired: serialize / best |")
-print("| --- |" + " --- |" * (len(variants) + 4 + len(others)))
-
-
 def failed_as(n, v, phase):
     """A cell of a variant with no good cell: what its first failure raised (none on cold keys: the
     race, TypeError), or - where it did not run."""
@@ -213,34 +204,85 @@ def failed_as(n, v, phase):
     return f"failed {len(bad)}/{len(bad)} ({err.split(': ', 2)[1] if err.count(': ') >= 2 else err[:40]})"
 
 
-def paired(n, num, dens):
+def paired(n, num, dens, key="calls_per_s"):
     """The median over rounds of one round's ratio (its cells ran back to back), with
     the rounds' min-max: drift of the machine between rounds cancels out, which a
     ratio of medians pooled over runs of different speed does not."""
     rs = []
     for r in sorted({c["round"] for c in cells if c["phase"] == "steady" and c["threads"] == n}):
-        got = {c["variant"]: c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
-               and c["round"] == r and c.get("ok")}
+        got = {c["variant"]: c[key] for c in cells if c["phase"] == "steady" and c["threads"] == n
+               and c["round"] == r and c.get("ok") and key in c}
         ds = [got[d] for d in dens if d in got]
         if num in got and len(ds) == len(dens):
             rs.append(got[num] / max(ds))
     return f"{med(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
 
 
-for n in threads:
-    row, meds = [], {}
-    for v in variants:
-        xs = [c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
-              and c["variant"] == v and c.get("ok")]
-        meds[v] = med(xs)
-        row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else failed_as(n, v, "steady"))
-    best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
-    d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
-    s = meds.get("serialize", float("nan")) / best
-    print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
-          + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x |"
-                    for v in others)
-          + f" {paired(n, 'detect', ['none'])} | {paired(n, 'serialize', ['none', 'lock'])} |")
+def steady_table():
+    if not any(c["phase"] == "steady" for c in cells):
+        return  # --cold-only
+    print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
+          "median calls/s (min-max)\n")
+    others = [v for v in variants if v in extra]
+    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
+          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
+          + " paired: detect / none | paired: serialize / best |")
+    print("| --- |" + " --- |" * (len(variants) + 4 + len(others)))
+
+    for n in threads:
+        row, meds = [], {}
+        for v in variants:
+            xs = [c["calls_per_s"] for c in cells if c["phase"] == "steady" and c["threads"] == n
+                  and c["variant"] == v and c.get("ok")]
+            meds[v] = med(xs)
+            row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else failed_as(n, v, "steady"))
+        best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
+        d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
+        s = meds.get("serialize", float("nan")) / best
+        print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
+              + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x |"
+                        for v in others)
+              + f" {paired(n, 'detect', ['none'])} | {paired(n, 'serialize', ['none', 'lock'])} |")
+
+
+def adjusted_table():
+    """The same rows over each process's own raw rate (serialize_cell.py: the main thread alone,
+    both kernels through kernel.fn, no tuner in the call): the share of a fresh process's speed
+    that a variant keeps.  Fresh processes of one variant spread widely on the H200 machine, and
+    a process is about as fast throughout, so this takes the process's factor out of every
+    comparison.  The raw rate runs through tunerguard's launch hook under the preload (8-28 ns of
+    a launch, docs/benchmarks.md), the one cost of the variant it holds."""
+    st = [c for c in cells if c["phase"] == "steady" and c.get("ok") and "calls_over_raw" in c]
+    if not st:
+        return
+
+    def cv(xs):  # spread: standard deviation over the mean
+        return statistics.pstdev(xs) / statistics.mean(xs) if len(xs) > 1 else float("nan")
+
+    print("\nadjusted: each cell's calls/s over its own process's raw calls/s, medians of the rounds "
+          "(min-max); spread = standard deviation over mean of a variant's cells, calls/s -> adjusted\n")
+    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
+          " paired: detect / none | paired: serialize / best | spread |")
+    print("| --- |" + " --- |" * (len(variants) + 5))
+    for n in threads:
+        meds, row, spread = {}, [], []
+        for v in variants:
+            cs = [c for c in st if c["threads"] == n and c["variant"] == v]
+            xs = [c["calls_over_raw"] for c in cs]
+            meds[v] = med(xs)
+            row.append(f"{meds[v]:.3f} ({min(xs):.3f}-{max(xs):.3f})" if xs else "-")
+            if len(xs) > 1:
+                spread.append(f"{v} {100 * cv([c['calls_per_s'] for c in cs]):.0f}->{100 * cv(xs):.0f} %")
+        best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
+        d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
+        s_ = meds.get("serialize", float("nan")) / best
+        print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s_:.2f}x | "
+              + f"{paired(n, 'detect', ['none'], 'calls_over_raw')} | "
+              + f"{paired(n, 'serialize', ['none', 'lock'], 'calls_over_raw')} | {', '.join(spread)} |")
+
+
+steady_table()
+adjusted_table()
 
 if a.cold:
     print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "

@@ -202,6 +202,29 @@ if a.phase == "steady":
 
     other = a.other_us / 1e6
 
+    def raw_rate():
+        """The process's own speed, untouched by the variant: the main thread
+        alone launches both kernels through their JITFunction (kernel.fn: no
+        Autotuner.run, so neither the lock nor tunerguard's guard), one
+        config, calls/s.  Fresh processes of one build spread widely on the
+        H200 machine (27k-44k calls/s for one thread, seventh session), and
+        a process is about as fast throughout: a cell's calls/s over its own
+        raw rate takes that factor out (serialize_bench.py, "adjusted")."""
+        n, (x, y, z) = ns[0], bufs[0]
+        cal = max(200, a.steps // 10)
+        for _ in range(2):  # the first call of this config may compile
+            add_one.fn[grid(n)](x, y, n, BLOCK=128, num_warps=4)
+            copy_.fn[grid(n)](y, z, n, BLOCK=128, num_warps=4)
+        finish()
+        t0 = time.perf_counter()
+        for _ in range(cal):
+            add_one.fn[grid(n)](x, y, n, BLOCK=128, num_warps=4)
+            copy_.fn[grid(n)](y, z, n, BLOCK=128, num_warps=4)
+        finish()
+        return 2 * cal / (time.perf_counter() - t0)
+
+    raw_before = raw_rate()
+
     seg = max(1, a.steps // 10)
     marks = []  # thread 0: perf_counter every tenth of its loop (is a slow cell slow throughout?)
 
@@ -223,6 +246,10 @@ if a.phase == "steady":
     out["seconds"] = dt
     out["calls_per_s"] = out["calls"] / dt
     out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
+    raw_after = raw_rate()
+    out["raw_per_s"] = (raw_before + raw_after) / 2  # before and after the loop: drift shows as their gap
+    out["raw_before_after"] = [round(raw_before), round(raw_after)]
+    out["calls_over_raw"] = out["calls_per_s"] / out["raw_per_s"]
     # thread 0's own calls/s in each tenth of its loop (the last may be shorter)
     out["thread0_segments"] = [round(2 * seg / (t1 - t0)) for t0, t1 in zip(marks, marks[1:]) if t1 > t0][:10]
 else:

@@ -11,6 +11,9 @@
 # tables).  Why 12 rounds at 2 threads: fresh processes of one thread alone
 # spread from 27k to 44k calls/s on the H200 machine (seventh session), and
 # 4 rounds left serialize / best anywhere from 0.92x to 1.11x run to run.
+# Each cell also measures its process's raw speed (serialize_cell.py, raw_rate:
+# both kernels through kernel.fn, no tuner in the call); the "adjusted" table
+# divides by it.
 set -euo pipefail
 part=${1:?small|wide}
 out=${2:?OUT}
@@ -18,6 +21,11 @@ cd "$(dirname "$0")/.."
 mkdir -p "$out"
 export TG_BENCH_DIR=${TG_BENCH_DIR:-/tmp/tg-serialize-bench}
 bench=(python3 bench/serialize_bench.py --backend gpu --steps 20000)
+# The machine's hand-off cost and clock, beside the figures (bench/wake_latency.c; a few seconds).
+if command -v cc >/dev/null && cc -O2 -pthread bench/wake_latency.c -o "$out/wake_latency" 2>/dev/null; then
+    "$out/wake_latency" >"$out/machine-$part.md" 2>&1 || true
+    rm -f "$out/wake_latency"
+fi
 case $part in
 small)
     "${bench[@]}" --threads 2 --rounds 12 --variants none,lock,detect,serialize \

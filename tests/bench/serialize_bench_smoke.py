@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The serialize benchmark still runs and measures what it says (not a timed
+test: no figure is checked against a target).  On the CPU model, one short
+round: every steady cell of the four variants ran, checked its results and
+measured its process's raw rate (the adjusted table); the cold start under
+the lock and under serialize tuned each key once.
+
+  serialize_bench_smoke.py --lib build/libtunerguard.so"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--lib", required=True)
+a = ap.parse_args()
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+bench = os.path.join(root, "bench", "serialize_bench.py")
+failures = []
+
+with tempfile.TemporaryDirectory() as d:
+    env = dict(os.environ, TG_BENCH_DIR=d)
+
+    def run(*args):
+        js = os.path.join(d, "cells.json")
+        p = subprocess.run([sys.executable, bench, "--lib", a.lib, "--threads", "2", "--rounds", "1",
+                            "--steps", "300", "--json", js, *args], env=env, capture_output=True, text=True,
+                           timeout=600)
+        with open(js) as f:
+            return p, json.load(f)
+
+    p, cells = run("--variants", "none,lock,detect,serialize")
+    if p.returncode != 0:
+        failures.append(f"steady run: exit {p.returncode}: {p.stderr[-500:]}")
+    if sorted(c["variant"] for c in cells) != ["detect", "lock", "none", "serialize"]:
+        failures.append(f"steady run: cells {[c['variant'] for c in cells]}")
+    for c in cells:
+        if not c.get("ok") or c.get("configs_benchmarked_steady") != 0 or not c.get("raw_per_s", 0) > 0:
+            failures.append(f"steady cell {c['variant']}: {c}")
+    for part in ("paired: serialize / best", "adjusted: each cell's calls/s over its own process's raw"):
+        if part not in p.stdout:
+            failures.append(f"steady run: no '{part}' in\n{p.stdout}")
+
+    p, cells = run("--cold-only", "--variants", "lock,serialize")
+    if p.returncode != 0:
+        failures.append(f"cold run: exit {p.returncode}: {p.stderr[-500:]}")
+    for c in cells:
+        if not c.get("ok") or c.get("configs_benchmarked_cold") != c.get("configs_expected"):
+            failures.append(f"cold cell {c['variant']}: each key once? {c}")
+    if "steady state" in p.stdout:
+        failures.append(f"cold run printed a steady table:\n{p.stdout}")
+
+for f in failures:
+    print("FAIL:", f)
+print("serialize_bench_smoke:", "FAIL" if failures else "ok")
+sys.exit(1 if failures else 0)
