@@ -223,7 +223,15 @@ if a.phase == "steady":
         finish()
         return 2 * cal / (time.perf_counter() - t0)
 
-    raw_before = raw_rate()
+    def raw_rate_or_none():
+        # never the cell's failure: its figures stand without the adjustment
+        try:
+            return raw_rate()
+        except Exception as e:  # noqa: BLE001  (recorded in the cell)
+            out["raw_error"] = f"{type(e).__name__}: {e}"[:300]
+            return None
+
+    raw_before = raw_rate_or_none()
 
     seg = max(1, a.steps // 10)
     marks = []  # thread 0: perf_counter every tenth of its loop (is a slow cell slow throughout?)
@@ -246,10 +254,11 @@ if a.phase == "steady":
     out["seconds"] = dt
     out["calls_per_s"] = out["calls"] / dt
     out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
-    raw_after = raw_rate()
-    out["raw_per_s"] = (raw_before + raw_after) / 2  # before and after the loop: drift shows as their gap
-    out["raw_before_after"] = [round(raw_before), round(raw_after)]
-    out["calls_over_raw"] = out["calls_per_s"] / out["raw_per_s"]
+    raw_after = raw_rate_or_none() if raw_before else None
+    if raw_before and raw_after:
+        out["raw_per_s"] = (raw_before + raw_after) / 2  # before and after the loop: drift shows as their gap
+        out["raw_before_after"] = [round(raw_before), round(raw_after)]
+        out["calls_over_raw"] = out["calls_per_s"] / out["raw_per_s"]
     # thread 0's own calls/s in each tenth of its loop (the last may be shorter)
     out["thread0_segments"] = [round(2 * seg / (t1 - t0)) for t0, t1 in zip(marks, marks[1:]) if t1 > t0][:10]
 else:
