@@ -279,6 +279,13 @@ def adjusted_table():
         print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s_:.2f}x | "
               + f"{paired(n, 'detect', ['none'], 'calls_over_raw')} | "
               + f"{paired(n, 'serialize', ['none', 'lock'], 'calls_over_raw')} | {', '.join(spread)} |")
+    # The adjustment divides out whatever slows a whole process, the preload's own effect on it
+    # included (its mappings, its thread-locals): that effect, on the raw loop, is here.
+    raw = {v: med([c["raw_per_s"] for c in st if c["variant"] == v]) for v in variants}
+    print("\nraw calls/s, median of each variant's cells (no tuner in the call; under the preload, its launch "
+          "hook): " + ", ".join(f"{v} {fmt(raw[v])}" for v in variants if raw[v] == raw[v])
+          + "".join(f"; {v} / none {raw[v] / raw['none']:.2f}x" for v in ("detect", "serialize")
+                    if raw.get(v) == raw.get(v) and raw.get("none") == raw.get("none") and v in raw))
 
 
 steady_table()

@@ -5,6 +5,7 @@
 #
 #   bash bench/serialize_gpu.sh small OUT   # 2 threads, 12 rounds (~9 min): the row nearest its target
 #   bash bench/serialize_gpu.sh wide OUT    # 4 and 8 threads, 3 rounds, and the cold start (~9 min)
+#   bash bench/serialize_gpu.sh model OUT   # the CPU model at 2, 4, 8 threads on this machine's 16 CPUs (~2 min)
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
 # OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
@@ -15,7 +16,7 @@
 # both kernels through kernel.fn, no tuner in the call); the "adjusted" table
 # divides by it.
 set -euo pipefail
-part=${1:?small|wide}
+part=${1:?small|wide|model}
 out=${2:?OUT}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
@@ -35,8 +36,14 @@ wide)
         --json "$out/wide.json" >"$out/wide.md"
     "${bench[@]}" --threads 4,8 --rounds 2 --cold-only --variants none,lock,serialize \
         --json "$out/cold.json" >"$out/cold.md" || true ;;  # none dies of the race on cold keys: exit 1
+model)
+    # The CPU model (stand-in libcuda, no GPU) on this machine's cores: what tunerguard's own
+    # code costs at 2, 4 and 8 threads on as many CPUs, without the GPU's spread (the model's
+    # launch lets the GIL go as Triton's does).  Also carry build/tests/fakecuda.
+    python3 bench/serialize_bench.py --backend cpu --steps 20000 --threads 2,4,8 --rounds 5 \
+        --variants none,lock,detect,serialize --json "$out/model.json" >"$out/model.md" ;;
 *)
-    echo "bench/serialize_gpu.sh: unknown part '$part' (small or wide)" >&2
+    echo "bench/serialize_gpu.sh: unknown part '$part' (small, wide or model)" >&2
     exit 2 ;;
 esac
 cat "$out"/*.md
