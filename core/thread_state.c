@@ -14,10 +14,11 @@ TG_STARTUP struct tg_thread *tg__self(void)
 {
     struct tg_thread *t = &tg__tls;
     if (__builtin_expect(t->tid == 0, 0)) {
-        /* First use on this thread: one syscall, then cached.  After fork the
+        /* First use on this thread: two syscalls, then cached.  After fork the
          * child's copy of the forking thread would keep the parent's tid; the
          * atfork handler sets its new one (tg__thread_atfork_child). */
         t->tid = (pid_t)syscall(SYS_gettid);
+        t->is_main = t->tid == (pid_t)getpid();
         t->ident = (unsigned long)pthread_self();
         t->last.device = -1;
         t->entry_device = -1;
@@ -39,8 +40,10 @@ TG_STARTUP struct tg_thread *tg__self_busy(void)
 void tg__thread_atfork_child(void)
 {
     struct tg_thread *t = &tg__tls;
-    if (t->tid) /* its new tid at once: frames from before the fork go on with t (a wait among them) */
+    if (t->tid) { /* its new tid at once: frames from before the fork go on with t (a wait among them) */
         t->tid = (pid_t)syscall(SYS_gettid);
+        t->is_main = 1; /* the child's one thread: its tid is the child's pid */
+    }
     t->nheld = 0;
     t->depth = 0;
     t->session_launches = t->session_syncs = 0;

@@ -97,6 +97,10 @@ struct tg_thread {
      * changed at exit was entered in the parent, and its holds went with the
      * tables reset at fork, so it gives nothing back (shim/session.c). */
     unsigned forks;
+    /* The process's main thread (its tid is the pid), where Python runs
+     * signal handlers: taken at first use, set in a fork child (the forking
+     * thread is the child's main thread).  serialize's waits read it. */
+    int is_main;
 };
 
 struct tg_thread *tg__self(void);

@@ -236,7 +236,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    const int main_thread = t->tid == getpid(); /* signal handlers run there */
+    const int main_thread = t->is_main; /* signal handlers run there */
     const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
@@ -340,7 +340,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    const int main_thread = t->tid == getpid();
+    const int main_thread = t->is_main;
     int got = 0, rc;
     for (;;) {
         uint64_t now = tg_mono_ns();
