@@ -63,18 +63,29 @@ struct tg_proc_file {
     int fd;                            /* -1: not created */
     int err;                           /* errno when not created */
     char path[TG_PROC_PATH_MAX];       /* the name created, or the last tried */
+    char why[192];                     /* "" or, when not created for a reason of
+                                          ours, that reason (tg_proc_strerror) */
 };
 
 /* Create f[0..n-1] as new regular files <stem>.<id><ext>, all with the same
  * id, opened with flags | O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0644, or
- * 0600 when the directory is writable by others (a 1777 /tmp).  The id is
+ * 0600 when the directory is writable by others (a 1777 /tmp).  The folder
+ * is reached one component at a time: a symbolic link on the way is
+ * followed only where nobody else could have put it, that is, unless it
+ * lies in a folder others may write and belongs neither to this user nor to
+ * that folder's owner (the rule of Linux's fs.protected_symlinks, kept
+ * whatever that setting is); such a link fails the call, f[0].why says so.  The id is
  * this process's id (see above), chosen by the first call in a process and
  * tried first by later ones.  f[0] is required: returns 0 when it was
  * created (another f[i] may have failed: fd -1, err set), -1 when not (f[0]
  * .err, .path say why and where; nothing is left created).
- * Async-signal-safe once tg_proc_stem() has been computed (open, lstat,
- * fstat, unlink, close, getrandom; no allocation, no lock). */
+ * Async-signal-safe once tg_proc_stem() has been computed (openat,
+ * fstatat, readlinkat, unlinkat, close, getrandom; no allocation, no lock). */
 int tg_proc_create(struct tg_proc_file *f, int n, int flags);
+
+/* Why f was not created, in words: f->why, else strerror(f->err).  Not
+ * async-signal-safe (strerror). */
+const char *tg_proc_strerror(const struct tg_proc_file *f);
 
 /* After a successful tg_proc_create, outside a signal handler: when f did
  * not get the common name because something that is not a regular file was

@@ -68,40 +68,18 @@ static void make_name(char *buf, size_t cap, const char *stem, pid_t pid, uint64
     put_str(&n, ext);
 }
 
-/* A file of any report kind already carries this id (ours or not). */
-static int id_taken(const char *stem, pid_t pid, uint64_t token, char *buf, size_t cap)
+/* A file of any report kind already carries this id (ours or not).  buf
+ * gets names "<base>.<id><ext>" inside the folder dirfd. */
+static int id_taken(int dirfd, const char *base, pid_t pid, uint64_t token, char *buf, size_t cap)
 {
     static const char *const exts[] = {".txt", ".jsonl", ".trace.json"};
     for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
         struct stat sb;
-        make_name(buf, cap, stem, pid, token, exts[i]);
-        if (lstat(buf, &sb) == 0)
+        make_name(buf, cap, base, pid, token, exts[i]);
+        if (fstatat(dirfd, buf, &sb, AT_SYMLINK_NOFOLLOW) == 0)
             return 1;
     }
     return 0;
-}
-
-/* The directory of stem is writable by others (or cannot be checked). */
-static int dir_shared(const char *stem, char *buf, size_t cap)
-{
-    const char *slash = strrchr(stem, '/');
-    size_t len = slash ? (size_t)(slash - stem) : 0;
-    if (len >= cap)
-        return 1;
-    if (!slash) {
-        buf[0] = '.';
-        len = 1;
-    } else if (len == 0) {
-        buf[0] = '/';
-        len = 1;
-    } else {
-        memcpy(buf, stem, len);
-    }
-    buf[len] = '\0';
-    struct stat sb;
-    if (stat(buf, &sb) < 0)
-        return 1;
-    return (sb.st_mode & S_IWOTH) != 0;
 }
 
 static uint64_t random_token(int attempt)
@@ -120,23 +98,155 @@ static uint64_t random_token(int attempt)
     return v ? v : 1;
 }
 
-static int open_new(const char *path, int flags, mode_t mode)
+static int open_new(int dirfd, const char *name, int flags, mode_t mode)
 {
     int fd;
     do
-        fd = open(path, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     while (fd < 0 && errno == EINTR);
     return fd;
 }
 
-/* Remove a file this call created, unless its name now points elsewhere. */
-static void undo(struct tg_proc_file *f)
+static int open_path(int dirfd, const char *name, int flags)
+{
+    int fd;
+    do
+        fd = openat(dirfd, name, flags | O_PATH | O_CLOEXEC);
+    while (fd < 0 && errno == EINTR);
+    return fd;
+}
+
+/* Remove a file this call created (name: its name in dirfd), unless the name
+ * now points elsewhere. */
+static void undo(struct tg_proc_file *f, int dirfd, const char *name)
 {
     struct stat a, b;
-    if (fstat(f->fd, &a) == 0 && lstat(f->path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-        unlink(f->path);
+    if (fstat(f->fd, &a) == 0 && fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        unlinkat(dirfd, name, 0);
     close(f->fd);
     f->fd = -1;
+}
+
+static void put_why(struct tg_proc_file *f, const char *a, const char *b, const char *c)
+{
+    struct name w = {f->why, 0, sizeof f->why};
+    put_str(&w, a);
+    put_str(&w, b);
+    put_str(&w, c);
+}
+
+/* Open the folder part of stem (everything before its last '/'; "." when
+ * there is none) as an O_PATH descriptor, one component at a time with
+ * O_NOFOLLOW.  A symbolic link on the way is read and walked in its place
+ * (up to 40, as the kernel allows) unless it lies in a folder others may
+ * write and belongs neither to this user nor to that folder's owner: then
+ * -1 with f->why set.  -1 with f->err on any other failure.  *base: the
+ * stem's last component.  work: scratch of cap bytes (f->path).
+ * Async-signal-safe: no allocation; one component name on the stack. */
+static int open_folder(const char *stem, const char **base, struct tg_proc_file *f)
+{
+    char *w = f->path;
+    const size_t cap = sizeof f->path;
+    const char *slash = strrchr(stem, '/');
+    *base = slash ? slash + 1 : stem;
+    size_t len = slash ? (size_t)(slash - stem) : 0;
+    if (len + 1 >= cap) {
+        f->err = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(w, stem, len);
+    w[len] = '\0';
+    int cur = open_path(AT_FDCWD, stem[0] == '/' ? "/" : ".", O_DIRECTORY);
+    if (cur < 0) {
+        f->err = errno;
+        return -1;
+    }
+    char *p = w;
+    int links = 0;
+    for (;;) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            return cur;
+        char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char comp[256];
+        if (n >= sizeof comp) {
+            f->err = ENAMETOOLONG;
+            break;
+        }
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        int next = open_path(cur, comp, O_NOFOLLOW);
+        struct stat sb, ds;
+        if (next < 0 || fstat(next, &sb) < 0) {
+            f->err = errno;
+            if (next >= 0)
+                close(next);
+            break;
+        }
+        if (!S_ISLNK(sb.st_mode)) {
+            close(cur);
+            cur = next;
+            if (!S_ISDIR(sb.st_mode)) {
+                f->err = ENOTDIR;
+                break;
+            }
+            p = e ? e + 1 : p + n;
+            continue;
+        }
+        /* A symbolic link in the folder cur. */
+        if (fstat(cur, &ds) < 0) {
+            f->err = errno;
+            close(next);
+            break;
+        }
+        if ((ds.st_mode & S_IWOTH) && sb.st_uid != geteuid() && sb.st_uid != ds.st_uid) {
+            put_why(f, "the symbolic link '", comp,
+                    "' on the way lies in a folder others may write and is neither this user's nor the "
+                    "folder owner's: not followed");
+            close(next);
+            break;
+        }
+        if (++links > 40) {
+            f->err = ELOOP;
+            close(next);
+            break;
+        }
+        /* New work: the link's target, then what followed the link.  The
+         * rest goes to the end of the buffer first, the target is read to
+         * its start (the walked part is no longer needed), then the rest
+         * comes back right after it. */
+        const char *rest = e ? e + 1 : p + n;
+        size_t r = strlen(rest);
+        if (r + 2 >= cap) {
+            f->err = ENAMETOOLONG;
+            close(next);
+            break;
+        }
+        memmove(w + cap - (r + 1), rest, r + 1);
+        ssize_t t = readlinkat(next, "", w, cap - (r + 1) - 1);
+        close(next);
+        if (t <= 0 || (size_t)t >= cap - (r + 1) - 1) {
+            f->err = t < 0 ? errno : ENAMETOOLONG;
+            break;
+        }
+        w[t] = '/';
+        memmove(w + t + 1, w + cap - (r + 1), r + 1);
+        if (w[0] == '/') {
+            int root = open_path(AT_FDCWD, "/", O_DIRECTORY);
+            if (root < 0) {
+                f->err = errno;
+                break;
+            }
+            close(cur);
+            cur = root;
+        }
+        p = w;
+    }
+    close(cur);
+    return -1;
 }
 
 int tg_proc_create(struct tg_proc_file *f, int n, int flags)
@@ -148,6 +258,7 @@ int tg_proc_create(struct tg_proc_file *f, int n, int flags)
         f[i].fd = -1;
         f[i].err = 0;
         f[i].path[0] = '\0';
+        f[i].why[0] = '\0';
     }
     if (n <= 0)
         return -1;
@@ -155,42 +266,74 @@ int tg_proc_create(struct tg_proc_file *f, int n, int flags)
         f[0].err = ENAMETOOLONG;
         return -1;
     }
-    mode_t mode = dir_shared(stem, f[0].path, sizeof f[0].path) ? 0600 : 0644;
+    const char *base;
+    int dirfd = open_folder(stem, &base, &f[0]);
+    if (dirfd < 0) { /* the caller's line names the file it would have been */
+        pid_t me = getpid();
+        make_name(f[0].path, sizeof f[0].path, stem, me,
+                  atomic_load_explicit(&id_pid, memory_order_acquire) == me
+                      ? atomic_load_explicit(&id_token, memory_order_relaxed) : 0, f[0].ext);
+        return -1;
+    }
+    struct name st = {f[0].path, 0, sizeof f[0].path}; /* the walk's scratch until the first name */
+    put_str(&st, stem);
+    struct stat ds;
+    mode_t mode = fstat(dirfd, &ds) < 0 || (ds.st_mode & S_IWOTH) ? 0600 : 0644;
     pid_t pid = getpid();
     int known = atomic_load_explicit(&id_pid, memory_order_acquire) == pid;
     uint64_t known_token = known ? atomic_load_explicit(&id_token, memory_order_relaxed) : 0;
+    const size_t dlen = (size_t)(base - stem); /* the folder and its '/', before each name in path */
+    char name[256 + 64];
+    int rc = -1;
+    f[0].err = EEXIST;
     for (int attempt = 0; attempt < 16; attempt++) {
         uint64_t token = attempt == 0 ? known_token : random_token(attempt);
         /* Our own id was checked when it was chosen; any other must be
          * free for every report kind, so that one id names one process. */
-        if (!(attempt == 0 && known) && id_taken(stem, pid, token, f[0].path, sizeof f[0].path))
+        if (!(attempt == 0 && known) && id_taken(dirfd, base, pid, token, name, sizeof name))
             continue;
-        int retry = 0;
-        for (int i = 0; i < n && !retry; i++) {
-            make_name(f[i].path, sizeof f[i].path, stem, pid, token, f[i].ext);
-            f[i].fd = open_new(f[i].path, flags, mode);
+        int retry = 0, fatal = 0;
+        for (int i = 0; i < n && !retry && !fatal; i++) {
+            make_name(name, sizeof name, base, pid, token, f[i].ext);
+            memcpy(f[i].path, stem, dlen);
+            make_name(f[i].path + dlen, sizeof f[i].path - dlen, base, pid, token, f[i].ext);
+            f[i].fd = open_new(dirfd, name, flags, mode);
             if (f[i].fd >= 0)
                 continue;
             f[i].err = errno;
             if (f[i].err == EEXIST)
                 retry = 1;
             else if (i == 0)
-                return -1;
+                fatal = 1;
+        }
+        if (fatal) {
+            close(dirfd);
+            return -1;
         }
         if (retry) {
             for (int i = 0; i < n; i++)
-                if (f[i].fd >= 0)
-                    undo(&f[i]);
+                if (f[i].fd >= 0) {
+                    make_name(name, sizeof name, base, pid, token, f[i].ext);
+                    undo(&f[i], dirfd, name);
+                }
+            f[0].err = EEXIST;
             continue;
         }
         if (atomic_load_explicit(&id_pid, memory_order_relaxed) != pid) {
             atomic_store_explicit(&id_token, token, memory_order_relaxed);
             atomic_store_explicit(&id_pid, pid, memory_order_release);
         }
-        return 0;
+        f[0].err = 0;
+        rc = 0;
+        break;
     }
-    f[0].err = EEXIST;
-    return -1;
+    close(dirfd);
+    return rc;
+}
+
+const char *tg_proc_strerror(const struct tg_proc_file *f)
+{
+    return f->why[0] ? f->why : strerror(f->err);
 }
 
 void tg_proc_note_taken(const struct tg_proc_file *f)

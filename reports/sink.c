@@ -96,7 +96,7 @@ static void open_unlocked(void)
     snprintf(tg__sink_paths.txt, sizeof tg__sink_paths.txt, "%s", f[0].path);
     snprintf(tg__sink_paths.jsonl, sizeof tg__sink_paths.jsonl, "%s", f[1].path);
     if (rc < 0) {
-        fall_back_unlocked(f[0].path[0] ? f[0].path : tg_proc_stem(), strerror(f[0].err));
+        fall_back_unlocked(f[0].path[0] ? f[0].path : tg_proc_stem(), tg_proc_strerror(&f[0]));
         return;                    /* same directory: no JSON either */
     }
     tg__sink.txt_fd = f[0].fd;
@@ -104,7 +104,7 @@ static void open_unlocked(void)
     tg_proc_note_taken(&f[0]);
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
-                 tg__sink_paths.jsonl, strerror(f[1].err));
+                 tg__sink_paths.jsonl, tg_proc_strerror(&f[1]));
 }
 
 int tg_sink_emit(const struct tg_report *r)

@@ -315,7 +315,7 @@ static int open_unlocked(void)
     int fd = tg_proc_create(&tg__file, 1, O_WRONLY) == 0 ? tg__file.fd : -1;
     snprintf(tg__path, sizeof tg__path, "%s", tg__file.path[0] ? tg__file.path : tg_proc_stem());
     if (fd < 0) {
-        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, strerror(tg__file.err));
+        tg__warn("cannot write trace file %s (%s); trace=1 is off", tg__path, tg_proc_strerror(&tg__file));
         tg__tr.failed = 1;
         tg__path[0] = '\0';
         return -1;

@@ -814,6 +814,29 @@ def check_planted_symlinks(ctx):
                "%s: the summary names the file written" % ext, res)
 
 
+# A log_path whose folder is reached through a link someone else planted in
+# a folder anyone may write (a 1777 /tmp): not followed, one line, the report
+# on stderr.  As root the program gives the link away (lchown); else skipped.
+PLANTED_FOLDER_PROG = """
+    os.mkdir("shared"); os.chmod("shared", 0o1777); os.mkdir("elsewhere")
+    os.symlink(os.path.abspath("elsewhere"), "shared/evil")
+    os.lchown("shared/evil", 4242, -1)
+""" + RACE_PROG
+
+
+def check_log_path_through_planted_link(ctx):
+    if os.geteuid() != 0:
+        print("  (skipped log_path_through_planted_link: needs root to give a link away)")
+        return
+    res = ctx.run_py(PLANTED_FOLDER_PROG % {"serialize": False}, options="log_path=shared/evil/tg")
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    expect(os.listdir(os.path.join(res.tmp, "elsewhere")) == [], "nothing written through the link", res)
+    said = [l for l in res.err.splitlines() if "symbolic link 'evil'" in l]
+    expect(len(said) == 1 and "not followed" in said[0] and "reports go to stderr" in said[0],
+           "one line names the link", res)
+    expect("WARNING: tunerguard" in res.err and "my_kernel" in res.err, "the report went to stderr", res)
+
+
 def check_fifo_at_report_path(ctx):
     # the text report opened O_RDWR (a FIFO swallowed it); the trace O_WRONLY (hung until a reader came)
     for ext in (".txt", ".trace.json"):
@@ -918,7 +941,7 @@ CHECKS = {
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
               check_distinct_call_sites_reported],
     "fork": [check_fork, check_fork_child_after_race],
-    "files": [check_planted_symlinks, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
+    "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
 }
 

@@ -335,6 +335,109 @@ Test(process, missing_directory_fails_without_retrying, .init = setup)
     cr_expect_str_eq(pair[0].path, want);
 }
 
+/* ---- symbolic links on the way to the folder ------------------------------- */
+
+/* dir/shared: a folder anyone may write (1777, root's when run as root);
+ * dir/target: where a link points. */
+static char shared[200], target[200];
+
+static void links_setup(void)
+{
+    setup();
+    snprintf(shared, sizeof shared, "%s/shared", dir);
+    snprintf(target, sizeof target, "%s/target", dir);
+    cr_assert_eq(mkdir(shared, 0777), 0);
+    cr_assert_eq(chmod(shared, 01777), 0);
+    cr_assert_eq(mkdir(target, 0755), 0);
+}
+
+/* A link at path to to, owned by uid (root can give it away; others skip). */
+static void link_owned(const char *to, const char *path, uid_t uid)
+{
+    cr_assert_eq(symlink(to, path), 0, "symlink %s", path);
+    if (uid != geteuid() && lchown(path, uid, (gid_t)-1) != 0)
+        cr_skip_test("cannot give a link to uid %d (not root)", (int)uid);
+}
+
+static int txt_in(const char *folder)
+{
+    char p[300];
+    snprintf(p, sizeof p, "%s/tg.%ld.txt", folder, (long)getpid());
+    return is_reg(p);
+}
+
+Test(process, planted_link_in_a_shared_folder_is_not_followed, .init = links_setup)
+{
+    char link[260], stem[300];
+    snprintf(link, sizeof link, "%s/evil", shared);
+    link_owned(target, link, 4242); /* someone else's, in a folder anyone may write */
+    snprintf(stem, sizeof stem, "%s/tg", link);
+    tg_proc_configure(stem);
+    cr_expect_eq(create_pair(), -1);
+    cr_expect_eq(pair[0].fd, -1);
+    cr_expect_eq(pair[1].fd, -1);
+    cr_expect(strstr(tg_proc_strerror(&pair[0]), "symbolic link 'evil'") != NULL, "%s", tg_proc_strerror(&pair[0]));
+    cr_expect(!txt_in(target), "a file was created through the planted link");
+    char want[400];
+    snprintf(want, sizeof want, "%s/tg.%ld.txt", link, (long)getpid());
+    cr_expect_str_eq(pair[0].path, want);
+}
+
+Test(process, own_link_in_a_shared_folder_is_followed, .init = links_setup)
+{
+    char link[260], stem[300];
+    snprintf(link, sizeof link, "%s/mine", shared);
+    link_owned(target, link, geteuid());
+    snprintf(stem, sizeof stem, "%s/tg", link);
+    tg_proc_configure(stem);
+    cr_assert_eq(create_pair(), 0, "%s", tg_proc_strerror(&pair[0]));
+    cr_expect(txt_in(target));
+    close(pair[0].fd);
+    close(pair[1].fd);
+}
+
+Test(process, others_link_in_a_private_folder_is_followed, .init = links_setup)
+{
+    /* dir is 0700, this user's: nobody else could have put the link there */
+    char link[260], stem[300];
+    snprintf(link, sizeof link, "%s/theirs", dir);
+    link_owned(target, link, 4242);
+    snprintf(stem, sizeof stem, "%s/tg", link);
+    tg_proc_configure(stem);
+    cr_assert_eq(create_pair(), 0, "%s", tg_proc_strerror(&pair[0]));
+    cr_expect(txt_in(target));
+    close(pair[0].fd);
+    close(pair[1].fd);
+}
+
+Test(process, links_are_walked_like_the_kernel_walks_them, .init = links_setup)
+{
+    /* a relative target with "..", through a second link, then more path */
+    char sub[260], a[260], b[260], stem[300];
+    snprintf(sub, sizeof sub, "%s/sub", target);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(a, sizeof a, "%s/a", dir);
+    snprintf(b, sizeof b, "%s/b", dir);
+    cr_assert_eq(symlink("b/../../target", a), 0); /* a -> b/../../target */
+    cr_assert_eq(symlink("target/sub", b), 0);     /* b -> target/sub: a resolves to dir/target */
+    snprintf(stem, sizeof stem, "%s/./sub//tg", a);
+    tg_proc_configure(stem);
+    cr_assert_eq(create_pair(), 0, "%s", tg_proc_strerror(&pair[0]));
+    cr_expect(txt_in(sub), "not in %s", sub);
+    close(pair[0].fd);
+    close(pair[1].fd);
+    /* a loop */
+    char l1[260], l2[260];
+    snprintf(l1, sizeof l1, "%s/l1", dir);
+    snprintf(l2, sizeof l2, "%s/l2", dir);
+    cr_assert_eq(symlink("l2", l1), 0);
+    cr_assert_eq(symlink("l1", l2), 0);
+    snprintf(stem, sizeof stem, "%s/tg", l1);
+    tg_proc_configure(stem);
+    cr_expect_eq(create_pair(), -1);
+    cr_expect_eq(pair[0].err, ELOOP);
+}
+
 /* ---- files the library reads ---------------------------------------------- */
 
 Test(process, open_read_regular_files_only, .init = setup, .timeout = 20)
