@@ -273,6 +273,10 @@ int tg_py_resolve_guards(void)
     static int done; /* under the GIL, like arming */
     if (!done) {
         done = tg_py_resolve() == 0 && resolve_part('G') == 0 ? 1 : -1;
+        PyObject **exc = done > 0 ? (PyObject **)tg_real_sym(RTLD_DEFAULT, "PyExc_Exception") : NULL;
+        tg_py.exc_exception = exc ? *exc : NULL; /* tg_py_drop_error: without it, errors are cleared */
+        if (!exc)
+            (void)dlerror();
         if (done < 0) /* a target is being imported: where the program would have been guarded */
             tg__warn("this Python does not export %s, which tunerguard needs: its tuners run unguarded",
                      missing_fn ? missing_fn : "the functions of its C API");

@@ -34,6 +34,7 @@ struct tg_py_api {
 #include "py_api.inc"
 #undef TG_PYFN
     PyObject *none;        /* &_Py_NoneStruct */
+    PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
     int free_threaded;     /* a 3.13t build: not served */
     int supported;         /* 3.9+ and not free-threaded */

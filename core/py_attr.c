@@ -1,7 +1,39 @@
 /* Python attribute readers shared by the report writers; see core/py_attr.h. */
 #include "core/py_attr.h"
+#include "core/thread_state.h"
 
 #include <stdio.h>
+
+void tg_py_drop_error(void)
+{
+    if (!tg_py.PyErr_Occurred) { /* before the guards' functions: nothing of ours ran in a call */
+        tg_py.PyErr_Clear();
+        return;
+    }
+    if (!tg_py.PyErr_Occurred())
+        return;
+    struct tg_thread *t = tg__self();
+    if (t->guard_frames > 0 && !t->kept_exc[0] && tg_py.exc_exception && tg_py.PyErr_ExceptionMatches &&
+        !tg_py.PyErr_ExceptionMatches(tg_py.exc_exception)) {
+        PyObject *type, *value, *tb;
+        tg_py.PyErr_Fetch(&type, &value, &tb);
+        t->kept_exc[0] = type;
+        t->kept_exc[1] = value;
+        t->kept_exc[2] = tb;
+        return;
+    }
+    tg_py.PyErr_Clear();
+}
+
+PyObject *tg_py_raise_kept(struct tg_thread *t, PyObject *res)
+{
+    if (res)
+        tg_py.Py_DecRef(res);
+    PyObject *type = t->kept_exc[0], *value = t->kept_exc[1], *tb = t->kept_exc[2];
+    t->kept_exc[0] = t->kept_exc[1] = t->kept_exc[2] = NULL;
+    tg_py.PyErr_Restore(type, value, tb); /* steals the three; drops an error set before */
+    return NULL;
+}
 
 void tg_py_attr_str(PyObject *obj, const char *attr, char *dst, size_t len)
 {
@@ -12,7 +44,7 @@ void tg_py_attr_str(PyObject *obj, const char *attr, char *dst, size_t len)
         snprintf(dst, len, "%s", s);
     if (v)
         tg_py.Py_DecRef(v);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
 }
 
 void tg_py_attr_text(PyObject *obj, const char *attr, char *dst, size_t len)
@@ -27,7 +59,7 @@ void tg_py_attr_text(PyObject *obj, const char *attr, char *dst, size_t len)
         tg_py.Py_DecRef(s);
     if (v)
         tg_py.Py_DecRef(v);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
 }
 
 void tg_py_kernel_name(PyObject *inst, char *dst, size_t len)
@@ -42,7 +74,7 @@ void tg_py_kernel_name(PyObject *inst, char *dst, size_t len)
             tg_py.Py_DecRef(b);
         if (a)
             tg_py.Py_DecRef(a);
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
     }
     if (!dst[0])
         snprintf(dst, len, "?");

@@ -4,7 +4,7 @@
  *
  * All functions: GIL held; they call Python (attribute look-ups, which may
  * run properties and let other threads run); every error they meet is
- * cleared; dst is always NUL-terminated. */
+ * dropped (tg_py_drop_error); dst is always NUL-terminated. */
 #ifndef TG_PY_ATTR_H
 #define TG_PY_ATTR_H
 
@@ -25,5 +25,21 @@ void tg_py_kernel_name(PyObject *inst, char *dst, size_t len);
 
 /* "<module>.<qualname>" of type(inst). */
 void tg_py_class_name(PyObject *inst, char *dst, size_t len);
+
+/* Drop the error that Python code run by tunerguard left set, as
+ * PyErr_Clear does, but never the program's own: an exception that is no
+ * Exception (KeyboardInterrupt from Ctrl-C's handler, SystemExit from a
+ * handler that calls sys.exit), met while the thread is in a guarded call,
+ * is kept on the thread (the first one) and raised when that call returns
+ * (tg_py_raise_kept), so that a signal whose handler ran inside one of our
+ * look-ups is not lost.  Elsewhere (arming, the exit summary), cleared.
+ * GIL held; allocates nothing. */
+void tg_py_drop_error(void);
+
+struct tg_thread;
+/* A guarded call of t returns res with a kept exception: res is dropped and
+ * the kept exception raised instead (it replaces the call's own error, if
+ * any).  Returns NULL.  GIL held. */
+PyObject *tg_py_raise_kept(struct tg_thread *t, PyObject *res);
 
 #endif

@@ -101,6 +101,12 @@ struct tg_thread {
      * signal handlers: taken at first use, set in a fork child (the forking
      * thread is the child's main thread).  serialize's waits read it. */
     int is_main;
+    /* Guarded calls this thread is in (shim/session.c, tg__guard_entry), and
+     * the program's own exception (type, value, traceback: PyObject *) that
+     * Python code tunerguard ran inside one of them raised, kept to be raised
+     * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
+    int guard_frames;
+    void *kept_exc[3];
 };
 
 struct tg_thread *tg__self(void);

@@ -1,6 +1,7 @@
 /* Python frames and thread names for reports.  See py_stack.h. */
 #include "reports/py_stack.h"
 #include "core/py_api.h"
+#include "core/py_attr.h"
 
 #include <string.h>
 
@@ -8,7 +9,7 @@ static void copy_str(char *dst, size_t len, PyObject *o)
 {
     const char *s = o ? tg_py.PyUnicode_AsUTF8(o) : NULL;
     if (!s) {
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
         s = "?";
     }
     size_t n = strlen(s);
@@ -36,7 +37,7 @@ static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
         tg_py.Py_DecRef(name);
     if (code)
         tg_py.Py_DecRef(code);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
 }
 
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate)
@@ -86,7 +87,7 @@ void tg_py_thread_name(unsigned long ident, char *buf, int len)
         tg_py.Py_DecRef(key);
     if (active)
         tg_py.Py_DecRef(active);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
     tg_py.PyErr_Restore(et, ev, tb);
 }
 

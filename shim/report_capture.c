@@ -242,7 +242,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     }
     if (f)
         tg_py.Py_DecRef((PyObject *)f);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
     return found;
 }
 
@@ -324,7 +324,7 @@ static int nargs_cleared(PyObject *inst)
     int cleared = v == tg_py.none;
     if (dict)
         tg_py.Py_DecRef(dict);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
     return cleared;
 }
 
@@ -450,7 +450,7 @@ static void traceback_frames(struct tg_thread_view *v, PyObject *tb)
             tg_py.Py_DecRef(lineno);
         tg_py.Py_DecRef(cur);
         cur = next;
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
     }
     if (cur)
         tg_py.Py_DecRef(cur);
@@ -484,7 +484,7 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     snprintf(r->exc_msg, sizeof r->exc_msg, "%s", m ? m : "");
     if (msg)
         tg_py.Py_DecRef(msg);
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
 
     struct tg_thread_view *e = &r->entering;
     e->tid = t->tid;
@@ -506,7 +506,7 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
         PyObject *res = tg_py.PyObject_CallMethod(value, "add_note", "s", note);
         if (res)
             tg_py.Py_DecRef(res);
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
     }
     tg_report_end(t);
     tg_py.PyErr_Restore(type, value, tb);

@@ -229,7 +229,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     t->busy--;
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
         note_contended(t, inst);
@@ -332,7 +332,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     t->busy--;
-    tg_py.PyErr_Clear();
+    tg_py_drop_error();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
         u->noted = 1;

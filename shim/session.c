@@ -82,9 +82,17 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     }
     v[0] = self;
     memcpy(v + 1, a, sizeof(PyObject *) * (size_t)(n + nkw));
+    /* The count of guarded calls the thread is in, and one load after: an
+     * exception of the program's that our own look-ups met inside the call
+     * (a Ctrl-C whose handler ran in one) is raised here (core/py_attr.h). */
+    struct tg_thread *t = tg__self();
+    t->guard_frames++;
     PyObject *res = guard_call(g, self, (PyObject *const *)v, n + 1, kwnames);
+    t->guard_frames--;
     if (v != stack)
         free(v);
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0))
+        res = tg_py_raise_kept(t, res);
     return res;
 }
 

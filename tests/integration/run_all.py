@@ -348,6 +348,55 @@ def check_race_detect(ctx):
            "one tunerguard line on stderr", res)
 
 
+# Ctrl-C whose handler runs inside one of tunerguard's own look-ups (here the
+# report reads the kernel's name, a property, and the handler's
+# KeyboardInterrupt comes out of it): the
+# KeyboardInterrupt is the program's, so the guarded call raises it when it
+# returns instead of losing it.
+INTERRUPT_IN_LOOKUP_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    fire = []
+    class Tuner(Autotuner):
+        @property
+        def base_fn(self):
+            if fire and threading.current_thread() is threading.main_thread():
+                fire.clear()
+                raise KeyboardInterrupt  # as Ctrl-C's handler raises it when it runs in here
+            return self._base_fn
+        @base_fn.setter
+        def base_fn(self, fn):
+            self._base_fn = fn
+    tuner = Tuner(my_kernel)
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":
+            entered.set()
+            release.wait()
+    tuner.hook = hook
+    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
+    th.start()
+    entered.wait()
+    fire.append(1)
+    try:
+        tuner.run("other")
+        print("NOT INTERRUPTED")
+    except KeyboardInterrupt:
+        print("INTERRUPTED")
+    finally:
+        release.set()
+        th.join()
+    print("DONE pid", os.getpid())
+'''
+
+
+def check_race_interrupt_in_lookup(ctx):
+    res = ctx.run_py(INTERRUPT_IN_LOOKUP_PROG, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    expect("INTERRUPTED" in res.out.splitlines(), "the KeyboardInterrupt raised by the call", res)
+    path, text = only_report(res)
+    expect("my_kernel" in text, "the race reported, the kernel named", res)
+
+
 def check_race_serialize(ctx):
     res = ctx.run_py(RACE_PROG % {"serialize": True}, options=opts(mode="serialize"))
     expect(res.rc == 0, "no exception, status kept", res)
@@ -932,7 +981,8 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_serialize, check_race_off, check_race_log_stderr],
+    "race": [check_race_detect, check_race_interrupt_in_lookup, check_race_serialize, check_race_off,
+             check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded],
