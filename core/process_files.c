@@ -350,8 +350,12 @@ void tg_proc_note_taken(const struct tg_proc_file *f)
         if (strcmp(plain, f->path) == 0)
             return; /* the common name: nothing was in the way */
         if (lstat(plain, &sb) == 0 && !S_ISREG(sb.st_mode) && atomic_exchange(&said_pid, pid) != pid) {
+            /* the file of the same kind under the id taken instead */
+            char instead[TG_PROC_PATH_MAX];
+            make_name(instead, sizeof instead, facts_stem, pid,
+                      atomic_load_explicit(&id_token, memory_order_relaxed), exts[i]);
             tg__warn("%s is %s, not a report file of this process: left alone; writing %s instead", plain,
-                     kind_of(sb.st_mode), f->path);
+                     kind_of(sb.st_mode), instead);
             return;
         }
     }

@@ -859,6 +859,8 @@ def check_planted_symlinks(ctx):
         said = [l for l in res.err.splitlines() if "is a symbolic link" in l]
         expect(len(said) == 1 and ("tg.%s%s" % (pid, ext)) in said[0] and "left alone" in said[0],
                "%s: one line names the symlink" % ext, res)
+        expect(said[0].endswith("tg.%s%s instead" % (ident, ext)), "%s: the line names the file of that kind "
+               "written instead" % ext, res)
         expect(re.search(r"reports in /\S+/tg\.%s\.txt" % re.escape(ident), res.err),
                "%s: the summary names the file written" % ext, res)
 
