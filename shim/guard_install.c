@@ -226,6 +226,15 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
         tg_py.PyErr_Clear();
         tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, name);
         nguards--;
+        tg__gstats.guards = nguards;
+        /* the slot is free again: what it held goes with it */
+        tg_py.Py_DecRef(wrapper);
+        tg_py.Py_DecRef(value);
+        tg_py.Py_DecRef(cls);
+        tg_py.Py_DecRef(key);
+        if (g->orig_code)
+            tg_py.Py_DecRef(g->orig_code);
+        memset(g, 0, sizeof *g);
         rc = -1;
         goto done;
     }

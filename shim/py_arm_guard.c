@@ -165,6 +165,22 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
             tg_guard_install(cls, tg__arm_targets[i].method, why);
 }
 
+/* Is a target method of base guarded on base itself? */
+static int family_guarded(PyObject *base)
+{
+    int yes = 0;
+    for (int i = 0; i < tg__arm_ntargets && !yes; i++) {
+        if (tg__arm_targets[i].base != base)
+            continue;
+        PyObject *v = tg_py.PyObject_GetAttrString(base, tg__arm_targets[i].method);
+        yes = v && tg_guard_is_ours(v);
+        if (v)
+            tg_py.Py_DecRef(v);
+        tg_py.PyErr_Clear();
+    }
+    return yes;
+}
+
 /* Guard the overrides in every subclass that already exists. */
 static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
 {
@@ -255,8 +271,13 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
         PyObject *type = tg_py.PyObject_Type(own);
         PyObject *tn = type ? tg_py.PyObject_GetAttrString(type, "__name__") : NULL;
         const char *tname = tn ? tg_py.PyUnicode_AsUTF8(tn) : NULL;
-        tg__warn("targets=%s:%s.%s: %s.%s is a %s, not a plain function (an instance method); nothing guarded",
-                 t->module, t->cls, t->method, t->cls, t->method, tname ? tname : "?");
+        /* A function of a kind install() takes: it tried, failed and said why
+         * in its own line (the class refused the attribute, no slot left). */
+        int tried = tname && (strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0 ||
+                              strcmp(tname, "builtin_function_or_method") == 0);
+        if (!tried)
+            tg__warn("targets=%s:%s.%s: %s.%s is a %s, not a plain function (an instance method); nothing guarded",
+                     t->module, t->cls, t->method, t->cls, t->method, tname ? tname : "?");
         tg_py.PyErr_Clear();
         if (tn)
             tg_py.Py_DecRef(tn);
@@ -322,7 +343,8 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
             if (tg__arm_targets[j].base == cls)
                 say_unguarded(&tg__arm_targets[j], cls);
         guard_existing_subclasses(cls, cls, 0);
-        hook_subclasses(cls);
+        if (family_guarded(cls))
+            hook_subclasses(cls); /* not for a class that refused its guard: nothing of it to follow */
     }
     tg_py.PyErr_Clear();
     if (mod)

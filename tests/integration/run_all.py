@@ -597,6 +597,26 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_target_class_refuses_setattr(ctx):
+    """A class whose metaclass refuses the new attribute: one line, the method
+    runs as it was, and the slot it would have taken guards the next target."""
+    res = ctx.run_py('''
+        with open("mymod.py", "w") as f:
+            f.write("class Meta(type):\\n"
+                    "    def __setattr__(cls, name, value):\\n"
+                    "        raise TypeError('frozen')\\n"
+                    "class Frozen(metaclass=Meta):\\n    def run(self):\\n        return 5\\n"
+                    "class Open:\\n    def run(self):\\n        return 6\\n")
+        sys.path.insert(0, ".")
+        import mymod
+        print("FROZEN", is_guarded(mymod.Frozen), mymod.Frozen().run())
+        print("OPEN", is_guarded(mymod.Open), mymod.Open().run())
+    ''', options=opts(targets="mymod:Frozen.run,mymod:Open.run"))
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "FROZEN False 5" in res.out and "OPEN True 6" in res.out, "ran; Open guarded", res)
+    expect(len(lines) == 1 and "could not set mymod.Frozen.run; it runs unguarded" in lines[0], "one line", res)
+
+
 # --------------------------------------------------------------------------
 # (f) exitcode and halt_on_race
 
@@ -987,7 +1007,8 @@ CHECKS = {
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
-    "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded],
+    "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded,
+                check_target_class_refuses_setattr],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
