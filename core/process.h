@@ -73,8 +73,9 @@ struct tg_proc_file {
  * is reached one component at a time: a symbolic link on the way is
  * followed only where nobody else could have put it, that is, unless it
  * lies in a folder others may write and belongs neither to this user nor to
- * that folder's owner (the rule of Linux's fs.protected_symlinks, kept
- * whatever that setting is); such a link fails the call, f[0].why says so.  The id is
+ * that folder's owner (Linux's fs.protected_symlinks rule, whatever that
+ * setting is, and stricter: any folder others may write, sticky or not);
+ * such a link fails the call, f[0].why says so.  The id is
  * this process's id (see above), chosen by the first call in a process and
  * tried first by later ones.  f[0] is required: returns 0 when it was
  * created (another f[i] may have failed: fd -1, err set), -1 when not (f[0]

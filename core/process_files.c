@@ -178,7 +178,12 @@ static int open_folder(const char *stem, const char **base, struct tg_proc_file 
         }
         memcpy(comp, p, n);
         comp[n] = '\0';
-        int next = open_path(cur, comp, O_NOFOLLOW);
+        /* A folder first, with O_DIRECTORY: that opening triggers an automount
+         * point on the way (without it, O_PATH stops at the unmounted
+         * autofs folder); ENOTDIR, then it may be a link: opened as itself. */
+        int next = open_path(cur, comp, O_NOFOLLOW | O_DIRECTORY);
+        if (next < 0 && errno == ENOTDIR)
+            next = open_path(cur, comp, O_NOFOLLOW);
         struct stat sb, ds;
         if (next < 0 || fstat(next, &sb) < 0) {
             f->err = errno;
@@ -290,8 +295,11 @@ int tg_proc_create(struct tg_proc_file *f, int n, int flags)
         uint64_t token = attempt == 0 ? known_token : random_token(attempt);
         /* Our own id was checked when it was chosen; any other must be
          * free for every report kind, so that one id names one process. */
-        if (!(attempt == 0 && known) && id_taken(dirfd, base, pid, token, name, sizeof name))
+        if (!(attempt == 0 && known) && id_taken(dirfd, base, pid, token, name, sizeof name)) {
+            memcpy(f[0].path, stem, dlen); /* the last name tried, for the caller's line */
+            make_name(f[0].path + dlen, sizeof f[0].path - dlen, base, pid, token, f[0].ext);
             continue;
+        }
         int retry = 0, fatal = 0;
         for (int i = 0; i < n && !retry && !fatal; i++) {
             make_name(name, sizeof name, base, pid, token, f[i].ext);
@@ -350,10 +358,15 @@ void tg_proc_note_taken(const struct tg_proc_file *f)
         if (strcmp(plain, f->path) == 0)
             return; /* the common name: nothing was in the way */
         if (lstat(plain, &sb) == 0 && !S_ISREG(sb.st_mode) && atomic_exchange(&said_pid, pid) != pid) {
-            /* the file of the same kind under the id taken instead */
+            /* the file of that kind under f's own id (every file of one
+             * create call has it; the process's first id may be another) */
             char instead[TG_PROC_PATH_MAX];
-            make_name(instead, sizeof instead, facts_stem, pid,
-                      atomic_load_explicit(&id_token, memory_order_relaxed), exts[i]);
+            size_t keep = strlen(f->path), el = strlen(f->ext);
+            keep = keep >= el ? keep - el : keep;
+            memcpy(instead, f->path, keep);
+            struct name in = {instead, keep, sizeof instead};
+            instead[keep] = '\0';
+            put_str(&in, exts[i]);
             tg__warn("%s is %s, not a report file of this process: left alone; writing %s instead", plain,
                      kind_of(sb.st_mode), instead);
             return;

@@ -94,14 +94,17 @@ enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, i
 
 int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t)
 {
-    if (find_occ(u, t))
-        return 1;
-    /* A thread that entered while every slot was taken has no slot, but its
-     * own record says it is inside. */
+    /* The thread's own record first: held[] lists every tuner whose session
+     * it holds (entered before it is pushed, popped before it leaves), exact
+     * while they fit.  Scanning u's occupants instead read a line of every
+     * other thread inside, each written by its owner since this thread last
+     * looked: a cache miss per thread on every contended entry. */
     for (int i = 0; i < t->nheld && i < TG_MAX_HELD; i++)
         if (t->held[i] == (const void *)u)
             return 1;
-    return 0;
+    if (t->nheld <= TG_MAX_HELD)
+        return 0;
+    return find_occ(u, t) != NULL; /* more sessions than held[] keeps */
 }
 
 struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,

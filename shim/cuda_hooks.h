@@ -100,6 +100,20 @@ void *tg__cuda_real(unsigned fn);
 /* Say once (verbosity >= 1) that row fn could not be wrapped or forwarded. */
 void tg__cuda_missing(unsigned fn);
 
+/* Evidence of tuning anywhere in the process, counted: a thread's first
+ * tuning frame (a marked tuning method, a tuner's warmup) and its first
+ * synchronize inside a session.  The check at a guarded call's return
+ * (shim/session.c) looks at the other occupants only when this moved
+ * during the call: an occupant that entered during it and is tuning now
+ * moved it after the call began.  Written rarely (tuning sessions only),
+ * read twice per guarded call: its line stays shared.  Defined in
+ * shim/session.c. */
+extern _Atomic uint32_t tg__tuning_epoch;
+static inline void tg_tuning_seen(void)
+{
+    __atomic_fetch_add(&tg__tuning_epoch, 1, __ATOMIC_RELAXED);
+}
+
 /* Typed wrappers, for the exported definitions in interpose_cuda.c. */
 #define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) CUresult tg__cuda_w_##name params;
 #define TG_CUDA_GPA(name, params, args) CUresult tg__cuda_w_##name params;

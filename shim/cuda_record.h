@@ -151,8 +151,8 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     if (t->nheld > 0) {
         if (kind == TG_CUDA_LAUNCH)
             t->session_launches++;
-        else if (kind == TG_CUDA_SYNC)
-            t->session_syncs++;
+        else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0)
+            tg_tuning_seen(); /* a session's first synchronize: benchmarking evidence (shim/cuda_hooks.h) */
         if (!tg_itf_self.dev1 && (t->session_syncs > 0 || t->session_launches > 1))
             tg__cuda_bench_begin(t, dev); /* now benchmarking on dev */
         if (kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) {

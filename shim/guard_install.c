@@ -37,7 +37,7 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
     PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
     if (!cur) {
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
         return;
     }
     if (cur != g->wrapper && !tg_guard_is_ours(cur)) {
@@ -46,22 +46,22 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
          * error cleared before the next call into the C API. */
         PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
         if (!code)
-            tg_py.PyErr_Clear();
+            tg_py_drop_error();
         PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
         if (!file)
-            tg_py.PyErr_Clear();
+            tg_py_drop_error();
         PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
         if (!line)
-            tg_py.PyErr_Clear();
+            tg_py_drop_error();
         PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
         const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
         const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
         PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
         const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
         if (fs)
             snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
         /* Guard it on the class that holds the attribute now. */
         if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
             struct tg_guard *ng = &guards[nguards - 1];
@@ -85,7 +85,7 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
         for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
             if (objs[i])
                 tg_py.Py_DecRef(objs[i]);
-        tg_py.PyErr_Clear();
+        tg_py_drop_error();
     }
     tg_py.Py_DecRef(cur);
 }

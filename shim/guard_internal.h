@@ -81,13 +81,16 @@ int tg__tid_alive_cached(pid_t tid);
 /* ---- guard_install.c ------------------------------------------------------ */
 
 /* The replacement check of an outermost call (see guard_install.c): every
- * call for the first 1024 calls of a guard, then every 64th.  The caller is
- * busy. */
+ * call for the first 1024 calls of a guard, then every 64th outermost call
+ * of the thread.  Counted on the thread once the guard is warm: g's line is
+ * read by every thread's call, and a count written there by each call made
+ * every other thread's next call miss it.  The caller is busy. */
 void tg__guard_check_replaced_slow(struct tg_guard *g);
-static inline void tg__guard_check_replaced(struct tg_guard *g)
+static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread *t)
 {
-    uint32_t n = g->calls++;
-    if (n >= 1024 && (n & 63) != 0)
+    if (__builtin_expect(g->calls < 1024, 0))
+        g->calls++;
+    else if ((++t->replace_tick & 63) != 0)
         return;
     tg__guard_check_replaced_slow(g);
 }

@@ -234,6 +234,13 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
         u->noted = 1;
         note_contended(t, inst);
     }
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
+        /* a signal's exception met in the Python code above (the audit hook,
+         * the name look-up, the report before the wait): no wait for a call
+         * the program interrupted; tg__guard_entry raises it */
+        abandon_wait(u, t);
+        return -1;
+    }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
     const int main_thread = t->is_main; /* signal handlers run there */
@@ -337,6 +344,10 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     if (u && !u->noted) {
         u->noted = 1;
         note_contended(t, inst);
+    }
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) { /* as in tg__wait_for_tuner */
+        abandon_wait(&tg__turn, t);
+        return -1;
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);

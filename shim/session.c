@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 struct tg_guard_stats tg__gstats;
+_Atomic uint32_t tg__tuning_epoch; /* shim/cuda_hooks.h */
 
 /* ---- calling the original ------------------------------------------------ */
 
@@ -78,7 +79,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     if (n + nkw + 1 > 32) {
         v = malloc(sizeof(PyObject *) * (size_t)(n + nkw + 1));
         if (!v)
-            return NULL;
+            return tg_py.PyErr_NoMemory ? tg_py.PyErr_NoMemory() : NULL; /* MemoryError, as the call itself would */
     }
     v[0] = self;
     memcpy(v + 1, a, sizeof(PyObject *) * (size_t)(n + nkw));
@@ -125,7 +126,8 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     if (g->marker) {
         /* A tuning method (Autotuner._bench, ...): no session, only the
          * evidence that this thread is tuning (tg__other_is_tuning). */
-        t->tuning++;
+        if (t->tuning++ == 0)
+            tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (shim/cuda_hooks.h) */
         t->session_tuned = 1;
         PyObject *res = call_orig(g, args, nargs, kwnames);
         t->tuning--;
@@ -135,7 +137,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         tg_arm_process_pending();
     if (t->depth == 0) {
         t->busy++;
-        tg__guard_check_replaced(g);
+        tg__guard_check_replaced(g, t);
         t->busy--;
     }
 
@@ -240,6 +242,16 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             return call_orig(g, args, nargs, kwnames);
         }
     }
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
+        /* A signal handler's exception came out of our own Python code above
+         * (a report, a wait's audit hook): the program interrupted this call,
+         * so it is not made.  What the entry took is given back (u's lock in
+         * serialize, the turn); tg__guard_entry raises the exception. */
+        tg__unlock_tuner(u, t);
+        if (t->nheld == 0)
+            tg__release_turn(t);
+        return NULL;
+    }
     if (t->nheld == 0) {
         t->session_launches = 0;
         t->session_syncs = 0;
@@ -257,6 +269,13 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         }
         t->wrapped_busy = 0;
     }
+    /* Read before this session's entry time: an occupant that enters after
+     * it and tunes, or enters already tuning (a tuner called from another's
+     * benchmark), moves the epoch after this read, since entries hold the
+     * GIL from here to tg_tuner_enter (the exit check below). */
+    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
+    if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
+        tg_tuning_seen();
     struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
     if (o && link.tid) {
         o->raced_tid = link.tid;
@@ -267,6 +286,8 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         t->held[t->nheld] = u;
     t->nheld++;
     t->depth++;
+    if (__builtin_expect(g->tuning_entry, 0) && t->tuning == 0)
+        tg_tuning_seen(); /* a tuner's warmup: tuning from here */
     t->tuning += g->tuning_entry;
     if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
@@ -283,10 +304,13 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         return res;
     }
 
-    /* Another thread inside (rare; one load otherwise): did this return run
-     * under its benchmarking?  Only a call that returned: an exception may
-     * leave before the tuner's own `self.nargs = None`. */
-    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL)
+    /* Another thread inside: did this return run under its benchmarking?
+     * Only a call that returned (an exception may leave before the tuner's
+     * own `self.nargs = None`), and, for a marked tuner, only when some
+     * thread began tuning during the call: overlapping tuned calls, the
+     * common case with several threads, look at nobody else's record. */
+    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL &&
+        (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o);

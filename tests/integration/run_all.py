@@ -368,7 +368,9 @@ INTERRUPT_IN_LOOKUP_PROG = '''
             self._base_fn = fn
     tuner = Tuner(my_kernel)
     entered, release = threading.Event(), threading.Event()
+    ran = []
     def hook(t, tag, *rest):
+        ran.append(tag)
         if tag == "victim":
             entered.set()
             release.wait()
@@ -385,14 +387,62 @@ INTERRUPT_IN_LOOKUP_PROG = '''
     finally:
         release.set()
         th.join()
+    print("RAN", ",".join(ran))
     print("DONE pid", os.getpid())
 '''
+
+# serialize: Ctrl-C whose handler runs in the program's audit hook on
+# tunerguard.serialize_wait, just before the main thread would block behind
+# the victim.  The wait is abandoned: KeyboardInterrupt while the victim is
+# still inside, and the interrupted call is not made.  (Broken, the main
+# thread waits until the safety timer lets the victim go.)
+INTERRUPT_IN_WAIT_HOOK_PROG = '''
+    import signal
+    from triton.runtime.autotuner import Autotuner
+    fire = [1]
+    def audit(event, args):
+        if event == "tunerguard.serialize_wait" and fire and threading.current_thread() is threading.main_thread():
+            fire.clear()
+            signal.raise_signal(signal.SIGINT)  # its handler runs in this hook
+    sys.addaudithook(audit)
+    ran = []
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        ran.append(tag)
+        if tag == "victim":
+            entered.set()
+            release.wait()
+    tuner = Autotuner(my_kernel, hook)
+    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
+    th.start()
+    entered.wait()
+    safety = threading.Timer(20.0, release.set)
+    safety.start()
+    try:
+        tuner.run("other")
+        print("NOT INTERRUPTED")
+    except KeyboardInterrupt:
+        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
+    release.set()
+    safety.cancel()
+    th.join()
+    print("RAN", ",".join(ran))
+    print("DONE pid", os.getpid())
+'''
+
+
+def check_race_interrupt_in_wait_hook(ctx):
+    res = ctx.run_py(INTERRUPT_IN_WAIT_HOOK_PROG, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    expect("INTERRUPTED victim still inside" in res.out.splitlines(), "the wait ended in KeyboardInterrupt", res)
+    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
 
 
 def check_race_interrupt_in_lookup(ctx):
     res = ctx.run_py(INTERRUPT_IN_LOOKUP_PROG, options=opts())
     expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
     expect("INTERRUPTED" in res.out.splitlines(), "the KeyboardInterrupt raised by the call", res)
+    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
     path, text = only_report(res)
     expect("my_kernel" in text, "the race reported, the kernel named", res)
 
@@ -1003,7 +1053,8 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_interrupt_in_lookup, check_race_serialize, check_race_off,
+    "race": [check_race_detect, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+             check_race_serialize, check_race_off,
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],

@@ -438,6 +438,31 @@ Test(process, links_are_walked_like_the_kernel_walks_them, .init = links_setup)
     cr_expect_eq(pair[0].err, ELOOP);
 }
 
+/* The process's id was chosen by an earlier file (the trace); a link planted
+ * at the common name of a later one sends that one to a random id: the line
+ * names the file written, not the planted name. */
+Test(process, note_taken_names_the_file_written_after_a_late_link, .init = setup)
+{
+    struct tg_proc_file tr = {.ext = ".trace.json"};
+    cr_assert_eq(tg_proc_create(&tr, 1, O_WRONLY), 0);
+    cr_assert_eq(symlink("/etc/passwd", in_dir("tg.%ld.txt", getpid())), 0);
+    cr_assert_eq(create_pair(), 0);
+    tg_proc_note_taken(&pair[0]);
+    char want[400];
+    snprintf(want, sizeof want, "writing %s instead", pair[0].path);
+    fflush(stderr);
+    FILE *f = fopen(errpath, "r");
+    cr_assert_not_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    cr_expect(strstr(buf, want) != NULL, "want '%s' in: %s", want, buf);
+    close(tr.fd);
+    close(pair[0].fd);
+    close(pair[1].fd);
+}
+
 /* ---- files the library reads ---------------------------------------------- */
 
 Test(process, open_read_regular_files_only, .init = setup, .timeout = 20)
