@@ -40,8 +40,11 @@ model)
     # The CPU model (stand-in libcuda, no GPU) on this machine's cores: what tunerguard's own
     # code costs at 2, 4 and 8 threads on as many CPUs, without the GPU's spread (the model's
     # launch lets the GIL go as Triton's does).  Also carry build/tests/fakecuda.
+    # TG_BENCH_EXTRA="old=detect:OLD/libtunerguard.so ...": other builds side by side (--extra).
+    extra=()
+    for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
     python3 bench/serialize_bench.py --backend cpu --steps 20000 --threads 2,4,8 --rounds 5 \
-        --variants none,lock,detect,serialize --json "$out/model.json" >"$out/model.md" ;;
+        --variants none,lock,detect,serialize "${extra[@]}" --json "$out/model.json" >"$out/model.md" ;;
 *)
     echo "bench/serialize_gpu.sh: unknown part '$part' (small, wide or model)" >&2
     exit 2 ;;
