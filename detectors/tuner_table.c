@@ -137,7 +137,12 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
 
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
 {
-    struct tg_occupant *o = find_occ(u, t);
+    return tg_tuner_leave_at(u, t, NULL);
+}
+
+int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine)
+{
+    struct tg_occupant *o = mine && mine->thread == t && mine->tid == t->tid ? mine : find_occ(u, t);
     if (o && --o->depth > 0)
         return 0;
     if (o)

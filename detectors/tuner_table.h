@@ -199,6 +199,9 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
  * unlock first (tg_tuner_unlock), so a slot with waiters or an owner is
  * never given back. */
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t);
+/* The same, with t's slot as tg_tuner_enter returned it (NULL: looked up):
+ * leaving from it reads no other occupant's slot. */
+int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine);
 
 /* Another occupant than t (the thread "already inside"), or NULL. */
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t);

@@ -318,7 +318,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
     t->depth--;
     t->nheld--;
     tg__unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
-    tg_tuner_leave(u, t);
+    tg_tuner_leave_at(u, t, o);
     if (t->nheld == 0)
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) tg_tuning_session_end(t, inst); /* shim/cuda_stress.h */

@@ -147,6 +147,44 @@ Test(tuner_table, second_thread_race_in_detect)
     cr_assert_eq(u->sessions, 2);
 }
 
+/* Leaving from the slot tg_tuner_enter gave: that slot only; a slot that
+ * is not t's (a wrong hint) is ignored and t's own is found. */
+Test(tuner_table, leave_at_own_slot)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(77));
+    struct tg_thread *a = &threads[0], *b = &threads[1];
+    struct tg_occupant *oa = enter_outer(u, a, 1);
+    struct tg_occupant *ob = enter_outer(u, b, 2);
+    cr_assert(oa && ob && oa != ob);
+    cr_assert_eq(tg_tuner_leave_at(u, a, ob), 1, "b's slot as a's hint: a's own is left");
+    cr_assert_eq(ob->thread, b, "b still inside");
+    cr_assert_null(oa->thread);
+    cr_assert_eq(u->nocc, 1);
+    cr_assert_eq(tg_tuner_leave_at(u, b, ob), 1);
+    cr_assert_eq(u->nocc, 0);
+}
+
+/* is_inside reads the thread's own held[] while its sessions fit there, and
+ * the tuner's slots beyond: inside the last of more tuners than held[] keeps
+ * is still nested, and a tuner it never entered is not. */
+Test(tuner_table, inside_beyond_held)
+{
+    struct tg_thread *a = &threads[2];
+    struct tg_tuner *us[TG_MAX_HELD + 2];
+    for (int i = 0; i < TG_MAX_HELD + 2; i++) {
+        us[i] = tg_tuner_get(KEY(200 + i));
+        cr_assert_eq(tg_tuner_decide(us[i], a, TG_MODE_DETECT), TG_FIRST);
+        cr_assert_not_null(enter_outer(us[i], a, (uint64_t)i));
+    }
+    for (int i = 0; i < TG_MAX_HELD + 2; i++)
+        cr_assert_eq(tg_tuner_decide(us[i], a, TG_MODE_DETECT), TG_NESTED, "tuner %d", i);
+    struct tg_tuner *never = tg_tuner_get(KEY(300));
+    cr_assert_eq(tg_tuner_decide(never, a, TG_MODE_DETECT), TG_FIRST);
+    cr_assert_not_null(enter_outer(never, &threads[3], 1));
+    cr_assert_eq(tg_tuner_decide(never, a, TG_MODE_DETECT), TG_RACE, "a has more sessions than held[], none here");
+    cr_assert_eq(tg_tuner_decide(us[0], &threads[3], TG_MODE_DETECT), TG_RACE);
+}
+
 Test(tuner_table, second_thread_waits_in_serialize)
 {
     struct tg_thread *a = &threads[0], *b = &threads[1];
