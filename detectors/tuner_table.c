@@ -70,12 +70,21 @@ struct tg_tuner *tg_tuner_find(uintptr_t key)
 
 /* t's slot in u.  The tid is compared too: a new thread can get the record
  * address of a thread that died inside (glibc reuses thread stacks and TLS). */
+/* t's slot (t NULL: a free one), found through the directory: one line read,
+ * then the one slot. */
 static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
 {
+    const pid_t want = t ? t->tid : 0;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ[i].thread == t && (!t || u->occ[i].tid == t->tid))
+        if (u->occ_tid[i] == want && u->occ[i].thread == t)
             return &u->occ[i];
     return NULL;
+}
+
+static void clear_occ(struct tg_tuner *u, struct tg_occupant *o)
+{
+    u->occ_tid[o - u->occ] = 0;
+    memset(o, 0, sizeof *o);
 }
 
 enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, int mode)
@@ -126,6 +135,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     }
     o->thread = t;
     o->tid = t->tid;
+    u->occ_tid[o - u->occ] = t->tid;
     o->ident = t->ident;
     o->tstate = tstate;
     o->depth = 1;
@@ -146,7 +156,7 @@ int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupan
     if (o && --o->depth > 0)
         return 0;
     if (o)
-        memset(o, 0, sizeof *o);
+        clear_occ(u, o);
     else if (u->overflow > 0)
         u->overflow--;
     else
@@ -203,9 +213,9 @@ void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t)
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
 {
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
-        const struct tg_occupant *o = &u->occ[i];
-        if (o->thread && !(t && o->thread == t && o->tid == t->tid))
-            return o;
+        if (u->occ_tid[i] == 0 || (t && u->occ_tid[i] == t->tid && u->occ[i].thread == t))
+            continue;
+        return &u->occ[i];
     }
     return NULL;
 }
@@ -260,14 +270,14 @@ int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsi
     *wake = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *o = &u->occ[i];
-        if (!o->thread || alive(o->tid))
+        if (u->occ_tid[i] == 0 || alive(u->occ_tid[i])) /* the directory: one line for all */
             continue;
         if (n < max) {
             dead[n] = o->tid;
             dead_ident[n] = o->ident;
         }
         n++;
-        memset(o, 0, sizeof *o);
+        clear_occ(u, o);
         u->nocc--;
     }
     uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
@@ -294,5 +304,6 @@ void tg_tuner_atfork_child(void)
         u->owner = 0;
         u->starving = 0;
         memset(u->occ, 0, sizeof u->occ);
+        memset(u->occ_tid, 0, sizeof u->occ_tid);
     }
 }

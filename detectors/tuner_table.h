@@ -34,10 +34,16 @@ struct tg_occupant {
 };
 
 struct tg_tuner {
+    /* The line every guarded call on this tuner reads and writes: with
+     * several threads inside, each call finds it last written on another
+     * CPU, so what a call needs of the others is here, not in their slots. */
     uintptr_t key;              /* instance address; 0 = free slot */
     int nocc;                   /* threads inside */
-    struct tg_occupant occ[TG_TUNER_MAX_OCC];
     int overflow;               /* occupants that did not fit (still counted in nocc) */
+    pid_t occ_tid[TG_TUNER_MAX_OCC]; /* occ[i].tid while occ[i] is in use, else 0:
+                                   the slots' directory (scans read this line only) */
+    uint64_t sessions, races;   /* statistics written per call */
+    struct tg_occupant occ[TG_TUNER_MAX_OCC];
     /* serialize mode's lock ("The lock" below) */
     uint32_t owner;             /* tid of the thread holding it, 0 when free:
                                    taken by CAS, with or without the GIL */
@@ -52,9 +58,9 @@ struct tg_tuner {
                                    the holder's slice ends (ns; written with the
                                    GIL, read by a parked head without it) */
     /* statistics */
-    uint64_t sessions, races, waits, wait_ns;
+    uint64_t waits, wait_ns;
     int noted;                  /* its kernel is in the summary's contended list */
-};
+} __attribute__((aligned(64)));
 
 enum tg_verdict {
     TG_NESTED,      /* this thread is already inside: depth, never a race */

@@ -407,6 +407,56 @@ static int alive_none(pid_t tid)
     return 0;
 }
 
+/* The slots' directory (occ_tid) says exactly which slots are in use, after
+ * every way in and out: enter, nested levels, leave, the reap, fork. */
+static void check_directory(const struct tg_tuner *u)
+{
+    int used = 0;
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        cr_assert_eq(u->occ_tid[i] != 0, u->occ[i].thread != NULL, "slot %d", i);
+        if (u->occ[i].thread)
+            cr_assert_eq(u->occ_tid[i], u->occ[i].tid, "slot %d", i);
+        used += u->occ[i].thread != NULL;
+    }
+    cr_assert_eq(used, u->nocc - u->overflow);
+}
+
+static pid_t dead_tid;
+static int alive_but_one(pid_t tid)
+{
+    return tid != dead_tid;
+}
+
+Test(tuner_table, directory_follows_the_slots)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(500));
+    check_directory(u);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_not_null(enter_outer(u, &threads[i], (uint64_t)i));
+        check_directory(u);
+    }
+    tg_tuner_enter(u, &threads[1], NULL, NULL, 0, 1); /* nested */
+    check_directory(u);
+    cr_assert_eq(tg_tuner_leave(u, &threads[1]), 0);
+    check_directory(u);
+    cr_assert_eq(tg_tuner_leave(u, &threads[1]), 1);
+    check_directory(u);
+    cr_assert(tg_tuner_other(u, &threads[0]) != NULL && tg_tuner_other(u, &threads[0])->thread != &threads[0]);
+    dead_tid = threads[2].tid;
+    pid_t dead[4];
+    unsigned long ident[4];
+    struct tg_thread *wake;
+    cr_assert_eq(tg_tuner_reap(u, alive_but_one, dead, ident, 4, &wake), 1);
+    cr_assert_eq(dead[0], threads[2].tid);
+    check_directory(u);
+    /* a freed slot is taken again, and the directory with it */
+    cr_assert_not_null(enter_outer(u, &threads[5], 9));
+    check_directory(u);
+    tg_tuner_atfork_child();
+    check_directory(u);
+    cr_assert_eq(u->nocc, 0);
+}
+
 Test(tuner_table, reap_frees_the_lock_of_a_dead_owner)
 {
     struct tg_thread *a = &threads[0], *b = &threads[1];
