@@ -170,14 +170,15 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     if (!value || tg_guard_is_ours(value))
         goto done;
     /* Only plain functions: a staticmethod, classmethod or property is not a
-     * per-instance entry point. */
+     * per-instance entry point, and neither is a builtin function put in a
+     * class body (`run = len`): it is no descriptor, so it never binds self,
+     * and a guard, which binds, would hand it one argument too many. */
     PyObject *type = tg_py.PyObject_Type(value);
     char tname[64];
     tg_py_attr_str(type, "__name__", tname, sizeof tname);
     if (type)
         tg_py.Py_DecRef(type);
-    if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0 &&
-        strcmp(tname, "builtin_function_or_method") != 0)
+    if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
     if (nguards == TG_MAX_GUARDS) {
         tg__warn("more than %d guarded methods; %s is not guarded", TG_MAX_GUARDS, name);

@@ -273,8 +273,7 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
         const char *tname = tn ? tg_py.PyUnicode_AsUTF8(tn) : NULL;
         /* A function of a kind install() takes: it tried, failed and said why
          * in its own line (the class refused the attribute, no slot left). */
-        int tried = tname && (strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0 ||
-                              strcmp(tname, "builtin_function_or_method") == 0);
+        int tried = tname && (strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0);
         if (!tried)
             tg__warn("targets=%s:%s.%s: %s.%s is a %s, not a plain function (an instance method); nothing guarded",
                      t->module, t->cls, t->method, t->cls, t->method, tname ? tname : "?");

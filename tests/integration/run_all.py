@@ -647,6 +647,21 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_target_builtin_in_class_body(ctx):
+    """`run = len` in a class body never binds self: left alone, one line."""
+    res = ctx.run_py('''
+        with open("mymod.py", "w") as f:
+            f.write("class C:\\n    run = len\\n")
+        sys.path.insert(0, ".")
+        import mymod
+        print("C", is_guarded(mymod.C), mymod.C().run([1, 2, 3]))
+    ''', options=opts(targets="mymod:C.run"))
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "C False 3" in res.out, "the builtin called as before, unguarded", res)
+    expect(len(lines) == 1 and "C.run is a builtin_function_or_method, not a plain function" in lines[0],
+           "one line", res)
+
+
 def check_target_class_refuses_setattr(ctx):
     """A class whose metaclass refuses the new attribute: one line, the method
     runs as it was, and the slot it would have taken guards the next target."""
@@ -1059,7 +1074,7 @@ CHECKS = {
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded,
-                check_target_class_refuses_setattr],
+                check_target_class_refuses_setattr, check_target_builtin_in_class_body],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
