@@ -107,9 +107,9 @@ struct tg_thread {
      * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
     int guard_frames;
     void *kept_exc[3];
-    /* Outermost guarded calls, for the replacement check's period
-     * (shim/guard_internal.h).  GIL held. */
-    unsigned replace_tick;
+    /* The replacement check's draw (xorshift32 state, 0 until the first;
+     * shim/guard_internal.h).  GIL held. */
+    uint32_t replace_rng;
 };
 
 struct tg_thread *tg__self(void);

@@ -81,17 +81,27 @@ int tg__tid_alive_cached(pid_t tid);
 /* ---- guard_install.c ------------------------------------------------------ */
 
 /* The replacement check of an outermost call (see guard_install.c): every
- * call for the first 1024 calls of a guard, then every 64th outermost call
- * of the thread.  Counted on the thread once the guard is warm: g's line is
- * read by every thread's call, and a count written there by each call made
- * every other thread's next call miss it.  The caller is busy. */
+ * call for the first 1024 calls of a guard, then one call in 64 at random
+ * (xorshift32 on the thread).  Drawn on the thread once the guard is warm:
+ * g's line is read by every thread's call, and a count written there by
+ * each call made every other thread's next call miss it.  At random, not
+ * every 64th call of the thread: a thread alternating between guards in a
+ * period that divides 64 would check one of them never.  The caller is
+ * busy. */
 void tg__guard_check_replaced_slow(struct tg_guard *g);
 static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread *t)
 {
-    if (__builtin_expect(g->calls < 1024, 0))
+    if (__builtin_expect(g->calls < 1024, 0)) {
         g->calls++;
-    else if ((++t->replace_tick & 63) != 0)
-        return;
+    } else {
+        uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        t->replace_rng = x;
+        if ((x & 63) != 0)
+            return;
+    }
     tg__guard_check_replaced_slow(g);
 }
 

@@ -572,6 +572,35 @@ def check_replaced_method(ctx):
     expect(kinds == ["method_replaced", "race"], "JSON Lines: method_replaced, then race (got %s)" % kinds, res)
 
 
+def check_replaced_method_late_alternating(ctx):
+    """A replacement made after the guards are warm is found whatever the
+    pattern of calls: a thread alternating between two guards (a check every
+    64th call of the thread, counted for all guards together, never checked
+    one of them)."""
+    for off in (0, 1):
+        res = ctx.run_py('''
+            from triton.runtime.autotuner import Autotuner
+            class Sub(Autotuner):
+                def run(self, *a, **k):
+                    return super().run(*a, **k)
+            a, s = Autotuner(my_kernel), Sub(my_kernel)
+            for i in range(1100):
+                a.run(i); s.run(i)
+            orig = Autotuner.run
+            def locked(self, *x, **k):
+                return orig(self, *x, **k)
+            Autotuner.run = locked
+            for i in range(%d):
+                s.run(0)
+            for i in range(200):
+                a.run(i); s.run(i)
+            print("DONE")
+        ''' % off, options=opts(verbosity=1))
+        expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+        expect(re.search(r"^tunerguard: Autotuner\.run was replaced", res.err, re.M),
+               "offset %d: the late replacement is found" % off, res)
+
+
 def check_replaced_method_quiet(ctx):
     """verbosity 0: the replacement is guarded without a word or a file."""
     res = ctx.run_py('''
@@ -1073,7 +1102,7 @@ CHECKS = {
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
-    "replace": [check_replaced_method, check_replaced_method_quiet, check_signature, check_targets_unguarded,
+    "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet, check_signature, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
