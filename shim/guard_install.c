@@ -31,8 +31,9 @@ static int nguards;
  * replacement, if it chains to the original, calls this guard with the class
  * attribute no longer being ours.  The check costs one getattr on the class;
  * it runs on every outermost call for the first 1024 calls of a guard (when
- * monkey-patches happen: at start-up), then on every 64th (the count is
- * tg__guard_check_replaced, shim/guard_internal.h). */
+ * monkey-patches happen: at start-up), then on one outermost call in 64,
+ * drawn at random on the thread (tg__guard_check_replaced,
+ * shim/guard_internal.h). */
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
     PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
