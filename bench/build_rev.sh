@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Build the two libraries of another revision, for a side-by-side run
+# (serialize_bench.py --extra NAME=MODE:DIR/libtunerguard.so, or
+# TG_BENCH_EXTRA for bench/serialize_gpu.sh model).
+#
+#   bash bench/build_rev.sh REV DIR     # e.g. bash bench/build_rev.sh ded4613 build/old
+#
+# The revision's sources go to DIR/src (git archive), its build to DIR; the
+# build type is this checkout's (RelWithDebInfo unless build/ says otherwise),
+# so the two builds differ only in their sources.  Run it here and carry DIR:
+# the GPU machine has no libunwind-dev.
+set -euo pipefail
+rev=${1:?REV}
+dir=${2:?DIR}
+cd "$(dirname "$0")/.."
+type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' build/CMakeCache.txt 2>/dev/null || true)
+rm -rf "$dir"
+mkdir -p "$dir/src"
+git archive "$rev" | tar -x -C "$dir/src"
+cmake -S "$dir/src" -B "$dir" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target tunerguard tunerguard_core >/dev/null
+rm -rf "$dir/src"
+ls -l "$dir/libtunerguard.so" "$dir/libtunerguard_core.so"
