@@ -55,6 +55,18 @@ struct tg_thread {
      * session starts.  Incremented by the CUDA hooks. */
     uint32_t session_launches;
     uint32_t session_syncs;
+    /* (tuning and session_tuned beside the two counts: another thread's
+     * report reads the four, one line of this record.) */
+    /* Inside a tuning method (Autotuner._bench, prune_configs,
+     * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
+     * marker guard counts it, so "is that thread tuning?" is one load, not a
+     * walk of its Python frames.  Written by the owner, GIL held. */
+    int tuning;
+    /* The current outermost session entered a tuning method (a cold key:
+     * pruned, benchmarked or looked up on disk), even if it has left it:
+     * Triton main's single-config shortcut prunes to one config and runs it
+     * without a benchmark.  Reset when a session starts. */
+    int session_tuned;
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
     /* The current device when the thread last entered a tuner before it made
      * any CUDA call of its own (the race of a cold cache happens while both
@@ -77,16 +89,6 @@ struct tg_thread {
      * need not wake the FIFO's head).  Owner only, GIL held. */
     uint64_t turn_released_ns;
     int turn_short;
-    /* Inside a tuning method (Autotuner._bench, prune_configs,
-     * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
-     * marker guard counts it, so "is that thread tuning?" is one load, not a
-     * walk of its Python frames.  Written by the owner, GIL held. */
-    int tuning;
-    /* The current outermost session entered a tuning method (a cold key:
-     * pruned, benchmarked or looked up on disk), even if it has left it:
-     * Triton main's single-config shortcut prunes to one config and runs it
-     * without a benchmark.  Reset when a session starts. */
-    int session_tuned;
     /* Inside the program's own wrapper of a guarded method (a replacement
      * that chains to the original), entered while another thread was inside
      * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
