@@ -68,10 +68,10 @@ struct tg_tuner *tg_tuner_find(uintptr_t key)
     return NULL;
 }
 
-/* t's slot in u.  The tid is compared too: a new thread can get the record
- * address of a thread that died inside (glibc reuses thread stacks and TLS). */
-/* t's slot (t NULL: a free one), found through the directory: one line read,
- * then the one slot. */
+/* t's slot in u (t NULL: a free one), found through the directory: one line
+ * read, then the one slot.  The tid is compared too: a new thread can get the
+ * record address of a thread that died inside (glibc reuses thread stacks
+ * and TLS). */
 static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
 {
     const pid_t want = t ? t->tid : 0;
