@@ -12,7 +12,12 @@
 set -euo pipefail
 rev=${1:?REV}
 dir=${2:?DIR}
+case $dir in /*) ;; *) dir=$PWD/$dir ;; esac # from where it was called, not the checkout
 cd "$(dirname "$0")/.."
+if [ "$(readlink -f "$dir")" = "$(readlink -f build)" ] || [ "$(readlink -f "$dir")" = "$PWD" ]; then
+    echo "bench/build_rev.sh: $dir is this checkout's own build or the checkout itself: name another folder" >&2
+    exit 2
+fi
 type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' build/CMakeCache.txt 2>/dev/null || true)
 rm -rf "$dir"
 mkdir -p "$dir/src"

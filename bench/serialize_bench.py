@@ -134,7 +134,7 @@ def cell(variant, n, phase, workdir):
     try:
         res = json.loads(p.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        res = {"ok": False, "errors": [p.stderr.strip()[-400:]]}
+        res = {"ok": False, "errors": [p.stderr.strip()[-400:]], "backend": a.backend, "threads": n, "phase": phase}
     res["variant"] = variant
     res["rc"] = p.returncode
     summary = [ln for ln in p.stderr.splitlines() if ln.startswith("tunerguard: ") and "races reported" in ln]
@@ -158,6 +158,8 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
     for i, path in enumerate(a.from_json.split(",")):
         with open(path) as f:
             for c in json.load(f):
+                if "phase" not in c or "threads" not in c:
+                    continue  # a crashed cell of an older file
                 c["round"] += 1000 * i
                 cells.append(c)
     phases = []
@@ -165,7 +167,10 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
     threads = sorted({c["threads"] for c in cells})
     seen = {c["variant"] for c in cells}  # the variants the files hold, the usual ones first
     variants = [v for v in VARIANTS if v in seen] + sorted(seen - set(VARIANTS))
-    extra = {v: extra.get(v, ("serialize", "", "")) for v in variants if v not in VARIANTS}
+    def mode_of(v):
+        opts = next((c.get("options", "") for c in cells if c["variant"] == v), "")
+        return next((o[5:] for o in opts.split(":") if o.startswith("mode=")), "serialize")
+    extra = {v: extra.get(v, (mode_of(v), "", "")) for v in variants if v not in VARIANTS}
     a.rounds = len({c["round"] for c in cells})
     steps = a.steps or "?"
 for phase in phases:
@@ -236,7 +241,7 @@ def steady_table():
                   and c["variant"] == v and c.get("ok")]
             meds[v] = med(xs)
             row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else failed_as(n, v, "steady"))
-        best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
+        best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=float("nan"))
         d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
         s = meds.get("serialize", float("nan")) / best
         print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
@@ -253,17 +258,23 @@ def adjusted_table():
     comparison.  The raw rate runs through tunerguard's launch hook under the preload (8-28 ns of
     a launch, docs/benchmarks.md), the one cost of the variant it holds."""
     st = [c for c in cells if c["phase"] == "steady" and c.get("ok") and "calls_over_raw" in c]
+    failed = [c for c in cells if c["phase"] == "steady" and c.get("raw_error")]
+    if failed:
+        print(f"# the raw rate failed in {len(failed)} cell(s), first: {failed[0]['raw_error']}", file=sys.stderr)
     if not st:
         return
 
     def cv(xs):  # spread: standard deviation over the mean
         return statistics.pstdev(xs) / statistics.mean(xs) if len(xs) > 1 else float("nan")
 
-    print("\nadjusted: each cell's calls/s over its own process's raw calls/s, medians of the rounds "
-          "(min-max); spread = standard deviation over mean of a variant's cells, calls/s -> adjusted\n")
+    others = [v for v in variants if v in extra]
+    print("\nadjusted: each cell's calls/s over its own process's raw calls/s (which also divides out the "
+          "preload's effect on a whole process: see the raw line below), medians of the rounds (min-max); "
+          "spread = standard deviation over mean of a variant's cells, calls/s -> adjusted\n")
     print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-          " paired: detect / none | paired: serialize / best | spread |")
-    print("| --- |" + " --- |" * (len(variants) + 5))
+          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
+          + " paired: detect / none | paired: serialize / best | spread |")
+    print("| --- |" + " --- |" * (len(variants) + 5 + len(others)))
     for n in threads:
         meds, row, spread = {}, [], []
         for v in variants:
@@ -273,10 +284,12 @@ def adjusted_table():
             row.append(f"{meds[v]:.3f} ({min(xs):.3f}-{max(xs):.3f})" if xs else "-")
             if len(xs) > 1:
                 spread.append(f"{v} {100 * cv([c['calls_per_s'] for c in cs]):.0f}->{100 * cv(xs):.0f} %")
-        best = max(meds.get("none", float("nan")), meds.get("lock", float("nan")))
+        best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=float("nan"))
         d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
         s_ = meds.get("serialize", float("nan")) / best
         print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s_:.2f}x | "
+              + "".join(f"{meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x | "
+                        for v in others)
               + f"{paired(n, 'detect', ['none'], 'calls_over_raw')} | "
               + f"{paired(n, 'serialize', ['none', 'lock'], 'calls_over_raw')} | {', '.join(spread)} |")
     # The adjustment divides out whatever slows a whole process, the preload's own effect on it
@@ -284,8 +297,8 @@ def adjusted_table():
     raw = {v: med([c["raw_per_s"] for c in st if c["variant"] == v]) for v in variants}
     print("\nraw calls/s, median of each variant's cells (no tuner in the call; under the preload, its launch "
           "hook): " + ", ".join(f"{v} {fmt(raw[v])}" for v in variants if raw[v] == raw[v])
-          + "".join(f"; {v} / none {raw[v] / raw['none']:.2f}x" for v in ("detect", "serialize")
-                    if raw.get(v) == raw.get(v) and raw.get("none") == raw.get("none") and v in raw))
+          + "".join(f"; {v} / none {raw[v] / raw['none']:.2f}x" for v in variants
+                    if v not in ("none", "lock") and raw.get(v) == raw.get(v) and raw.get("none") == raw.get("none")))
 
 
 steady_table()

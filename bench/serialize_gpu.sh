@@ -5,7 +5,7 @@
 #
 #   bash bench/serialize_gpu.sh small OUT   # 2 threads, 12 rounds (~9 min): the row nearest its target
 #   bash bench/serialize_gpu.sh wide OUT    # 4 and 8 threads, 3 rounds, and the cold start (~9 min)
-#   bash bench/serialize_gpu.sh model OUT   # the CPU model at 2, 4, 8 threads on this machine's 16 CPUs (~2 min)
+#   bash bench/serialize_gpu.sh model OUT   # the CPU model at 2, 4, 8 threads on this machine's 16 CPUs (~4 min)
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
 # OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
@@ -27,13 +27,16 @@ if command -v cc >/dev/null && cc -O2 -pthread bench/wake_latency.c -o "$out/wak
     "$out/wake_latency" >"$out/machine-$part.md" 2>&1 || true
     rm -f "$out/wake_latency"
 fi
+# A bench command exits 1 when any of its cells failed: the part goes on to
+# its next command and the tables all the same, and exits with that status.
+rc=0
 case $part in
 small)
     "${bench[@]}" --threads 2 --rounds 12 --variants none,lock,detect,serialize \
-        --json "$out/small.json" >"$out/small.md" ;;
+        --json "$out/small.json" >"$out/small.md" || rc=$? ;;
 wide)
     "${bench[@]}" --threads 4,8 --rounds 3 --variants none,lock,detect,serialize \
-        --json "$out/wide.json" >"$out/wide.md"
+        --json "$out/wide.json" >"$out/wide.md" || rc=$?
     "${bench[@]}" --threads 4,8 --rounds 2 --cold-only --variants none,lock,serialize \
         --json "$out/cold.json" >"$out/cold.md" || true ;;  # none dies of the race on cold keys: exit 1
 model)
@@ -41,12 +44,17 @@ model)
     # code costs at 2, 4 and 8 threads on as many CPUs, without the GPU's spread (the model's
     # launch lets the GIL go as Triton's does).  Also carry build/tests/fakecuda.
     # TG_BENCH_EXTRA="old=detect:OLD/libtunerguard.so ...": other builds side by side (--extra).
+    # (~4 min, a minute more for each other build)
     extra=()
+    set -f # the words of TG_BENCH_EXTRA are paths, not patterns
     for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
+    set +f
     python3 bench/serialize_bench.py --backend cpu --steps 20000 --threads 2,4,8 --rounds 5 \
-        --variants none,lock,detect,serialize "${extra[@]}" --json "$out/model.json" >"$out/model.md" ;;
+        --variants none,lock,detect,serialize ${extra[@]+"${extra[@]}"} --json "$out/model.json" \
+        >"$out/model.md" || rc=$? ;;
 *)
     echo "bench/serialize_gpu.sh: unknown part '$part' (small, wide or model)" >&2
     exit 2 ;;
 esac
 cat "$out"/*.md
+exit "$rc"
