@@ -315,7 +315,10 @@ char *cli_read_file(const char *path, size_t *len)
 int cli_mkdirs(const char *path)
 {
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s", path);
+    if (snprintf(p, sizeof p, "%s", path) >= (int)sizeof p) {
+        errno = ENAMETOOLONG; /* never a shorter folder than the one asked for */
+        return -1;
+    }
     for (char *s = p + 1; *s; s++) {
         if (*s == '/') {
             *s = '\0';

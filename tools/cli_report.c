@@ -122,6 +122,8 @@ static const char *type_name(mode_t m)
  * symbolic link unless FOLLOW, and read only when fstat says it is a regular
  * file.  Returns 0 when read, 1 when this file (dev, inode) was read before
  * (nothing done), -1 when it could not be read (named, counted). */
+#define CLI_REPORT_MAX_BYTES (1024LL * 1024 * 1024) /* 1 GiB */
+
 static int load(struct state *st, int dfd, const char *name, const char *path, int follow, struct cli_buf *out)
 {
     int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
@@ -141,6 +143,15 @@ static int load(struct state *st, int dfd, const char *name, const char *path, i
     if (!cli_pairset_add(&st->seen, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino)) {
         close(fd);
         return 1;
+    }
+    /* A report file is lines of text of a process's races: far below this.
+     * Larger (a sparse file, a file that is not ours) is read no further than
+     * its size: said, and the other files still read. */
+    if (sb.st_size > CLI_REPORT_MAX_BYTES) {
+        problem(st, path, "%lld bytes: too large for a report file (at most %lld are read); skipped",
+                (long long)sb.st_size, (long long)CLI_REPORT_MAX_BYTES);
+        close(fd);
+        return -1;
     }
     int rc = cli_read_fd(fd, out);
     int e = errno;
@@ -587,6 +598,10 @@ static void free_state(struct state *st)
 static int write_trace(struct state *st, const char *out)
 {
     struct stat sb;
+    if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        cli_errf("--trace %s is a folder; name the file to write", out);
+        return -1;
+    }
     if (stat(out, &sb) == 0 && cli_pairset_has(&st->seen, (uint64_t)sb.st_dev, (uint64_t)sb.st_ino)) {
         cli_errf("--trace %s is one of the files read; not overwritten (choose another output)", out);
         return -1;
@@ -648,13 +663,13 @@ int cli_report(int argc, char **argv)
         const char *p = paths[i];
         struct stat sb;
         if (stat(p, &sb) < 0) {
-            cli_errf("%s: %s", p, strerror(errno));
+            problem(st, p, "%s; skipped", strerror(errno)); /* counted: this input was not read */
         } else if (S_ISDIR(sb.st_mode)) {
             st->problems += cli_walk(p, &st->seen, on_entry, st);
         } else if (!S_ISREG(sb.st_mode)) {
             problem(st, p, "%s; skipped", type_name(sb.st_mode));
         } else if (kind_of(p) == K_NONE) {
-            cli_errf("%s: not a report (.jsonl, .txt) or trace (.trace.json) file; skipped", p);
+            problem(st, p, "not a report (.jsonl, .txt) or trace (.trace.json) file; skipped");
         } else if (kind_of(p) != K_TRACE || st->want_traces) {
             read_one(st, AT_FDCWD, p, p, kind_of(p), 1, 0);
         }
@@ -680,6 +695,10 @@ int cli_report(int argc, char **argv)
     } else if (st->nreports) {
         cli_report_sort(st);
         cli_report_print(st, as_json);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            cli_errf("cannot write the report to standard output: %s", strerror(errno));
+            rc = 1;
+        }
     }
     if (!rc)
         rc = (st->nraces || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);

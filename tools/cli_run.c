@@ -137,7 +137,8 @@ static void print_reports(const char *log_path, const struct snap *before)
     }
     struct snap after;
     take_snapshot(dir, base, &after);
-    qsort(after.e, after.n, sizeof *after.e, cmp_entry);
+    if (after.n)
+        qsort(after.e, after.n, sizeof *after.e, cmp_entry);
     size_t shown = 0;
     for (size_t i = 0; i < after.n; i++) {
         int changed = 1;

@@ -147,4 +147,30 @@ check "--trace OUT that is one of the inputs: refused, exit 2, left as it was" \
 rtg h11b report --trace /no/such/dir/m.json h11
 check "--trace into a missing folder: one 'tunerguard:' line, exit 2" \
     sh -c "[ $rc = 2 ] && grep -q '^tunerguard: cannot write /no/such/dir/m.json: No such file or directory$' h11b.err"
+rtg h11c report --trace h11 h11/tg.1.trace.json
+check "--trace OUT that is a folder: said as a folder, exit 2" \
+    sh -c "[ $rc = 2 ] && grep -q '^tunerguard: --trace h11 is a folder; name the file to write$' h11c.err"
+
+# ---- inputs not read are counted in the exit status ------------------------------
+mkdir h12 && replaced 51 >h12/tg.51.jsonl
+rtg h12 report h12/tg.51.jsonl h12/gone.52.jsonl
+check "a PATH that does not exist: named, and the exit status says not everything was read (4)" \
+    sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h12/gone.52.jsonl: No such file or directory; skipped$' h12.err"
+printf 'x\n' >h12/notes.md
+rtg h12b report h12/tg.51.jsonl h12/notes.md
+check "a PATH that is no report: named, exit 4" \
+    sh -c "[ $rc = 4 ] && grep -q 'h12/notes.md: not a report' h12b.err"
+
+# ---- a huge (sparse) file named like a report: skipped at once, the rest read ------
+mkdir h13 && truncate -s 2G h13/tg.61.txt && replaced 62 >h13/tg.62.jsonl
+rtg h13 report h13
+check "a 2 GB sparse report-named file: skipped with its size, not read, exit 4" \
+    sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h13/tg.61.txt: 2147483648 bytes: too large for a report file' h13.err && grep -q '^1 report file, 1 process$' h13.out"
+
+# ---- the report cannot be written (a full disk): said, exit status not 0 ----------
+if [ -w /dev/full ]; then
+    $T "$TG" report h12/tg.51.jsonl >/dev/full 2>h14.err; rc=$?
+    check "stdout on a full disk: one line, exit 1" \
+        sh -c "[ $rc = 1 ] && grep -q '^tunerguard: cannot write the report to standard output: No space left on device$' h14.err"
+fi
 finish

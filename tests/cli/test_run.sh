@@ -110,4 +110,9 @@ check "--option log_path after --report-dir wins, made absolute" \
 run_tg rf run --report-dir afile -- true
 check "--report-dir naming a file: exit 2, one line, nothing run" \
     sh -c "[ $rc = 2 ] && [ \$(wc -l <rf.err) = 1 ] && grep -q '^tunerguard: run: --report-dir afile exists and is not a directory' rf.err"
+# a --report-dir longer than a path may be: refused, never a shorter folder made instead
+long=$WORK/$(python3 -c 'print("/".join(["d" * 200] * 25))')
+"$TG" run --report-dir "$long" true >long.out 2>long.err; rc=$?
+check "--report-dir too long: exit 2, 'File name too long', no folder made" \
+    sh -c "[ $rc = 2 ] && grep -q 'File name too long' long.err && [ ! -e '$WORK/$(printf 'd%.0s' $(seq 200))' ]"
 finish
