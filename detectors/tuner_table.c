@@ -145,6 +145,13 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     return o;
 }
 
+void tg_tuner_release_if_unused(struct tg_tuner *u)
+{
+    if (u->key != 0 && u->key != TOMB && u->nocc == 0 && u->waiters == 0 &&
+        __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0)
+        u->key = TOMB;
+}
+
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
 {
     return tg_tuner_leave_at(u, t, NULL);

@@ -205,6 +205,11 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
  * unlock first (tg_tuner_unlock), so a slot with waiters or an owner is
  * never given back. */
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t);
+/* A call that got u and returned without entering it (its wait abandoned:
+ * Ctrl-C, a kept exception): give u back if nobody is inside, waiting or
+ * owning it, as the last leave would have.  GIL held. */
+void tg_tuner_release_if_unused(struct tg_tuner *u);
+
 /* The same, with t's slot as tg_tuner_enter returned it (NULL: looked up):
  * leaving from it reads no other occupant's slot. */
 int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine);

@@ -259,6 +259,14 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
                 timed_out = 1; /* once per wait; the wait goes on */
                 tg__report_wait_timeout(u, t, inst, g, now - t0);
             }
+            if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
+                /* a signal's exception met in those reports' Python code: as
+                 * before the wait, the interrupted call waits no longer */
+                abandon_wait(u, t);
+                if (__builtin_expect(tg_trace_on, 0))
+                    tg_trace_wait_end(t);
+                return -1;
+            }
         }
     }
     uint64_t dt = tg_mono_ns() - t0;

@@ -61,6 +61,17 @@ __attribute__((cold, noinline)) static void table_full(void)
     }
 }
 
+/* A call that returns without entering its tuner after a wait it abandoned:
+ * the entry it got is given back if nobody uses it (looked up again: Python
+ * code ran since).  GIL held. */
+static PyObject *leave_unentered(PyObject *inst)
+{
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    if (u)
+        tg_tuner_release_if_unused(u);
+    return NULL;
+}
+
 /* ---- the guard itself ------------------------------------------------------ */
 
 /* The original takes self first: rebuild the vector [self, args..., kwargs...].
@@ -172,7 +183,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             reported = 1;
         }
         if (tg__wait_for_turn(t, inst) < 0)
-            return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
+            return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
         u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
         if (__builtin_expect(!u, 0)) {
             tg__release_turn(t);
@@ -226,7 +237,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
             if (tg__wait_for_tuner(u, t, inst, g) < 0) {
                 if (t->nheld == 0)
                     tg__release_turn(t);
-                return NULL; /* a signal handler raised (KeyboardInterrupt): nothing held */
+                return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
             }
         } else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
             link.tid = 0; /* the report let the other thread finish: no overlap left */
@@ -250,7 +261,7 @@ static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const 
         tg__unlock_tuner(u, t);
         if (t->nheld == 0)
             tg__release_turn(t);
-        return NULL;
+        return leave_unentered(inst);
     }
     if (t->nheld == 0) {
         t->session_launches = 0;

@@ -431,6 +431,61 @@ INTERRUPT_IN_WAIT_HOOK_PROG = '''
 '''
 
 
+# serialize, wait_timeout=1: the main thread waits behind the victim, and
+# Ctrl-C's handler raises in the Python code of the wait_timeout report (it
+# reads the kernel's name, a property armed once the wait is under way).
+# The wait ends there instead of when the victim leaves.
+INTERRUPT_IN_WAIT_REPORT_PROG = '''
+    import time
+    from triton.runtime.autotuner import Autotuner
+    arm = []
+    class Tuner(Autotuner):
+        @property
+        def base_fn(self):
+            if arm and time.monotonic() > arm[0] and threading.current_thread() is threading.main_thread():
+                arm.clear()
+                raise KeyboardInterrupt  # as Ctrl-C's handler raises it when it runs in here
+            return self._base_fn
+        @base_fn.setter
+        def base_fn(self, fn):
+            self._base_fn = fn
+    def audit(event, args):
+        if event == "tunerguard.serialize_wait" and threading.current_thread() is threading.main_thread():
+            arm.append(time.monotonic() + 0.3)  # after the reads before the wait, before the 1 s report
+    sys.addaudithook(audit)
+    ran = []
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        ran.append(tag)
+        if tag == "victim":
+            entered.set()
+            release.wait()
+    tuner = Tuner(my_kernel, hook)
+    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
+    th.start()
+    entered.wait()
+    safety = threading.Timer(20.0, release.set)
+    safety.start()
+    try:
+        tuner.run("other")
+        print("NOT INTERRUPTED")
+    except KeyboardInterrupt:
+        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
+    release.set()
+    safety.cancel()
+    th.join()
+    print("RAN", ",".join(ran))
+    print("DONE pid", os.getpid())
+'''
+
+
+def check_race_interrupt_in_wait_report(ctx):
+    res = ctx.run_py(INTERRUPT_IN_WAIT_REPORT_PROG, options=opts(mode="serialize", wait_timeout=1))
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    expect("INTERRUPTED victim still inside" in res.out.splitlines(), "the wait ended in KeyboardInterrupt", res)
+    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
+
+
 def check_race_interrupt_in_wait_hook(ctx):
     res = ctx.run_py(INTERRUPT_IN_WAIT_HOOK_PROG, options=opts(mode="serialize"))
     expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
@@ -1098,6 +1153,7 @@ CHECKS = {
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+             check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,

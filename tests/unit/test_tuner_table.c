@@ -185,6 +185,27 @@ Test(tuner_table, inside_beyond_held)
     cr_assert_eq(tg_tuner_decide(us[0], &threads[3], TG_MODE_DETECT), TG_RACE);
 }
 
+/* An entry got and never entered (a wait abandoned) is given back once
+ * nobody is inside, waiting or owning it, and not before. */
+Test(tuner_table, release_if_unused)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(600));
+    struct tg_thread *a = &threads[4];
+    cr_assert_not_null(enter_outer(u, a, 1));
+    tg_tuner_release_if_unused(u);
+    cr_assert_eq(u->key, KEY(600), "someone inside: kept");
+    a->nheld--;
+    cr_assert_eq(tg_tuner_leave(u, a), 1);
+    cr_assert_neq(u->key, KEY(600), "the last leave gave it back");
+    struct tg_tuner *v = tg_tuner_get(KEY(601));
+    cr_assert(tg_tuner_try_lock(v, (uint32_t)a->tid));
+    tg_tuner_release_if_unused(v);
+    cr_assert_eq(v->key, KEY(601), "owned: kept");
+    tg_tuner_unlock(v, a);
+    tg_tuner_release_if_unused(v);
+    cr_assert_null(tg_tuner_find(KEY(601)), "unused: given back");
+}
+
 Test(tuner_table, second_thread_waits_in_serialize)
 {
     struct tg_thread *a = &threads[0], *b = &threads[1];
