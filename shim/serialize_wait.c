@@ -171,21 +171,25 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
     return got;
 }
 
-/* After a stretch of park_until without the lock: did a signal handler raise
- * (Ctrl-C)?  Then the wait for lk is abandoned (nothing held, the exception
- * set) and this returns 1.  Handlers run in the main thread only, which
- * checks after every stretch (a signal delivered to another thread does not
- * interrupt its wait).  GIL held. */
+/* Did a signal handler raise (Ctrl-C)?  Either in our own Python code since
+ * the wait began (the audit hook, a name look-up, a report: the exception
+ * kept on t, core/py_attr.h), or, after a stretch of park_until without the
+ * lock (rc), when the handlers run here.  Then the wait for lk is abandoned
+ * (nothing held; the exception set, or kept for tg__guard_entry) and this
+ * returns 1.  Handlers run in the main thread only, which checks after every
+ * stretch (a signal delivered to another thread does not interrupt its
+ * wait).  GIL held. */
 static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread)
 {
-    if (!(rc == EINTR || main_thread))
-        return 0;
-    /* The handlers run here, t still in lk's FIFO: a guarded call from one
-     * passes through (busy) instead of queueing t a second time, which
-     * left the FIFO's count wrong and the tuner's entry never given back. */
-    t->busy++;
-    int raised = tg_py.PyErr_CheckSignals() < 0;
-    t->busy--;
+    int raised = t->kept_exc[0] != NULL;
+    if (!raised && (rc == EINTR || main_thread)) {
+        /* The handlers run here, t still in lk's FIFO: a guarded call from one
+         * passes through (busy) instead of queueing t a second time, which
+         * left the FIFO's count wrong and the tuner's entry never given back. */
+        t->busy++;
+        raised = tg_py.PyErr_CheckSignals() < 0;
+        t->busy--;
+    }
     if (!raised)
         return 0;
     abandon_wait(lk, t);
@@ -234,15 +238,10 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
         u->noted = 1;
         note_contended(t, inst);
     }
-    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
-        /* a signal's exception met in the Python code above (the audit hook,
-         * the name look-up, the report before the wait): no wait for a call
-         * the program interrupted; tg__guard_entry raises it */
-        abandon_wait(u, t);
-        return -1;
-    }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    if (wait_interrupted(u, t, 0, 0)) /* in the Python code above, or the report before the wait */
+        return -1;
     const int main_thread = t->is_main; /* signal handlers run there */
     const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
@@ -259,14 +258,8 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
                 timed_out = 1; /* once per wait; the wait goes on */
                 tg__report_wait_timeout(u, t, inst, g, now - t0);
             }
-            if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
-                /* a signal's exception met in those reports' Python code: as
-                 * before the wait, the interrupted call waits no longer */
-                abandon_wait(u, t);
-                if (__builtin_expect(tg_trace_on, 0))
-                    tg_trace_wait_end(t);
+            if (wait_interrupted(u, t, 0, 0)) /* in those reports' Python code */
                 return -1;
-            }
         }
     }
     uint64_t dt = tg_mono_ns() - t0;
@@ -353,12 +346,10 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
         u->noted = 1;
         note_contended(t, inst);
     }
-    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) { /* as in tg__wait_for_tuner */
-        abandon_wait(&tg__turn, t);
-        return -1;
-    }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    if (wait_interrupted(&tg__turn, t, 0, 0)) /* as in tg__wait_for_tuner */
+        return -1;
     const int main_thread = t->is_main;
     int got = 0, rc;
     for (;;) {

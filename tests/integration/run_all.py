@@ -348,54 +348,69 @@ def check_race_detect(ctx):
            "one tunerguard line on stderr", res)
 
 
-# Ctrl-C whose handler runs inside one of tunerguard's own look-ups (here the
-# report reads the kernel's name, a property, and the handler's
-# KeyboardInterrupt comes out of it): the
-# KeyboardInterrupt is the program's, so the guarded call raises it when it
-# returns instead of losing it.
-INTERRUPT_IN_LOOKUP_PROG = '''
-    from triton.runtime.autotuner import Autotuner
-    fire = []
-    class Tuner(Autotuner):
-        @property
-        def base_fn(self):
-            if fire and threading.current_thread() is threading.main_thread():
-                fire.clear()
-                raise KeyboardInterrupt  # as Ctrl-C's handler raises it when it runs in here
-            return self._base_fn
-        @base_fn.setter
-        def base_fn(self, fn):
-            self._base_fn = fn
-    tuner = Tuner(my_kernel)
-    entered, release = threading.Event(), threading.Event()
+# Ctrl-C whose handler runs inside tunerguard's own Python code: the
+# KeyboardInterrupt is the program's, so the guarded call raises it, and a
+# call interrupted before it was made is not made (a wait for it is
+# abandoned).  Each program below defines make_tuner(hook) and before_call(),
+# then INTERRUPT_TAIL parks a victim thread inside the tuner and calls it
+# from the main thread.  Broken, the main thread gets no KeyboardInterrupt,
+# or gets it only after the safety timer let the victim go.
+INTERRUPT_TAIL = '''
     ran = []
+    entered, release = threading.Event(), threading.Event()
     def hook(t, tag, *rest):
         ran.append(tag)
         if tag == "victim":
             entered.set()
             release.wait()
-    tuner.hook = hook
+    tuner = make_tuner(hook)
     th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
     th.start()
     entered.wait()
-    fire.append(1)
+    safety = threading.Timer(20.0, release.set)
+    safety.start()
+    before_call()
     try:
         tuner.run("other")
         print("NOT INTERRUPTED")
     except KeyboardInterrupt:
-        print("INTERRUPTED")
-    finally:
-        release.set()
-        th.join()
+        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
+    release.set()
+    safety.cancel()
+    th.join()
     print("RAN", ",".join(ran))
     print("DONE pid", os.getpid())
 '''
 
-# serialize: Ctrl-C whose handler runs in the program's audit hook on
-# tunerguard.serialize_wait, just before the main thread would block behind
-# the victim.  The wait is abandoned: KeyboardInterrupt while the victim is
-# still inside, and the interrupted call is not made.  (Broken, the main
-# thread waits until the safety timer lets the victim go.)
+# A tuner whose kernel name (a property tunerguard reads for its reports)
+# raises KeyboardInterrupt in the main thread when fire_now() says so, as
+# Ctrl-C's handler raises it when it runs in there.
+RAISING_NAME_TUNER = '''
+    from triton.runtime.autotuner import Autotuner
+    class Tuner(Autotuner):
+        @property
+        def base_fn(self):
+            if threading.current_thread() is threading.main_thread() and fire_now():
+                raise KeyboardInterrupt
+            return self._base_fn
+        @base_fn.setter
+        def base_fn(self, fn):
+            self._base_fn = fn
+    def make_tuner(hook):
+        return Tuner(my_kernel, hook)
+'''
+
+# detect: the race report at the call's entry reads the name.
+INTERRUPT_IN_LOOKUP_PROG = '''
+    fire = []
+    def fire_now():
+        return bool(fire) and fire.pop() == 1
+    def before_call():
+        fire.append(1)
+''' + RAISING_NAME_TUNER + INTERRUPT_TAIL
+
+# serialize: the handler runs in the program's audit hook on
+# tunerguard.serialize_wait, just before the main thread would block.
 INTERRUPT_IN_WAIT_HOOK_PROG = '''
     import signal
     from triton.runtime.autotuner import Autotuner
@@ -405,101 +420,49 @@ INTERRUPT_IN_WAIT_HOOK_PROG = '''
             fire.clear()
             signal.raise_signal(signal.SIGINT)  # its handler runs in this hook
     sys.addaudithook(audit)
-    ran = []
-    entered, release = threading.Event(), threading.Event()
-    def hook(t, tag, *rest):
-        ran.append(tag)
-        if tag == "victim":
-            entered.set()
-            release.wait()
-    tuner = Autotuner(my_kernel, hook)
-    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
-    th.start()
-    entered.wait()
-    safety = threading.Timer(20.0, release.set)
-    safety.start()
-    try:
-        tuner.run("other")
-        print("NOT INTERRUPTED")
-    except KeyboardInterrupt:
-        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
-    release.set()
-    safety.cancel()
-    th.join()
-    print("RAN", ",".join(ran))
-    print("DONE pid", os.getpid())
-'''
+    def make_tuner(hook):
+        return Autotuner(my_kernel, hook)
+    def before_call():
+        pass
+''' + INTERRUPT_TAIL
 
-
-# serialize, wait_timeout=1: the main thread waits behind the victim, and
-# Ctrl-C's handler raises in the Python code of the wait_timeout report (it
-# reads the kernel's name, a property armed once the wait is under way).
-# The wait ends there instead of when the victim leaves.
+# serialize, wait_timeout=1: in the wait_timeout report, which reads the name
+# once the wait is under way (armed after the reads before the wait).
 INTERRUPT_IN_WAIT_REPORT_PROG = '''
     import time
-    from triton.runtime.autotuner import Autotuner
     arm = []
-    class Tuner(Autotuner):
-        @property
-        def base_fn(self):
-            if arm and time.monotonic() > arm[0] and threading.current_thread() is threading.main_thread():
-                arm.clear()
-                raise KeyboardInterrupt  # as Ctrl-C's handler raises it when it runs in here
-            return self._base_fn
-        @base_fn.setter
-        def base_fn(self, fn):
-            self._base_fn = fn
+    def fire_now():
+        return bool(arm) and time.monotonic() > arm[0] and arm.pop() > 0
     def audit(event, args):
         if event == "tunerguard.serialize_wait" and threading.current_thread() is threading.main_thread():
-            arm.append(time.monotonic() + 0.3)  # after the reads before the wait, before the 1 s report
+            arm.append(time.monotonic() + 0.3)  # before the 1 s report
     sys.addaudithook(audit)
-    ran = []
-    entered, release = threading.Event(), threading.Event()
-    def hook(t, tag, *rest):
-        ran.append(tag)
-        if tag == "victim":
-            entered.set()
-            release.wait()
-    tuner = Tuner(my_kernel, hook)
-    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
-    th.start()
-    entered.wait()
-    safety = threading.Timer(20.0, release.set)
-    safety.start()
-    try:
-        tuner.run("other")
-        print("NOT INTERRUPTED")
-    except KeyboardInterrupt:
-        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
-    release.set()
-    safety.cancel()
-    th.join()
-    print("RAN", ",".join(ran))
-    print("DONE pid", os.getpid())
-'''
+    def before_call():
+        pass
+''' + RAISING_NAME_TUNER + INTERRUPT_TAIL
 
 
-def check_race_interrupt_in_wait_report(ctx):
-    res = ctx.run_py(INTERRUPT_IN_WAIT_REPORT_PROG, options=opts(mode="serialize", wait_timeout=1))
+def check_interrupted(ctx, prog, **options):
+    res = ctx.run_py(prog, options=opts(**options))
+    out = res.out.splitlines()
     expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
-    expect("INTERRUPTED victim still inside" in res.out.splitlines(), "the wait ended in KeyboardInterrupt", res)
-    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
-
-
-def check_race_interrupt_in_wait_hook(ctx):
-    res = ctx.run_py(INTERRUPT_IN_WAIT_HOOK_PROG, options=opts(mode="serialize"))
-    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
-    expect("INTERRUPTED victim still inside" in res.out.splitlines(), "the wait ended in KeyboardInterrupt", res)
-    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
+    expect("INTERRUPTED victim still inside" in out, "KeyboardInterrupt from the call, the victim still inside", res)
+    expect("RAN victim" in out, "the interrupted call was not made", res)
+    return res
 
 
 def check_race_interrupt_in_lookup(ctx):
-    res = ctx.run_py(INTERRUPT_IN_LOOKUP_PROG, options=opts())
-    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
-    expect("INTERRUPTED" in res.out.splitlines(), "the KeyboardInterrupt raised by the call", res)
-    expect("RAN victim" in res.out.splitlines(), "the interrupted call was not made", res)
+    res = check_interrupted(ctx, INTERRUPT_IN_LOOKUP_PROG)
     path, text = only_report(res)
     expect("my_kernel" in text, "the race reported, the kernel named", res)
+
+
+def check_race_interrupt_in_wait_hook(ctx):
+    check_interrupted(ctx, INTERRUPT_IN_WAIT_HOOK_PROG, mode="serialize")
+
+
+def check_race_interrupt_in_wait_report(ctx):
+    check_interrupted(ctx, INTERRUPT_IN_WAIT_REPORT_PROG, mode="serialize", wait_timeout=1)
 
 
 def check_race_serialize(ctx):
