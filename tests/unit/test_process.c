@@ -366,14 +366,24 @@ static int txt_in(const char *folder)
     return is_reg(p);
 }
 
-Test(process, planted_link_in_a_shared_folder_is_not_followed, .init = links_setup)
+/* A link named `name` in `folder`, owned by uid and pointing at target, as
+ * the folder of log_path: the stem goes through it, the pair is created (or
+ * not).  link: the link's path. */
+static int create_through_link(const char *folder, const char *name, uid_t uid, char *link, size_t n)
 {
-    char link[260], stem[300];
-    snprintf(link, sizeof link, "%s/evil", shared);
-    link_owned(target, link, 4242); /* someone else's, in a folder anyone may write */
+    char stem[300];
+    snprintf(link, n, "%s/%s", folder, name);
+    link_owned(target, link, uid);
     snprintf(stem, sizeof stem, "%s/tg", link);
     tg_proc_configure(stem);
-    cr_expect_eq(create_pair(), -1);
+    return create_pair();
+}
+
+Test(process, planted_link_in_a_shared_folder_is_not_followed, .init = links_setup)
+{
+    char link[260];
+    /* someone else's, in a folder anyone may write */
+    cr_expect_eq(create_through_link(shared, "evil", 4242, link, sizeof link), -1);
     cr_expect_eq(pair[0].fd, -1);
     cr_expect_eq(pair[1].fd, -1);
     cr_expect(strstr(tg_proc_strerror(&pair[0]), "symbolic link 'evil'") != NULL, "%s", tg_proc_strerror(&pair[0]));
@@ -383,31 +393,27 @@ Test(process, planted_link_in_a_shared_folder_is_not_followed, .init = links_set
     cr_expect_str_eq(pair[0].path, want);
 }
 
-Test(process, own_link_in_a_shared_folder_is_followed, .init = links_setup)
+/* Followed: this user's link in a folder anyone may write, and someone
+ * else's in this user's 0700 dir (nobody else could have put it there). */
+Test(process, links_nobody_else_could_plant_are_followed, .init = links_setup)
 {
-    char link[260], stem[300];
-    snprintf(link, sizeof link, "%s/mine", shared);
-    link_owned(target, link, geteuid());
-    snprintf(stem, sizeof stem, "%s/tg", link);
-    tg_proc_configure(stem);
-    cr_assert_eq(create_pair(), 0, "%s", tg_proc_strerror(&pair[0]));
-    cr_expect(txt_in(target));
-    close(pair[0].fd);
-    close(pair[1].fd);
-}
-
-Test(process, others_link_in_a_private_folder_is_followed, .init = links_setup)
-{
-    /* dir is 0700, this user's: nobody else could have put the link there */
-    char link[260], stem[300];
-    snprintf(link, sizeof link, "%s/theirs", dir);
-    link_owned(target, link, 4242);
-    snprintf(stem, sizeof stem, "%s/tg", link);
-    tg_proc_configure(stem);
-    cr_assert_eq(create_pair(), 0, "%s", tg_proc_strerror(&pair[0]));
-    cr_expect(txt_in(target));
-    close(pair[0].fd);
-    close(pair[1].fd);
+    char link[260];
+    const struct {
+        const char *folder, *name;
+        uid_t uid;
+    } cases[] = {{shared, "mine", geteuid()}, {dir, "theirs", 4242}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(create_through_link(cases[i].folder, cases[i].name, cases[i].uid, link, sizeof link), 0,
+                     "%s: %s", cases[i].name, tg_proc_strerror(&pair[0]));
+        cr_expect(txt_in(target), "%s", cases[i].name);
+        close(pair[0].fd);
+        close(pair[1].fd);
+        char p[300];
+        snprintf(p, sizeof p, "%s/tg.%ld.txt", target, (long)getpid());
+        unlink(p);
+        snprintf(p, sizeof p, "%s/tg.%ld.jsonl", target, (long)getpid());
+        unlink(p);
+    }
 }
 
 Test(process, links_are_walked_like_the_kernel_walks_them, .init = links_setup)
