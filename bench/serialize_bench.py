@@ -223,17 +223,34 @@ def paired(n, num, dens, key="calls_per_s"):
     return f"{med(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
 
 
+def ratio_header(last=""):
+    """The ratio columns both tables share, after the variants' own (and `last`)."""
+    others = [v for v in variants if v in extra]
+    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
+          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
+          + " paired: detect / none | paired: serialize / best |" + (f" {last} |" if last else ""))
+    print("| --- |" + " --- |" * (len(variants) + 4 + len(others) + bool(last)))
+
+
+def ratio_cells(n, meds, key):
+    """The ratio columns of row n: of the medians meds (variant -> value), each other build
+    against the best of none and lock (serialize) or none (detect, off), and the paired ones."""
+    nan = float("nan")
+    best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=nan)
+    d = meds.get("detect", nan) / meds.get("none", nan)
+    s_ = meds.get("serialize", nan) / best
+    return (f" {d:.2f}x | {s_:.2f}x |"
+            + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', nan)):.2f}x |"
+                      for v in variants if v in extra)
+            + f" {paired(n, 'detect', ['none'], key)} | {paired(n, 'serialize', ['none', 'lock'], key)} |")
+
+
 def steady_table():
     if not any(c["phase"] == "steady" for c in cells):
         return  # --cold-only
     print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
           "median calls/s (min-max)\n")
-    others = [v for v in variants if v in extra]
-    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
-          + " paired: detect / none | paired: serialize / best |")
-    print("| --- |" + " --- |" * (len(variants) + 4 + len(others)))
-
+    ratio_header()
     for n in threads:
         row, meds = [], {}
         for v in variants:
@@ -241,13 +258,7 @@ def steady_table():
                   and c["variant"] == v and c.get("ok")]
             meds[v] = med(xs)
             row.append(f"{fmt(meds[v])} ({fmt(min(xs))}-{fmt(max(xs))})" if xs else failed_as(n, v, "steady"))
-        best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=float("nan"))
-        d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
-        s = meds.get("serialize", float("nan")) / best
-        print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s:.2f}x |"
-              + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x |"
-                        for v in others)
-              + f" {paired(n, 'detect', ['none'])} | {paired(n, 'serialize', ['none', 'lock'])} |")
+        print(f"| {n} | " + " | ".join(row) + " |" + ratio_cells(n, meds, "calls_per_s"))
 
 
 def adjusted_table():
@@ -267,14 +278,10 @@ def adjusted_table():
     def cv(xs):  # spread: standard deviation over the mean
         return statistics.pstdev(xs) / statistics.mean(xs) if len(xs) > 1 else float("nan")
 
-    others = [v for v in variants if v in extra]
     print("\nadjusted: each cell's calls/s over its own process's raw calls/s (which also divides out the "
           "preload's effect on a whole process: see the raw line below), medians of the rounds (min-max); "
           "spread = standard deviation over mean of a variant's cells, calls/s -> adjusted\n")
-    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
-          + " paired: detect / none | paired: serialize / best | spread |")
-    print("| --- |" + " --- |" * (len(variants) + 5 + len(others)))
+    ratio_header("spread")
     for n in threads:
         meds, row, spread = {}, [], []
         for v in variants:
@@ -284,14 +291,7 @@ def adjusted_table():
             row.append(f"{meds[v]:.3f} ({min(xs):.3f}-{max(xs):.3f})" if xs else "-")
             if len(xs) > 1:
                 spread.append(f"{v} {100 * cv([c['calls_per_s'] for c in cs]):.0f}->{100 * cv(xs):.0f} %")
-        best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=float("nan"))
-        d = meds.get("detect", float("nan")) / meds.get("none", float("nan"))
-        s_ = meds.get("serialize", float("nan")) / best
-        print(f"| {n} | " + " | ".join(row) + f" | {d:.2f}x | {s_:.2f}x | "
-              + "".join(f"{meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', float('nan'))):.2f}x | "
-                        for v in others)
-              + f"{paired(n, 'detect', ['none'], 'calls_over_raw')} | "
-              + f"{paired(n, 'serialize', ['none', 'lock'], 'calls_over_raw')} | {', '.join(spread)} |")
+        print(f"| {n} | " + " | ".join(row) + " |" + ratio_cells(n, meds, "calls_over_raw") + f" {', '.join(spread)} |")
     # The adjustment divides out whatever slows a whole process, the preload's own effect on it
     # included (its mappings, its thread-locals): that effect, on the raw loop, is here.
     raw = {v: med([c["raw_per_s"] for c in st if c["variant"] == v]) for v in variants}
