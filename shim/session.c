@@ -78,8 +78,8 @@ static PyObject *leave_unentered(PyObject *inst)
  * A method descriptor's caller keeps self right before args (descrobject.c
  * passes args + 1), but that is CPython's detail, so copy: on the stack up to
  * 32 entries, else one allocation (a call with more than 31 arguments). */
-static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const *args0, Py_ssize_t nargs0,
-                            PyObject *kwnames);
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *self, PyObject *const *args0,
+                            Py_ssize_t nargs0, PyObject *kwnames);
 
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
                           PyObject *kwnames)
@@ -99,7 +99,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
      * (a Ctrl-C whose handler ran in one) is raised here (core/py_attr.h). */
     struct tg_thread *t = tg__self();
     t->guard_frames++;
-    PyObject *res = guard_call(g, self, (PyObject *const *)v, n + 1, kwnames);
+    PyObject *res = guard_call(g, t, self, (PyObject *const *)v, n + 1, kwnames);
     t->guard_frames--;
     if (v != stack)
         free(v);
@@ -108,11 +108,11 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     return res;
 }
 
-static PyObject *guard_call(struct tg_guard *g, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                            PyObject *kwnames)
+/* t: the calling thread's record (tg__guard_entry's tg__self()). */
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *self, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames)
 {
     (void)self; /* == args[0] */
-    struct tg_thread *t = tg__self();
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
         return call_orig(g, args, nargs, kwnames);
     if (__builtin_expect(g->chains, 0)) {
