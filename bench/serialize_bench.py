@@ -172,7 +172,9 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
         return next((o[5:] for o in opts.split(":") if o.startswith("mode=")), "serialize")
     extra = {v: extra.get(v, (mode_of(v), "", "")) for v in variants if v not in VARIANTS}
     a.rounds = len({c["round"] for c in cells})
-    steps = a.steps or "?"
+    # calls = threads x steps x 2 kernels in every steady cell that ran
+    per = {c["calls"] // (2 * c["threads"]) for c in cells if c.get("phase") == "steady" and c.get("calls")}
+    steps = a.steps or (per.pop() if len(per) == 1 else "?")
 for phase in phases:
     for n in threads:
         for r in range(a.rounds):
@@ -223,13 +225,25 @@ def paired(n, num, dens, key="calls_per_s"):
     return f"{med(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-"
 
 
+def has_detect_ratio():
+    return "detect" in variants and "none" in variants
+
+
+def has_serialize_ratio():
+    return "serialize" in variants and ("none" in variants or "lock" in variants)
+
+
 def ratio_header(last=""):
-    """The ratio columns both tables share, after the variants' own (and `last`)."""
+    """The ratio columns both tables share, after the variants' own (and `last`); a ratio
+    whose variants were not run has no column."""
     others = [v for v in variants if v in extra]
-    print("| threads | " + " | ".join(variants) + " | detect / none | serialize / best of none, lock |"
-          + "".join(f" {v} / {'best' if extra[v][0] == 'serialize' else 'none'} |" for v in others)
-          + " paired: detect / none | paired: serialize / best |" + (f" {last} |" if last else ""))
-    print("| --- |" + " --- |" * (len(variants) + 4 + len(others) + bool(last)))
+    cols = (["detect / none"] if has_detect_ratio() else []) \
+        + (["serialize / best of none, lock"] if has_serialize_ratio() else []) \
+        + [f"{v} / {'best' if extra[v][0] == 'serialize' else 'none'}" for v in others] \
+        + (["paired: detect / none"] if has_detect_ratio() else []) \
+        + (["paired: serialize / best"] if has_serialize_ratio() else []) + ([last] if last else [])
+    print("| threads | " + " | ".join(variants + cols) + " |")
+    print("| --- |" + " --- |" * (len(variants) + len(cols)))
 
 
 def ratio_cells(n, meds, key):
@@ -237,12 +251,18 @@ def ratio_cells(n, meds, key):
     against the best of none and lock (serialize) or none (detect, off), and the paired ones."""
     nan = float("nan")
     best = max((m for m in (meds.get("none"), meds.get("lock")) if m == m and m is not None), default=nan)
-    d = meds.get("detect", nan) / meds.get("none", nan)
-    s_ = meds.get("serialize", nan) / best
-    return (f" {d:.2f}x | {s_:.2f}x |"
-            + "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', nan)):.2f}x |"
-                      for v in variants if v in extra)
-            + f" {paired(n, 'detect', ['none'], key)} | {paired(n, 'serialize', ['none', 'lock'], key)} |")
+    out = ""
+    if has_detect_ratio():
+        out += f" {meds.get('detect', nan) / meds.get('none', nan):.2f}x |"
+    if has_serialize_ratio():
+        out += f" {meds.get('serialize', nan) / best:.2f}x |"
+    out += "".join(f" {meds[v] / (best if extra[v][0] == 'serialize' else meds.get('none', nan)):.2f}x |"
+                   for v in variants if v in extra)
+    if has_detect_ratio():
+        out += f" {paired(n, 'detect', ['none'], key)} |"
+    if has_serialize_ratio():
+        out += f" {paired(n, 'serialize', ['none', 'lock'], key)} |"
+    return out
 
 
 def steady_table():

@@ -8,6 +8,7 @@
 #ifndef TG_THREAD_STATE_H
 #define TG_THREAD_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -51,22 +52,33 @@ struct tg_thread {
     int nheld;
     void *held[TG_MAX_HELD];
     int depth;
-    /* Benchmarking evidence for the current outermost session; reset when a
-     * session starts.  Incremented by the CUDA hooks. */
+    /* Launches in the current outermost session; reset when a session
+     * starts.  Incremented by the CUDA hooks. */
     uint32_t session_launches;
-    uint32_t session_syncs;
-    /* (tuning and session_tuned beside the two counts: another thread's
-     * report reads the four, one line of this record.) */
-    /* Inside a tuning method (Autotuner._bench, prune_configs,
+    /* Benchmarking evidence for the current outermost session, the fields
+     * another thread's entry reads on every overlap of two calls
+     * (shim/report_capture.c, tg__other_is_tuning).  On a line of their own,
+     * each written only when its value changes: in the steady state (tuned
+     * calls, nobody tuning) the line stays unwritten, so the reader finds it
+     * in its own cache instead of on the owner's CPU.
+     *
+     * tuning: inside a tuning method (Autotuner._bench, prune_configs,
      * check_disk_cache, CachingAutotuner.benchmark_all_configs, ...): a
      * marker guard counts it, so "is that thread tuning?" is one load, not a
      * walk of its Python frames.  Written by the owner, GIL held. */
-    int tuning;
+    int tuning __attribute__((aligned(64)));
     /* The current outermost session entered a tuning method (a cold key:
      * pruned, benchmarked or looked up on disk), even if it has left it:
      * Triton main's single-config shortcut prunes to one config and runs it
      * without a benchmark.  Reset when a session starts. */
     int session_tuned;
+    /* Synchronizations in the current session (CUDA hooks); reset when a
+     * session starts. */
+    uint32_t session_syncs;
+    /* session_launches has reached 2 in the current session (the CUDA hooks
+     * set it once; reset when a session starts). */
+    uint32_t session_multi;
+    char evidence_end_[48]; /* the rest of the line: nothing written per call */
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
     /* The current device when the thread last entered a tuner before it made
      * any CUDA call of its own (the race of a cold cache happens while both
@@ -113,6 +125,13 @@ struct tg_thread {
      * shim/guard_internal.h).  GIL held. */
     uint32_t replace_rng;
 };
+
+/* The evidence line (above): its four fields on one line, with nothing else. */
+_Static_assert(offsetof(struct tg_thread, tuning) % 64 == 0, "the evidence starts a line");
+_Static_assert(offsetof(struct tg_thread, session_multi) / 64 == offsetof(struct tg_thread, tuning) / 64,
+               "the evidence fits its line");
+_Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tuning) >= 64,
+               "nothing written per call shares the evidence line");
 
 struct tg_thread *tg__self(void);
 /* The calling thread's record as it is, without tg__self's first-use set-up

@@ -20,13 +20,23 @@ static inline unsigned slot_of(uintptr_t key)
  * tuners in use.  TOMB keeps probe chains intact; get() reuses the first one. */
 #define TOMB ((uintptr_t)1) /* never an object's address */
 
+/* The overlaps of the entries given back (tg_tuner_overlaps). */
+static uint64_t overlaps_given_back;
+
+static void give_back(struct tg_tuner *u)
+{
+    overlaps_given_back += u->overlaps;
+    u->overlaps = 0;
+    u->key = TOMB;
+}
+
 static void claim(struct tg_tuner *u, uintptr_t key)
 {
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     u->key = key;
     u->overflow = 0;
     u->starving = 0; /* owner and the FIFO are empty: given back only then */
-    u->sessions = u->races = u->waits = u->wait_ns = 0;
+    u->sessions = u->overlaps = u->waits = u->wait_ns = 0;
     u->noted = 0;
 }
 
@@ -56,6 +66,15 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
 }
 
 
+uint64_t tg_tuner_overlaps(void)
+{
+    uint64_t n = overlaps_given_back;
+    for (int i = 0; i < TG_TUNER_SLOTS; i++)
+        if (table[i].key != 0 && table[i].key != TOMB)
+            n += table[i].overlaps;
+    return n;
+}
+
 struct tg_tuner *tg_tuner_find(uintptr_t key)
 {
     unsigned i = slot_of(key);
@@ -78,6 +97,21 @@ static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
         if (u->occ_tid[i] == want && u->occ[i].thread == t)
             return &u->occ[i];
+    return NULL;
+}
+
+/* A free slot for t, looked for from one of its own (by its tid): a thread
+ * that enters the tuner call after call then writes a slot whose line it
+ * wrote last time, still in its own cache, instead of whichever slot the
+ * first thread to enter left free. */
+static struct tg_occupant *free_occ(struct tg_tuner *u, const struct tg_thread *t)
+{
+    const unsigned start = (unsigned)t->tid % TG_TUNER_MAX_OCC;
+    for (unsigned k = 0; k < TG_TUNER_MAX_OCC; k++) {
+        const unsigned i = (start + k) % TG_TUNER_MAX_OCC;
+        if (u->occ_tid[i] == 0 && u->occ[i].thread == NULL)
+            return &u->occ[i];
+    }
     return NULL;
 }
 
@@ -127,7 +161,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
         return o;
     }
     u->sessions++;
-    o = find_occ(u, NULL);
+    o = free_occ(u, t);
     if (!o) {
         u->overflow++;
         u->nocc++;
@@ -149,7 +183,7 @@ void tg_tuner_release_if_unused(struct tg_tuner *u)
 {
     if (u->key != 0 && u->key != TOMB && u->nocc == 0 && u->waiters == 0 &&
         __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0)
-        u->key = TOMB;
+        give_back(u);
 }
 
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
@@ -171,7 +205,7 @@ int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupan
     if (--u->nocc == 0 && u->waiters == 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0) {
         /* Nobody inside, nobody waiting, no owner (a woken waiter may own it
          * before it runs): give the slot back. */
-        u->key = TOMB;
+        give_back(u);
     }
     return 1;
 }
@@ -312,5 +346,7 @@ void tg_tuner_atfork_child(void)
         u->starving = 0;
         memset(u->occ, 0, sizeof u->occ);
         memset(u->occ_tid, 0, sizeof u->occ_tid);
+        u->overlaps = 0; /* the parent's */
     }
+    overlaps_given_back = 0;
 }

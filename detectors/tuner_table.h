@@ -42,7 +42,11 @@ struct tg_tuner {
     int overflow;               /* occupants that did not fit (still counted in nocc) */
     pid_t occ_tid[TG_TUNER_MAX_OCC]; /* occ[i].tid while occ[i] is in use, else 0:
                                    the slots' directory (scans read this line only) */
-    uint64_t sessions, races;   /* statistics written per call */
+    uint64_t sessions;          /* statistics written per call */
+    uint64_t overlaps;          /* low-severity overlaps entering it (detect, verbosity 0):
+                                   counted here, on the line the entry writes anyway, not on
+                                   a process-wide counter every thread's entry would move
+                                   (tg_tuner_overlaps sums them) */
     struct tg_occupant occ[TG_TUNER_MAX_OCC];
     /* serialize mode's lock ("The lock" below) */
     uint32_t owner;             /* tid of the thread holding it, 0 when free:
@@ -184,6 +188,10 @@ struct tg_tuner *tg_tuner_get(uintptr_t key);
 
 /* Is t inside u (an occupant, or an overflowed one by its own record)? */
 int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t);
+
+/* The low-severity overlaps counted on the tuners since start or fork: the
+ * entries in use and those given back.  GIL held (the exit summary). */
+uint64_t tg_tuner_overlaps(void);
 
 /* The entry of `key` if there is one (never creates).  GIL held. */
 struct tg_tuner *tg_tuner_find(uintptr_t key);

@@ -149,8 +149,10 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     void *frames[TG_MAX_NATIVE_FRAMES];
     int nframes = 0;
     if (t->nheld > 0) {
-        if (kind == TG_CUDA_LAUNCH)
-            t->session_launches++;
+        if (kind == TG_CUDA_LAUNCH) {
+            if (++t->session_launches == 2)
+                t->session_multi = 1; /* once a session: the evidence line (core/thread_state.h) */
+        }
         else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0)
             tg_tuning_seen(); /* a session's first synchronize: benchmarking evidence (shim/cuda_hooks.h) */
         if (!tg_itf_self.dev1 && (t->session_syncs > 0 || t->session_launches > 1))

@@ -22,6 +22,7 @@
 #include "core/py_api.h"
 #include "core/py_attr.h"
 #include "shim/py_guard.h"
+#include "detectors/tuner_table.h"
 #include "core/thread_state.h"
 
 #include <stdio.h>
@@ -457,6 +458,7 @@ void tg__arm_exit_summary_core(void)
         tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
+    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (shim/report_capture.c) */
     const struct tg_emit_stats *es = &est;
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the

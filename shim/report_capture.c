@@ -213,7 +213,7 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches)
 {
     const struct tg_thread *ot = o->thread;
-    if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_launches > 1))
+    if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_multi))
         return 1;
     if (g->marked)
         return 0; /* its tuning methods would have said so: no frame walk */
@@ -260,7 +260,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * threads calling one tuned kernel overlap on every other call.  C calls
      * only: other stays valid. */
     if (tg_opts.verbosity < 1 && !tg__other_is_tuning(other, g, 1)) {
-        tg_emit_count_overlap();
+        u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
     pid_t other_tid = other->tid;
@@ -401,7 +401,6 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     tg_py_thread_name(t->ident, in->name, sizeof in->name);
     if (in->has_cuda)
         tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
-    u->races++;
     tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
     enum tg_emit_status st;
     uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */

@@ -177,7 +177,6 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         if (other && tg__reap_dead(u, t, inst, g, tg__tid_alive_cached))
             other = tg_tuner_other(u, t);
         if (other) {
-            u->races++;
             tg__report_race(u, inst, g, t, other, 1, &link);
             tg_stress_wake();
             reported = 1;
@@ -221,7 +220,6 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
     if (v != TG_FIRST) {
         const struct tg_occupant *other = reported ? NULL : tg_tuner_other(u, t);
         if (other) { /* none: a woken waiter owns the lock and has not entered yet */
-            u->races++;
             tg__report_race(u, inst, g, t, other, v == TG_WAIT, &link);
             tg_stress_wake(); /* stress=1: the race showed; end the holds (shim/cuda_stress.h) */
             /* The report ran Python code: the entry may have been given back. */
@@ -264,9 +262,10 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         return leave_unentered(inst);
     }
     if (t->nheld == 0) {
+        /* The evidence line is written only where it changes (core/thread_state.h). */
         t->session_launches = 0;
-        t->session_syncs = 0;
-        t->session_tuned = 0;
+        if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
+            t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
     }
     if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && v == TG_FIRST && t->wrapped_by) {
         /* Entered the wrapper while another thread was inside, and found the
@@ -297,9 +296,10 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         t->held[t->nheld] = u;
     t->nheld++;
     t->depth++;
-    if (__builtin_expect(g->tuning_entry, 0) && t->tuning == 0)
-        tg_tuning_seen(); /* a tuner's warmup: tuning from here */
-    t->tuning += g->tuning_entry;
+    if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
+        if (t->tuning++ == 0)
+            tg_tuning_seen();
+    }
     if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
@@ -311,7 +311,8 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
          * turn and t's holds were reset at fork (nothing of the parent's is
          * held here), so this frame has nothing to give back; only its own
          * count of tuning frames, which the fork kept. */
-        t->tuning -= g->tuning_entry;
+        if (g->tuning_entry)
+            t->tuning--;
         return res;
     }
 
@@ -325,7 +326,8 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o);
-    t->tuning -= g->tuning_entry;
+    if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
+        t->tuning--;
     t->depth--;
     t->nheld--;
     tg__unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */

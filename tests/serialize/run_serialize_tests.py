@@ -124,6 +124,15 @@ def main():
         check("a targets= tuner whose holder is in cuCtxSynchronize (no tuning frames): a high-severity race",
               p.returncode == 0 and [r["kind"] for r in recs] == ["race"] and recs[0].get("severity") == "high"
               and "cuCtxSynchronize" in text, p, text)
+        # ... and from its launch count alone: two launches in the holder's
+        # session are benchmarking, one is a tuned call's fast path.
+        for n, sev in ((2, "high"), (1, None)):
+            p, text, jsonl = run(args, "launch_holder.py", "mode=detect", [str(n)],
+                                 env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
+            recs = [json.loads(x) for x in jsonl]
+            check(f"a targets= tuner whose holder launched {n} kernel(s) in its session: "
+                  + ("a high-severity race" if sev else "a low-severity overlap, counted, not reported"),
+                  p.returncode == 0 and [r.get("severity") for r in recs] == ([sev] if sev else []), p, text)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "holder_died.py", f"mode={mode}")
         kinds = [json.loads(x)["kind"] for x in jsonl]

@@ -8,6 +8,7 @@
 #include "reports/emit.h"
 #include "reports/suppress_load.h"
 #include "shim/py_arm.h"
+#include "detectors/tuner_table.h"
 
 static char dir[64];
 static char errpath[128];
@@ -137,5 +138,22 @@ Test(emit, exit_line_silent_without_reports, .init = setup)
     tg_arm_exit_summary();
     char *e = fx_read_file(errpath);
     cr_assert_str_eq(e, "", "overlaps alone are the normal life of a tuned kernel");
+    free(e);
+}
+
+/* The overlaps counted on the tuners (shim/report_capture.c), those of a
+ * tuner whose entry was given back included, are in the exit line. */
+Test(emit, exit_line_counts_the_tuners_overlaps, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    tg_emit(&r, &st);
+    struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b7e40);
+    u->overlaps = 3;
+    tg_tuner_release_if_unused(u);
+    tg_tuner_get(0x7f3a1c2b8e40)->overlaps = 1;
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    cr_assert(strstr(e, "; 4 overlaps on already tuned keys (low severity, verbosity=1 shows them)"), "%s", e);
     free(e);
 }

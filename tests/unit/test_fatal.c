@@ -127,7 +127,11 @@ Test(fatal, crash_links_to_the_race_of_its_session)
         child_emit_race();
         static uint64_t reports = 1;
         struct tg_tuner *u = tg_tuner_get(0x7f3a1c2b4d10);
-        struct tg_occupant *o = &u->occ[0];
+        struct tg_occupant *o = NULL; /* the one occupant, in whichever slot it took */
+        for (int i = 0; i < TG_TUNER_MAX_OCC && !o; i++)
+            if (u->occ_tid[i] != 0)
+                o = &u->occ[i];
+        cr_assert_not_null(o);
         o->race_seq = 1;
         o->raced_tid = 4243;
         snprintf(o->raced_name, sizeof o->raced_name, "worker-1");

@@ -605,3 +605,50 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
     cr_assert_eq(held->nocc, 1);
 }
 
+
+/* Overlaps are counted on the tuner an entry writes anyway; the process's
+ * count keeps those of entries given back (the last leave, release when
+ * unused), and a fork child starts from none. */
+Test(tuner_table, overlaps_survive_give_back_and_reset_at_fork)
+{
+    struct tg_thread *a = &threads[0];
+    struct tg_tuner *u = tg_tuner_get(KEY(31));
+    struct tg_tuner *v = tg_tuner_get(KEY(32));
+    enter_outer(u, a, 1);
+    u->overlaps += 3;
+    v->overlaps += 2;
+    cr_assert_eq(tg_tuner_overlaps(), 5);
+    tg_tuner_release_if_unused(v); /* nobody inside v: given back */
+    cr_assert_eq(tg_tuner_find(KEY(32)), NULL);
+    cr_assert_eq(tg_tuner_overlaps(), 5, "v's two kept when its entry went");
+    cr_assert_eq(tg_tuner_leave(u, a), 1);
+    a->nheld = 0;
+    cr_assert_eq(tg_tuner_find(KEY(31)), NULL, "u given back at its last leave");
+    cr_assert_eq(tg_tuner_overlaps(), 5);
+    struct tg_tuner *w = tg_tuner_get(KEY(33)); /* may reuse a given-back slot: starts at 0 */
+    cr_assert_eq(w->overlaps, 0);
+    w->overlaps = 1;
+    cr_assert_eq(tg_tuner_overlaps(), 6);
+    tg_tuner_atfork_child();
+    cr_assert_eq(tg_tuner_overlaps(), 0, "the parent's overlaps are the parent's to count");
+}
+
+/* A thread takes the slot of its tid when it is free, and comes back to it,
+ * so that a loop of entries writes the same line each time; taken, the next
+ * free one. */
+Test(tuner_table, a_thread_keeps_its_own_slot)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(41));
+    struct tg_thread *a = &threads[3], *b = &threads[3 + TG_TUNER_MAX_OCC]; /* same tid % slots */
+    const int mine = a->tid % TG_TUNER_MAX_OCC;
+    for (int i = 0; i < 3; i++) {
+        struct tg_occupant *o = tg_tuner_enter(u, a, NULL, &dummy_method, 1, 0);
+        cr_assert_eq(o - u->occ, mine, "round %d", i);
+        if (i < 2)
+            cr_assert_eq(tg_tuner_leave(u, a), 1);
+    }
+    struct tg_occupant *ob = tg_tuner_enter(u, b, NULL, &dummy_method, 2, 0);
+    cr_assert_eq(ob - u->occ, (mine + 1) % TG_TUNER_MAX_OCC, "its own slot taken: the next");
+    cr_assert_eq(u->occ_tid[mine], a->tid);
+    cr_assert_eq(u->occ_tid[(mine + 1) % TG_TUNER_MAX_OCC], b->tid);
+}
