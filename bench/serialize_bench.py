@@ -105,6 +105,7 @@ def env_for(variant, workdir):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.pop("TUNERGUARD_OPTIONS", None)
+    env.pop("TG_BENCH_PAD", None)
     if a.backend == "cpu":
         fake = os.path.join(os.path.dirname(lib), "tests", "fakecuda")
         env["LD_LIBRARY_PATH"] = fake + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -122,14 +123,43 @@ def env_for(variant, workdir):
     return env
 
 
-def cell(variant, n, phase, workdir):
+def cell_cmd(variant, n, phase):
     cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
            "--steps", str(steps), "--phase", phase]
     if variant == "lock":
         cmd.append("--lock")
     if a.other_us and phase == "steady":
         cmd += ["--other-us", str(a.other_us)]
-    p = subprocess.run(cmd, env=env_for(variant, workdir), capture_output=True, text=True, timeout=1800,
+    return cmd
+
+
+def start_bytes(cmd, env):
+    """What execve puts above a new process's stack: its argument and environment strings."""
+    return sum(len(x) + 1 for x in cmd) + sum(len(k) + len(v) + 2 for k, v in env.items())
+
+
+PAD = "TG_BENCH_PAD"
+
+
+def padded_env(variant, n, phase, workdir):
+    """The cell's environment, padded (TG_BENCH_PAD) to the size the largest of the row's
+    variants needs: the strings execve copies onto a new process's stack shift where its
+    stack starts, and so how the interpreter's hot stack data falls on cache lines, by a
+    different amount per variant (LD_PRELOAD, TUNERGUARD_OPTIONS, --lock); a known source
+    of per-build speed differences of several percent that belong to no build (Mytkowicz
+    et al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009).
+    Padded, every variant of a row starts from the same size."""
+    sizes = {v: start_bytes(cell_cmd(v, n, phase), env_for(v, workdir)) for v in variants}
+    target = max(sizes.values()) + len(PAD) + 2
+    env = env_for(variant, workdir)
+    env[PAD] = "x" * (target - sizes[variant] - len(PAD) - 2)
+    return env
+
+
+def cell(variant, n, phase, workdir):
+    cmd = cell_cmd(variant, n, phase)
+    env = padded_env(variant, n, phase, workdir)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800,
                        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     try:
         res = json.loads(p.stdout.strip().splitlines()[-1])
