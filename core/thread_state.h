@@ -51,6 +51,7 @@ struct tg_thread {
      * entries, opaque here).  depth counts nested guarded calls in total. */
     int nheld;
     void *held[TG_MAX_HELD];
+    uint8_t held_slot[TG_MAX_HELD]; /* t's occupant slot in held[i], 0xff none (overflow) */
     int depth;
     /* Launches in the current outermost session; reset when a session
      * starts.  Incremented by the CUDA hooks. */

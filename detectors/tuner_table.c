@@ -36,7 +36,7 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     u->key = key;
     u->overflow = 0;
     u->starving = 0; /* owner and the FIFO are empty: given back only then */
-    u->sessions = u->overlaps = u->waits = u->wait_ns = 0;
+    u->overlaps = u->waits = u->wait_ns = 0;
     u->noted = 0;
 }
 
@@ -118,6 +118,7 @@ static struct tg_occupant *free_occ(struct tg_tuner *u, const struct tg_thread *
 static void clear_occ(struct tg_tuner *u, struct tg_occupant *o)
 {
     u->occ_tid[o - u->occ] = 0;
+    __atomic_store_n(&u->occ_ev[o - u->occ], 0, __ATOMIC_RELAXED);
     memset(o, 0, sizeof *o);
 }
 
@@ -160,7 +161,6 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
             o->depth++;
         return o;
     }
-    u->sessions++;
     o = free_occ(u, t);
     if (!o) {
         u->overflow++;
@@ -170,6 +170,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     o->thread = t;
     o->tid = t->tid;
     u->occ_tid[o - u->occ] = t->tid;
+    __atomic_store_n(&u->occ_ev[o - u->occ], tg_thread_evidence(t), __ATOMIC_RELAXED); /* entered with it */
     o->ident = t->ident;
     o->tstate = tstate;
     o->depth = 1;
@@ -261,6 +262,14 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
     return NULL;
 }
 
+const struct tg_occupant *tg_tuner_evident(const struct tg_tuner *u, const struct tg_thread *t, unsigned bits)
+{
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && (__atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) & bits))
+            return &u->occ[i];
+    return NULL;
+}
+
 struct tg_tuner *tg_tuner_next(int *cursor)
 {
     while (*cursor < TG_TUNER_SLOTS) {
@@ -346,6 +355,7 @@ void tg_tuner_atfork_child(void)
         u->starving = 0;
         memset(u->occ, 0, sizeof u->occ);
         memset(u->occ_tid, 0, sizeof u->occ_tid);
+        memset(u->occ_ev, 0, sizeof u->occ_ev);
         u->overlaps = 0; /* the parent's */
     }
     overlaps_given_back = 0;

@@ -10,6 +10,7 @@
 #define TG_TUNER_TABLE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/thread_state.h"
@@ -42,7 +43,12 @@ struct tg_tuner {
     int overflow;               /* occupants that did not fit (still counted in nocc) */
     pid_t occ_tid[TG_TUNER_MAX_OCC]; /* occ[i].tid while occ[i] is in use, else 0:
                                    the slots' directory (scans read this line only) */
-    uint64_t sessions;          /* statistics written per call */
+    /* The occupants' benchmarking evidence (TG_EV_*), slot by slot: set by
+     * the occupant itself when its session shows it (tg_tuner_mark_evidence,
+     * on every tuner it holds; from the CUDA hooks too, without the GIL:
+     * relaxed byte stores), read by an entering thread for the severity of
+     * its overlap, with every occupant's on this one line. */
+    uint8_t occ_ev[TG_TUNER_MAX_OCC];
     uint64_t overlaps;          /* low-severity overlaps entering it (detect, verbosity 0):
                                    counted here, on the line the entry writes anyway, not on
                                    a process-wide counter every thread's entry would move
@@ -65,6 +71,22 @@ struct tg_tuner {
     uint64_t waits, wait_ns;
     int noted;                  /* its kernel is in the summary's contended list */
 } __attribute__((aligned(64)));
+
+/* Evidence bits of an occupant's session (occ_ev): TG_EV_TUNING, it is in
+ * or entered a tuning method, or synchronized; TG_EV_LAUNCHES, it launched
+ * twice (evidence at entry, not at return: a config's pre_hook launches). */
+#define TG_EV_TUNING 1u
+#define TG_EV_LAUNCHES 2u
+
+/* The evidence bits t's session shows now (its record's fields). */
+static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
+{
+    return (uint8_t)(((t->tuning > 0 || t->session_tuned || t->session_syncs > 0) ? TG_EV_TUNING : 0) |
+                     (t->session_multi ? TG_EV_LAUNCHES : 0));
+}
+
+_Static_assert(offsetof(struct tg_tuner, overlaps) + sizeof(uint64_t) <= 64,
+               "what every entry reads and writes is on the tuner's first line");
 
 enum tg_verdict {
     TG_NESTED,      /* this thread is already inside: depth, never a race */
@@ -178,6 +200,31 @@ static inline int tg_tuner_is_head(const struct tg_tuner *u, const struct tg_thr
 {
     return __atomic_load_n(&u->wq_head, __ATOMIC_RELAXED) == t;
 }
+
+/* Thread t's session now shows evidence `bit`: set it in t's slot of every
+ * tuner t holds (t->held[], t->held_slot[]; a session nested deeper than
+ * TG_MAX_HELD tuners marks the first TG_MAX_HELD).  Called by t only, when a
+ * field of its evidence changes (a tuning method's first frame, a warmup, a
+ * session's first synchronize or second launch): with the GIL, or from the
+ * CUDA hooks without it, so the stores are relaxed atomics; t is inside
+ * each of those tuners, so none is given back meanwhile. */
+static inline void tg_tuner_mark_evidence(struct tg_thread *t, uint8_t bit)
+{
+    const int n = t->nheld < TG_MAX_HELD ? t->nheld : TG_MAX_HELD;
+    for (int i = 0; i < n; i++) {
+        struct tg_tuner *u = (struct tg_tuner *)t->held[i];
+        const unsigned s = t->held_slot[i];
+        if (s < TG_TUNER_MAX_OCC) {
+            uint8_t cur = __atomic_load_n(&u->occ_ev[s], __ATOMIC_RELAXED);
+            if (!(cur & bit))
+                __atomic_store_n(&u->occ_ev[s], (uint8_t)(cur | bit), __ATOMIC_RELAXED);
+        }
+    }
+}
+
+/* The first occupant of u other than t whose evidence has any of `bits`,
+ * or NULL: the directory's line only.  GIL held. */
+const struct tg_occupant *tg_tuner_evident(const struct tg_tuner *u, const struct tg_thread *t, unsigned bits);
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded and says so).  O(1) expected.

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "reports/native_stack.h"
+#include "detectors/tuner_table.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cuda_stress.h"
 #include "core/options.h"
@@ -150,11 +151,14 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     int nframes = 0;
     if (t->nheld > 0) {
         if (kind == TG_CUDA_LAUNCH) {
-            if (++t->session_launches == 2)
+            if (__builtin_expect(++t->session_launches == 2, 0)) {
                 t->session_multi = 1; /* once a session: the evidence line (core/thread_state.h) */
-        }
-        else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0)
+                tg_tuner_mark_evidence(t, TG_EV_LAUNCHES); /* in t's slots (detectors/tuner_table.h) */
+            }
+        } else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0) {
             tg_tuning_seen(); /* a session's first synchronize: benchmarking evidence (shim/cuda_hooks.h) */
+            tg_tuner_mark_evidence(t, TG_EV_TUNING);
+        }
         if (!tg_itf_self.dev1 && (t->session_syncs > 0 || t->session_launches > 1))
             tg__cuda_bench_begin(t, dev); /* now benchmarking on dev */
         if (kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) {

@@ -255,11 +255,22 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link)
 {
     memset(link, 0, sizeof *link);
+    /* The thread inside to report: one that is benchmarking, if any is (with
+     * three threads inside, the first one found may be on a fast path while
+     * another benchmarks).  The occupants' evidence is on u's first line,
+     * which this entry reads anyway (detectors/tuner_table.h, occ_ev); only
+     * a tuner whose tuning methods are not marked walks frames, each
+     * occupant's.  C calls only until the report begins: other stays valid. */
+    const struct tg_occupant *tuning = tg_tuner_evident(u, t, TG_EV_TUNING | TG_EV_LAUNCHES);
+    for (int i = 0; !tuning && !g->marked && i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && tg__other_is_tuning(&u->occ[i], g, 1))
+            tuning = &u->occ[i];
+    if (tuning)
+        other = tuning;
     /* A low-severity overlap (fast path of a tuned key) is only counted at
-     * verbosity 0: decide that before paying for stacks and names, since two
-     * threads calling one tuned kernel overlap on every other call.  C calls
-     * only: other stays valid. */
-    if (tg_opts.verbosity < 1 && !tg__other_is_tuning(other, g, 1)) {
+     * verbosity 0: decided before paying for stacks and names, since two
+     * threads calling one tuned kernel overlap on every other call. */
+    if (tg_opts.verbosity < 1 && !tuning) {
         u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }

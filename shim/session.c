@@ -137,8 +137,10 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
     if (g->marker) {
         /* A tuning method (Autotuner._bench, ...): no session, only the
          * evidence that this thread is tuning (tg__other_is_tuning). */
-        if (t->tuning++ == 0)
+        if (t->tuning++ == 0) {
             tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (shim/cuda_hooks.h) */
+            tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
+        }
         t->session_tuned = 1;
         PyObject *res = call_orig(g, args, nargs, kwnames);
         t->tuning--;
@@ -292,13 +294,17 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         snprintf(o->raced_name, sizeof o->raced_name, "%s", link.name);
         o->race_seq = link.seq;
     }
-    if (t->nheld < TG_MAX_HELD)
+    if (t->nheld < TG_MAX_HELD) {
         t->held[t->nheld] = u;
+        t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
+    }
     t->nheld++;
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
-        if (t->tuning++ == 0)
+        if (t->tuning++ == 0) {
             tg_tuning_seen();
+            tg_tuner_mark_evidence(t, TG_EV_TUNING);
+        }
     }
     if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
         char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;

@@ -348,6 +348,73 @@ def check_race_detect(ctx):
            "one tunerguard line on stderr", res)
 
 
+# Three threads in one marked tuner (a subclass of Triton's Autotuner,
+# verbosity 0): A benchmarks (inside _bench) and waits there; B entered
+# after it on a fast path (no _bench) and waits too; the main thread enters.
+# Its overlap is with the benchmarking A: a race to report, whichever of A
+# and B is found first.  A thread looks for its occupant slot from the one of
+# its tid (tid % 8), so B is picked to sit below A (throw-away threads until
+# the next tid fits).  Broken (the severity judged on the first occupant
+# found), the second race is a silent low-severity overlap.
+THIRD_ENTRANT_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    parked = {"A": threading.Event(), "B": threading.Event()}
+    release = threading.Event()
+    class Tuner(Autotuner):
+        def run(self, tag):
+            self.nargs = {0: tag}
+            try:
+                if tag == "A":
+                    return self._bench(tag)
+                if tag == "B":
+                    self.hook(self, tag)  # a fast path: no _bench
+                return tag
+            finally:
+                self.nargs = None
+    def hook(t, tag):
+        parked[tag].set()
+        release.wait(20)
+    tuner = Tuner(my_kernel, hook)
+    def next_tid_after(fits):
+        for _ in range(10000):
+            probe = []
+            th = threading.Thread(target=lambda: probe.append(threading.get_native_id()))
+            th.start()
+            th.join()
+            if fits(probe[0]):
+                return
+        sys.exit("no thread id fitted")
+    tids = {}
+    def start(tag):
+        def body():
+            tids[tag] = threading.get_native_id()
+            tuner.run(tag)
+        th = threading.Thread(target=body, name=tag)
+        th.start()
+        assert parked[tag].wait(20), tag
+        return th
+    next_tid_after(lambda tid: tid % 8 == 6)
+    a = start("A")
+    b = None
+    if tids["A"] % 8:
+        next_tid_after(lambda tid: (tid + 1) % 8 < tids["A"] % 8)
+    b = start("B")
+    print("SLOTS", tids["A"] % 8, tids["B"] % 8)
+    tuner.run("C")
+    release.set()
+    a.join(); b.join()
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_race_third_entrant(ctx):
+    res = ctx.run_py(THIRD_ENTRANT_PROG, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    objs = jsonl_lines(res)
+    expect([o.get("severity") for o in objs] == ["high", "high"], "two high-severity races, B's and C's", res)
+    expect(all(o["inside"]["name"] == "A" for o in objs), "each with A, the thread benchmarking", res)
+
+
 # Ctrl-C whose handler runs inside tunerguard's own Python code: the
 # KeyboardInterrupt is the program's, so the guarded call raises it, and a
 # call interrupted before it was made is not made (a wait for it is
@@ -1115,7 +1182,7 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+    "race": [check_race_detect, check_race_third_entrant, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],

@@ -133,6 +133,20 @@ def main():
             check(f"a targets= tuner whose holder launched {n} kernel(s) in its session: "
                   + ("a high-severity race" if sev else "a low-severity overlap, counted, not reported"),
                   p.returncode == 0 and [r.get("severity") for r in recs] == ([sev] if sev else []), p, text)
+        # A third thread entering while the benchmarking holder is still
+        # inside: high severity, whichever slot the fast-path second took.
+        p, text, jsonl = run(args, "third_entrant.py", "mode=detect:verbosity=2",
+                             env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
+        recs = [json.loads(x) for x in jsonl]
+        check(f"a third entrant while the holder benchmarks: two high-severity races ({p.stdout.strip()})",
+              p.returncode == 0 and [r.get("severity") for r in recs] == ["high", "high"], p, text)
+        # The same at verbosity 0, where the severity decides whether there is a report at all.
+        p, text, jsonl = run(args, "third_entrant.py", "mode=detect",
+                             env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
+        recs = [json.loads(x) for x in jsonl]
+        check(f"verbosity 0: the third entrant's race with the benchmarking holder reported ({p.stdout.strip()})",
+              p.returncode == 0 and [r.get("severity") for r in recs] == ["high", "high"]
+              and all(r["inside"]["name"] == "A" for r in recs), p, text)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "holder_died.py", f"mode={mode}")
         kinds = [json.loads(x)["kind"] for x in jsonl]

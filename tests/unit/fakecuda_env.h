@@ -94,6 +94,8 @@ static void fk_session_enter(void)
     struct tg_thread *t = tg__self();
     t->session_launches = 0;
     t->session_syncs = 0;
+    t->session_multi = 0;
+    t->held_slot[0] = 0xff; /* in no tuner's slots (shim/session.c sets both) */
     t->nheld = 1;
     t->depth = 1;
 }

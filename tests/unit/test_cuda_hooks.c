@@ -245,6 +245,7 @@ Test(cuda_hooks, inside_a_session_counts_and_captures)
     CUresult (*csync)(void) = (CUresult(*)(void))wrapped("cuCtxSynchronize");
     CUresult (*mload)(CUmodule *, const void *) = (CUresult(*)(CUmodule *, const void *))wrapped("cuModuleLoadData");
     struct tg_thread *t = tg__self();
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
     t->nheld = 1;
     launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
@@ -299,6 +300,7 @@ Test(cuda_hooks, the_stack_is_unwound_outside_the_record_write_section)
     struct tg_thread *t = tg__self();
     probe_rec = t;
     set_probe(probe_seq);
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
     t->nheld = 1;
     cr_assert_eq(csync(), CUDA_SUCCESS);
     t->nheld = 0;
@@ -386,6 +388,7 @@ static CUresult (*g_sync2)(CUcontext);
 static void *parker(void *arg)
 {
     struct tg_thread *t = tg__self();
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
     t->nheld = 1;
     atomic_store(&parked_rec, t);
     CUresult rc = g_sync2((CUcontext)arg);
