@@ -3,18 +3,42 @@
 Run under the preload with targets=guard_bench_mod:Guarded.run; Plain.run is
 the same method unguarded.  Prints ns per call for both and the difference.
 Usage: LD_PRELOAD=.../libtunerguard.so TUNERGUARD_OPTIONS=targets=guard_bench_mod:Guarded.run \
-           python bench/guard_bench.py
+           python bench/guard_bench.py [--inside]
+--inside: with another thread inside the same instance (a contended entry per call).
+--triton: the guarded class is a stand-in triton.runtime.autotuner.Autotuner (bench/guard_bench_triton),
+          guarded and marked as Triton's is, no targets= needed.
 """
 import os
 import sys
+import threading
+import time
 import timeit
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import guard_bench_mod as m  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+if "--triton" in sys.argv[1:]:
+    # Triton's Autotuner as tunerguard sees it (the built-in targets: run and
+    # warmup guarded, the tuning methods marked), from a stand-in package.
+    sys.path.insert(0, os.path.join(HERE, "guard_bench_triton"))
+    from triton.runtime import autotuner as m  # noqa: E402
+    m.Guarded = m.Autotuner
+else:
+    import guard_bench_mod as m  # noqa: E402
 
 g, p = m.Guarded(), m.Plain()
+# --inside: another thread parked inside g.run (and p.run) for the whole
+# measurement, so every measured call of g is a contended entry (detect: an
+# overlap, counted; the path of tuned calls from several threads), without
+# the GIL hand-offs that make those noisy to time.
+inside = "--inside" in sys.argv[1:]
+if inside:
+    release = threading.Event()
+    parked = [threading.Thread(target=o.run, args=(release,), daemon=True) for o in (g, p)]
+    for th in parked:
+        th.start()
+    time.sleep(0.2)  # both blocked in Event.wait inside run (the GIL released)
 assert type(m.Guarded.__dict__["run"]).__name__ == "method_descriptor" or os.environ.get("TG_BENCH_NO_GUARD"), \
-    "Guarded.run is not guarded: run under the preload with targets=guard_bench_mod:Guarded.run"
+    "Guarded.run is not guarded: run under the preload (with targets=guard_bench_mod:Guarded.run unless --triton)"
 
 N = 200_000
 def best(stmt):
@@ -23,4 +47,8 @@ def best(stmt):
 # Interleave to share the machine's noise.
 plain = min(best("p.run(1, k=2)") for _ in range(3))
 guarded = min(best("g.run(1, k=2)") for _ in range(3))
-print(f"{sys.version.split()[0]:8s} plain {plain:7.1f} ns  guarded {guarded:7.1f} ns  added {guarded - plain:6.1f} ns")
+if inside:
+    release.set()
+    for th in parked:
+        th.join()
+print(f"{sys.version.split()[0]:8s}{' triton' if m.__name__ != 'guard_bench_mod' else ''}{' inside' if inside else ''} plain {plain:7.1f} ns  guarded {guarded:7.1f} ns  added {guarded - plain:6.1f} ns")

@@ -170,7 +170,11 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     o->thread = t;
     o->tid = t->tid;
     u->occ_tid[o - u->occ] = t->tid;
-    __atomic_store_n(&u->occ_ev[o - u->occ], tg_thread_evidence(t), __ATOMIC_RELAXED); /* entered with it */
+    /* entered with it; untracked when t's held[] is full (its later evidence
+     * cannot reach this slot: tg_tuner_mark_evidence) */
+    __atomic_store_n(&u->occ_ev[o - u->occ],
+                     (uint8_t)(tg_thread_evidence(t) | (t->nheld >= TG_MAX_HELD ? TG_EV_UNTRACKED : 0)),
+                     __ATOMIC_RELAXED);
     o->ident = t->ident;
     o->tstate = tstate;
     o->depth = 1;
@@ -259,14 +263,6 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
             continue;
         return &u->occ[i];
     }
-    return NULL;
-}
-
-const struct tg_occupant *tg_tuner_evident(const struct tg_tuner *u, const struct tg_thread *t, unsigned bits)
-{
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && (__atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) & bits))
-            return &u->occ[i];
     return NULL;
 }
 

@@ -43,11 +43,11 @@ struct tg_tuner {
     int overflow;               /* occupants that did not fit (still counted in nocc) */
     pid_t occ_tid[TG_TUNER_MAX_OCC]; /* occ[i].tid while occ[i] is in use, else 0:
                                    the slots' directory (scans read this line only) */
-    /* The occupants' benchmarking evidence (TG_EV_*), slot by slot: set by
-     * the occupant itself when its session shows it (tg_tuner_mark_evidence,
-     * on every tuner it holds; from the CUDA hooks too, without the GIL:
-     * relaxed byte stores), read by an entering thread for the severity of
-     * its overlap, with every occupant's on this one line. */
+    /* The occupants' benchmarking evidence (TG_EV_*), slot by slot: set at
+     * entry and by the occupant itself when its session shows it
+     * (tg_tuner_mark_evidence, on every tuner it holds; from the CUDA hooks
+     * too, without the GIL: relaxed byte stores), read by an entering thread
+     * for the severity of its overlap: every occupant's on this one line. */
     uint8_t occ_ev[TG_TUNER_MAX_OCC];
     uint64_t overlaps;          /* low-severity overlaps entering it (detect, verbosity 0):
                                    counted here, on the line the entry writes anyway, not on
@@ -74,9 +74,17 @@ struct tg_tuner {
 
 /* Evidence bits of an occupant's session (occ_ev): TG_EV_TUNING, it is in
  * or entered a tuning method, or synchronized; TG_EV_LAUNCHES, it launched
- * twice (evidence at entry, not at return: a config's pre_hook launches). */
+ * twice (evidence at entry, not at return: a config's pre_hook launches).
+ * Set whenever the record shows it and kept until the slot is left, so they
+ * are where evidence may be, never less: no bit, no evidence (the record
+ * need not be read); a bit is confirmed on the record (tuning returns to 0
+ * when a warmup ends). */
 #define TG_EV_TUNING 1u
 #define TG_EV_LAUNCHES 2u
+/* Its session is nested deeper than held[] keeps (TG_MAX_HELD tuners): it
+ * cannot mark this slot later, so the slot's bits are only what it entered
+ * with and its record is the truth (read as before). */
+#define TG_EV_UNTRACKED 4u
 
 /* The evidence bits t's session shows now (its record's fields). */
 static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
@@ -221,10 +229,6 @@ static inline void tg_tuner_mark_evidence(struct tg_thread *t, uint8_t bit)
         }
     }
 }
-
-/* The first occupant of u other than t whose evidence has any of `bits`,
- * or NULL: the directory's line only.  GIL held. */
-const struct tg_occupant *tg_tuner_evident(const struct tg_tuner *u, const struct tg_thread *t, unsigned bits);
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded and says so).  O(1) expected.

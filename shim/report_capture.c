@@ -257,13 +257,20 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     memset(link, 0, sizeof *link);
     /* The thread inside to report: one that is benchmarking, if any is (with
      * three threads inside, the first one found may be on a fast path while
-     * another benchmarks).  The occupants' evidence is on u's first line,
-     * which this entry reads anyway (detectors/tuner_table.h, occ_ev); only
-     * a tuner whose tuning methods are not marked walks frames, each
-     * occupant's.  C calls only until the report begins: other stays valid. */
-    const struct tg_occupant *tuning = tg_tuner_evident(u, t, TG_EV_TUNING | TG_EV_LAUNCHES);
-    for (int i = 0; !tuning && !g->marked && i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && tg__other_is_tuning(&u->occ[i], g, 1))
+     * another benchmarks).  u's first line, which this entry reads anyway,
+     * says where to look (detectors/tuner_table.h, occ_ev): an occupant's
+     * bits are set whenever its session shows evidence and stay until it
+     * leaves, so no bit is a fast path and its record is not read (the common
+     * case); a bit is checked against the record, which is the truth (a
+     * warmup's tuning is over once it returns; a session nested deeper than
+     * held[] has only TG_EV_UNTRACKED).  A tuner whose tuning methods are not
+     * marked walks every occupant's frames.  C calls only until the report
+     * begins: other stays valid. */
+    const struct tg_occupant *tuning = NULL;
+    for (int i = 0; !tuning && i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
+            (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
+            tg__other_is_tuning(&u->occ[i], g, 1))
             tuning = &u->occ[i];
     if (tuning)
         other = tuning;
@@ -372,10 +379,11 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        /* entered during t's call, not already linked to a race (a race seen
-         * at its entry, with t benchmarking, was reported then), alive (the
-         * record of a thread that died inside may be another's by now) */
-        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
+        /* entered during t's call, not already linked to a race with t (a
+         * race seen at its entry, with t benchmarking, was reported then; one
+         * with a third thread was another race), alive (the record of a
+         * thread that died inside may be another's by now) */
+        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid != t->tid &&
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
@@ -389,7 +397,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look both up again, same sessions */
     x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
-    if (!x || !mine || x->raced_tid || !tg__other_is_tuning(x, g, 0)) {
+    if (!x || !mine || x->raced_tid == t->tid || !tg__other_is_tuning(x, g, 0)) {
         tg_report_end(t);
         return;
     }
