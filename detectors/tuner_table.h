@@ -48,7 +48,10 @@ struct tg_tuner {
      * (tg_tuner_mark_evidence, on every tuner it holds; from the CUDA hooks
      * too, without the GIL: relaxed byte stores), read by an entering thread
      * for the severity of its overlap: every occupant's on this one line. */
-    uint8_t occ_ev[TG_TUNER_MAX_OCC];
+    union {
+        uint8_t occ_ev[TG_TUNER_MAX_OCC];
+        uint64_t occ_ev_all; /* all eight at once: 0 when no occupant shows evidence */
+    };
     uint64_t overlaps;          /* low-severity overlaps entering it (detect, verbosity 0):
                                    counted here, on the line the entry writes anyway, not on
                                    a process-wide counter every thread's entry would move
@@ -93,6 +96,7 @@ static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
                      (t->session_multi ? TG_EV_LAUNCHES : 0));
 }
 
+_Static_assert(TG_TUNER_MAX_OCC == sizeof(uint64_t), "occ_ev_all covers every slot's bits");
 _Static_assert(offsetof(struct tg_tuner, overlaps) + sizeof(uint64_t) <= 64,
                "what every entry reads and writes is on the tuner's first line");
 

@@ -21,6 +21,7 @@
 #include "core/py_api.h"
 #include "detectors/tuner_table.h"
 #include "shim/py_guard.h"
+#include "core/options.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -154,5 +155,15 @@ void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file,
  * evidence.  C calls only for guards of marked classes; a frame walk for the
  * others (targets= tuners). */
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches);
+
+/* Thread t, not inside u, enters it while others are: is that a low-severity
+ * overlap, only to be counted, without looking at any occupant?  At verbosity
+ * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
+ * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
+ * of u's first line.  GIL held. */
+static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg_guard *g)
+{
+    return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
+}
 
 #endif

@@ -267,7 +267,10 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * marked walks every occupant's frames.  C calls only until the report
      * begins: other stays valid. */
     const struct tg_occupant *tuning = NULL;
-    for (int i = 0; !tuning && i < TG_TUNER_MAX_OCC; i++)
+    /* t is not inside u (an entry): every bit is another occupant's, and
+     * with none set a marked tuner's overlap is decided by one load. */
+    const int any_bit = __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) != 0;
+    for (int i = 0; !tuning && (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++)
         if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
             (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
             tg__other_is_tuning(&u->occ[i], g, 1))
