@@ -382,11 +382,12 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        /* entered during t's call, not already linked to a race with t (a
-         * race seen at its entry, with t benchmarking, was reported then; one
-         * with a third thread was another race), alive (the record of a
-         * thread that died inside may be another's by now) */
-        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid != t->tid &&
+        /* entered during t's call, not already linked to a race (a race seen
+         * at its entry, with t or a third thread benchmarking, was reported
+         * then: one report of the bug on this session, not one more at every
+         * return that follows, as when eight threads arrive cold), alive (the
+         * record of a thread that died inside may be another's by now) */
+        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
@@ -400,7 +401,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look both up again, same sessions */
     x = same_session(u, x_tid, x_entered);
     mine = occupant_by_tid(u, t->tid);
-    if (!x || !mine || x->raced_tid == t->tid || !tg__other_is_tuning(x, g, 0)) {
+    if (!x || !mine || x->raced_tid || !tg__other_is_tuning(x, g, 0)) {
         tg_report_end(t);
         return;
     }

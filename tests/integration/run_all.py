@@ -522,65 +522,6 @@ def check_race_after_warmup(ctx):
            "C's race with B (benchmarking) reported high, naming B", res)
 
 
-# A benchmarks, B on a fast path, C benchmarks, all inside; B returns (its
-# `self.nargs = None` under C's benchmark), then the others.  C's entry raced
-# with A (linked to A), and B's return is another race: reported at B's exit.
-EXIT_PROG = """
-    from triton.runtime.autotuner import Autotuner
-    parked = {t: threading.Event() for t in "ABC"}
-    rel = {t: threading.Event() for t in "ABC"}
-    class Tuner(Autotuner):
-        def run(self, tag):
-            self.nargs = {0: tag}
-            try:
-                if tag in "AC":
-                    return self._bench(tag)
-                self.hook(self, tag)       # B: a fast path
-                return tag
-            finally:
-                self.nargs = None
-    def hook(t, tag):
-        parked[tag].set()
-        rel[tag].wait(20)
-    tuner = Tuner(my_kernel, hook)
-    def next_tid_after(fits):
-        for _ in range(10000):
-            probe = []
-            th = threading.Thread(target=lambda: probe.append(threading.get_native_id()))
-            th.start(); th.join()
-            if fits(probe[0]):
-                return
-        sys.exit("no thread id fitted")
-    tids = {}
-    def start(tag):
-        def body():
-            tids[tag] = threading.get_native_id()
-            tuner.run(tag)
-        th = threading.Thread(target=body, name=tag)
-        th.start()
-        assert parked[tag].wait(20), tag
-        return th
-    next_tid_after(lambda tid: tid % 8 == 6)  # A most likely in slot 7, B below it
-    a = start("A")
-    if tids["A"] % 8:
-        next_tid_after(lambda tid: (tid + 1) % 8 < tids["A"] % 8)
-    b = start("B")
-    c = start("C")
-    print("SLOTS", tids["A"] % 8, tids["B"] % 8, tids["C"] % 8)
-    rel["B"].set(); b.join()          # B's return clears nargs while C benchmarks
-    rel["A"].set(); rel["C"].set(); a.join(); c.join()
-    print("DONE")
-"""
-
-def check_race_at_exit_after_third(ctx):
-    res = ctx.run_py(EXIT_PROG, options=opts())
-    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
-    objs = jsonl_lines(res) if res.files("tg.*.jsonl") else []
-    expect(any(o.get("seen_at") == "exit" and o.get("inside",{}).get("name") == "B" and o.get("entering",{}).get("name") == "C" for o in objs),
-           "B's return under C's benchmark reported", res)
-
-
-
 # Ctrl-C whose handler runs inside tunerguard's own Python code: the
 # KeyboardInterrupt is the program's, so the guarded call raises it, and a
 # call interrupted before it was made is not made (a wait for it is
@@ -1348,8 +1289,7 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_after_warmup,
-             check_race_at_exit_after_third, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],
