@@ -57,8 +57,10 @@ struct tg_thread {
      * starts.  Incremented by the CUDA hooks. */
     uint32_t session_launches;
     /* Benchmarking evidence for the current outermost session, the fields
-     * another thread's entry reads on every overlap of two calls
-     * (shim/report_capture.c, tg__other_is_tuning).  On a line of their own,
+     * another thread's entry reads when it overlaps this thread's session
+     * (shim/report_capture.c, tg__other_is_tuning: for a marked tuner only
+     * when this thread's evidence bit in the tuner is set, for targets=
+     * tuners on every overlap).  On a line of their own,
      * each written only when its value changes: in the steady state (tuned
      * calls, nobody tuning) the line stays unwritten, so the reader finds it
      * in its own cache instead of on the owner's CPU.

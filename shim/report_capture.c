@@ -203,7 +203,8 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
  * Inside a marked tuning method (t->tuning, guard_install.c) it is.  Its
  * CUDA record says so once it synchronized or launched twice in the
  * session.  For a tuner whose tuning methods are marked that is all (one
- * load each: this runs on every overlap of two tuned calls).  For others
+ * load each; called for an occupant whose evidence bit is set, see
+ * tg__report_race).  For others
  * (targets=), before that (pruning, compiling) its Python frames do: walk them
  * from the innermost out to the guarded method's own frame, looking for a
  * tuning function.  Only names are read; a few frames on the fast path.
@@ -382,11 +383,12 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        /* entered during t's call, not already linked to a race (a race seen
-         * at its entry, with t or a third thread benchmarking, was reported
-         * then: one report of the bug on this session, not one more at every
-         * return that follows, as when eight threads arrive cold), alive (the
-         * record of a thread that died inside may be another's by now) */
+        /* entered during t's call, not already linked to a race (at its
+         * entry, with t or a third thread benchmarking, or as the thread
+         * inside a later entrant's race: that session's race was reported
+         * then, and eight threads arriving cold on one key stay one race
+         * report instead of adding one seen at a return), alive (the record
+         * of a thread that died inside may be another's by now) */
         if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;

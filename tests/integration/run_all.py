@@ -353,9 +353,10 @@ def check_race_detect(ctx):
 # after it on a fast path (no _bench) and waits too; the main thread enters.
 # Its overlap is with the benchmarking A: a race to report, whichever of A
 # and B is found first.  A thread looks for its occupant slot from the one of
-# its tid (tid % 8), so B is picked to sit below A (throw-away threads until
-# the next tid fits).  Broken (the severity judged on the first occupant
-# found), the second race is a silent low-severity overlap.
+# its tid (tid % 8), so B is made to sit below A (start_in: a thread whose own
+# slot does not fit leaves at once, and another is started), and the check
+# asserts it did.  Broken (the severity judged on the first occupant found),
+# the second race is a silent low-severity overlap.
 THIRD_ENTRANT_PROG = """
     from triton.runtime.autotuner import Autotuner
     parked = {"A": threading.Event(), "B": threading.Event()}
@@ -375,31 +376,31 @@ THIRD_ENTRANT_PROG = """
         parked[tag].set()
         release.wait(20)
     tuner = Tuner(my_kernel, hook)
-    def next_tid_after(fits):
-        for _ in range(10000):
-            probe = []
-            th = threading.Thread(target=lambda: probe.append(threading.get_native_id()))
+    slots = {}
+    def start_in(tag, fits):
+        # Threads until one whose own slot (tid % 8) fits enters; the others
+        # leave at once.  Bounded.
+        for _ in range(2000):
+            went = threading.Event()
+            def body():
+                slot = threading.get_native_id() % 8
+                if fits(slot):
+                    slots[tag] = slot
+                    went.set()
+                    tuner.run(tag)
+                else:
+                    went.set()
+            th = threading.Thread(target=body, name=tag)
             th.start()
+            went.wait(20)
+            if tag in slots:
+                assert parked[tag].wait(20), tag
+                return th
             th.join()
-            if fits(probe[0]):
-                return
-        sys.exit("no thread id fitted")
-    tids = {}
-    def start(tag):
-        def body():
-            tids[tag] = threading.get_native_id()
-            tuner.run(tag)
-        th = threading.Thread(target=body, name=tag)
-        th.start()
-        assert parked[tag].wait(20), tag
-        return th
-    next_tid_after(lambda tid: tid % 8 == 6)
-    a = start("A")
-    b = None
-    if tids["A"] % 8:
-        next_tid_after(lambda tid: (tid + 1) % 8 < tids["A"] % 8)
-    b = start("B")
-    print("SLOTS", tids["A"] % 8, tids["B"] % 8)
+        sys.exit("no thread's slot fitted")
+    a = start_in("A", lambda slot: slot > 0)
+    b = start_in("B", lambda slot: slot < slots["A"])
+    print("SLOTS", slots["A"], slots["B"])
     tuner.run("C")
     release.set()
     a.join(); b.join()
@@ -410,6 +411,8 @@ THIRD_ENTRANT_PROG = """
 def check_race_third_entrant(ctx):
     res = ctx.run_py(THIRD_ENTRANT_PROG, options=opts())
     expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    m = re.search(r"SLOTS (\d) (\d)", res.out)
+    expect(m and int(m.group(2)) < int(m.group(1)), "B's slot below A's (found first)", res)
     objs = jsonl_lines(res)
     expect([o.get("severity") for o in objs] == ["high", "high"], "two high-severity races, B's and C's", res)
     expect(all(o["inside"]["name"] == "A" for o in objs), "each with A, the thread benchmarking", res)
@@ -485,27 +488,31 @@ WARMUP_PROG = """
         parked[tag].set()
         release.wait(20)
     tuner = Tuner(my_kernel, hook)
-    def next_tid_after(fits):
-        for _ in range(10000):
-            probe = []
-            th = threading.Thread(target=lambda: probe.append(threading.get_native_id()))
-            th.start(); th.join()
-            if fits(probe[0]):
-                return
-        sys.exit("no thread id fitted")
-    tids = {}
-    def start(tag):
-        def body():
-            tids[tag] = threading.get_native_id()
-            tuner.run(tag)
-        th = threading.Thread(target=body, name=tag)
-        th.start()
-        assert parked[tag].wait(20), tag
-        return th
-    next_tid_after(lambda tid: (tid + 1) % 8 == 0)   # A in slot 0: found first
-    a = start("A")
-    b = start("B")
-    print("SLOTS", tids["A"] % 8, tids["B"] % 8)
+    slots = {}
+    def start_in(tag, fits):
+        # Threads until one whose own slot (tid % 8) fits enters; the others
+        # leave at once.  Bounded.
+        for _ in range(2000):
+            went = threading.Event()
+            def body():
+                slot = threading.get_native_id() % 8
+                if fits(slot):
+                    slots[tag] = slot
+                    went.set()
+                    tuner.run(tag)
+                else:
+                    went.set()
+            th = threading.Thread(target=body, name=tag)
+            th.start()
+            went.wait(20)
+            if tag in slots:
+                assert parked[tag].wait(20), tag
+                return th
+            th.join()
+        sys.exit("no thread's slot fitted")
+    a = start_in("A", lambda slot: slot == 0)  # found first
+    b = start_in("B", lambda slot: True)
+    print("SLOTS", slots["A"], slots["B"])
     tuner.run("C")
     release.set()
     a.join(); b.join()

@@ -133,6 +133,16 @@ def main():
             check(f"a targets= tuner whose holder launched {n} kernel(s) in its session: "
                   + ("a high-severity race" if sev else "a low-severity overlap, counted, not reported"),
                   p.returncode == 0 and [r.get("severity") for r in recs] == ([sev] if sev else []), p, text)
+        # The same evidence on a marked tuner (Triton's Autotuner), where the
+        # entering thread learns of it only through the holder's evidence
+        # bits: the CUDA hook's (two launches, a synchronize) and a warmup's.
+        for how, sev in (("launch2", "high"), ("launch1", None), ("sync", "high"), ("warmup", "high")):
+            p, text, jsonl = run(args, "marked_evidence.py", "mode=detect", [how],
+                                 env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
+            recs = [json.loads(x) for x in jsonl]
+            check(f"a marked tuner whose holder is inside ({how}): "
+                  + ("a high-severity race" if sev else "an overlap, not reported"),
+                  p.returncode == 0 and [r.get("severity") for r in recs] == ([sev] if sev else []), p, text)
         # A third thread entering while the benchmarking holder is still
         # inside: high severity, whichever slot the fast-path second took.
         p, text, jsonl = run(args, "third_entrant.py", "mode=detect:verbosity=2",

@@ -2,9 +2,9 @@
 session (benchmarking) and waits inside; B entered after it, on a fast path
 (no launch), and waits inside too; C enters.  A is still benchmarking: C's
 entry is a high-severity race whichever slot B took, and B's too.  A thread
-looks for its slot from the one of its tid (tid % 8), so B is picked (by
-starting throw-away threads until the next tid fits) to sit below A: the
-first occupant found is then B, not A.  argv: none."""
+looks for its slot from the one of its tid (tid % 8), so B is made to sit
+below A (start_in), and the first occupant found is then B, not A; the exit
+status says whether it did.  argv: none."""
 import ctypes
 import os
 import sys
@@ -19,11 +19,9 @@ assert cuda.cuInit(0) == 0
 cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
 tuner = Tuner("launched_kernel")
 a_in, b_in, release = threading.Event(), threading.Event(), threading.Event()
-a_tid = []
 
 
 def a_body():
-    a_tid.append(threading.get_native_id())
     for _ in range(2):
         assert cuda.cuLaunchKernel(None, 1, 1, 1, 1, 1, 1, 0, None, None, None) == 0
     a_in.set()
@@ -35,31 +33,41 @@ def b_body():
     return release.wait(T)
 
 
-def next_tid_after(fits):
-    """Start throw-away threads until one's tid fits: the next thread most
-    likely gets the tid after it (Linux hands tids out in order)."""
-    for _ in range(10000):
-        probe = []
-        th = threading.Thread(target=lambda: probe.append(threading.get_native_id()))
+slots = {}
+
+
+def start_in(tag, body, fits):
+    """Threads until one whose own slot (tid % 8: where it looks for a free
+    one first) fits runs body inside the tuner; the others leave at once.
+    Bounded."""
+    for _ in range(2000):
+        went = threading.Event()
+
+        def thread_body():
+            slot = threading.get_native_id() % 8
+            if fits(slot):
+                slots[tag] = slot
+                went.set()
+                tuner.run(body)
+            else:
+                went.set()
+
+        th = threading.Thread(target=thread_body, name=tag)
         th.start()
+        went.wait(T)
+        if tag in slots:
+            return th
         th.join()
-        if fits(probe[0]):
-            return
-    sys.exit("no thread id fitted in 10000 threads")
+    sys.exit("no thread's slot fitted")
 
 
-next_tid_after(lambda tid: tid % 8 == 6)  # A then most likely in slot 7, so some B can sit below it
-a = threading.Thread(target=lambda: tuner.run(a_body), name="A")
-a.start()
+a = start_in("A", a_body, lambda slot: slot > 0)
 assert a_in.wait(T)
-if a_tid[0] % 8:  # (else A sits in slot 0 and no B can sit below it: the plain case)
-    next_tid_after(lambda tid: (tid + 1) % 8 < a_tid[0] % 8)  # B below A
-b_tid = []
-b = threading.Thread(target=lambda: (b_tid.append(threading.get_native_id()), tuner.run(b_body)), name="B")
-b.start()
+b = start_in("B", b_body, lambda slot: slot < slots["A"])
 assert b_in.wait(T)
-print("slots A", a_tid[0] % 8, "B", b_tid[0] % 8)
+print("slots A", slots["A"], "B", slots["B"])
 r = tuner.run(lambda: "entered")  # C: the main thread
 release.set()
-a.join(T); b.join(T)
-sys.exit(0 if r == "entered" else 1)
+a.join(T)
+b.join(T)
+sys.exit(0 if r == "entered" and slots["B"] < slots["A"] else 1)
