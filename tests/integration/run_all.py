@@ -124,6 +124,29 @@ sys.addaudithook(_audit)
 def my_kernel(*args, **kwargs):
     return "ok"
 
+def start_in(tag, enter, fits, slots):
+    """A thread named tag that calls enter() only if its own occupant slot
+    (tid % 8: where tunerguard looks for a free one first) fits; one whose
+    slot does not fit leaves at once and another is started (bounded).
+    slots[tag] is the slot it took.  Returns the thread."""
+    for _ in range(2000):
+        went = threading.Event()
+        def body():
+            slot = threading.get_native_id() % 8
+            if fits(slot):
+                slots[tag] = slot
+                went.set()
+                enter()
+            else:
+                went.set()
+        th = threading.Thread(target=body, name=tag)
+        th.start()
+        went.wait(20)
+        if tag in slots:
+            return th
+        th.join()
+    sys.exit("no thread's slot fitted")
+
 def race_once(tuner, serialize=False, enter=None):
     """Returns the order in which the two calls started and ended.  enter: the
     second thread's call (default tuner.run("other") from here)."""
@@ -353,9 +376,8 @@ def check_race_detect(ctx):
 # after it on a fast path (no _bench) and waits too; the main thread enters.
 # Its overlap is with the benchmarking A: a race to report, whichever of A
 # and B is found first.  A thread looks for its occupant slot from the one of
-# its tid (tid % 8), so B is made to sit below A (start_in: a thread whose own
-# slot does not fit leaves at once, and another is started), and the check
-# asserts it did.  Broken (the severity judged on the first occupant found),
+# its tid (tid % 8), so B is made to sit below A (start_in, in PRELUDE), and the check asserts
+# it did.  Broken (the severity judged on the first occupant found),
 # the second race is a silent low-severity overlap.
 THIRD_ENTRANT_PROG = """
     from triton.runtime.autotuner import Autotuner
@@ -377,29 +399,12 @@ THIRD_ENTRANT_PROG = """
         release.wait(20)
     tuner = Tuner(my_kernel, hook)
     slots = {}
-    def start_in(tag, fits):
-        # Threads until one whose own slot (tid % 8) fits enters; the others
-        # leave at once.  Bounded.
-        for _ in range(2000):
-            went = threading.Event()
-            def body():
-                slot = threading.get_native_id() % 8
-                if fits(slot):
-                    slots[tag] = slot
-                    went.set()
-                    tuner.run(tag)
-                else:
-                    went.set()
-            th = threading.Thread(target=body, name=tag)
-            th.start()
-            went.wait(20)
-            if tag in slots:
-                assert parked[tag].wait(20), tag
-                return th
-            th.join()
-        sys.exit("no thread's slot fitted")
-    a = start_in("A", lambda slot: slot > 0)
-    b = start_in("B", lambda slot: slot < slots["A"])
+    def enter_parked(tag, fits):
+        th = start_in(tag, lambda: tuner.run(tag), fits, slots)
+        assert parked[tag].wait(20), tag
+        return th
+    a = enter_parked("A", lambda slot: slot > 0)
+    b = enter_parked("B", lambda slot: slot < slots["A"])
     print("SLOTS", slots["A"], slots["B"])
     tuner.run("C")
     release.set()
@@ -489,29 +494,12 @@ WARMUP_PROG = """
         release.wait(20)
     tuner = Tuner(my_kernel, hook)
     slots = {}
-    def start_in(tag, fits):
-        # Threads until one whose own slot (tid % 8) fits enters; the others
-        # leave at once.  Bounded.
-        for _ in range(2000):
-            went = threading.Event()
-            def body():
-                slot = threading.get_native_id() % 8
-                if fits(slot):
-                    slots[tag] = slot
-                    went.set()
-                    tuner.run(tag)
-                else:
-                    went.set()
-            th = threading.Thread(target=body, name=tag)
-            th.start()
-            went.wait(20)
-            if tag in slots:
-                assert parked[tag].wait(20), tag
-                return th
-            th.join()
-        sys.exit("no thread's slot fitted")
-    a = start_in("A", lambda slot: slot == 0)  # found first
-    b = start_in("B", lambda slot: True)
+    def enter_parked(tag, fits):
+        th = start_in(tag, lambda: tuner.run(tag), fits, slots)
+        assert parked[tag].wait(20), tag
+        return th
+    a = enter_parked("A", lambda slot: slot == 0)  # found first
+    b = enter_parked("B", lambda slot: True)
     print("SLOTS", slots["A"], slots["B"])
     tuner.run("C")
     release.set()
