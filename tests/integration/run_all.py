@@ -124,11 +124,12 @@ sys.addaudithook(_audit)
 def my_kernel(*args, **kwargs):
     return "ok"
 
-def start_in(tag, enter, fits, slots):
+def start_in(tag, enter, fits, slots, parked):
     """A thread named tag that calls enter() only if its own occupant slot
     (tid % 8: where tunerguard looks for a free one first) fits; one whose
     slot does not fit leaves at once and another is started (bounded).
-    slots[tag] is the slot it took.  Returns the thread."""
+    slots[tag] is the slot it took.  Returns the thread once parked[tag] is
+    set (it is inside)."""
     for _ in range(2000):
         went = threading.Event()
         def body():
@@ -143,6 +144,7 @@ def start_in(tag, enter, fits, slots):
         th.start()
         went.wait(20)
         if tag in slots:
+            assert parked[tag].wait(20), tag
             return th
         th.join()
     sys.exit("no thread's slot fitted")
@@ -400,9 +402,7 @@ THIRD_ENTRANT_PROG = """
     tuner = Tuner(my_kernel, hook)
     slots = {}
     def enter_parked(tag, fits):
-        th = start_in(tag, lambda: tuner.run(tag), fits, slots)
-        assert parked[tag].wait(20), tag
-        return th
+        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked)
     a = enter_parked("A", lambda slot: slot > 0)
     b = enter_parked("B", lambda slot: slot < slots["A"])
     print("SLOTS", slots["A"], slots["B"])
@@ -495,9 +495,7 @@ WARMUP_PROG = """
     tuner = Tuner(my_kernel, hook)
     slots = {}
     def enter_parked(tag, fits):
-        th = start_in(tag, lambda: tuner.run(tag), fits, slots)
-        assert parked[tag].wait(20), tag
-        return th
+        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked)
     a = enter_parked("A", lambda slot: slot == 0)  # found first
     b = enter_parked("B", lambda slot: True)
     print("SLOTS", slots["A"], slots["B"])

@@ -1,20 +1,25 @@
 """Autotuner with the shape tunerguard guards and marks (run, warmup, _bench,
 prune_configs), run() always on the fast path of a tuned key: it keeps its
 arguments on self and clears them, as Triton's does, and never benchmarks.
-run(x) with x an Event parks the caller inside until it is set."""
+run(x) with x an Event parks the caller inside until it is set.  Plain has
+the very same run function, unguarded (the guard replaces only Autotuner's
+class attribute)."""
 import threading
+
+
+def _run(self, x, k=None):
+    self.nargs = {"x": x}
+    if isinstance(x, threading.Event):
+        x.wait()
+    self.nargs = None
+    return x
 
 
 class Autotuner:
     def __init__(self):
         self.nargs = None
 
-    def run(self, x, k=None):
-        self.nargs = {"x": x}
-        if isinstance(x, threading.Event):
-            x.wait()
-        self.nargs = None
-        return x
+    run = _run
 
     def warmup(self, *args, **kwargs):
         return None
@@ -30,9 +35,4 @@ class Plain:  # the same run, unguarded
     def __init__(self):
         self.nargs = None
 
-    def run(self, x, k=None):
-        self.nargs = {"x": x}
-        if isinstance(x, threading.Event):
-            x.wait()
-        self.nargs = None
-        return x
+    run = _run
