@@ -66,6 +66,8 @@ void tg_crt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define cr_assert_eq(a, b, ...) TG_CRT_CHECK((a) == (b), #a " == " #b, __VA_ARGS__)
 #define cr_assert_neq(a, b, ...) TG_CRT_CHECK((a) != (b), #a " != " #b, __VA_ARGS__)
 #define cr_assert_geq(a, b, ...) TG_CRT_CHECK((a) >= (b), #a " >= " #b, __VA_ARGS__)
+#define cr_assert_gt(a, b, ...) TG_CRT_CHECK((a) > (b), #a " > " #b, __VA_ARGS__)
+#define cr_assert_leq(a, b, ...) TG_CRT_CHECK((a) <= (b), #a " <= " #b, __VA_ARGS__)
 #define cr_assert_lt(a, b, ...) TG_CRT_CHECK((a) < (b), #a " < " #b, __VA_ARGS__)
 #define cr_assert_null(p, ...) TG_CRT_CHECK((p) == NULL, #p " == NULL", __VA_ARGS__)
 #define cr_assert_not_null(p, ...) TG_CRT_CHECK((p) != NULL, #p " != NULL", __VA_ARGS__)
