@@ -4,6 +4,8 @@
 # TG_BENCH_EXTRA for bench/serialize_gpu.sh model).
 #
 #   bash bench/build_rev.sh REV DIR     # e.g. bash bench/build_rev.sh ded4613 build/old
+#   TG_REV_CFLAGS=-DTG_TURN_SLICE_NS=1000000ull bash bench/build_rev.sh HEAD build/s1
+#                                       # the same sources with a compile-time knob changed
 #
 # The revision's sources go to DIR/src (git archive), its build to DIR; the
 # build type is this checkout's (RelWithDebInfo unless build/ says otherwise),
@@ -22,7 +24,7 @@ type=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' build/CMakeCache.txt 2>/dev/null 
 rm -rf "$dir"
 mkdir -p "$dir/src"
 git archive "$rev" | tar -x -C "$dir/src"
-cmake -S "$dir/src" -B "$dir" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" >/dev/null
+cmake -S "$dir/src" -B "$dir" -DCMAKE_BUILD_TYPE="${type:-RelWithDebInfo}" -DCMAKE_C_FLAGS="${TG_REV_CFLAGS:-}" >/dev/null
 cmake --build "$dir" -j"$(nproc)" --target tunerguard tunerguard_core >/dev/null
 rm -rf "$dir/src"
 ls -l "$dir/libtunerguard.so" "$dir/libtunerguard_core.so"
