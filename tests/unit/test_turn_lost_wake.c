@@ -14,9 +14,11 @@
  * deadline is the bug itself, at any load.
  *
  * The overlap is forced, not timed: the holder's release stalls between
- * its clock read and its unlock until the head has woken at the slice's end,
- * found the turn taken and parked again (its second futex wait).  The GIL is
- * a mutex here (PyEval_SaveThread / RestoreThread). */
+ * its clock read and its unlock until the head is about to park a second
+ * time; an attempt counts only when that second park starts at or after the
+ * slice's end (the head woke at the end and found the turn taken), else it
+ * is tried again.  The GIL is a mutex here (PyEval_SaveThread /
+ * RestoreThread). */
 #include <criterion/criterion.h>
 
 #include <dlfcn.h>
@@ -37,8 +39,10 @@
 
 #define MAX_WAITS 256
 static __thread int rec_on;
+static __thread const struct tg_thread *rec_self; /* the recorded thread: its waits as the FIFO's head count */
 static _Atomic int nwaits;
 static _Atomic uint64_t wait_timeout_ns[MAX_WAITS];
+static _Atomic uint64_t wait_start_ns[MAX_WAITS]; /* CLOCK_MONOTONIC, read as the wait was asked for */
 
 static long (*real_syscall)(long, ...);
 
@@ -58,11 +62,17 @@ long syscall(long n, ...)
     for (int i = 0; i < 6; i++)
         a[i] = va_arg(ap, long);
     va_end(ap);
-    if (n == SYS_futex && rec_on && (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT) {
+    if (n == SYS_futex && rec_on && (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT &&
+        __atomic_load_n(&tg__turn.wq_head, __ATOMIC_RELAXED) == rec_self) {
         const struct timespec *rel = (const struct timespec *)a[3];
-        int k = atomic_fetch_add(&nwaits, 1);
-        if (k < MAX_WAITS)
+        struct timespec now;
+        sys6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&now, 0, 0, 0, 0); /* not through the stalling wrapper */
+        int k = atomic_load(&nwaits);
+        if (k < MAX_WAITS) {
             wait_timeout_ns[k] = rel ? (uint64_t)rel->tv_sec * 1000000000ull + (uint64_t)rel->tv_nsec : UINT64_MAX;
+            wait_start_ns[k] = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+        }
+        atomic_fetch_add(&nwaits, 1); /* after the slot's fields: the barrier below reads them */
     }
     return sys6(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
@@ -86,7 +96,8 @@ static uint64_t longest_wait(int *n)
 /* ---- the holder's stalled clock -------------------------------------------- */
 
 /* One-shot, on the holder's thread: the next CLOCK_MONOTONIC read, after it
- * read the time, waits until the head has begun its second futex wait. */
+ * read the time, waits until the head is about to park a second time (its
+ * second futex wait is recorded, just before the syscall). */
 static __thread int stall_next;
 static _Atomic uint64_t stalled_read_ns; /* the time that stalled read returned */
 static _Atomic int stall_gave_up;
@@ -100,7 +111,7 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
         /* a barrier, not a sleep: bounded so that a broken head fails the
          * test instead of hanging it */
         for (int i = 0; atomic_load(&nwaits) < 2; i++) {
-            if (i == 50000) {
+            if (i == 20000) { /* 2 s: the head parks again about 3 ms after this read */
                 atomic_store(&stall_gave_up, 1);
                 break;
             }
@@ -157,6 +168,7 @@ static void *waiter(void *p)
     pthread_mutex_lock(&gil);
     struct tg_thread *t = tg__self();
     atomic_store(&waiter_rec, t);
+    rec_self = t;
     rec_on = 1;
     uint64_t t0 = tg_mono_ns();
     waiter_got = tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x1230); /* no such tuner in the table */
@@ -180,8 +192,10 @@ static void sleep_until(uint64_t when)
  * ends, once the head is parked, and then stops calling; stall: its release
  * waits, between its clock read and its unlock, for the head's second park.
  * Returns 1 when the release's clock read fell inside the slice (the case
- * under test), 0 when this thread ran too late for that (the turn was handed
- * over then, and the attempt says nothing). */
+ * under test, and, stalled, the head's second park began at or after the
+ * slice's end), 0 when the timing fell otherwise (this thread ran too late
+ * and the turn was handed over, or the head's first park ended early): the
+ * attempt says nothing then. */
 static int run(int stall)
 {
     struct tg_thread *h = tg__self();
@@ -219,10 +233,14 @@ static int run(int stall)
     cr_assert(waiter_got, "the head got the turn");
     cr_assert_not(stall_gave_up, "the head did not park again after its wake at the slice's end");
     const uint64_t read_at = stall ? atomic_load(&stalled_read_ns) : before;
+    /* stalled: the head's second park came after its wake at the slice's end
+     * (not after an early return of its first, when the turn was still free
+     * to take in time) */
+    const int woke_at_end = !stall || (atomic_load(&nwaits) >= 2 && wait_start_ns[1] >= end);
     cr_log_info("head waited %.1f ms in %d parks (the release read the clock at %+.2f ms from the slice's end%s)",
                 waited_ns / 1e6, atomic_load(&nwaits), ((double)read_at - (double)end) / 1e6,
                 handed ? ", handed over" : "");
-    return read_at < end && !handed;
+    return read_at < end && !handed && woke_at_end;
 }
 
 /* Each head's park asked for at most a slice; the case under test was seen
@@ -239,7 +257,7 @@ static void check_head(int stall)
                       "the head parked for up to %.1f ms with the turn free (a slice is %.0f ms, the bypass %.0f ms)",
                       worst / 1e6, TG_TURN_SLICE_NS / 1e6, TG_TURN_BYPASS_NS / 1e6);
     }
-    cr_assert(seen, "the holder never released inside its slice in 8 tries");
+    cr_assert(seen, "in 8 tries, never a release inside the slice (with the head's wake at its end)");
 }
 
 Test(turn_lost_wake, control_no_stall_head_parks_until_the_slice_end)
@@ -260,6 +278,7 @@ Test(turn_lost_wake, stalled_release_head_parks_a_slice_at_a_time)
 static _Atomic int loop_stop;
 static _Atomic int loop_releases_late;   /* releases after the slice's end, with a head */
 static _Atomic int loop_kept_after_end;  /* ... of those, releases that did not hand over */
+static _Atomic int loop_handed_silently; /* ... hand-overs that did not wake the head */
 static void *looper(void *p)
 {
     (void)p;
@@ -275,11 +294,15 @@ static void *looper(void *p)
         struct tg_thread *head = tg__turn.wq_head;
         const int late = head && __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid &&
                          tg_mono_ns() >= __atomic_load_n(&tg__turn.slice_end, __ATOMIC_RELAXED);
+        t->turn_short = TG_TURN_QUIET_AFTER; /* quiet: its releases inside the slice wake nobody */
+        const uint32_t seen = head ? __atomic_load_n(&head->park, __ATOMIC_ACQUIRE) : 0;
         tg__release_turn(t); /* back to back: the GIL kept */
         if (late) {
             atomic_fetch_add(&loop_releases_late, 1);
             if (__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) != (uint32_t)head->tid)
                 atomic_fetch_add(&loop_kept_after_end, 1);
+            else if (__atomic_load_n(&head->park, __ATOMIC_ACQUIRE) == seen)
+                atomic_fetch_add(&loop_handed_silently, 1);
         }
     }
     pthread_mutex_unlock(&gil);
@@ -292,11 +315,12 @@ Test(turn_lost_wake, looping_quiet_holder_hands_over_at_the_slice_end)
     pthread_create(&l, NULL, looper, NULL);
     usleep(20000);
     uint64_t worst = 0;
-    int waited = 0;
+    int waited = 0, bypassed = 0;
     for (int k = 0; k < 20; k++) {
         pthread_mutex_lock(&gil);
         struct tg_thread *t = tg__self();
         uint64_t t0 = tg_mono_ns();
+        rec_self = t;
         rec_on = 1;
         int got = 1;
         if (!tg__try_turn(t)) {
@@ -305,7 +329,8 @@ Test(turn_lost_wake, looping_quiet_holder_hands_over_at_the_slice_end)
         }
         rec_on = 0;
         uint64_t dt = tg_mono_ns() - t0;
-        cr_assert(got);
+        if (!got)
+            bypassed++;
         tg__release_turn(t);
         pthread_mutex_unlock(&gil);
         if (dt > worst)
@@ -319,9 +344,13 @@ Test(turn_lost_wake, looping_quiet_holder_hands_over_at_the_slice_end)
     cr_log_info("%d of 20 waited, worst %.2f ms; %d parks, longest time-out %.2f ms; %d late releases", waited,
                 worst / 1e6, n, longest / 1e6, atomic_load(&loop_releases_late));
     cr_assert_gt(waited, 0, "the looper never held the turn when the waiter came");
+    cr_assert_lt(bypassed, waited, "every wait went on without the turn");
+    cr_assert_gt(atomic_load(&loop_releases_late), 0, "no release after the slice's end with a head");
     cr_assert_eq(atomic_load(&loop_kept_after_end), 0,
                  "%d of the looper's %d releases after its slice's end kept the head waiting",
                  atomic_load(&loop_kept_after_end), atomic_load(&loop_releases_late));
+    cr_assert_eq(atomic_load(&loop_handed_silently), 0, "%d hand-overs did not wake the head",
+                 atomic_load(&loop_handed_silently));
     cr_assert_leq(longest, TG_TURN_SLICE_NS, "the head parked for up to %.2f ms (a slice is %.0f ms)", longest / 1e6,
                   TG_TURN_SLICE_NS / 1e6);
 }
