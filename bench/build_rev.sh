@@ -9,7 +9,7 @@
 #
 # The revision's sources go to DIR/src (git archive), its build to DIR; the
 # build type is this checkout's (RelWithDebInfo unless build/ says otherwise),
-# so the two builds differ only in their sources.  Run it here and carry DIR:
+# so the two builds differ only in their sources (and TG_REV_CFLAGS, when given).  Run it here and carry DIR:
 # the GPU machine has no libunwind-dev.
 set -euo pipefail
 rev=${1:?REV}
