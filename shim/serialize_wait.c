@@ -105,7 +105,7 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
     else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
         tg_park_wake(&u->wq_head->park);
     else if (u == &tg__turn && was_head && u->wq_head)
-        tg_park_wake(&u->wq_head->park); /* the new head: to sleep until the slice's end (park_until) */
+        tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (park_until) */
 }
 
 /* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
@@ -142,15 +142,20 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
         }
         uint64_t until = deadline;
         if (sliced && tg_tuner_is_head(lk, t)) {
-            /* The head: until the slice's end, then a slice at a time.  A
-             * quiet holder decides on a clock read taken before it unlocks,
-             * so its last release can land just after the head found the
-             * turn still taken at the slice's end and wake nobody; the head
-             * then looks again a slice later instead of at deadline (up to
-             * the bypass bound).  Behind a long call this is one futex
-             * time-out and one CAS per slice, without the GIL. */
+            /* The head: a look at the turn every TG_TURN_LOOK_NS, and one at
+             * the slice's end if that comes sooner.  A quiet holder's
+             * releases wake nobody, so these looks are how the head finds a
+             * holder that stopped calling (the turn free inside the slice),
+             * and how it finds a quiet holder's last release that landed
+             * just after the head's wake at the slice's end found the turn
+             * taken (decided on a clock read before the unlock: it woke
+             * nobody); before, the head then slept until its deadline, the
+             * bypass bound.  Behind a long call this is one futex time-out
+             * and one CAS per look, without the GIL. */
             uint64_t end = __atomic_load_n(&lk->slice_end, __ATOMIC_RELAXED);
-            uint64_t next = end > now ? end : now + TG_TURN_SLICE_NS;
+            uint64_t next = now + TG_TURN_LOOK_NS;
+            if (end > now && end < next)
+                next = end;
             if (next < until)
                 until = next;
         }
@@ -302,6 +307,10 @@ struct tg_tuner tg__turn;
 /* Who gets the turn when others wait: slices (detectors/tuner_table.h,
  * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
  * many waiters so that the FIFO is served within half the bypass bound.
+ * The head looks at the turn every TG_TURN_LOOK_NS (at most 5 ms) whatever
+ * the slice, so that a longer slice (fewer hand-offs, each a thread switch
+ * onto a core idle for the slice: docs/benchmarks.md, tenth session) would
+ * not lengthen what a holder that stops calling can leave unused.
  *
  * Quiet slices: a holder that comes back for the turn within
  * TG_TURN_QUIET_GAP_NS of giving it up (threads calling tuned kernels back
@@ -310,7 +319,8 @@ struct tg_tuner tg__turn;
  * woken head takes the turn while the holder is a few microseconds from its
  * next call, a GIL hand-off: measured, 12-18 % of serialize against the
  * build that woke every time (CPU model, 4 and 8 threads).  The head then
- * sleeps until the slice's end instead (park_until).  A holder that stays
+ * sleeps until the slice's end instead, looking every TG_TURN_LOOK_NS
+ * (park_until).  A holder that stays
  * away longer (other work between its tuned calls) wakes the head at each
  * release as before, so the head runs its tuned calls in the holder's
  * gaps: quiet slices alone, for everyone, cost a mixed workload 21-26 % (CPU
@@ -318,7 +328,7 @@ struct tg_tuner tg__turn;
  * its last TG_TURN_QUIET_AFTER returns all came within the gap, learnt at
  * each return (tg__try_turn: one clock read after a contended release), so
  * a loop with one long gap a step is never quiet; a wrong guess costs the
- * head at most the rest of a slice. */
+ * head at most a look, TG_TURN_LOOK_NS. */
 
 static void turn_slice_start(uint64_t now)
 {

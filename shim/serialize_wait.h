@@ -16,6 +16,16 @@
 #ifndef TG_TURN_SLICE_NS /* -D for builds measured side by side (bench/serialize_bench.py --extra) */
 #define TG_TURN_SLICE_NS 5000000ull
 #endif
+/* The FIFO's head looks at the turn at least this often while it waits
+ * (park_until): a quiet holder that stopped calling tuned kernels inside its
+ * slice leaves the turn free for at most this long, however long the slice.
+ * With the default slice the two are one; a build with a longer slice
+ * (fewer hand-offs: docs/benchmarks.md, tenth session) keeps this bound and
+ * pays only these timed wake-ups of the head, each a futex time-out and a
+ * CAS without the GIL. */
+#ifndef TG_TURN_LOOK_NS
+#define TG_TURN_LOOK_NS (TG_TURN_SLICE_NS < 5000000ull ? TG_TURN_SLICE_NS : 5000000ull)
+#endif
 extern struct tg_tuner tg__turn;
 
 /* A thread that gave the turn up while others waited and takes it back
