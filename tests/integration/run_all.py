@@ -28,6 +28,7 @@ import textwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, "fixtures")
+SERIALIZE_FIXTURE = os.path.join(HERE, "..", "serialize", "fixture")  # tgfix.slots: start_in
 SKIP = 77
 CHILD_TIMEOUT = 60
 
@@ -100,7 +101,7 @@ class Ctx:
         tmp = self.tmpdir()
         prog = os.path.join(tmp, "prog.py")
         with open(prog, "w") as f:
-            f.write(PRELUDE.replace("@FIXTURES@", repr(FIXTURES)))
+            f.write(prelude())
             f.write(textwrap.dedent(body))
         return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout, extra_env=extra_env)
 
@@ -111,6 +112,8 @@ class Ctx:
 PRELUDE = r'''
 import os, sys, threading
 sys.path.insert(0, @FIXTURES@)
+sys.path.append(@SERIALIZE_FIXTURE@)
+from tgfix.slots import start_in  # threads placed in chosen occupant slots
 
 _wait_callbacks = []
 _wait_events = []
@@ -123,31 +126,6 @@ sys.addaudithook(_audit)
 
 def my_kernel(*args, **kwargs):
     return "ok"
-
-def start_in(tag, enter, fits, slots, parked):
-    """A thread named tag that calls enter() only if its own occupant slot
-    (tid % 8: where tunerguard looks for a free one first) fits; one whose
-    slot does not fit leaves at once and another is started (bounded).
-    slots[tag] is the slot it took.  Returns the thread once parked[tag] is
-    set (it is inside)."""
-    for _ in range(2000):
-        went = threading.Event()
-        def body():
-            slot = threading.get_native_id() % 8
-            if fits(slot):
-                slots[tag] = slot
-                went.set()
-                enter()
-            else:
-                went.set()
-        th = threading.Thread(target=body, name=tag)
-        th.start()
-        went.wait(20)
-        if tag in slots:
-            assert parked[tag].wait(20), tag
-            return th
-        th.join()
-    sys.exit("no thread's slot fitted")
 
 def race_once(tuner, serialize=False, enter=None):
     """Returns the order in which the two calls started and ended.  enter: the
@@ -180,6 +158,10 @@ def race_once(tuner, serialize=False, enter=None):
 def is_guarded(cls, name="run"):
     return type(cls.__dict__[name]).__name__ == "method_descriptor"
 '''
+
+
+def prelude():
+    return PRELUDE.replace("@FIXTURES@", repr(FIXTURES)).replace("@SERIALIZE_FIXTURE@", repr(SERIALIZE_FIXTURE))
 
 
 def expect(cond, msg, res=None):
@@ -378,9 +360,10 @@ def check_race_detect(ctx):
 # after it on a fast path (no _bench) and waits too; the main thread enters.
 # Its overlap is with the benchmarking A: a race to report, whichever of A
 # and B is found first.  A thread looks for its occupant slot from the one of
-# its tid (tid % 8), so B is made to sit below A (start_in, in PRELUDE), and the check asserts
-# it did.  Broken (the severity judged on the first occupant found),
-# the second race is a silent low-severity overlap.
+# its tid (tid % 8), so B is made to sit below A (start_in,
+# tests/serialize/fixture/tgfix/slots.py), and the check asserts it did.
+# Broken (the severity judged on the first occupant found), the second race
+# is a silent low-severity overlap.
 THIRD_ENTRANT_PROG = """
     from triton.runtime.autotuner import Autotuner
     parked = {"A": threading.Event(), "B": threading.Event()}
@@ -402,7 +385,7 @@ THIRD_ENTRANT_PROG = """
     tuner = Tuner(my_kernel, hook)
     slots = {}
     def enter_parked(tag, fits):
-        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked)
+        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked[tag])
     a = enter_parked("A", lambda slot: slot > 0)
     b = enter_parked("B", lambda slot: slot < slots["A"])
     print("SLOTS", slots["A"], slots["B"])
@@ -495,7 +478,7 @@ WARMUP_PROG = """
     tuner = Tuner(my_kernel, hook)
     slots = {}
     def enter_parked(tag, fits):
-        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked)
+        return start_in(tag, lambda: tuner.run(tag), fits, slots, parked[tag])
     a = enter_parked("A", lambda slot: slot == 0)  # found first
     b = enter_parked("B", lambda slot: True)
     print("SLOTS", slots["A"], slots["B"])
@@ -1258,7 +1241,7 @@ def check_same_pid_twice(ctx):
     tmp = ctx.tmpdir()
     prog = os.path.join(tmp, "prog.py")
     with open(prog, "w") as f:
-        f.write(PRELUDE.replace("@FIXTURES@", repr(FIXTURES)))
+        f.write(prelude())
         f.write(textwrap.dedent(RACE_PROG % {"serialize": False}))
     for i in range(2):
         res = ctx.run_argv([unshare, "-pf", "--mount-proc", ctx.python, prog], options=opts(trace=1), cwd=tmp)

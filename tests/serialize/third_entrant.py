@@ -11,6 +11,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture"))
+from tgfix.slots import start_in  # noqa: E402
 from tgfix.tuners import Tuner  # noqa: E402
 
 T = 20.0
@@ -34,37 +35,8 @@ def b_body():
 
 
 slots = {}
-
-
-def start_in(tag, body, fits):
-    """Threads until one whose own slot (tid % 8: where it looks for a free
-    one first) fits runs body inside the tuner; the others leave at once.
-    Bounded."""
-    for _ in range(2000):
-        went = threading.Event()
-
-        def thread_body():
-            slot = threading.get_native_id() % 8
-            if fits(slot):
-                slots[tag] = slot
-                went.set()
-                tuner.run(body)
-            else:
-                went.set()
-
-        th = threading.Thread(target=thread_body, name=tag)
-        th.start()
-        went.wait(T)
-        if tag in slots:
-            return th
-        th.join()
-    sys.exit("no thread's slot fitted")
-
-
-a = start_in("A", a_body, lambda slot: slot > 0)
-assert a_in.wait(T)
-b = start_in("B", b_body, lambda slot: slot < slots["A"])
-assert b_in.wait(T)
+a = start_in("A", lambda: tuner.run(a_body), lambda slot: slot > 0, slots, a_in, T)
+b = start_in("B", lambda: tuner.run(b_body), lambda slot: slot < slots["A"], slots, b_in, T)
 print("slots A", slots["A"], "B", slots["B"])
 r = tuner.run(lambda: "entered")  # C: the main thread
 release.set()
