@@ -51,12 +51,17 @@ ap.add_argument("--cpus", default=None, metavar="LIST|gpu",
                 help="run every cell on these CPUs only (os.sched_setaffinity before exec: 0-7,16-23), "
                      "or gpu: the CPUs sysfs lists as local to the first NVIDIA GPU; the same set for "
                      "every variant, so where the scheduler puts a process is not part of the spread")
+ap.add_argument("--interleave", default=None, metavar="PHASES",
+                help="in-process ratios instead: each cell one process of a variant (none: no preload) "
+                     "whose threads run the phases tg,none,lock in turn (serialize_cell.py --phase "
+                     "interleave); --steps per phase, --inner-rounds rounds of phases per process")
+ap.add_argument("--inner-rounds", type=int, default=8)
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None,
                 help="print the tables of earlier --json files (comma separated: pooled), run nothing")
 a = ap.parse_args()
-steps = a.steps or (1500 if a.backend == "cpu" else 20000)
+steps = a.steps or ((400 if a.backend == "cpu" else 2500) if a.interleave else (1500 if a.backend == "cpu" else 20000))
 threads = [int(x) for x in a.threads.split(",")]
 variants = a.variants.split(",")
 lib = os.path.abspath(a.lib)
@@ -126,6 +131,8 @@ def env_for(variant, workdir):
 def cell_cmd(variant, n, phase):
     cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
            "--steps", str(steps), "--phase", phase]
+    if phase == "interleave":
+        return cmd + ["--interleave", a.interleave, "--inner-rounds", str(a.inner_rounds)]
     if variant == "lock":
         cmd.append("--lock")
     if a.other_us and phase == "steady":
@@ -183,6 +190,9 @@ workdir = os.path.abspath(os.environ.get("TG_BENCH_DIR", "/tmp/tg-serialize-benc
 os.makedirs(workdir, exist_ok=True)
 cells = []
 phases = ([] if a.cold_only else ["steady"]) + (["cold"] if a.cold or a.cold_only else [])
+if a.interleave:  # one process per variant holds every phase; a lock process would repeat none's
+    phases = ["interleave"]
+    variants = [v for v in variants if v != "lock"]
 a.cold = a.cold or a.cold_only
 if a.from_json:  # one file, or several (comma separated): their cells pooled
     for i, path in enumerate(a.from_json.split(",")):
@@ -190,6 +200,7 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
             for c in json.load(f):
                 if "phase" not in c or "threads" not in c:
                     continue  # a crashed cell of an older file
+                a.interleave = a.interleave or (c["phase"] == "interleave" and "tg,none,lock")
                 c["round"] += 1000 * i
                 cells.append(c)
     phases = []
@@ -217,7 +228,9 @@ for phase in phases:
                     with open(a.json, "w") as f:
                         json.dump(cells, f, indent=1)
                 print(f"# {phase} threads={n} round={r} {v}: "
-                      + (fmt(res["calls_per_s"]) + " calls/s" if phase == "steady" and "calls_per_s" in res
+                      + (" ".join(f"{x['phase']} {fmt(x['calls_per_s'])}" for x in res.get("phases", []))
+                         if phase == "interleave" else
+                         fmt(res["calls_per_s"]) + " calls/s" if phase == "steady" and "calls_per_s" in res
                          else f"{res.get('cold_s', float('nan')):.3f} s cold, "
                               f"{res.get('sequential_s', float('nan')):.3f} s sequential"),
                       file=sys.stderr, flush=True)
@@ -351,8 +364,51 @@ def adjusted_table():
                     if v not in ("none", "lock") and raw.get(v) == raw.get(v) and raw.get("none") == raw.get("none")))
 
 
-steady_table()
-adjusted_table()
+def interleave_table():
+    """--interleave: each ratio is taken inside one round of one process (its phases ran back to
+    back, within a second or two), then pooled over every round of every process of the variant:
+    median (min-max), and the median of each process's own median (the spread between
+    processes)."""
+    cs = [c for c in cells if c["phase"] == "interleave" and c.get("ok")]
+    if not cs:
+        return
+    print(f"in-process ratios, backend {cs[0].get('backend', a.backend)}, {cs[0].get('steps_per_phase', steps)} "
+          f"steps per thread and phase, phases {a.interleave}: each ratio within one round of one process "
+          "(tg = the process's Autotuner.run: tunerguard's guard under the preload), pooled over rounds and "
+          "processes, median (min-max); per process = the medians of each process's rounds\n")
+    ratios = (("tg", ("none",)), ("tg", ("lock",)), ("tg", ("none", "lock")), ("lock", ("none",)))
+    print("| threads | process | processes x rounds | "
+          + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"
+                       for num, den in ratios) + " | per process: tg / best |")
+    print("| --- | --- | --- |" + " --- |" * (len(ratios) + 1))
+    for n in threads:
+        for v in variants:
+            mine = [c for c in cs if c["threads"] == n and c["variant"] == v]
+            if not mine:
+                continue
+
+            def each(c, num, den):
+                by = {}
+                for x in c["phases"]:
+                    by.setdefault(x["round"], {})[x["phase"]] = x["calls_per_s"]
+                return [g[num] / max(g[d] for d in den) for g in by.values()
+                        if num in g and all(d in g for d in den)]
+
+            row = []
+            for num, den in ratios:
+                rs = [x for c in mine for x in each(c, num, den)]
+                row.append(f"{med(rs):.3f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-")
+            per = [med(each(c, "tg", ("none", "lock"))) for c in mine if each(c, "tg", ("none", "lock"))]
+            nrounds = sum(len({x["round"] for x in c["phases"]}) for c in mine)
+            print(f"| {n} | {v if v != 'none' else 'none (no preload)'} | {len(mine)} x {nrounds // len(mine)} | "
+                  + " | ".join(row) + f" | {', '.join(f'{x:.2f}' for x in per)} |")
+
+
+if a.interleave:
+    interleave_table()
+else:
+    steady_table()
+    adjusted_table()
 
 if a.cold:
     print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "

@@ -11,6 +11,19 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    run --steps calls each: wall time, and the same tuning
                    done one thread at a time in the same process before it
                    (the sequential warm-up) on other keys, for the ratio.
+  --phase interleave
+                   the steady state of several variants in this one process,
+                   in phases that take turns (--interleave tg,none,lock): after
+                   the warm-up, the same threads run --steps steps in each
+                   phase, the phases of a round back to back in an order that
+                   rotates, --inner-rounds rounds.  tg: Autotuner.run as the
+                   process has it (tunerguard's guard under the preload);
+                   none: the same function unguarded (compiled again from
+                   its module's source, with the module's globals); lock:
+                   none inside the global lock.  A phase's neighbours ran
+                   within a second of it on the same process, so the spread
+                   of fresh processes and the machine's drift over seconds
+                   (docs/benchmarks.md, tenth session) stay out of the ratios.
   --lock           the five-line global lock of seeds/001 around
                    Autotuner.run (what users do instead).
   --other-us N     a mixed workload: after each step N us of other work
@@ -28,12 +41,15 @@ import os
 import sys
 import threading
 import time
+import types
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=2000)
-ap.add_argument("--phase", choices=("steady", "cold"), default="steady")
+ap.add_argument("--phase", choices=("steady", "cold", "interleave"), default="steady")
+ap.add_argument("--interleave", default="tg,none,lock", help="--phase interleave: the phases (tg, none, lock)")
+ap.add_argument("--inner-rounds", type=int, default=8, help="--phase interleave: rounds of the phases")
 ap.add_argument("--lock", action="store_true")
 ap.add_argument("--other-us", type=int, default=0,
                 help="after each step, this many microseconds of other work without the GIL "
@@ -194,7 +210,102 @@ def run_threads(body, nthreads):
 out = {"backend": a.backend, "threads": a.threads, "phase": a.phase, "lock": a.lock,
        "options": os.environ.get("TUNERGUARD_OPTIONS", ""), "preload": bool(os.environ.get("LD_PRELOAD"))}
 
-if a.phase == "steady":
+
+
+def unguarded(cls, name):
+    """cls.name as its module defines it, compiled again from the module's
+    source: a plain function with the module's own globals, which no guard
+    wraps (tunerguard guards the class attribute, not the code).  Only for a
+    method with no closure and no defaults (Autotuner.run: *args, **kwargs)."""
+    mod = sys.modules[cls.__module__]
+    with open(mod.__file__) as f:
+        top = compile(f.read(), mod.__file__, "exec")
+
+    def child(code, nm):
+        return next(c for c in code.co_consts if isinstance(c, types.CodeType) and c.co_name == nm)
+
+    code = child(child(top, cls.__name__), name)
+    if code.co_freevars:
+        sys.exit(f"serialize_cell: {cls.__name__}.{name} has a closure: it cannot be compiled again alone")
+    return types.FunctionType(code, mod.__dict__, name)
+
+
+def interleave():
+    """--phase interleave (the module docstring): calls/s of every phase."""
+    ns = [n_of(i, BASE) for i in range(a.threads)]
+    tune_one_at_a_time(ns)
+    out["configs_benchmarked_warmup"] = benched[0]
+    bufs = [make(n) for n in ns]
+    plain = unguarded(Autotuner, "run")
+    lock = threading.RLock()
+
+    def locked(self, *args, **kw):
+        with lock:
+            return plain(self, *args, **kw)
+
+    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked}
+    names = a.interleave.split(",")
+    if not names or any(p not in runs for p in names):
+        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock")
+    if a.lock:
+        sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
+    loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
+    if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
+        sys.exit("serialize_cell: Autotuner.run compiled again differs from the loaded one")
+    # round -1, not recorded: each phase once first (its first calls through
+    # the other function, the lock's first contention)
+    plan = [(-1, p) for p in names] + [(r, p) for r in range(a.inner_rounds)
+                                       for p in names[r % len(names):] + names[:r % len(names)]]
+    go = threading.Barrier(a.threads + 1)
+    done = threading.Barrier(a.threads + 1)
+    failed = []
+
+    def worker(i):
+        n, b = ns[i], bufs[i]
+        try:
+            with stream_ctx():
+                for _ in plan:
+                    go.wait()
+                    for _k in range(a.steps):
+                        step(n, b)
+                    done.wait()
+                if not correct(b[0], b[2]):
+                    errors.append(f"thread {i}: wrong result")
+        except BaseException as e:  # noqa: BLE001  (reported below)
+            failed.append(f"thread {i}: {type(e).__name__}: {e}")
+            go.abort()
+            done.abort()
+
+    th = [threading.Thread(target=worker, args=(i,), name=f"w{i}") for i in range(a.threads)]
+    for t in th:
+        t.start()
+    phases = []
+    try:
+        for r, p in plan:
+            Autotuner.run = runs[p]  # between phases: every worker is at a barrier
+            go.wait()
+            t0 = time.perf_counter()
+            done.wait()
+            dt = time.perf_counter() - t0
+            if r >= 0:
+                phases.append({"round": r, "phase": p, "calls_per_s": 2 * a.steps * a.threads / dt})
+    except threading.BrokenBarrierError:
+        pass
+    finally:
+        Autotuner.run = runs["tg"]
+    for t in th:
+        t.join()
+    errors.extend(failed)
+    out["phases"] = phases
+    out["steps_per_phase"] = a.steps
+    out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
+    if out["configs_benchmarked_steady"]:
+        errors.append(f"{out['configs_benchmarked_steady']} configs benchmarked after the warm-up")
+
+
+if a.phase == "interleave":
+    interleave()
+elif a.phase == "steady":
     ns = [n_of(i, BASE) for i in range(a.threads)]
     tune_one_at_a_time(ns)
     out["configs_benchmarked_warmup"] = benched[0]

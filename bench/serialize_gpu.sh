@@ -6,6 +6,8 @@
 #   bash bench/serialize_gpu.sh small OUT   # 2 threads, 12 rounds (~9 min): the row nearest its target
 #   bash bench/serialize_gpu.sh wide OUT    # 4 and 8 threads, 3 rounds, and the cold start (~9 min)
 #   bash bench/serialize_gpu.sh model OUT   # the CPU model at 2, 4, 8 threads on this machine's 16 CPUs (~4 min)
+#   bash bench/serialize_gpu.sh inproc OUT  # in-process ratios (serialize_cell.py --phase interleave):
+#                                           # TG_INPROC_THREADS (2,4,8), TG_INPROC_ROUNDS processes a variant (3)
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
 # OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
@@ -16,7 +18,7 @@
 # both kernels through kernel.fn, no tuner in the call); the "adjusted" table
 # divides by it.
 set -euo pipefail
-part=${1:?small|wide|model}
+part=${1:?small|wide|inproc|model}
 out=${2:?OUT}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
@@ -39,6 +41,17 @@ wide)
         --json "$out/wide.json" >"$out/wide.md" || rc=$?
     "${bench[@]}" --threads 4,8 --rounds 2 --cold-only --variants none,lock,serialize \
         --json "$out/cold.json" >"$out/cold.md" || true ;;  # none dies of the race on cold keys: exit 1
+inproc)
+    # One process per variant (none = no preload, detect, serialize, TG_BENCH_EXTRA's builds), each
+    # running tg / none / lock in phases that take turns: ratios free of the spread between fresh
+    # processes.  The JSON is rewritten after every process: a run cut short keeps its cells.
+    extra=()
+    set -f
+    for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
+    set +f
+    python3 bench/serialize_bench.py --backend gpu --interleave tg,none,lock --steps 2500 --inner-rounds 8 \
+        --threads "${TG_INPROC_THREADS:-2,4,8}" --rounds "${TG_INPROC_ROUNDS:-3}" --variants none,detect,serialize \
+        ${extra[@]+"${extra[@]}"} --json "$out/inproc.json" >"$out/inproc.md" || rc=$? ;;
 model)
     # The CPU model (stand-in libcuda, no GPU) on this machine's cores: what tunerguard's own
     # code costs at 2, 4 and 8 threads on as many CPUs, without the GPU's spread (the model's
@@ -53,7 +66,7 @@ model)
         --variants none,lock,detect,serialize ${extra[@]+"${extra[@]}"} --json "$out/model.json" \
         >"$out/model.md" || rc=$? ;;
 *)
-    echo "bench/serialize_gpu.sh: unknown part '$part' (small, wide or model)" >&2
+    echo "bench/serialize_gpu.sh: unknown part '$part' (small, wide, inproc or model)" >&2
     exit 2 ;;
 esac
 cat "$out"/*.md
