@@ -131,8 +131,9 @@ def env_for(variant, workdir):
 def cell_cmd(variant, n, phase):
     cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
            "--steps", str(steps), "--phase", phase]
-    if phase == "interleave":
-        return cmd + ["--interleave", a.interleave, "--inner-rounds", str(a.inner_rounds)]
+    if phase == "interleave":  # bare turns the preload's mode off for a phase: none has no preload
+        names = [p for p in a.interleave.split(",") if p != "bare" or variant != "none"]
+        return cmd + ["--interleave", ",".join(names), "--inner-rounds", str(a.inner_rounds)]
     if variant == "lock":
         cmd.append("--lock")
     if a.other_us and phase == "steady":
@@ -376,7 +377,8 @@ def interleave_table():
           f"steps per thread and phase, phases {a.interleave}: each ratio within one round of one process "
           "(tg = the process's Autotuner.run: tunerguard's guard under the preload), pooled over rounds and "
           "processes, median (min-max); per process = the medians of each process's rounds\n")
-    ratios = (("tg", ("none",)), ("tg", ("lock",)), ("tg", ("none", "lock")), ("lock", ("none",)))
+    ratios = (("tg", ("none",)), ("tg", ("lock",)), ("tg", ("none", "lock")), ("lock", ("none",))) \
+        + ((("none", ("bare",)),) if "bare" in a.interleave.split(",") else ())
     print("| threads | process | processes x rounds | "
           + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"
                        for num, den in ratios) + " | per process: tg / best |")

@@ -20,7 +20,10 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    process has it (tunerguard's guard under the preload);
                    none: the same function unguarded (compiled again from
                    its module's source, with the module's globals); lock:
-                   none inside the global lock.  A phase's neighbours ran
+                   none inside the global lock; bare (under the preload only):
+                   none with tunerguard's mode set to off for the phase (its
+                   CUDA hooks pass straight through), to tell what the hooks
+                   cost a process from what the guard costs a call.  A phase's neighbours ran
                    within a second of it on the same process, so the spread
                    of fresh processes and the machine's drift over seconds
                    (docs/benchmarks.md, tenth session) stay out of the ratios.
@@ -243,10 +246,19 @@ def interleave():
         with lock:
             return plain(self, *args, **kw)
 
-    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked}
+    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked, "bare": plain}
     names = a.interleave.split(",")
     if not names or any(p not in runs for p in names):
-        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock")
+        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare")
+    mode = None
+    if "bare" in names:
+        # tg_opts.mode (core/options.h: the struct's first field, TG_MODE_OFF 0), flipped only
+        # between phases, while every worker waits at a barrier: a benchmark's switch, no API.
+        if not os.environ.get("LD_PRELOAD"):
+            sys.exit("serialize_cell: the bare phase needs the preload (it turns tunerguard off for a phase)")
+        import ctypes
+        mode = ctypes.c_int.in_dll(ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0]), "tg_opts")
+    mode_on = mode.value if mode is not None else None
     if a.lock:
         sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
@@ -283,6 +295,8 @@ def interleave():
     try:
         for r, p in plan:
             Autotuner.run = runs[p]  # between phases: every worker is at a barrier
+            if mode is not None:
+                mode.value = 0 if p == "bare" else mode_on
             go.wait()
             t0 = time.perf_counter()
             done.wait()
@@ -293,6 +307,8 @@ def interleave():
         pass
     finally:
         Autotuner.run = runs["tg"]
+        if mode is not None:
+            mode.value = mode_on
     for t in th:
         t.join()
     errors.extend(failed)
