@@ -55,7 +55,8 @@ ap.add_argument("--interleave", default=None, metavar="PHASES",
                 help="in-process ratios instead: each cell one process of a variant (none: no preload) "
                      "whose threads run the phases tg,none,lock in turn (serialize_cell.py --phase "
                      "interleave); --steps per phase, --inner-rounds rounds of phases per process")
-ap.add_argument("--inner-rounds", type=int, default=8)
+ap.add_argument("--inner-rounds", type=int, default=12, help="--interleave: rounds of phases per process "
+                "(a multiple of 6 for 3 phases, of 4 for 4: serialize_cell.py williams())")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None,
@@ -201,7 +202,9 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
             for c in json.load(f):
                 if "phase" not in c or "threads" not in c:
                     continue  # a crashed cell of an older file
-                a.interleave = a.interleave or (c["phase"] == "interleave" and "tg,none,lock")
+                if c["phase"] == "interleave":  # the phases the files hold, in the usual order
+                    held = {x["phase"] for x in c.get("phases", [])} | set((a.interleave or "").split(","))
+                    a.interleave = ",".join(p for p in ("tg", "none", "lock", "bare") if p in held)
                 c["round"] += 1000 * i
                 cells.append(c)
     phases = []
@@ -365,45 +368,76 @@ def adjusted_table():
                     if v not in ("none", "lock") and raw.get(v) == raw.get(v) and raw.get("none") == raw.get("none")))
 
 
+def boot_ci(groups, reps=2000):
+    """95 % interval of the median of the pooled values of groups (one list per process), by a
+    two-stage bootstrap: processes drawn with replacement, then each drawn process's rounds; so
+    that a process that is slow throughout widens the interval as it should.  Seeded: the same
+    cells print the same interval."""
+    import random
+    rng = random.Random(13)
+    groups = [g for g in groups if g]
+    if not groups:
+        return float("nan"), float("nan")
+    meds = []
+    for _ in range(reps):
+        pool = []
+        for g in rng.choices(groups, k=len(groups)):
+            pool.extend(rng.choices(g, k=len(g)))
+        meds.append(med(pool))
+    meds.sort()
+    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
+
 def interleave_table():
     """--interleave: each ratio is taken inside one round of one process (its phases ran back to
-    back, within a second or two), then pooled over every round of every process of the variant:
-    median (min-max), and the median of each process's own median (the spread between
-    processes)."""
+    back, within a second or two), then pooled over every round of every process of the variant.
+    The first ratio column is the one a variant is judged by (detect: tg / none; serialize: tg /
+    best of none and lock; none, the process without the preload, where tg is none's own
+    function: the A/A control, which reads 1 but for noise and order effects), with a 95 %
+    interval (boot_ci); the others median (min-max); per process = that first ratio's median in
+    each process (the spread between processes)."""
     cs = [c for c in cells if c["phase"] == "interleave" and c.get("ok")]
     if not cs:
         return
+    held = a.interleave.split(",")
     print(f"in-process ratios, backend {cs[0].get('backend', a.backend)}, {cs[0].get('steps_per_phase', steps)} "
           f"steps per thread and phase, phases {a.interleave}: each ratio within one round of one process "
           "(tg = the process's Autotuner.run: tunerguard's guard under the preload), pooled over rounds and "
-          "processes, median (min-max); per process = the medians of each process's rounds\n")
+          "processes; judged by = detect: tg / none, serialize: tg / best of none and lock, none (no preload): "
+          "tg / none, the A/A control; median [95 % interval], others median (min-max)\n")
     ratios = (("tg", ("none",)), ("tg", ("lock",)), ("tg", ("none", "lock")), ("lock", ("none",))) \
-        + ((("none", ("bare",)),) if "bare" in a.interleave.split(",") else ())
-    print("| threads | process | processes x rounds | "
+        + ((("none", ("bare",)),) if "bare" in held else ())
+    ratios = tuple(r for r in ratios if all(p in held for p in (r[0], *r[1])))
+    print("| threads | process | processes / rounds | judged by | "
           + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"
-                       for num, den in ratios) + " | per process: tg / best |")
-    print("| --- | --- | --- |" + " --- |" * (len(ratios) + 1))
+                       for num, den in ratios) + " | per process: judged by |")
+    print("| --- | --- | --- | --- |" + " --- |" * (len(ratios) + 1))
+
+    def each(c, num, den):
+        by = {}
+        for x in c["phases"]:
+            by.setdefault(x["round"], {})[x["phase"]] = x["calls_per_s"]
+        return [g[num] / max(g[d] for d in den) for g in by.values()
+                if num in g and all(d in g for d in den)]
+
     for n in threads:
         for v in variants:
             mine = [c for c in cs if c["threads"] == n and c["variant"] == v]
             if not mine:
                 continue
-
-            def each(c, num, den):
-                by = {}
-                for x in c["phases"]:
-                    by.setdefault(x["round"], {})[x["phase"]] = x["calls_per_s"]
-                return [g[num] / max(g[d] for d in den) for g in by.values()
-                        if num in g and all(d in g for d in den)]
-
-            row = []
+            serial = (extra[v][0] if v in extra else v) == "serialize"
+            judge = ("tg", ("none", "lock")) if serial and "lock" in held else ("tg", ("none",))
+            groups = [each(c, *judge) for c in mine]
+            pooled = [x for g in groups for x in g]
+            lo, hi = boot_ci(groups)
+            row = [f"{'tg / best' if judge[1] == ('none', 'lock') else 'tg / none'} {med(pooled):.3f}x "
+                   f"[{lo:.3f}-{hi:.3f}]" if pooled else "-"]
             for num, den in ratios:
                 rs = [x for c in mine for x in each(c, num, den)]
                 row.append(f"{med(rs):.3f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-")
-            per = [med(each(c, "tg", ("none", "lock"))) for c in mine if each(c, "tg", ("none", "lock"))]
             nrounds = sum(len({x["round"] for x in c["phases"]}) for c in mine)
-            print(f"| {n} | {v if v != 'none' else 'none (no preload)'} | {len(mine)} x {nrounds // len(mine)} | "
-                  + " | ".join(row) + f" | {', '.join(f'{x:.2f}' for x in per)} |")
+            print(f"| {n} | {v if v != 'none' else 'none (no preload)'} | {len(mine)} / {nrounds} | "
+                  + " | ".join(row) + f" | {', '.join(f'{med(g):.2f}' for g in groups if g)} |")
 
 
 if a.interleave:

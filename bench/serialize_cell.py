@@ -15,8 +15,9 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    the steady state of several variants in this one process,
                    in phases that take turns (--interleave tg,none,lock): after
                    the warm-up, the same threads run --steps steps in each
-                   phase, the phases of a round back to back in an order that
-                   rotates, --inner-rounds rounds.  tg: Autotuner.run as the
+                   phase, the phases of a round back to back in orders
+                   balanced for what a phase leaves to the next (williams()),
+                   --inner-rounds rounds.  tg: Autotuner.run as the
                    process has it (tunerguard's guard under the preload);
                    none: the same function unguarded (compiled again from
                    its module's source, with the module's globals); lock:
@@ -52,7 +53,8 @@ ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=2000)
 ap.add_argument("--phase", choices=("steady", "cold", "interleave"), default="steady")
 ap.add_argument("--interleave", default="tg,none,lock", help="--phase interleave: the phases (tg, none, lock)")
-ap.add_argument("--inner-rounds", type=int, default=8, help="--phase interleave: rounds of the phases")
+ap.add_argument("--inner-rounds", type=int, default=12,
+                help="--phase interleave: rounds of the phases (a multiple of 6 for 3 phases, of 4 for 4: williams())")
 ap.add_argument("--lock", action="store_true")
 ap.add_argument("--other-us", type=int, default=0,
                 help="after each step, this many microseconds of other work without the GIL "
@@ -233,6 +235,26 @@ def unguarded(cls, name):
     return types.FunctionType(code, mod.__dict__, name)
 
 
+def williams(n):
+    """The orders of a Williams design for n phases: each phase comes in
+    each place of a round, and right after each other phase, equally often
+    over the rows (n rows for even n, 2n for odd n: for 3 phases, all six
+    orders).  A plain rotation put every phase after the same one each time
+    (tg after lock, none after tg), so whatever a phase leaves to the next
+    (a lock's sleepers, a turn's slices, caches) fell on one phase only:
+    the A/A control (tg = none without the preload) read 0.97-0.99 on the
+    H200, eleventh session.  Use a multiple of the row count as rounds."""
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        first.append(lo)
+        lo += 1
+        if len(first) < n:
+            first.append(hi)
+            hi -= 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows + [row[::-1] for row in rows] if n % 2 else rows
+
+
 def interleave():
     """--phase interleave (the module docstring): calls/s of every phase."""
     ns = [n_of(i, BASE) for i in range(a.threads)]
@@ -259,15 +281,27 @@ def interleave():
         import ctypes
         mode = ctypes.c_int.in_dll(ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0]), "tg_opts")
     mode_on = mode.value if mode is not None else None
+    counted = lambda: None  # noqa: E731  (no preload: nothing counts launches)
+    if os.environ.get("LD_PRELOAD"):
+        import ctypes
+        q = ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0]).tunerguard_cuda_count
+        q.argtypes, q.restype = [ctypes.c_char_p], ctypes.c_ulonglong
+        launch_rows = [r for r in (b"cuLaunchKernel", b"cuLaunchKernel_ptsz", b"cuLaunchKernelEx",
+                                   b"cuLaunchKernelEx_ptsz") if q(r) != 2**64 - 1]
+
+        def counted():  # the launches tunerguard recorded so far (bare's must not grow)
+            return sum(q(r) for r in launch_rows)
     if a.lock:
         sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
     if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
         sys.exit("serialize_cell: Autotuner.run compiled again differs from the loaded one")
     # round -1, not recorded: each phase once first (its first calls through
-    # the other function, the lock's first contention)
-    plan = [(-1, p) for p in names] + [(r, p) for r in range(a.inner_rounds)
-                                       for p in names[r % len(names):] + names[:r % len(names)]]
+    # the other function, the lock's first contention); then the rounds in
+    # the orders of a Williams design
+    orders = williams(len(names))
+    plan = [(-1, p) for p in names] + [(r, names[k]) for r in range(a.inner_rounds)
+                                       for k in orders[r % len(orders)]]
     go = threading.Barrier(a.threads + 1)
     done = threading.Barrier(a.threads + 1)
     failed = []
@@ -297,12 +331,15 @@ def interleave():
             Autotuner.run = runs[p]  # between phases: every worker is at a barrier
             if mode is not None:
                 mode.value = 0 if p == "bare" else mode_on
+            c0 = counted()
             go.wait()
             t0 = time.perf_counter()
             done.wait()
             dt = time.perf_counter() - t0
             if r >= 0:
                 phases.append({"round": r, "phase": p, "calls_per_s": 2 * a.steps * a.threads / dt})
+                if c0 is not None:
+                    phases[-1]["launches_recorded"] = counted() - c0
     except threading.BrokenBarrierError:
         pass
     finally:

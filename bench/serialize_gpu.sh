@@ -8,7 +8,7 @@
 #   bash bench/serialize_gpu.sh model OUT   # the CPU model at 2, 4, 8 threads on this machine's 16 CPUs (~4 min)
 #   bash bench/serialize_gpu.sh inproc OUT  # in-process ratios (serialize_cell.py --phase interleave):
 #                                           # TG_INPROC_THREADS (2,4,8), TG_INPROC_ROUNDS processes a variant (3),
-#                                           # TG_INPROC_INNER rounds of phases a process (8),
+#                                           # TG_INPROC_INNER rounds of phases a process (12),
 #                                           # TG_INPROC_STEPS per thread and phase (2500), TG_INPROC_PHASES
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
@@ -52,7 +52,7 @@ inproc)
     for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
     set +f
     python3 bench/serialize_bench.py --backend gpu --interleave "${TG_INPROC_PHASES:-tg,none,lock}" \
-        --steps "${TG_INPROC_STEPS:-2500}" --inner-rounds "${TG_INPROC_INNER:-8}" \
+        --steps "${TG_INPROC_STEPS:-2500}" --inner-rounds "${TG_INPROC_INNER:-12}" \
         --threads "${TG_INPROC_THREADS:-2,4,8}" --rounds "${TG_INPROC_ROUNDS:-3}" --variants none,detect,serialize \
         ${extra[@]+"${extra[@]}"} --json "$out/inproc.json" >"$out/inproc.md" || rc=$? ;;
 model)

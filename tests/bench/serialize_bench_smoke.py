@@ -2,8 +2,9 @@
 """The serialize benchmark still runs and measures what it says (not a timed
 test: no figure is checked against a target).  On the CPU model, one short
 round: every steady cell of the four variants ran, checked its results and
-measured its process's raw rate (the adjusted table); the cold start under
-the lock and under serialize tuned each key once.
+measured its process's raw rate (the adjusted table); the in-process phases
+ran in every process, bare's with tunerguard's launch records off; the cold
+start under the lock and under serialize tuned each key once.
 
   serialize_bench_smoke.py --lib build/libtunerguard.so"""
 import argparse
@@ -42,6 +43,29 @@ with tempfile.TemporaryDirectory() as d:
     for part in ("paired: serialize / best", "adjusted: each cell's calls/s over its own process's raw"):
         if part not in p.stdout:
             failures.append(f"steady run: no '{part}' in\n{p.stdout}")
+
+    # In-process phases: every process ran every phase of every round, the launches of each
+    # phase recorded (under the preload) but for bare's, whose mode is off.
+    p, cells = run("--variants", "none,detect,serialize", "--interleave", "tg,none,lock,bare",
+                   "--inner-rounds", "4", "--steps", "100")
+    if p.returncode != 0:
+        failures.append(f"in-process run: exit {p.returncode}: {p.stderr[-500:]}")
+    if sorted(c["variant"] for c in cells) != ["detect", "none", "serialize"]:
+        failures.append(f"in-process run: cells {[c['variant'] for c in cells]}")
+    for c in cells:
+        want = ["tg", "none", "lock"] + (["bare"] if c["variant"] != "none" else [])
+        got = sorted((x["round"], x["phase"]) for x in c.get("phases", []))
+        if not c.get("ok") or got != sorted((r, ph) for r in range(4) for ph in want):
+            failures.append(f"in-process cell {c['variant']}: phases {got}, ok {c.get('ok')}, {c.get('errors')}")
+        for x in c.get("phases", []):
+            rec = x.get("launches_recorded")
+            expect = None if c["variant"] == "none" else 0 if x["phase"] == "bare" else 2 * 2 * 100
+            if rec != expect:
+                failures.append(f"in-process cell {c['variant']} phase {x['phase']}: {rec} launches recorded, "
+                                f"expected {expect}")
+    for part in ("judged by", "tg / best", "none (no preload)", "none / bare"):
+        if part not in p.stdout:
+            failures.append(f"in-process run: no '{part}' in\n{p.stdout}")
 
     p, cells = run("--cold-only", "--variants", "lock,serialize")
     if p.returncode != 0:
