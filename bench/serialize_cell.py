@@ -239,11 +239,12 @@ def williams(n):
     """The orders of a Williams design for n phases: each phase comes in
     each place of a round, and right after each other phase, equally often
     over the rows (n rows for even n, 2n for odd n: for 3 phases, all six
-    orders).  A plain rotation put every phase after the same one each time
-    (tg after lock, none after tg), so whatever a phase leaves to the next
-    (a lock's sleepers, a turn's slices, caches) fell on one phase only:
-    the A/A control (tg = none without the preload) read 0.97-0.99 on the
-    H200, eleventh session.  Use a multiple of the row count as rounds."""
+    orders).  A plain rotation put a phase after the same one in most
+    rounds (of tg, none, lock: tg after lock in two rounds of three, none
+    after tg in all), so whatever a phase leaves to the next (a lock's
+    sleepers, a turn's slices, caches) fell mostly on one phase: the A/A
+    control (tg = none without the preload) read 0.97-0.99 on the H200,
+    eleventh session.  Use a multiple of the row count as rounds."""
     first, lo, hi = [0], 1, n - 1
     while len(first) < n:
         first.append(lo)
