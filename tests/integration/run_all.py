@@ -784,31 +784,42 @@ def check_replaced_method_quiet(ctx):
     no_files(res)
 
 
+# 300 replacements, each a new function, patched in, called once (found and
+# guarded: a check on each of the original guard's first 1024 calls), then the
+# original restored; %(keep)s decides whether the program keeps each one's guard
+# reachable.  Then one more replacement, left in place, and a race through it.
+PATCH_RESTORE_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    orig = Autotuner.run
+    tuner = Autotuner(my_kernel)
+    keep = []
+    for i in range(300):
+        def patched(self, *a, **k):  # a new function each time
+            return orig(self, *a, **k)
+        Autotuner.run = patched
+        tuner.run(i)
+        if %(keep)s:
+            keep.append(Autotuner.run)  # the replacement's guard, kept reachable
+        else:
+            assert is_guarded(Autotuner), "replacement %%d is not guarded" %% i
+        Autotuner.run = orig
+    def last(self, *a, **k):
+        return orig(self, *a, **k)
+    Autotuner.run = last
+    tuner.run("x")
+    print("GUARDED_LAST", is_guarded(Autotuner))
+    race_once(tuner)
+    print("DONE")
+'''
+
+
 def check_replaced_method_patch_restore_loop(ctx):
     """A program that patches the method with a new function and restores it,
     over and over (a closure made per step): each replacement is guarded, the
     slots of those nobody can reach any more are used again, so the 300th is
     guarded as the first was, without a word, and a race through the last one
     is reported."""
-    res = ctx.run_py('''
-        from triton.runtime.autotuner import Autotuner
-        orig = Autotuner.run
-        tuner = Autotuner(my_kernel)
-        for i in range(300):
-            def patched(self, *a, **k):  # a new function each time
-                return orig(self, *a, **k)
-            Autotuner.run = patched
-            tuner.run(i)
-            assert is_guarded(Autotuner), "replacement %d is not guarded" % i
-            Autotuner.run = orig
-        def last(self, *a, **k):
-            return orig(self, *a, **k)
-        Autotuner.run = last
-        tuner.run("x")
-        print("GUARDED_LAST", is_guarded(Autotuner))
-        race_once(tuner)
-        print("DONE")
-    ''', options=opts())
+    res = ctx.run_py(PATCH_RESTORE_PROG % {"keep": False}, options=opts())
     expect(res.rc == 0 and "DONE" in res.out and "GUARDED_LAST True" in res.out,
            "every replacement guarded, the last one too", res)
     expect("tunerguard: more than" not in res.err, "no slot ran out", res)
@@ -822,27 +833,9 @@ def check_replaced_method_slots_all_live(ctx):
     class and stored): once every slot is live, one line says so, the later
     replacements run unguarded, and the original's guard still holds the race
     that goes through them."""
-    res = ctx.run_py('''
-        from triton.runtime.autotuner import Autotuner
-        orig = Autotuner.run
-        tuner = Autotuner(my_kernel)
-        keep = []
-        for i in range(300):
-            def patched(self, *a, **k):
-                return orig(self, *a, **k)
-            Autotuner.run = patched
-            tuner.run(i)
-            keep.append(Autotuner.run)  # the replacement's guard, kept reachable
-            Autotuner.run = orig
-        def late(self, *a, **k):
-            return orig(self, *a, **k)
-        Autotuner.run = late
-        tuner.run("x")
-        print("GUARDED_LATE", is_guarded(Autotuner))
-        race_once(tuner)
-        print("DONE")
-    ''', options=opts())
-    expect(res.rc == 0 and "DONE" in res.out and "GUARDED_LATE False" in res.out, "program ran; late unguarded", res)
+    res = ctx.run_py(PATCH_RESTORE_PROG % {"keep": True}, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "GUARDED_LAST False" in res.out, "program ran; the last unguarded",
+           res)
     expect(len(re.findall(r"^tunerguard: more than 256 guarded methods at once; run and later ones are not guarded$",
                           res.err, re.M)) == 1
            and len([ln for ln in res.err.splitlines() if not re.match(r"tunerguard: \d+ races? reported", ln)]) == 1,
