@@ -22,8 +22,7 @@
 #include <string.h>
 
 static struct tg_guard guards[TG_MAX_GUARDS];
-static int nguards;          /* slots ever used: guards[0 .. nguards-1], some freed (wrapper NULL) */
-static struct tg_guard *installed; /* the slot install() filled last */
+static int nguards;
 
 /* ---- replaced methods --------------------------------------------------------
  *
@@ -66,7 +65,7 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
         tg_py_drop_error();
         /* Guard it on the class that holds the attribute now. */
         if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
-            struct tg_guard *ng = installed;
+            struct tg_guard *ng = &guards[nguards - 1];
             ng->replacement = 1;
             snprintf(ng->where, sizeof ng->where, "%s", where);
             /* Found from inside the original's guard: if the frame calling
@@ -121,69 +120,9 @@ int tg_guard_count(void)
 int tg_guard_is_ours(PyObject *value)
 {
     for (int i = 0; i < nguards; i++)
-        if (value && guards[i].wrapper == value)
+        if (guards[i].wrapper == value)
             return 1;
     return 0;
-}
-
-/* ---- slots of replacements nobody can reach ------------------------------------
- *
- * Every replacement found gets a guard of its own (tg__guard_check_replaced_slow),
- * so a program that patches and restores a guarded method with a new function
- * each time (a closure made per step, a profiler's context manager) would use a
- * slot per patch and, after TG_MAX_GUARDS, guard its next replacements no more.
- * A replacement's guard whose descriptor only tunerguard still holds (reference
- * count 1: not the class attribute, in no variable, in no call running now, since
- * a call holds its callable) can never be called again: its slot is freed when
- * the table is full, and given to the next guard.  Nothing else keeps a guard's
- * address past a call (an occupant's method, t->wrapped_by: only while inside).
- * The built-in targets' and the markers' guards are never freed.  GIL held. */
-
-/* The object's reference count: the first word of every object of the builds
- * tunerguard serves (3.9-3.13, not free-threaded; 3.12's immortal split keeps
- * the full count in that word on 64-bit). */
-static Py_ssize_t refcount(PyObject *o)
-{
-    return *(const volatile Py_ssize_t *)o;
-}
-
-static int reclaim_unreachable(void)
-{
-    int freed = 0;
-    for (int i = 0; i < nguards; i++) {
-        struct tg_guard *g = &guards[i];
-        if (!g->wrapper || !g->replacement || refcount(g->wrapper) != 1)
-            continue;
-        PyObject *objs[] = {g->wrapper, g->orig, g->orig_code, g->cls, g->pyname};
-        /* The slot is empty before the first release: a release can run Python
-         * code (the replacement's closure freed), which may find or install guards. */
-        memset(g, 0, sizeof *g);
-        freed++;
-        for (size_t k = 0; k < sizeof objs / sizeof objs[0]; k++)
-            if (objs[k])
-                tg_py.Py_DecRef(objs[k]);
-    }
-    int live = 0;
-    for (int i = 0; i < nguards; i++)
-        live += guards[i].wrapper != NULL;
-    tg__gstats.guards = live;
-    return freed;
-}
-
-/* A slot for a new guard: a freed one, a never used one, or one of an
- * unreachable replacement (freed now); -1 when all TG_MAX_GUARDS are live. */
-static int free_slot(void)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        for (int i = 0; i < nguards; i++)
-            if (!guards[i].wrapper)
-                return i;
-        if (nguards < TG_MAX_GUARDS)
-            return nguards;
-        if (pass == 0 && reclaim_unreachable() == 0)
-            break;
-    }
-    return -1;
 }
 
 /* Is module.qualname in cls.__mro__?  Install time only. */
@@ -242,16 +181,21 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
         tg_py.Py_DecRef(type);
     if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
-    const int slot = free_slot();
-    if (slot < 0) {
-        static int said; /* one line, not one per method found afterwards */
+    if (nguards == TG_MAX_GUARDS) {
+        /* Slots are never reused: a bound method taken from a guard (`f =
+         * tuner.run`, `Thread(target=tuner.run)`) points at its PyMethodDef,
+         * and so at its slot's trampoline, without holding the descriptor, so
+         * no reference count says when a slot is free.  A program that patches
+         * in a new function over and over fills the table; its later
+         * replacements then run as they are (a wrapper that calls the original
+         * is still guarded there).  One line, not one per replacement. */
+        static int said;
         if (!said++)
-            tg__warn("more than %d guarded methods at once; %s and later ones are not guarded", TG_MAX_GUARDS,
-                     name);
+            tg__warn("more than %d guarded methods; %s and later ones are not guarded", TG_MAX_GUARDS, name);
         rc = -1;
         goto done;
     }
-    struct tg_guard *g = &guards[slot];
+    struct tg_guard *g = &guards[nguards];
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
     char qual[96], mod[96];
@@ -260,7 +204,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     snprintf(g->method, sizeof g->method, "%s.%s", qual, name);
     snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
     g->def.ml_name = g->name;
-    g->def.ml_meth = trampolines[slot];
+    g->def.ml_meth = trampolines[nguards];
     g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
     /* "run($self, /, *args, **kwargs)\n--\n\n": what inspect.signature()
      * reads from a method descriptor; the arguments pass through unchanged. */
@@ -287,14 +231,13 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     g->pyname = key;
     tg_py.Py_IncRef(key);
     g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
-    const int grew = slot == nguards;
-    nguards += grew;
-    tg__gstats.guards++;
+    nguards++;
+    tg__gstats.guards = nguards;
     if (tg_py.PyObject_SetAttrString(cls, name, wrapper) < 0) {
         tg_py.PyErr_Clear();
         tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, name);
-        nguards -= grew;
-        tg__gstats.guards--;
+        nguards--;
+        tg__gstats.guards = nguards;
         /* the slot is free again: what it held goes with it */
         tg_py.Py_DecRef(wrapper);
         tg_py.Py_DecRef(value);
@@ -306,9 +249,8 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
         rc = -1;
         goto done;
     }
-    installed = g;
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
-    if (nguards == 1 && grew) { /* a process with something to guard: worth a crash report */
+    if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());
         tg_fatal_install(1);
     }

@@ -784,65 +784,47 @@ def check_replaced_method_quiet(ctx):
     no_files(res)
 
 
-# 300 replacements, each a new function, patched in, called once (found and
-# guarded: a check on each of the original guard's first 1024 calls), then the
-# original restored; %(keep)s decides whether the program keeps each one's guard
-# reachable.  Then one more replacement, left in place, and a race through it.
-PATCH_RESTORE_PROG = '''
-    from triton.runtime.autotuner import Autotuner
-    orig = Autotuner.run
-    tuner = Autotuner(my_kernel)
-    keep = []
-    for i in range(300):
-        def patched(self, *a, **k):  # a new function each time
-            return orig(self, *a, **k)
-        Autotuner.run = patched
-        tuner.run(i)
-        if %(keep)s:
-            keep.append(Autotuner.run)  # the replacement's guard, kept reachable
-        else:
-            assert is_guarded(Autotuner), "replacement %%d is not guarded" %% i
-        Autotuner.run = orig
-    def last(self, *a, **k):
-        return orig(self, *a, **k)
-    Autotuner.run = last
-    tuner.run("x")
-    print("GUARDED_LAST", is_guarded(Autotuner))
-    race_once(tuner)
-    print("DONE")
-'''
-
-
 def check_replaced_method_patch_restore_loop(ctx):
     """A program that patches the method with a new function and restores it,
-    over and over (a closure made per step): each replacement is guarded, the
-    slots of those nobody can reach any more are used again, so the 300th is
-    guarded as the first was, without a word, and a race through the last one
-    is reported."""
-    res = ctx.run_py(PATCH_RESTORE_PROG % {"keep": False}, options=opts())
-    expect(res.rc == 0 and "DONE" in res.out and "GUARDED_LAST True" in res.out,
-           "every replacement guarded, the last one too", res)
-    expect("tunerguard: more than" not in res.err, "no slot ran out", res)
-    _, text = only_report(res)
-    expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1,
-           "the race through the last replacement is reported", res)
-
-
-def check_replaced_method_slots_all_live(ctx):
-    """Replacements whose guards the program keeps (each one read back from the
-    class and stored): once every slot is live, one line says so, the later
-    replacements run unguarded, and the original's guard still holds the race
-    that goes through them."""
-    res = ctx.run_py(PATCH_RESTORE_PROG % {"keep": True}, options=opts())
-    expect(res.rc == 0 and "DONE" in res.out and "GUARDED_LAST False" in res.out, "program ran; the last unguarded",
-           res)
-    expect(len(re.findall(r"^tunerguard: more than 256 guarded methods at once; run and later ones are not guarded$",
+    300 times (a closure made per step): the replacements are guarded until
+    the table of guards is full, then one line says so and the later ones run
+    as they are; every call runs its own replacement, a bound method taken from
+    the first one still runs the first one, and a race through the last (a
+    wrapper calling the original) is still reported by the original's guard."""
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        orig = Autotuner.run
+        tuner = Autotuner(my_kernel)
+        guarded, wrong, held = 0, [], None
+        for i in range(300):
+            def patched(self, *a, i=i, **k):  # a new function each time
+                orig(self, *a, **k)
+                return ("patched", i)
+            Autotuner.run = patched
+            if tuner.run(i) != ("patched", i):
+                wrong.append(i)
+            guarded += is_guarded(Autotuner)
+            if i == 0:
+                held = tuner.run  # a bound method of the first replacement's guard
+            Autotuner.run = orig
+        print("GUARDED", guarded, "WRONG", wrong, "HELD", held(0))
+        def last(self, *a, **k):
+            return orig(self, *a, **k)
+        Autotuner.run = last
+        race_once(tuner)
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "WRONG [] HELD ('patched', 0)" in res.out,
+           "every call ran its own replacement, the held bound method the first", res)
+    m = re.search(r"GUARDED (\d+)", res.out)
+    expect(m and 200 <= int(m.group(1)) < 256, "replacements guarded until the table was full", res)
+    expect(len(re.findall(r"^tunerguard: more than 256 guarded methods; run and later ones are not guarded$",
                           res.err, re.M)) == 1
            and len([ln for ln in res.err.splitlines() if not re.match(r"tunerguard: \d+ races? reported", ln)]) == 1,
-           "one line when the slots ran out, nothing more (and the exit line)", res)
+           "one line when the table filled, nothing more (and the exit line)", res)
     _, text = only_report(res)
     expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1,
-           "the race through an unguarded replacement is reported by the original's guard", res)
+           "the race through the last replacement is reported by the original's guard", res)
 
 
 def check_signature(ctx):
@@ -1333,7 +1315,7 @@ CHECKS = {
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
-                check_replaced_method_patch_restore_loop, check_replaced_method_slots_all_live, check_signature, check_targets_unguarded,
+                check_replaced_method_patch_restore_loop, check_signature, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
