@@ -42,6 +42,7 @@ twice shows."""
 import argparse
 import json
 import os
+import random
 import sys
 import threading
 import time
@@ -297,15 +298,29 @@ def interleave():
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
     if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
         sys.exit("serialize_cell: Autotuner.run compiled again differs from the loaded one")
+    out["tg_is"] = type(loaded).__name__  # method_descriptor: tunerguard's guard; function: none's own
     # round -1, not recorded: each phase once first (its first calls through
     # the other function, the lock's first contention); then the rounds in
-    # the orders of a Williams design
+    # the orders of a Williams design, its rows shuffled anew each time round
+    # (seeded): rounds run back to back, so a round's first phase follows the
+    # last one's, and rows in a fixed cycle would give those joins one
+    # predecessor each.  Every phase records the one before it ("after").
     orders = williams(len(names))
-    plan = [(-1, p) for p in names] + [(r, names[k]) for r in range(a.inner_rounds)
-                                       for k in orders[r % len(orders)]]
+    if a.inner_rounds % len(orders):
+        print(f"serialize_cell: --inner-rounds {a.inner_rounds} is not a multiple of {len(orders)}, "
+              f"the rows of the design for {len(names)} phases: the orders are not balanced", file=sys.stderr)
+    rng = random.Random(11)
+    rows = []
+    while len(rows) < a.inner_rounds:
+        rows += rng.sample(orders, len(orders))
+    plan = [(-1, p) for p in names] + [(r, names[k]) for r in range(a.inner_rounds) for k in rows[r]]
     go = threading.Barrier(a.threads + 1)
     done = threading.Barrier(a.threads + 1)
     failed = []
+    # Each worker's own start and end of the phase: the phase lasts from the
+    # first start to the last end (the main thread's clock, read after the
+    # barrier, may start late: it needs the GIL back).
+    starts, ends = [0.0] * a.threads, [0.0] * a.threads
 
     def worker(i):
         n, b = ns[i], bufs[i]
@@ -313,8 +328,10 @@ def interleave():
             with stream_ctx():
                 for _ in plan:
                     go.wait()
+                    starts[i] = time.perf_counter()
                     for _k in range(a.steps):
                         step(n, b)
+                    ends[i] = time.perf_counter()
                     done.wait()
                 if not correct(b[0], b[2]):
                     errors.append(f"thread {i}: wrong result")
@@ -327,6 +344,7 @@ def interleave():
     for t in th:
         t.start()
     phases = []
+    prev = plan[len(names) - 1][1]
     try:
         for r, p in plan:
             Autotuner.run = runs[p]  # between phases: every worker is at a barrier
@@ -334,15 +352,21 @@ def interleave():
                 mode.value = 0 if p == "bare" else mode_on
             c0 = counted()
             go.wait()
-            t0 = time.perf_counter()
             done.wait()
-            dt = time.perf_counter() - t0
+            dt = max(ends) - min(starts)
             if r >= 0:
-                phases.append({"round": r, "phase": p, "calls_per_s": 2 * a.steps * a.threads / dt})
+                phases.append({"round": r, "phase": p, "after": prev, "calls_per_s": 2 * a.steps * a.threads / dt})
                 if c0 is not None:
-                    phases[-1]["launches_recorded"] = counted() - c0
+                    got = phases[-1]["launches_recorded"] = counted() - c0
+                    if (got == 0) != (p == "bare"):  # bare: the hooks passed through; the others recorded
+                        errors.append(f"phase {p} of round {r}: {got} launches recorded")
+            prev = p
     except threading.BrokenBarrierError:
         pass
+    except BaseException:
+        go.abort()  # the workers leave their barriers instead of waiting for ever
+        done.abort()
+        raise
     finally:
         Autotuner.run = runs["tg"]
         if mode is not None:

@@ -63,9 +63,21 @@ with tempfile.TemporaryDirectory() as d:
             if rec != expect:
                 failures.append(f"in-process cell {c['variant']} phase {x['phase']}: {rec} launches recorded, "
                                 f"expected {expect}")
-    for part in ("judged by", "tg / best", "none (no preload)", "none / bare"):
+        if c.get("tg_is") != ("function" if c["variant"] == "none" else "method_descriptor"):
+            failures.append(f"in-process cell {c['variant']}: tg was a {c.get('tg_is')}, not "
+                            f"{'none own function' if c['variant'] == 'none' else 'the guard'}")
+        firsts = {x["phase"] for x in c.get("phases", []) if x["phase"] == min(
+            (y for y in c["phases"] if y["round"] == x["round"]), key=c["phases"].index)["phase"]}
+        if len(firsts) < 2 or any("after" not in x for x in c.get("phases", [])):
+            failures.append(f"in-process cell {c['variant']}: rounds all begin with {firsts}, or no 'after'")
+    for part in ("judged by", " (the better) ", "none (no preload)", "none / bare"):
         if part not in p.stdout:
             failures.append(f"in-process run: no '{part}' in\n{p.stdout}")
+    again = subprocess.run([sys.executable, bench, "--from-json", os.path.join(d, "cells.json")],
+                           capture_output=True, text=True, timeout=60)
+    if again.returncode != 0 or [ln for ln in again.stdout.splitlines() if ln.startswith("| 2 |")] != \
+            [ln for ln in p.stdout.splitlines() if ln.startswith("| 2 |")]:
+        failures.append(f"in-process --from-json: not the same rows:\n{again.stdout}\n{again.stderr[-300:]}")
 
     p, cells = run("--cold-only", "--variants", "lock,serialize")
     if p.returncode != 0:
