@@ -24,6 +24,7 @@ not a test: it asserts only that every cell computed the right results."""
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -53,8 +54,8 @@ ap.add_argument("--cpus", default=None, metavar="LIST|gpu",
                      "every variant, so where the scheduler puts a process is not part of the spread")
 ap.add_argument("--interleave", default=None, metavar="PHASES",
                 help="in-process ratios instead: each cell one process of a variant (none: no preload) "
-                     "whose threads run the phases tg,none,lock in turn (serialize_cell.py --phase "
-                     "interleave); --steps per phase, --inner-rounds rounds of phases per process")
+                     "whose threads run these phases in turn, from tg, none, lock, bare (serialize_cell.py "
+                     "--phase interleave); --steps per phase, --inner-rounds rounds of phases per process")
 ap.add_argument("--inner-rounds", type=int, default=12, help="--interleave: rounds of phases per process "
                 "(a multiple of 6 for 3 phases, of 4 for 4: serialize_cell.py williams())")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
@@ -375,7 +376,6 @@ def boot_ci(groups, reps=2000):
     two-stage bootstrap: processes drawn with replacement, then each drawn process's rounds; so
     that a process that is slow throughout widens the interval as it should.  Seeded: the same
     cells print the same interval."""
-    import random
     rng = random.Random(13)
     groups = [g for g in groups if g]
     if not groups:
@@ -394,7 +394,8 @@ def interleave_table():
     """--interleave: each ratio is taken inside one round of one process (its phases ran back to
     back, within a second or two), then pooled over every round of every process of the variant.
     The first ratio column is the one a variant is judged by (detect: tg / none; serialize: tg /
-    best of none and lock; none, the process without the preload, where tg is none's own
+    whichever of none and lock is the better over all its rounds; none, the process without the
+    preload, where tg is none's own
     function: the A/A control, which reads 1 but for noise and order effects), with a 95 %
     interval (boot_ci); the others median (min-max); per process = that first ratio's median in
     each process (the spread between processes)."""

@@ -24,10 +24,10 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    none inside the global lock; bare (under the preload only):
                    none with tunerguard's mode set to off for the phase (its
                    CUDA hooks pass straight through), to tell what the hooks
-                   cost a process from what the guard costs a call.  A phase's neighbours ran
-                   within a second of it on the same process, so the spread
-                   of fresh processes and the machine's drift over seconds
-                   (docs/benchmarks.md, tenth session) stay out of the ratios.
+                   cost a process from what the guard costs a call.  A
+                   phase's neighbours ran within a second of it in the same
+                   process, so the spread of fresh processes (docs/
+                   benchmarks.md, tenth session) stays out of the ratios.
   --lock           the five-line global lock of seeds/001 around
                    Autotuner.run (what users do instead).
   --other-us N     a mixed workload: after each step N us of other work
@@ -53,7 +53,7 @@ ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=2000)
 ap.add_argument("--phase", choices=("steady", "cold", "interleave"), default="steady")
-ap.add_argument("--interleave", default="tg,none,lock", help="--phase interleave: the phases (tg, none, lock)")
+ap.add_argument("--interleave", default="tg,none,lock", help="--phase interleave: the phases (tg, none, lock, bare)")
 ap.add_argument("--inner-rounds", type=int, default=12,
                 help="--phase interleave: rounds of the phases (a multiple of 6 for 3 phases, of 4 for 4: williams())")
 ap.add_argument("--lock", action="store_true")
@@ -217,6 +217,14 @@ out = {"backend": a.backend, "threads": a.threads, "phase": a.phase, "lock": a.l
        "options": os.environ.get("TUNERGUARD_OPTIONS", ""), "preload": bool(os.environ.get("LD_PRELOAD"))}
 
 
+def warm_up():
+    """Each thread's keys tuned one thread after another; each thread's
+    buffers.  The steady state and the phases start from here."""
+    ns = [n_of(i, BASE) for i in range(a.threads)]
+    tune_one_at_a_time(ns)
+    out["configs_benchmarked_warmup"] = benched[0]
+    return ns, [make(n) for n in ns]
+
 
 def unguarded(cls, name):
     """cls.name as its module defines it, compiled again from the module's
@@ -259,10 +267,11 @@ def williams(n):
 
 def interleave():
     """--phase interleave (the module docstring): calls/s of every phase."""
-    ns = [n_of(i, BASE) for i in range(a.threads)]
-    tune_one_at_a_time(ns)
-    out["configs_benchmarked_warmup"] = benched[0]
-    bufs = [make(n) for n in ns]
+    if a.lock:
+        sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
+    if "bare" in a.interleave.split(",") and not os.environ.get("LD_PRELOAD"):
+        sys.exit("serialize_cell: the bare phase needs the preload (it turns tunerguard off for a phase)")
+    ns, bufs = warm_up()
     plain = unguarded(Autotuner, "run")
     lock = threading.RLock()
 
@@ -275,26 +284,21 @@ def interleave():
     if not names or any(p not in runs for p in names):
         sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare")
     mode = None
-    if "bare" in names:
-        # tg_opts.mode (core/options.h: the struct's first field, TG_MODE_OFF 0), flipped only
-        # between phases, while every worker waits at a barrier: a benchmark's switch, no API.
-        if not os.environ.get("LD_PRELOAD"):
-            sys.exit("serialize_cell: the bare phase needs the preload (it turns tunerguard off for a phase)")
-        import ctypes
-        mode = ctypes.c_int.in_dll(ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0]), "tg_opts")
-    mode_on = mode.value if mode is not None else None
     counted = lambda: None  # noqa: E731  (no preload: nothing counts launches)
     if os.environ.get("LD_PRELOAD"):
         import ctypes
-        q = ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0]).tunerguard_cuda_count
+        lib = ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0])
+        # tg_opts.mode (core/options.h: the struct's first field, TG_MODE_OFF 0), flipped only
+        # between phases, while every worker waits at a barrier: a benchmark's switch, no API.
+        mode = ctypes.c_int.in_dll(lib, "tg_opts")
+        q = lib.tunerguard_cuda_count
         q.argtypes, q.restype = [ctypes.c_char_p], ctypes.c_ulonglong
         launch_rows = [r for r in (b"cuLaunchKernel", b"cuLaunchKernel_ptsz", b"cuLaunchKernelEx",
                                    b"cuLaunchKernelEx_ptsz") if q(r) != 2**64 - 1]
 
         def counted():  # the launches tunerguard recorded so far (bare's must not grow)
             return sum(q(r) for r in launch_rows)
-    if a.lock:
-        sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
+    mode_on = mode.value if mode is not None else None
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
     if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
         sys.exit("serialize_cell: Autotuner.run compiled again differs from the loaded one")
@@ -384,10 +388,7 @@ def interleave():
 if a.phase == "interleave":
     interleave()
 elif a.phase == "steady":
-    ns = [n_of(i, BASE) for i in range(a.threads)]
-    tune_one_at_a_time(ns)
-    out["configs_benchmarked_warmup"] = benched[0]
-    bufs = [make(n) for n in ns]
+    ns, bufs = warm_up()
 
     other = a.other_us / 1e6
 

@@ -34,6 +34,12 @@ fi
 # A bench command exits 1 when any of its cells failed: the part goes on to
 # its next command and the tables all the same, and exits with that status.
 rc=0
+# TG_BENCH_EXTRA="NAME=MODE:LIB ...": other builds side by side (serialize_bench.py --extra); the
+# words are paths, not patterns.
+extra=()
+set -f
+for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
+set +f
 case $part in
 small)
     "${bench[@]}" --threads 2 --rounds 12 --variants none,lock,detect,serialize \
@@ -47,10 +53,6 @@ inproc)
     # One process per variant (none = no preload, detect, serialize, TG_BENCH_EXTRA's builds), each
     # running tg / none / lock in phases that take turns: ratios free of the spread between fresh
     # processes.  The JSON is rewritten after every process: a run cut short keeps its cells.
-    extra=()
-    set -f
-    for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
-    set +f
     python3 bench/serialize_bench.py --backend gpu --interleave "${TG_INPROC_PHASES:-tg,none,lock}" \
         --steps "${TG_INPROC_STEPS:-2500}" --inner-rounds "${TG_INPROC_INNER:-12}" \
         --threads "${TG_INPROC_THREADS:-2,4,8}" --rounds "${TG_INPROC_ROUNDS:-3}" --variants none,detect,serialize \
@@ -59,12 +61,7 @@ model)
     # The CPU model (stand-in libcuda, no GPU) on this machine's cores: what tunerguard's own
     # code costs at 2, 4 and 8 threads on as many CPUs, without the GPU's spread (the model's
     # launch lets the GIL go as Triton's does).  Also carry build/tests/fakecuda.
-    # TG_BENCH_EXTRA="old=detect:OLD/libtunerguard.so ...": other builds side by side (--extra).
-    # (~4 min, a minute more for each other build)
-    extra=()
-    set -f # the words of TG_BENCH_EXTRA are paths, not patterns
-    for e in ${TG_BENCH_EXTRA:-}; do extra+=(--extra "$e"); done
-    set +f
+    # (~4 min, a minute more for each build of TG_BENCH_EXTRA)
     python3 bench/serialize_bench.py --backend cpu --steps 20000 --threads 2,4,8 --rounds 5 \
         --variants none,lock,detect,serialize ${extra[@]+"${extra[@]}"} --json "$out/model.json" \
         >"$out/model.md" || rc=$? ;;
