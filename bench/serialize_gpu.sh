@@ -9,7 +9,8 @@
 #   bash bench/serialize_gpu.sh inproc OUT  # in-process ratios (serialize_cell.py --phase interleave):
 #                                           # TG_INPROC_THREADS (2,4,8), TG_INPROC_ROUNDS processes a variant (3),
 #                                           # TG_INPROC_INNER rounds of phases a process (12),
-#                                           # TG_INPROC_STEPS per thread and phase (2500), TG_INPROC_PHASES
+#                                           # TG_INPROC_STEPS per thread and phase (2500), TG_INPROC_PHASES,
+#                                           # TG_INPROC_VARIANTS (none,detect,serialize)
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
 # OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
@@ -55,7 +56,7 @@ inproc)
     # processes.  The JSON is rewritten after every process: a run cut short keeps its cells.
     python3 bench/serialize_bench.py --backend gpu --interleave "${TG_INPROC_PHASES:-tg,none,lock}" \
         --steps "${TG_INPROC_STEPS:-2500}" --inner-rounds "${TG_INPROC_INNER:-12}" \
-        --threads "${TG_INPROC_THREADS:-2,4,8}" --rounds "${TG_INPROC_ROUNDS:-3}" --variants none,detect,serialize \
+        --threads "${TG_INPROC_THREADS:-2,4,8}" --rounds "${TG_INPROC_ROUNDS:-3}" --variants "${TG_INPROC_VARIANTS:-none,detect,serialize}" \
         ${extra[@]+"${extra[@]}"} --json "$out/inproc.json" >"$out/inproc.md" || rc=$? ;;
 model)
     # The CPU model (stand-in libcuda, no GPU) on this machine's cores: what tunerguard's own
