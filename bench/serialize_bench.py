@@ -415,8 +415,8 @@ def interleave_table():
     ratios = tuple(r for r in ratios if all(p in held for p in (r[0], *r[1])))
     print("| threads | process | processes / rounds | judged by | "
           + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"
-                       for num, den in ratios) + " | per process: judged by |")
-    print("| --- | --- | --- | --- |" + " --- |" * (len(ratios) + 1))
+                       for num, den in ratios) + " | per process: judged by | against the none process |")
+    print("| --- | --- | --- | --- |" + " --- |" * (len(ratios) + 2))
 
     def each(c, num, den):
         by = {}
@@ -425,7 +425,15 @@ def interleave_table():
         return [g[num] / max(g[d] for d in den) for g in by.values()
                 if num in g and all(d in g for d in den)]
 
+    def phase_med(cells_, p):
+        xs = [x["calls_per_s"] for c in cells_ for x in c["phases"] if x["phase"] == p]
+        return med(xs) if xs else None
+
     for n in threads:
+        # The process without the preload: what the user has without tunerguard (its tg phase is
+        # the module's own Autotuner.run) or with the seeds/001 lock instead (its lock phase).
+        base = [c for c in cs if c["threads"] == n and c["variant"] == "none"]
+        base_none, base_lock = phase_med(base, "tg"), phase_med(base, "lock")
         for v in variants:
             mine = [c for c in cs if c["threads"] == n and c["variant"] == v]
             if not mine:
@@ -447,8 +455,17 @@ def interleave_table():
                 rs = [x for c in mine for x in each(c, num, den)]
                 row.append(f"{med(rs):.3f}x ({min(rs):.2f}-{max(rs):.2f})" if rs else "-")
             nrounds = sum(len({x["round"] for x in c["phases"]}) for c in mine)
+            # Across processes: this process's tg phases against the none process's (serialize: the
+            # better of its tg and lock), medians of the phases over all rounds.  The whole preload's
+            # cost is in it, and the spread between processes too (a few processes only).
+            across = "-"
+            mine_tg = phase_med(mine, "tg")
+            if v != "none" and mine_tg and base_none:
+                best = max(base_none, base_lock or 0) if serial else base_none
+                vs = "the better of its tg, lock" if serial and base_lock else "its tg"
+                across = f"{mine_tg / best:.3f}x ({vs})"
             print(f"| {n} | {v if v != 'none' else 'none (no preload)'} | {len(mine)} / {nrounds} | "
-                  + " | ".join(row) + f" | {', '.join(f'{med(g):.2f}' for g in groups if g)} |")
+                  + " | ".join(row) + f" | {', '.join(f'{med(g):.2f}' for g in groups if g)} | {across} |")
 
 
 if a.interleave:
