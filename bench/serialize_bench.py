@@ -54,10 +54,12 @@ ap.add_argument("--cpus", default=None, metavar="LIST|gpu",
                      "every variant, so where the scheduler puts a process is not part of the spread")
 ap.add_argument("--interleave", default=None, metavar="PHASES",
                 help="in-process ratios instead: each cell one process of a variant (none: no preload) "
-                     "whose threads run these phases in turn, from tg, none, lock, bare (serialize_cell.py "
-                     "--phase interleave); --steps per phase, --inner-rounds rounds of phases per process")
+                     "whose threads run these phases in turn, from tg, none, lock, bare, barelock "
+                     "(serialize_cell.py --phase interleave); --steps per phase, --inner-rounds rounds of "
+                     "phases per process")
 ap.add_argument("--inner-rounds", type=int, default=12, help="--interleave: rounds of phases per process "
-                "(a multiple of 6 for 3 phases, of 4 for 4: serialize_cell.py williams())")
+                "(a multiple of the design's rows: n for n phases, 2n for odd n; serialize_cell.py "
+                "williams())")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
 ap.add_argument("--from-json", default=None,
@@ -132,11 +134,16 @@ def env_for(variant, workdir):
     return env
 
 
+# The in-process phases with tunerguard's mode off (serialize_cell.py): its CUDA hooks pass
+# through, so they are what a user without tunerguard has; a process without the preload has none.
+OFF_PHASES = ("bare", "barelock")
+
+
 def cell_cmd(variant, n, phase):
     cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
            "--steps", str(steps), "--phase", phase]
-    if phase == "interleave":  # bare turns the preload's mode off for a phase: none has no preload
-        names = [p for p in a.interleave.split(",") if p != "bare" or variant != "none"]
+    if phase == "interleave":  # bare, barelock turn the preload's mode off for a phase: none has no preload
+        names = [p for p in a.interleave.split(",") if p not in OFF_PHASES or variant != "none"]
         return cmd + ["--interleave", ",".join(names), "--inner-rounds", str(a.inner_rounds)]
     if variant == "lock":
         cmd.append("--lock")
@@ -207,7 +214,7 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
                     continue  # a crashed cell of an older file
                 if c["phase"] == "interleave":  # the phases the files hold, in the usual order
                     held = {x["phase"] for x in c.get("phases", [])} | set((a.interleave or "").split(","))
-                    a.interleave = ",".join(p for p in ("tg", "none", "lock", "bare") if p in held)
+                    a.interleave = ",".join(p for p in ("tg", "none", "lock") + OFF_PHASES if p in held)
                 c["round"] += 1000 * i
                 cells.append(c)
     phases = []
@@ -393,10 +400,13 @@ def boot_ci(groups, reps=2000):
 def interleave_table():
     """--interleave: each ratio is taken inside one round of one process (its phases ran back to
     back, within a second or two), then pooled over every round of every process of the variant.
-    The first ratio column is the one a variant is judged by (detect: tg / none; serialize: tg /
-    whichever of none and lock is the better over all its rounds; none, the process without the
-    preload, where tg is none's own
-    function: the A/A control, which reads 1 but for noise and order effects), with a 95 %
+    The first ratio column is the one a variant is judged by, against what a user without
+    tunerguard has: detect against bare (the unguarded function with tunerguard's mode off, so its
+    CUDA hooks pass through) where the process ran it, else against none (the hooks on); serialize
+    against whichever of bare and barelock (the lock, mode off) is the better over all its rounds
+    where it ran them, else of none and lock (taking the better round by round would favour the
+    baseline by the phases' own noise); none, the process without the preload, where tg is none's
+    own function: the A/A control, which reads 1 but for noise and order effects.  With a 95 %
     interval (boot_ci); the others median (min-max); per process = that first ratio's median in
     each process (the spread between processes)."""
     cs = [c for c in cells if c["phase"] == "interleave" and c.get("ok")]
@@ -406,12 +416,13 @@ def interleave_table():
     steps_held = sorted({c.get("steps_per_phase", steps) for c in cs})
     print(f"in-process ratios, backend {cs[0].get('backend', a.backend)}, {'/'.join(map(str, steps_held))} "
           f"steps per thread and phase, phases {a.interleave}: each ratio within one round of one process "
-          "(tg = the process's Autotuner.run: tunerguard's guard under the preload), pooled over rounds and "
-          "processes; judged by = detect: tg / none, serialize: tg / the better of none and lock over all "
-          "its rounds, none (no preload): tg / none, the A/A control; median [95 % interval], others median "
-          "(min-max)\n")
-    ratios = (("tg", ("none",)), ("tg", ("lock",)), ("tg", ("none", "lock")), ("lock", ("none",))) \
-        + ((("none", ("bare",)),) if "bare" in held else ())
+          "(tg = the process's Autotuner.run: tunerguard's guard under the preload; bare, barelock = none, "
+          "lock with tunerguard's mode off), pooled over rounds and processes; judged by = detect: tg / bare "
+          "(else tg / none), serialize: tg / the better of bare and barelock (else of none and lock) over "
+          "all its rounds, none (no preload): tg / none, the A/A control; median [95 % interval], others "
+          "median (min-max)\n")
+    ratios = (("tg", ("none",)), ("tg", ("bare",)), ("tg", ("lock",)), ("tg", ("none", "lock")),
+              ("lock", ("none",)), ("none", ("bare",)), ("lock", ("barelock",)))
     ratios = tuple(r for r in ratios if all(p in held for p in (r[0], *r[1])))
     print("| threads | process | processes / rounds | judged by | "
           + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"
@@ -429,6 +440,17 @@ def interleave_table():
         xs = [x["calls_per_s"] for c in cells_ for x in c["phases"] if x["phase"] == p]
         return med(xs) if xs else None
 
+    def judge_of(mine, serial):
+        """The ratio a process is judged by: against the mode-off phases where every process of
+        the row ran them, else against the hooks-on ones."""
+        ran = set.intersection(*({x["phase"] for x in c["phases"]} for c in mine))
+        plain, locked = ("bare", "barelock") if {"bare", "barelock"} <= ran or (
+            not serial and "bare" in ran) else ("none", "lock")
+        if serial and locked in ran:
+            lock_plain = [x for c in mine for x in each(c, locked, (plain,))]
+            return ("tg", (locked if lock_plain and med(lock_plain) >= 1 else plain,)), True
+        return ("tg", (plain,)), False
+
     for n in threads:
         # The process without the preload: what the user has without tunerguard (its tg phase is
         # the module's own Autotuner.run) or with the seeds/001 lock instead (its lock phase).
@@ -439,16 +461,11 @@ def interleave_table():
             if not mine:
                 continue
             serial = (extra[v][0] if v in extra else v) == "serialize"
-            judge = ("tg", ("none",))
-            if serial and "lock" in held:
-                # Against the better of none and lock over all the rounds, not round by round: the
-                # larger of two noisy phases is biased up (by 1-3 % at this machine's spread).
-                lock_none = [x for c in mine for x in each(c, "lock", ("none",))]
-                judge = ("tg", ("lock",)) if lock_none and med(lock_none) >= 1 else ("tg", ("none",))
+            judge, better = judge_of(mine, serial) if v != "none" else (("tg", ("none",)), False)
             groups = [each(c, *judge) for c in mine]
             pooled = [x for g in groups for x in g]
             lo, hi = boot_ci(groups)
-            label = f"tg / {judge[1][0]}" + (" (the better)" if serial and "lock" in held else "")
+            label = f"tg / {judge[1][0]}" + (" (the better)" if better else "")
             row = [f"{label} {med(pooled):.3f}x "
                    f"[{lo:.3f}-{hi:.3f}]" if pooled else "-"]
             for num, den in ratios:

@@ -24,7 +24,11 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    none inside the global lock; bare (under the preload only):
                    none with tunerguard's mode set to off for the phase (its
                    CUDA hooks pass straight through), to tell what the hooks
-                   cost a process from what the guard costs a call.  A
+                   cost a process from what the guard costs a call; barelock
+                   (under the preload only): lock with the mode off, the
+                   user's lock as it runs without tunerguard.  bare and
+                   barelock are what a user without tunerguard has, measured
+                   in the process that has it.  A
                    phase's neighbours ran within a second of it in the same
                    process, so the spread of fresh processes (docs/
                    benchmarks.md, tenth session) stays out of the ratios.
@@ -53,9 +57,11 @@ ap.add_argument("--backend", choices=("cpu", "gpu"), default="cpu")
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--steps", type=int, default=2000)
 ap.add_argument("--phase", choices=("steady", "cold", "interleave"), default="steady")
-ap.add_argument("--interleave", default="tg,none,lock", help="--phase interleave: the phases (tg, none, lock, bare)")
+ap.add_argument("--interleave", default="tg,none,lock",
+                help="--phase interleave: the phases (tg, none, lock, bare, barelock)")
 ap.add_argument("--inner-rounds", type=int, default=12,
-                help="--phase interleave: rounds of the phases (a multiple of 6 for 3 phases, of 4 for 4: williams())")
+                help="--phase interleave: rounds of the phases (a multiple of the design's rows: n for n phases, "
+                     "2n for odd n; williams())")
 ap.add_argument("--lock", action="store_true")
 ap.add_argument("--other-us", type=int, default=0,
                 help="after each step, this many microseconds of other work without the GIL "
@@ -269,8 +275,11 @@ def interleave():
     """--phase interleave (the module docstring): calls/s of every phase."""
     if a.lock:
         sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
-    if "bare" in a.interleave.split(",") and not os.environ.get("LD_PRELOAD"):
-        sys.exit("serialize_cell: the bare phase needs the preload (it turns tunerguard off for a phase)")
+    # The phases run with tunerguard's mode off: what a user without tunerguard has.
+    off = {"bare", "barelock"}
+    if off & set(a.interleave.split(",")) and not os.environ.get("LD_PRELOAD"):
+        sys.exit("serialize_cell: the bare and barelock phases need the preload (they turn tunerguard off "
+                 "for a phase)")
     ns, bufs = warm_up()
     plain = unguarded(Autotuner, "run")
     lock = threading.RLock()
@@ -279,10 +288,10 @@ def interleave():
         with lock:
             return plain(self, *args, **kw)
 
-    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked, "bare": plain}
+    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked, "bare": plain, "barelock": locked}
     names = a.interleave.split(",")
     if not names or any(p not in runs for p in names):
-        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare")
+        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare, barelock")
     mode = None
     counted = lambda: None  # noqa: E731  (no preload: nothing counts launches)
     if os.environ.get("LD_PRELOAD"):
@@ -353,7 +362,7 @@ def interleave():
         for r, p in plan:
             Autotuner.run = runs[p]  # between phases: every worker is at a barrier
             if mode is not None:
-                mode.value = 0 if p == "bare" else mode_on
+                mode.value = 0 if p in off else mode_on
             c0 = counted()
             go.wait()
             done.wait()
@@ -362,7 +371,7 @@ def interleave():
                 phases.append({"round": r, "phase": p, "after": prev, "calls_per_s": 2 * a.steps * a.threads / dt})
                 if c0 is not None:
                     got = phases[-1]["launches_recorded"] = counted() - c0
-                    if (got == 0) != (p == "bare"):  # bare: the hooks passed through; the others recorded
+                    if (got == 0) != (p in off):  # bare, barelock: the hooks passed through; the others recorded
                         errors.append(f"phase {p} of round {r}: {got} launches recorded")
             prev = p
     except threading.BrokenBarrierError:

@@ -3,8 +3,9 @@
 test: no figure is checked against a target).  On the CPU model, one short
 round: every steady cell of the four variants ran, checked its results and
 measured its process's raw rate (the adjusted table); the in-process phases
-ran in every process, bare's with tunerguard's launch records off; the cold
-start under the lock and under serialize tuned each key once.
+ran in every process, bare's and barelock's with tunerguard's launch records
+off, and detect is judged against bare; the cold start under the lock and
+under serialize tuned each key once.
 
   serialize_bench_smoke.py --lib build/libtunerguard.so"""
 import argparse
@@ -45,22 +46,23 @@ with tempfile.TemporaryDirectory() as d:
             failures.append(f"steady run: no '{part}' in\n{p.stdout}")
 
     # In-process phases: every process ran every phase of every round, the launches of each
-    # phase recorded (under the preload) but for bare's, whose mode is off.
-    p, cells = run("--variants", "none,detect,serialize", "--interleave", "tg,none,lock,bare",
-                   "--inner-rounds", "4", "--steps", "100")
+    # phase recorded (under the preload) but for bare's and barelock's, whose mode is off.
+    rounds = 10  # the Williams design's rows for 5 phases
+    p, cells = run("--variants", "none,detect,serialize", "--interleave", "tg,none,lock,bare,barelock",
+                   "--inner-rounds", str(rounds), "--steps", "100")
     if p.returncode != 0:
         failures.append(f"in-process run: exit {p.returncode}: {p.stderr[-500:]}")
     if sorted(c["variant"] for c in cells) != ["detect", "none", "serialize"]:
         failures.append(f"in-process run: cells {[c['variant'] for c in cells]}")
     for c in cells:
-        want = ["tg", "none", "lock"] + (["bare"] if c["variant"] != "none" else [])
+        want = ["tg", "none", "lock"] + (["bare", "barelock"] if c["variant"] != "none" else [])
         got = sorted((x["round"], x["phase"]) for x in c.get("phases", []))
-        if not c.get("ok") or got != sorted((r, ph) for r in range(4) for ph in want):
+        if not c.get("ok") or got != sorted((r, ph) for r in range(rounds) for ph in want):
             failures.append(f"in-process cell {c['variant']}: phases {got}, ok {c.get('ok')}, {c.get('errors')}")
         for x in c.get("phases", []):
             rec = x.get("launches_recorded")
             # 2 threads x 100 steps x 2 kernels, but none under bare (and no count without the preload)
-            expect = None if c["variant"] == "none" else 0 if x["phase"] == "bare" else 2 * 100 * 2
+            expect = None if c["variant"] == "none" else 0 if x["phase"].startswith("bare") else 2 * 100 * 2
             if rec != expect:
                 failures.append(f"in-process cell {c['variant']} phase {x['phase']}: {rec} launches recorded, "
                                 f"expected {expect}")
@@ -73,7 +75,9 @@ with tempfile.TemporaryDirectory() as d:
         firsts = set(first.values())
         if len(firsts) < 2 or any("after" not in x for x in c.get("phases", [])):
             failures.append(f"in-process cell {c['variant']}: rounds all begin with {firsts}, or no 'after'")
-    for part in ("judged by", " (the better) ", "none (no preload)", "none / bare"):
+    # Judged against what a user without tunerguard has: the mode-off phases.
+    for part in ("judged by", " (the better) ", "none (no preload)", "none / bare", "lock / barelock",
+                 "| 2 | detect | 1 / 10 | tg / bare "):
         if part not in p.stdout:
             failures.append(f"in-process run: no '{part}' in\n{p.stdout}")
     again = subprocess.run([sys.executable, bench, "--from-json", os.path.join(d, "cells.json")],
