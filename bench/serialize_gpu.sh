@@ -9,7 +9,9 @@
 #   bash bench/serialize_gpu.sh inproc OUT  # in-process ratios (serialize_cell.py --phase interleave):
 #                                           # TG_INPROC_THREADS (2,4,8), TG_INPROC_ROUNDS processes a variant (3),
 #                                           # TG_INPROC_INNER rounds of phases a process (12),
-#                                           # TG_INPROC_STEPS per thread and phase (2500), TG_INPROC_PHASES,
+#                                           # TG_INPROC_STEPS per thread and phase (2500), TG_INPROC_PHASES
+#                                           # (tg,none,lock; bare,barelock: none and lock with tunerguard's mode
+#                                           # off, the baselines a row is judged by when it ran them),
 #                                           # TG_INPROC_VARIANTS (none,detect,serialize)
 #
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
