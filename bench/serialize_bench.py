@@ -444,8 +444,8 @@ def interleave_table():
         """The ratio a process is judged by: against the mode-off phases where every process of
         the row ran them, else against the hooks-on ones."""
         ran = set.intersection(*({x["phase"] for x in c["phases"]} for c in mine))
-        plain, locked = ("bare", "barelock") if {"bare", "barelock"} <= ran or (
-            not serial and "bare" in ran) else ("none", "lock")
+        plain, locked = OFF_PHASES if set(OFF_PHASES) <= ran or (
+            not serial and OFF_PHASES[0] in ran) else ("none", "lock")
         if serial and locked in ran:
             lock_plain = [x for c in mine for x in each(c, locked, (plain,))]
             return ("tg", (locked if lock_plain and med(lock_plain) >= 1 else plain,)), True

@@ -61,7 +61,7 @@ with tempfile.TemporaryDirectory() as d:
             failures.append(f"in-process cell {c['variant']}: phases {got}, ok {c.get('ok')}, {c.get('errors')}")
         for x in c.get("phases", []):
             rec = x.get("launches_recorded")
-            # 2 threads x 100 steps x 2 kernels, but none under bare (and no count without the preload)
+            # 2 threads x 100 steps x 2 kernels, but none under bare and barelock (and no count without the preload)
             expect = None if c["variant"] == "none" else 0 if x["phase"].startswith("bare") else 2 * 100 * 2
             if rec != expect:
                 failures.append(f"in-process cell {c['variant']} phase {x['phase']}: {rec} launches recorded, "
@@ -77,7 +77,7 @@ with tempfile.TemporaryDirectory() as d:
             failures.append(f"in-process cell {c['variant']}: rounds all begin with {firsts}, or no 'after'")
     # Judged against what a user without tunerguard has: the mode-off phases.
     for part in ("judged by", " (the better) ", "none (no preload)", "none / bare", "lock / barelock",
-                 "| 2 | detect | 1 / 10 | tg / bare "):
+                 "| 2 | detect | 1 / 10 | tg / bare ", "| 2 | serialize | 1 / 10 | tg / bare"):
         if part not in p.stdout:
             failures.append(f"in-process run: no '{part}' in\n{p.stdout}")
     again = subprocess.run([sys.executable, bench, "--from-json", os.path.join(d, "cells.json")],
