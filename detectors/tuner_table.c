@@ -20,13 +20,12 @@ static inline unsigned slot_of(uintptr_t key)
  * tuners in use.  TOMB keeps probe chains intact; get() reuses the first one. */
 #define TOMB ((uintptr_t)1) /* never an object's address */
 
-/* The overlaps of the entries given back (tg_tuner_overlaps). */
-static uint64_t overlaps_given_back;
-
+/* An entry's overlap count stays with its slot when the entry is given
+ * back (tg_tuner_overlaps sums every slot, in use or not): moving it to a
+ * process-wide total here wrote one line shared by every thread at each
+ * last leave, which with threads entering a tuner in turn is every call. */
 static void give_back(struct tg_tuner *u)
 {
-    overlaps_given_back += u->overlaps;
-    u->overlaps = 0;
     u->key = TOMB;
 }
 
@@ -35,9 +34,16 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     u->key = key;
     u->overflow = 0;
-    u->starving = 0; /* owner and the FIFO are empty: given back only then */
-    u->overlaps = u->waits = u->wait_ns = 0;
-    u->noted = 0;
+    /* What serialize keeps lies past the occupants, on lines detect never
+     * writes; storing its zeros again on every claim would take those lines
+     * from the CPU that claimed last (a cache miss each, at every call of a
+     * tuner that threads enter in turn).  So they are read (shared, no
+     * transfer while nobody writes them) and reset only when set. */
+    if (u->starving | (uint32_t)u->noted | (u->waits != 0) | (u->wait_ns != 0)) {
+        u->starving = 0; /* owner and the FIFO are empty: given back only then */
+        u->waits = u->wait_ns = 0;
+        u->noted = 0;
+    }
 }
 
 struct tg_tuner *tg_tuner_get(uintptr_t key)
@@ -68,10 +74,9 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
 
 uint64_t tg_tuner_overlaps(void)
 {
-    uint64_t n = overlaps_given_back;
+    uint64_t n = 0;
     for (int i = 0; i < TG_TUNER_SLOTS; i++)
-        if (table[i].key != 0 && table[i].key != TOMB)
-            n += table[i].overlaps;
+        n += table[i].overlaps; /* given back or not (give_back) */
     return n;
 }
 
@@ -354,5 +359,4 @@ void tg_tuner_atfork_child(void)
         memset(u->occ_ev, 0, sizeof u->occ_ev);
         u->overlaps = 0; /* the parent's */
     }
-    overlaps_given_back = 0;
 }

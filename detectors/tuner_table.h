@@ -32,7 +32,10 @@ struct tg_occupant {
     pid_t raced_tid;            /* the other thread (copied: it may exit first) */
     char raced_name[48];
     uint64_t race_seq;          /* seq of the race report, 0 if none was written */
-};
+} __attribute__((aligned(64))); /* a slot on lines of its own: its thread enters and leaves
+                                   writing them (clear_occ clears the whole slot), and a
+                                   neighbour's slot sharing a line took it from that thread's
+                                   CPU at every call of the other */
 
 struct tg_tuner {
     /* The line every guarded call on this tuner reads and writes: with
@@ -55,7 +58,8 @@ struct tg_tuner {
     uint64_t overlaps;          /* low-severity overlaps entering it (detect, verbosity 0):
                                    counted here, on the line the entry writes anyway, not on
                                    a process-wide counter every thread's entry would move
-                                   (tg_tuner_overlaps sums them) */
+                                   (tg_tuner_overlaps sums them; they stay with the slot
+                                   when the entry is given back) */
     struct tg_occupant occ[TG_TUNER_MAX_OCC];
     /* serialize mode's lock ("The lock" below) */
     uint32_t owner;             /* tid of the thread holding it, 0 when free:

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-_Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_NFN];
+_Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_ROW] __attribute__((aligned(64)));
 /* tg__cuda_slot, tg__devcache: shim/tls.c (the loader holds every thread-local) */
 static _Atomic int tg__cuda_next_slot;
 

@@ -28,7 +28,11 @@
 /* ---- counters: one slot per recording thread (first come), the last slot
  * shared by every thread after the first 255 ---------------------------- */
 #define TG_CUDA_SLOTS 256
-extern _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_NFN];
+/* A row per slot, padded to whole cache lines: rows of TG_CUDA_NFN counters
+ * (232 bytes) shared a line with the next thread's row, so each thread's
+ * counts moved a line its neighbour writes too. */
+#define TG_CUDA_ROW ((TG_CUDA_NFN + 7) & ~7)
+extern _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_ROW] __attribute__((aligned(64)));
 extern __thread int tg__cuda_slot; /* slot + 1; 0 until claimed */
 int tg__cuda_claim_slot(void);
 
