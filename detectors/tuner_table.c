@@ -7,6 +7,21 @@
 
 static struct tg_tuner table[TG_TUNER_SLOTS];
 
+/* The entries ever claimed, one bit each: what the scans below (the fork
+ * child's reset, the overlap total, tg_tuner_next) visit, so that they never
+ * touch the rest of the 4.7 MB table.  A page of it the process never wrote
+ * costs no memory until something reads it, and a read is not free either:
+ * in a fork child (a DataLoader worker) it maps a page of the child's own
+ * where the kernel gives no shared zero page, and the reset that wrote every
+ * entry copied the whole table into each child.  Set once per entry (read
+ * first: the line stays shared among the threads that claim). */
+static uint64_t claimed_bits[TG_TUNER_SLOTS / 64];
+
+static inline int ever_claimed(unsigned i)
+{
+    return (int)(claimed_bits[i / 64] >> (i % 64) & 1);
+}
+
 static inline unsigned slot_of(uintptr_t key)
 {
     /* Objects are 16-byte aligned: drop those bits, then mix. */
@@ -32,6 +47,9 @@ static void give_back(struct tg_tuner *u)
 static void claim(struct tg_tuner *u, uintptr_t key)
 {
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
+    const unsigned i = (unsigned)(u - table);
+    if (!ever_claimed(i))
+        claimed_bits[i / 64] |= 1ull << (i % 64);
     u->key = key;
     u->overflow = 0;
     /* What serialize keeps lies past the occupants, on lines detect never
@@ -75,8 +93,9 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
 uint64_t tg_tuner_overlaps(void)
 {
     uint64_t n = 0;
-    for (int i = 0; i < TG_TUNER_SLOTS; i++)
-        n += table[i].overlaps; /* given back or not (give_back) */
+    for (unsigned i = 0; i < TG_TUNER_SLOTS; i++)
+        if (ever_claimed(i))
+            n += table[i].overlaps; /* given back or not (give_back) */
     return n;
 }
 
@@ -274,7 +293,10 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
 struct tg_tuner *tg_tuner_next(int *cursor)
 {
     while (*cursor < TG_TUNER_SLOTS) {
-        struct tg_tuner *u = &table[(*cursor)++];
+        const unsigned i = (unsigned)(*cursor)++;
+        if (!ever_claimed(i))
+            continue;
+        struct tg_tuner *u = &table[i];
         if (u->key && u->key != TOMB)
             return u;
     }
@@ -346,8 +368,10 @@ int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsi
 
 void tg_tuner_atfork_child(void)
 {
-    for (int i = 0; i < TG_TUNER_SLOTS; i++) {
+    for (unsigned i = 0; i < TG_TUNER_SLOTS; i++) {
         struct tg_tuner *u = &table[i];
+        if (!ever_claimed(i))
+            continue; /* all zero already, and its page untouched (claimed_bits) */
         u->nocc = 0;
         u->overflow = 0;
         u->waiters = 0;

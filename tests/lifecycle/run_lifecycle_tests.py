@@ -85,6 +85,15 @@ def t_fork_race_child(args, check):
           and r.kinds(child) == ["race"], r)
 
 
+def t_fork_memory(args, check):
+    r = Run(args, "fork_memory.py", "mode=detect:" + TUNERS)
+    m = re.search(r"CHILD_DIRTY_KB (\d+) (\w+)", r.out)
+    # The child's own writes there: the thread record, the counts, the claimed
+    # entries' pages; the whole table would be 4.7 MB.
+    check("fork: the child's copy of the core's data stays small (under 1 MB; the tuner table is 4.7 MB) "
+          "and its tuners still work", r.rc == 0 and m and int(m.group(1)) < 1024 and m.group(2) == "True", r)
+
+
 def t_mp(method):
     def t(args, check):
         r = Run(args, "mp_children.py", "mode=detect:" + TUNERS, [method, "2"])
@@ -110,6 +119,7 @@ def t_subinterp(args, check):
 
 
 TESTS = {"exceptions": t_exceptions, "fork_serialize": t_fork_serialize, "fork_race_child": t_fork_race_child,
+         "fork_memory": t_fork_memory,
          "mp_spawn": t_mp("spawn"), "mp_forkserver": t_mp("forkserver"), "mp_fork": t_mp("fork"),
          "subinterp": t_subinterp}
 
