@@ -606,9 +606,9 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
 }
 
 
-/* Overlaps are counted on the tuner an entry writes anyway; the process's
- * count keeps those of entries given back (the last leave, release when
- * unused), and a fork child starts from none. */
+/* Overlaps are counted on the tuner an entry writes anyway, and stay with
+ * its slot when the entry is given back (the last leave, release when
+ * unused); the process's count sums the slots; a fork child starts from none. */
 Test(tuner_table, overlaps_survive_give_back_and_reset_at_fork)
 {
     struct tg_thread *a = &threads[0];
@@ -625,9 +625,13 @@ Test(tuner_table, overlaps_survive_give_back_and_reset_at_fork)
     a->nheld = 0;
     cr_assert_eq(tg_tuner_find(KEY(31)), NULL, "u given back at its last leave");
     cr_assert_eq(tg_tuner_overlaps(), 5);
-    struct tg_tuner *w = tg_tuner_get(KEY(33)); /* may reuse a given-back slot: starts at 0 */
-    cr_assert_eq(w->overlaps, 0);
-    w->overlaps = 1;
+    /* A key that takes a given-back slot (v's own key, back to its home, a
+     * tomb now) finds the slot's count there: the total is the process's,
+     * and the reuse counts nothing twice and loses nothing. */
+    struct tg_tuner *w = tg_tuner_get(KEY(32));
+    cr_assert_eq(w, v, "v's key takes v's slot back");
+    cr_assert_eq(tg_tuner_overlaps(), 5);
+    w->overlaps += 1;
     cr_assert_eq(tg_tuner_overlaps(), 6);
     tg_tuner_atfork_child();
     cr_assert_eq(tg_tuner_overlaps(), 0, "the parent's overlaps are the parent's to count");
@@ -707,4 +711,22 @@ Test(tuner_table, evidence_untracked_beyond_held)
     tg_tuner_mark_evidence(a, TG_EV_TUNING);
     cr_assert_eq(ev_of(deep, a), TG_EV_UNTRACKED, "not reached: the record is read for it");
     cr_assert_eq(ev_of(tg_tuner_get(KEY(200)), a), TG_EV_TUNING);
+}
+
+/* A fork child keeps the parent's entries (their keys) but none of what the
+ * parent's serialize noted on them: its contended list starts empty, so a
+ * tuner noted there must be noted again in the child. */
+Test(tuner_table, fork_child_forgets_serialize_notes)
+{
+    struct tg_tuner *u = tg_tuner_get(KEY(41));
+    enter_outer(u, &threads[0], 1);
+    u->noted = 1;
+    u->waits = 3;
+    u->wait_ns = 1000;
+    tg_tuner_atfork_child();
+    cr_assert_eq(tg_tuner_find(KEY(41)), u, "the entry stays");
+    cr_assert_eq(u->nocc, 0);
+    cr_assert_eq(u->noted, 0);
+    cr_assert_eq(u->waits, 0);
+    cr_assert_eq(u->wait_ns, 0);
 }
