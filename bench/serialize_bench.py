@@ -137,13 +137,16 @@ def env_for(variant, workdir):
 # The in-process phases with tunerguard's mode off (serialize_cell.py): its CUDA hooks pass
 # through, so they are what a user without tunerguard has; a process without the preload has none.
 OFF_PHASES = ("bare", "barelock")
+# tgoff: the guard left in Autotuner.run with the mode off (it calls the original straight
+# away): what calling through the guard's C method descriptor costs with no tunerguard work.
+DIAG_PHASES = ("tgoff",)
 
 
 def cell_cmd(variant, n, phase):
     cmd = [a.python, os.path.join(HERE, "serialize_cell.py"), "--backend", a.backend, "--threads", str(n),
            "--steps", str(steps), "--phase", phase]
     if phase == "interleave":  # bare, barelock turn the preload's mode off for a phase: none has no preload
-        names = [p for p in a.interleave.split(",") if p not in OFF_PHASES or variant != "none"]
+        names = [p for p in a.interleave.split(",") if p not in OFF_PHASES + DIAG_PHASES or variant != "none"]
         return cmd + ["--interleave", ",".join(names), "--inner-rounds", str(a.inner_rounds)]
     if variant == "lock":
         cmd.append("--lock")
@@ -214,7 +217,8 @@ if a.from_json:  # one file, or several (comma separated): their cells pooled
                     continue  # a crashed cell of an older file
                 if c["phase"] == "interleave":  # the phases the files hold, in the usual order
                     held = {x["phase"] for x in c.get("phases", [])} | set((a.interleave or "").split(","))
-                    a.interleave = ",".join(p for p in ("tg", "none", "lock") + OFF_PHASES if p in held)
+                    a.interleave = ",".join(p for p in ("tg", "none", "lock") + OFF_PHASES + DIAG_PHASES
+                                            if p in held)
                 c["round"] += 1000 * i
                 cells.append(c)
     phases = []
@@ -422,7 +426,8 @@ def interleave_table():
           "all its rounds, none (no preload): tg / none, the A/A control; median [95 % interval], others "
           "median (min-max)\n")
     ratios = (("tg", ("none",)), ("tg", ("bare",)), ("tg", ("lock",)), ("tg", ("none", "lock")),
-              ("lock", ("none",)), ("none", ("bare",)), ("lock", ("barelock",)))
+              ("lock", ("none",)), ("none", ("bare",)), ("lock", ("barelock",)), ("tgoff", ("bare",)),
+              ("tg", ("tgoff",)))
     ratios = tuple(r for r in ratios if all(p in held for p in (r[0], *r[1])))
     print("| threads | process | processes / rounds | judged by | "
           + " | ".join(f"{num} / {' or '.join(den) if len(den) == 1 else 'best of none, lock'}"

@@ -28,7 +28,10 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    (under the preload only): lock with the mode off, the
                    user's lock as it runs without tunerguard.  bare and
                    barelock are what a user without tunerguard has, measured
-                   in the process that has it.  A
+                   in the process that has it.  tgoff (under the
+                   preload only): tunerguard's guard with the mode off
+                   (it calls the original at once), what the guard's
+                   C method descriptor alone costs a call.  A
                    phase's neighbours ran within a second of it in the same
                    process, so the spread of fresh processes (docs/
                    benchmarks.md, tenth session) stays out of the ratios.
@@ -276,7 +279,7 @@ def interleave():
     if a.lock:
         sys.exit("serialize_cell: --phase interleave has its own lock phase; --lock does not apply")
     # The phases run with tunerguard's mode off: what a user without tunerguard has.
-    off = {"bare", "barelock"}
+    off = {"bare", "barelock", "tgoff"}
     if off & set(a.interleave.split(",")) and not os.environ.get("LD_PRELOAD"):
         sys.exit("serialize_cell: the bare and barelock phases need the preload (they turn tunerguard off "
                  "for a phase)")
@@ -288,12 +291,14 @@ def interleave():
         with lock:
             return plain(self, *args, **kw)
 
-    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked, "bare": plain, "barelock": locked}
+    runs = {"tg": Autotuner.__dict__["run"], "none": plain, "lock": locked, "bare": plain, "barelock": locked,
+            "tgoff": Autotuner.__dict__["run"]}
     names = a.interleave.split(",")
     if not names or any(p not in runs for p in names):
-        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare, barelock")
+        sys.exit(f"serialize_cell: --interleave {a.interleave!r}: phases are tg, none, lock, bare, barelock, tgoff")
     mode = None
     counted = lambda: None  # noqa: E731  (no preload: nothing counts launches)
+    insitu = None
     if os.environ.get("LD_PRELOAD"):
         import ctypes
         lib = ctypes.CDLL(os.environ["LD_PRELOAD"].split(":")[0])
@@ -307,6 +312,17 @@ def interleave():
 
         def counted():  # the launches tunerguard recorded so far (bare's must not grow)
             return sum(q(r) for r in launch_rows)
+        # The in-situ profile build (cmake -DTG_INSITU=ON, core/insitu.h): the cycles of
+        # tunerguard's own part of the calls, per phase.  Other builds lack the symbol.
+        core_path = next((ln.split()[-1] for ln in open("/proc/self/maps") if "libtunerguard_core" in ln), None)
+        try:
+            isq = ctypes.CDLL(core_path, mode=os.RTLD_NOLOAD | os.RTLD_NOW).tunerguard_insitu if core_path else None
+        except (OSError, AttributeError):
+            isq = None
+        if isq is not None:
+            isq.argtypes, isq.restype = [ctypes.c_int], ctypes.c_ulonglong
+            ns_per_tick = isq(8) / 2**20
+            insitu = lambda: [isq(k) for k in range(6)]  # noqa: E731
     mode_on = mode.value if mode is not None else None
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
     if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
@@ -364,11 +380,18 @@ def interleave():
             if mode is not None:
                 mode.value = 0 if p in off else mode_on
             c0 = counted()
+            i0 = insitu() if insitu else None
             go.wait()
             done.wait()
             dt = max(ends) - min(starts)
             if r >= 0:
                 phases.append({"round": r, "phase": p, "after": prev, "calls_per_s": 2 * a.steps * a.threads / dt})
+                if i0 is not None:  # ns per guarded call (own, original), per recorded CUDA call (own, real)
+                    d = [b - x for b, x in zip(insitu(), i0)]
+                    phases[-1]["insitu_ns"] = {
+                        "guard_calls": d[0], "guard_own": d[1] * ns_per_tick / max(d[0], 1),
+                        "guard_orig": d[2] * ns_per_tick / max(d[0], 1), "hook_calls": d[3],
+                        "hook_own": d[4] * ns_per_tick / max(d[3], 1), "hook_real": d[5] * ns_per_tick / max(d[3], 1)}
                 if c0 is not None:
                     got = phases[-1]["launches_recorded"] = counted() - c0
                     if (got == 0) != (p in off):  # bare, barelock: the hooks passed through; the others recorded

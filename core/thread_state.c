@@ -8,11 +8,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static __thread struct tg_thread tg__tls;
+__thread struct tg_thread tg__tls_rec;
 
 TG_STARTUP struct tg_thread *tg__self(void)
 {
-    struct tg_thread *t = &tg__tls;
+    struct tg_thread *t = &tg__tls_rec;
     if (__builtin_expect(t->tid == 0, 0)) {
         /* First use on this thread: two syscalls, then cached.  After fork the
          * child's copy of the forking thread would keep the parent's tid; the
@@ -28,7 +28,7 @@ TG_STARTUP struct tg_thread *tg__self(void)
 
 TG_STARTUP struct tg_thread *tg__self_busy(void)
 {
-    return &tg__tls;
+    return &tg__tls_rec;
 }
 
 /* fork child: the calling thread is the only one left; it holds no tuner and
@@ -39,7 +39,7 @@ TG_STARTUP struct tg_thread *tg__self_busy(void)
  * alone. */
 void tg__thread_atfork_child(void)
 {
-    struct tg_thread *t = &tg__tls;
+    struct tg_thread *t = &tg__tls_rec;
     if (t->tid) { /* its new tid at once: frames from before the fork go on with t (a wait among them) */
         t->tid = (pid_t)syscall(SYS_gettid);
         t->is_main = 1; /* the child's one thread: its tid is the child's pid */

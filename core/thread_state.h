@@ -28,8 +28,11 @@ struct tg_cuda_call {
     int32_t device;        /* -1 when unknown */
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
-    uint64_t t_enter_ns;   /* CLOCK_MONOTONIC ns */
-    uint64_t t_exit_ns;    /* 0 while inside */
+    /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
+     * one instruction on x86-64.  A reader's copy (shim/report_capture.c)
+     * holds CLOCK_MONOTONIC ns, converted with tg_ticks_to_ns. */
+    uint64_t t_enter;
+    uint64_t t_exit;       /* 0 while inside */
     int32_t nframes;       /* native stack captured at this call, 0 if none */
     void *frames[TG_MAX_NATIVE_FRAMES];
 };
@@ -43,19 +46,58 @@ enum tg_cuda_kind {
 };
 
 struct tg_thread {
+    /* The hook line: what a recorded CUDA launch reads and writes of the
+     * thread's own, on the record's first line (the record is 64-byte
+     * aligned: see `tuning`).  A launch runs after the program's own work
+     * has evicted tunerguard's data from the CPU's near caches, and with the
+     * GIL released, where whatever it costs delays the launching thread's
+     * return to the GIL (docs/benchmarks.md, fifteenth session): with this
+     * line and `last` it touches two lines of its own. */
     pid_t tid;                /* gettid(), 0 until first use */
-    unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
     int busy;                 /* >0 while tunerguard itself runs on this thread:
                                  hooks seen then pass straight through */
-    /* Tuner sessions this thread is inside, outermost first (the tuner table
-     * entries, opaque here).  depth counts nested guarded calls in total. */
+    /* Tuner sessions this thread is inside, outermost first (held[], the
+     * tuner table entries, opaque here).  depth counts nested guarded calls
+     * in total. */
     int nheld;
-    void *held[TG_MAX_HELD];
-    uint8_t held_slot[TG_MAX_HELD]; /* t's occupant slot in held[i], 0xff none (overflow) */
-    int depth;
     /* Launches in the current outermost session; reset when a session
      * starts.  Incremented by the CUDA hooks. */
     uint32_t session_launches;
+    int depth;
+    /* This thread's row of the CUDA call counters, plus one; 0 until its
+     * first recorded call claims one (shim/cuda_record.h). */
+    int cuda_row;
+    /* The device of the last stream or context the thread launched on
+     * (dev1_key as tg__devcache keys it), valid while tg__cuda_gen ==
+     * dev1_gen: a one-entry cache in front of tg__devcache. */
+    int32_t dev1_dev;
+    uint32_t dev1_gen;
+    uint64_t dev1_key;
+    unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
+    /* The rest of the first line and the next three: what a guarded call
+     * reads and writes of its own thread's (shim/session.c), besides the
+     * fields above and the evidence line. */
+    /* fork() children this thread's copy has gone on in (the atfork handler
+     * counts it).  A guarded frame notes it at entry: one that sees it
+     * changed at exit was entered in the parent, and its holds went with the
+     * tables reset at fork, so it gives nothing back (shim/session.c). */
+    unsigned forks;
+    /* The replacement check's draw (xorshift32 state, 0 until the first;
+     * shim/guard_internal.h).  GIL held. */
+    uint32_t replace_rng;
+    /* Guarded calls this thread is in (shim/session.c, tg__guard_entry), and
+     * the program's own exception (type, value, traceback: PyObject *) that
+     * Python code tunerguard ran inside one of them raised, kept to be raised
+     * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
+    int guard_frames;
+    void *held[TG_MAX_HELD];
+    uint8_t held_slot[TG_MAX_HELD]; /* t's occupant slot in held[i], 0xff none (overflow) */
+    void *kept_exc[3];
+    /* Inside the program's own wrapper of a guarded method (a replacement
+     * that chains to the original), entered while another thread was inside
+     * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
+    uintptr_t wrapped_busy;
+    const void *wrapped_by;
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
      * (shim/report_capture.c, tg__other_is_tuning: for a marked tuner only
@@ -104,29 +146,16 @@ struct tg_thread {
      * need not wake the FIFO's head).  Owner only, GIL held. */
     uint64_t turn_released_ns;
     int turn_short;
-    /* Inside the program's own wrapper of a guarded method (a replacement
-     * that chains to the original), entered while another thread was inside
-     * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
-    uintptr_t wrapped_busy;
-    const void *wrapped_by;
-    /* fork() children this thread's copy has gone on in (the atfork handler
-     * counts it).  A guarded frame notes it at entry: one that sees it
-     * changed at exit was entered in the parent, and its holds went with the
-     * tables reset at fork, so it gives nothing back (shim/session.c). */
-    unsigned forks;
     /* The process's main thread (its tid is the pid), where Python runs
      * signal handlers: taken at first use, set in a fork child (the forking
      * thread is the child's main thread).  serialize's waits read it. */
     int is_main;
-    /* Guarded calls this thread is in (shim/session.c, tg__guard_entry), and
-     * the program's own exception (type, value, traceback: PyObject *) that
-     * Python code tunerguard ran inside one of them raised, kept to be raised
-     * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
-    int guard_frames;
-    void *kept_exc[3];
-    /* The replacement check's draw (xorshift32 state, 0 until the first;
-     * shim/guard_internal.h).  GIL held. */
-    uint32_t replace_rng;
+#ifdef TG_INSITU
+    /* The in-situ profile build only (core/insitu.h): this thread's counts. */
+    uint64_t insitu[8];
+    int insitu_reg;
+    uint64_t insitu_orig; /* the last original's cycles (shim/session.c) */
+#endif
 };
 
 /* The evidence line (above): its four fields on one line, with nothing else. */
@@ -135,8 +164,23 @@ _Static_assert(offsetof(struct tg_thread, session_multi) / 64 == offsetof(struct
                "the evidence fits its line");
 _Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tuning) >= 64,
                "nothing written per call shares the evidence line");
+_Static_assert(offsetof(struct tg_thread, ident) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
+               "the hook line holds the hook's fields, and the guard's first ones");
+_Static_assert(offsetof(struct tg_thread, wrapped_by) < offsetof(struct tg_thread, tuning),
+               "the guard's fields come before the evidence line");
+_Static_assert(offsetof(struct tg_thread, last) % 64 == 0, "the record of the last call starts a line");
 
 struct tg_thread *tg__self(void);
+/* The record itself (core/thread_state.c; the loader's initial-exec TLS):
+ * for tg__self_fast only. */
+extern __thread struct tg_thread tg__tls_rec;
+/* tg__self() without the call, for the CUDA hooks: the TLS address, and the
+ * first-use set-up through tg__self() when the thread has none yet. */
+static inline __attribute__((always_inline)) struct tg_thread *tg__self_fast(void)
+{
+    struct tg_thread *t = &tg__tls_rec;
+    return __builtin_expect(t->tid != 0, 1) ? t : tg__self();
+}
 /* The calling thread's record as it is, without tg__self's first-use set-up
  * (no gettid, no tid cached): for code that only counts itself in and out
  * (`busy`) before anything is guarded (the audit hook, arming, the finder),

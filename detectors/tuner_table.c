@@ -29,11 +29,20 @@ static inline unsigned slot_of(uintptr_t key)
     return (unsigned)(h >> 52) & (TG_TUNER_SLOTS - 1);
 }
 
-/* A slot whose tuner nobody is inside or waiting for is given back at the
- * last leave (TOMB), so a long job that creates tuners without end (Inductor
- * makes one per generated kernel) never fills the table: it holds only the
- * tuners in use.  TOMB keeps probe chains intact; get() reuses the first one. */
+/* A slot keeps its key when its last occupant leaves (idle): threads that
+ * call a tuner in turn find it at its home slot, in one probe, instead of
+ * probing past a tomb and claiming a slot again at every call whose tuner
+ * was empty (two more shared lines read, the key line written).  A long job
+ * that creates tuners without end (Inductor makes one per generated kernel)
+ * still never fills the table: when a claim would take it past three
+ * quarters, the idle entries are given back first (TOMB; sweep_idle).
+ * TOMB keeps probe chains intact; get() reuses the first one.  An idle
+ * entry whose instance was freed and whose address a new tuner got is that
+ * tuner's entry from then on, with the old one's counts (overlaps, serialize's
+ * waits): statistics only, nobody is inside it. */
 #define TOMB ((uintptr_t)1) /* never an object's address */
+#define TG_TUNER_SWEEP_AT (TG_TUNER_SLOTS / 4 * 3)
+static unsigned nkeys; /* slots with a key, in use or idle (GIL held) */
 
 /* An entry's overlap count stays with its slot when the entry is given
  * back (tg_tuner_overlaps sums every slot, in use or not): moving it to a
@@ -42,6 +51,24 @@ static inline unsigned slot_of(uintptr_t key)
 static void give_back(struct tg_tuner *u)
 {
     u->key = TOMB;
+    nkeys--;
+}
+
+static int idle(const struct tg_tuner *u)
+{
+    return u->key != 0 && u->key != TOMB && u->nocc == 0 && u->waiters == 0 &&
+           __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* Give back every idle entry: once per quarter of the table's claims at
+ * most, when it is three quarters full.  A pointer to an entry is valid only
+ * while someone is inside or waiting (tg_tuner_get's contract), so nobody
+ * holds one to these. */
+static void sweep_idle(void)
+{
+    for (unsigned i = 0; i < TG_TUNER_SLOTS; i++)
+        if (ever_claimed(i) && idle(&table[i]))
+            give_back(&table[i]);
 }
 
 static void claim(struct tg_tuner *u, uintptr_t key)
@@ -51,6 +78,7 @@ static void claim(struct tg_tuner *u, uintptr_t key)
     if (!ever_claimed(i))
         claimed_bits[i / 64] |= 1ull << (i % 64);
     u->key = key;
+    nkeys++;
     u->overflow = 0;
     /* What serialize keeps lies past the occupants, on lines detect never
      * writes; storing its zeros again on every claim would take those lines
@@ -66,29 +94,36 @@ static void claim(struct tg_tuner *u, uintptr_t key)
 
 struct tg_tuner *tg_tuner_get(uintptr_t key)
 {
-    struct tg_tuner *tomb = NULL;
-    unsigned i = slot_of(key);
-    for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
-        struct tg_tuner *u = &table[i];
-        if (u->key == key)
-            return u;
-        if (u->key == TOMB) {
-            if (!tomb)
-                tomb = u;
+    for (int pass = 0; pass < 2; pass++) {
+        struct tg_tuner *tomb = NULL, *empty = NULL;
+        unsigned i = slot_of(key);
+        for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
+            struct tg_tuner *u = &table[i];
+            if (u->key == key)
+                return u;
+            if (u->key == TOMB) {
+                if (!tomb)
+                    tomb = u;
+                continue;
+            }
+            if (u->key == 0) {
+                empty = u;
+                break;
+            }
+        }
+        /* A claim: sweep first when the table is filling up, then look again
+         * (the sweep made tombs, maybe on this key's chain). */
+        if (pass == 0 && nkeys >= TG_TUNER_SWEEP_AT) {
+            sweep_idle();
             continue;
         }
-        if (u->key == 0) {
-            claim(tomb ? tomb : u, key);
-            return tomb ? tomb : u;
-        }
-    }
-    if (tomb) {
-        claim(tomb, key);
-        return tomb;
+        struct tg_tuner *u = tomb ? tomb : empty;
+        if (u)
+            claim(u, key);
+        return u;
     }
     return NULL;
 }
-
 
 uint64_t tg_tuner_overlaps(void)
 {
@@ -231,11 +266,7 @@ int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupan
         u->overflow--;
     else
         return 1; /* not counted in (a frame from before a fork): nothing to give back */
-    if (--u->nocc == 0 && u->waiters == 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0) {
-        /* Nobody inside, nobody waiting, no owner (a woken waiter may own it
-         * before it runs): give the slot back. */
-        give_back(u);
-    }
+    --u->nocc; /* the last one out leaves the entry idle, its key kept (sweep_idle) */
     return 1;
 }
 

@@ -240,8 +240,9 @@ static inline void tg_tuner_mark_evidence(struct tg_thread *t, uint8_t bit)
 
 /* Find the entry of `key`, creating it.  NULL when the table is full (the
  * caller then passes the call through unguarded and says so).  O(1) expected.
- * An entry is given back when its last occupant leaves with nobody waiting:
- * a pointer to it is valid only while someone is inside or waiting, so after
+ * An entry nobody is inside or waiting for is idle: it keeps its key until
+ * a claim finds the table three quarters full and gives the idle ones back.
+ * So a pointer to it is valid only while someone is inside or waiting: after
  * anything that may let other threads run, get it again. */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
@@ -270,7 +271,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
 /* t leaves one level.  Returns 1 when t's last level on u ended (its session
  * is over), 0 when it is still inside (nested).  The lock is not touched:
  * unlock first (tg_tuner_unlock), so a slot with waiters or an owner is
- * never given back. */
+ * never given back.  The last one out leaves u idle (tg_tuner_get). */
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t);
 /* A call that got u and returned without entering it (its wait abandoned:
  * Ctrl-C, a kept exception): give u back if nobody is inside, waiting or

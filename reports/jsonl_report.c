@@ -119,10 +119,10 @@ static void cuda(struct tg_w *w, const struct tg_thread_view *v)
     tg_w_str(w, ",\"kernel\":");
     str_or_null(w, v->cuda_kernel, sizeof v->cuda_kernel);
     tg_w_str(w, ",\"t_enter_ns\":");
-    tg_w_u64(w, c->t_enter_ns);
+    tg_w_u64(w, c->t_enter);
     tg_w_str(w, ",\"t_exit_ns\":");
-    if (c->t_exit_ns)
-        tg_w_u64(w, c->t_exit_ns);
+    if (c->t_exit)
+        tg_w_u64(w, c->t_exit);
     else
         tg_w_str(w, "null");
     tg_w_char(w, '}');

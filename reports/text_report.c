@@ -174,9 +174,9 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
         tg_w_str(w, ", still inside it (GIL released)\n");
     } else {
         tg_w_str(w, ", returned");
-        if (c->t_exit_ns && r->ts_ns >= c->t_exit_ns) {
+        if (c->t_exit && r->ts_ns >= c->t_exit) {
             tg_w_char(w, ' ');
-            tg_w_duration(w, r->ts_ns - c->t_exit_ns);
+            tg_w_duration(w, r->ts_ns - c->t_exit);
             tg_w_str(w, " earlier");
         }
         tg_w_char(w, '\n');

@@ -135,7 +135,7 @@ static struct tg__trace_ring *claim_ring(const struct tg_thread *t)
     return r;
 }
 
-void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c)
+void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c, uint64_t t0, uint64_t t1)
 {
     struct tg__trace_ring *r = tg__my_ring;
     if (__builtin_expect(!r, 0)) {
@@ -144,9 +144,6 @@ void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c)
             return;
         }
     }
-    uint64_t t0 = c->t_enter_ns, t1 = c->t_exit_ns;
-    if (c->kind == TG_CUDA_LAUNCH)
-        t0 = t1 = tg_mono_ns(); /* the hook's launch stamp is the coarse clock */
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
     atomic_store_explicit(&r->writing, h + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);

@@ -53,10 +53,11 @@ void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned fn),
                              const char *(*kernel_name)(unsigned long long func, char *buf, size_t n));
 
 /* Hot path (CUDA hooks, after the real call returned; t is the caller's own
- * record, c its just-finished call).  Launches become instants stamped now,
- * synchronizations and module calls slices from t_enter_ns to t_exit_ns.
- * No allocation, no lock, no syscall. */
-void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c);
+ * record, c its just-finished call, t0_ns and t1_ns its entry and exit in
+ * CLOCK_MONOTONIC ns: the caller converts the record's clock).  Launches
+ * are instants, synchronizations and module calls slices from t0_ns to
+ * t1_ns.  No allocation, no lock, no syscall. */
+void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c, uint64_t t0_ns, uint64_t t1_ns);
 
 /* GIL held, on the thread itself.  A session is the outermost guarded call
  * of a thread on one instance; begin/end must pair (LIFO per thread).  Begin

@@ -20,6 +20,8 @@
 #include "reports/trace.h"
 #include "shim/cuda_record.h"
 #include "shim/lifecycle.h"
+#include "core/clock.h"
+#include "core/insitu.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/thread_state.h"
@@ -48,6 +50,26 @@ static _Atomic int tg__cuda_ready;
 
 /* ---- the wrappers ------------------------------------------------------------------ */
 
+/* The in-situ profile build (core/insitu.h): the hook's cycles less the real call's. */
+#ifdef TG_INSITU
+#define TG_IS_BEGIN() const uint64_t is0_ = TG_IS_TICKS(); uint64_t is1_ = 0, is2_ = 0
+#define TG_IS_REAL_BEGIN() is1_ = TG_IS_TICKS()
+#define TG_IS_REAL_END() is2_ = TG_IS_TICKS()
+#define TG_IS_END(t)                                                                      \
+    do {                                                                                  \
+        if (t) {                                                                          \
+            tg__insitu_add(t, TG_IS_HCALLS, 1);                                           \
+            tg__insitu_add(t, TG_IS_HOWN, TG_IS_TICKS() - is0_ - (is2_ - is1_));          \
+            tg__insitu_add(t, TG_IS_HREAL, is2_ - is1_);                                  \
+        }                                                                                 \
+    } while (0)
+#else
+#define TG_IS_BEGIN() (void)0
+#define TG_IS_REAL_BEGIN() (void)0
+#define TG_IS_REAL_END() (void)0
+#define TG_IS_END(t) (void)0
+#endif
+
 /* Every wrapper: pass straight through when off or busy (tg__cuda_enter gives
  * NULL), else record, call the real variant, record the return.  The real
  * pointer is non-NULL: a wrapper is only handed out for a resolved row, and
@@ -56,19 +78,24 @@ static _Atomic int tg__cuda_ready;
     typedef CUresult (*tg__pfn_##name) params;                                            \
     CUresult tg__cuda_w_##name params                                                     \
     {                                                                                     \
+        TG_IS_BEGIN();                                                                    \
         tg__pfn_##name real_ = (tg__pfn_##name)atomic_load_explicit(                      \
             &tg__cuda_real_tab[TG_FN_##name], memory_order_relaxed);                      \
         struct tg_thread *t_ = tg__cuda_enter(TG_FN_##name, TG_CUDA_##kind, (CUstream)(stream), \
                                               (CUcontext)(ctx), (uint64_t)(uintptr_t)(func)); \
         if (!t_ && TG_FN_##name != TG_FN_cuStreamDestroy_v2)                              \
             return real_ args;                                                            \
+        TG_IS_REAL_BEGIN();                                                               \
         CUresult rc_ = real_ args;                                                        \
+        TG_IS_REAL_END();                                                                 \
         if (TG_FN_##name == TG_FN_cuStreamDestroy_v2) /* its handle may be reused now */  \
             atomic_fetch_add_explicit(&tg__cuda_gen, 1, memory_order_relaxed);            \
         if (t_)                                                                           \
             tg__cuda_leave(t_, TG_CUDA_##kind);                                           \
         if (__builtin_expect(tg_trace_on, 0) && t_ && TG_CUDA_##kind != TG_CUDA_OTHER)   \
-            tg_trace_cuda(t_, &t_->last); /* trace=1: reports/trace.h */                  \
+            tg_trace_cuda(t_, &t_->last, tg_ticks_to_ns(t_->last.t_enter),                 \
+                          tg_ticks_to_ns(t_->last.t_exit)); /* trace=1: reports/trace.h */     \
+        TG_IS_END(t_);                                                                    \
         return rc_;                                                                       \
     }
 #define TG_CUDA_GPA(name, params, args)
@@ -82,8 +109,9 @@ static _Atomic int tg__cuda_ready;
  * by the wrapper of whichever ABI the driver actually returned. */
 static void tg__cuda_gpa_count(unsigned fn)
 {
-    if (tg_opts.mode != TG_MODE_OFF && tg__self()->busy == 0)
-        tg__cuda_count_inc(fn);
+    struct tg_thread *t = tg__self();
+    if (tg_opts.mode != TG_MODE_OFF && t->busy == 0)
+        tg__cuda_count_inc(t, fn);
 }
 
 CUresult tg__cuda_w_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,

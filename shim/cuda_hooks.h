@@ -12,13 +12,11 @@
  *
  * What a wrapper records, on the calling thread, into tg__self()->last (see
  * core/thread_state.h for the seqlock): fn, kind, device, stream, func,
- * inside, t_enter_ns/t_exit_ns; inside a tuner session (nheld > 0) it also
+ * inside, t_enter/t_exit; inside a tuner session (nheld > 0) it also
  * counts session_launches / session_syncs and, for SYNC and MODULE calls,
- * captures the native stack.  Timestamps: SYNC/MODULE/OTHER use
- * CLOCK_MONOTONIC at entry and exit; LAUNCH uses CLOCK_MONOTONIC_COARSE at
- * entry (tick resolution, a few ms, may lag CLOCK_MONOTONIC by one tick) and
- * t_exit_ns = t_enter_ns: launches do not block, and a precise clock read
- * would double the cost of the hook.
+ * captures the native stack.  Timestamps are tg_ticks() (rdtsc on x86-64),
+ * converted to CLOCK_MONOTONIC ns by whoever reads the record; a launch has
+ * t_exit = t_enter (launches do not block: one clock read).
  */
 #ifndef TG_CUDA_HOOKS_H
 #define TG_CUDA_HOOKS_H

@@ -5,7 +5,7 @@
 #include <string.h>
 
 _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_ROW] __attribute__((aligned(64)));
-/* tg__cuda_slot, tg__devcache: shim/tls.c (the loader holds every thread-local) */
+/* tg__devcache: shim/tls.c (the loader holds every thread-local) */
 static _Atomic int tg__cuda_next_slot;
 
 _Atomic uint32_t tg__cuda_gen = 1; /* never 0: an empty entry (gen 0) never hits */
@@ -13,14 +13,14 @@ struct tg__cuda_support tg__cuda_sup;
 
 /* First recorded call of a thread: one atomic add, no allocation.  Slots are
  * never given back (a dead thread's counts stay in the totals). */
-int tg__cuda_claim_slot(void)
+int tg__cuda_claim_slot(struct tg_thread *t)
 {
     int s = atomic_fetch_add_explicit(&tg__cuda_next_slot, 1, memory_order_relaxed);
     if (s >= TG_CUDA_SLOTS - 1) {
         s = TG_CUDA_SLOTS - 1; /* shared: written with atomic adds */
         atomic_store_explicit(&tg__cuda_next_slot, TG_CUDA_SLOTS, memory_order_relaxed);
     }
-    tg__cuda_slot = s + 1;
+    t->cuda_row = s + 1;
     return s;
 }
 

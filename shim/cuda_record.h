@@ -4,7 +4,11 @@
  * Cost contract (docs/benchmarks.md, "CUDA launch hook cost"): no allocation,
  * no lock, no syscall, no atomic read-modify-write for the first 255 threads
  * that record (after that, one uncontended-ish atomic add per call on a shared
- * counter slot).  Clock reads are vDSO clock_gettime.  The only driver calls
+ * counter slot).  The clock is tg_ticks() (rdtsc on x86-64).  What a
+ * recorded launch touches in the common case: the thread's hook line and
+ * its `last` record (core/thread_state.h), its counter row, tg_opts, the
+ * real pointer, tg__cuda_gen and the device's tg_itf_bench word; nothing
+ * else, and no call.  The only driver calls
  * are cuCtxGetCurrent for calls on the NULL/legacy/per-thread stream or with
  * no stream (a driver TLS read), and, once per new stream or context per
  * thread, cuStreamGetCtx + cuCtxGetDevice[_v2] (tg__cuda_device_miss).
@@ -22,6 +26,7 @@
 #include "detectors/tuner_table.h"
 #include "shim/cuda_hooks.h"
 #include "shim/cuda_stress.h"
+#include "core/clock.h"
 #include "core/options.h"
 #include "core/thread_state.h"
 
@@ -33,14 +38,14 @@
  * counts moved a line its neighbour writes too. */
 #define TG_CUDA_ROW ((TG_CUDA_NFN + 7) & ~7)
 extern _Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_ROW] __attribute__((aligned(64)));
-extern __thread int tg__cuda_slot; /* slot + 1; 0 until claimed */
-int tg__cuda_claim_slot(void);
+int tg__cuda_claim_slot(struct tg_thread *t);
 
-static inline void tg__cuda_count_inc(unsigned fn)
+/* fn's counter on t's row (t->cuda_row, claimed at its first count). */
+static inline __attribute__((always_inline)) void tg__cuda_count_inc(struct tg_thread *t, unsigned fn)
 {
-    int s = tg__cuda_slot - 1;
+    int s = t->cuda_row - 1;
     if (__builtin_expect(s < 0, 0))
-        s = tg__cuda_claim_slot();
+        s = tg__cuda_claim_slot(t);
     _Atomic uint64_t *c = &tg__cuda_counts[s][fn];
     if (__builtin_expect(s < TG_CUDA_SLOTS - 1, 1))  /* sole writer: no RMW */
         atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
@@ -97,20 +102,19 @@ static inline __attribute__((always_inline)) int tg__cuda_device(struct tg_threa
             return -1;
     }
     key = ctx ? ((uint64_t)(uintptr_t)ctx | TG_CUDA_CTX_TAG) : (uint64_t)(uintptr_t)s;
+    const uint32_t gen = atomic_load_explicit(&tg__cuda_gen, memory_order_relaxed);
+    if (__builtin_expect(t->dev1_key == key && t->dev1_gen == gen, 1))
+        return t->dev1_dev; /* the hook line: the same stream as the last launch */
+    int dev;
     struct tg__devcache_entry *e = &tg__devcache[(key >> 4 ^ key >> 10) % TG_CUDA_DEVCACHE];
-    if (__builtin_expect(e->key == key &&
-                             e->gen == atomic_load_explicit(&tg__cuda_gen, memory_order_relaxed),
-                         1))
-        return e->dev;
-    return tg__cuda_device_miss(t, key, s, ctx);
-}
-
-/* ---- timestamps ------------------------------------------------------------ */
-static inline uint64_t tg__cuda_now(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts); /* vDSO: no syscall on Linux x86-64/aarch64 */
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (e->key == key && e->gen == gen)
+        dev = e->dev;
+    else
+        dev = tg__cuda_device_miss(t, key, s, ctx);
+    t->dev1_key = key;
+    t->dev1_gen = gen;
+    t->dev1_dev = dev;
+    return dev;
 }
 
 /* ---- the record -------------------------------------------------------------- */
@@ -134,10 +138,10 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
 {
     if (__builtin_expect(tg_opts.mode == TG_MODE_OFF, 0))
         return NULL;
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_fast();
     if (__builtin_expect(t->busy > 0, 0))
         return NULL;
-    tg__cuda_count_inc(fn);
+    tg__cuda_count_inc(t, fn);
     if (kind == TG_CUDA_OTHER)
         return t; /* bookkeeping rows: counted, not recorded */
     int dev = tg__cuda_device(t, s, ctx);
@@ -150,7 +154,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
      * bounded number of times and then gives up, so the section must stay a
      * handful of stores.  The unwind (up to TG_MAX_NATIVE_FRAMES frames)
      * goes into a local array first (stack only: no allocation). */
-    uint64_t now = tg__cuda_now(kind == TG_CUDA_LAUNCH ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC);
+    uint64_t now = tg_ticks(); /* converted by the readers (core/thread_state.h) */
     void *frames[TG_MAX_NATIVE_FRAMES];
     int nframes = 0;
     if (t->nheld > 0) {
@@ -181,8 +185,8 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     c->device = dev;
     c->stream = (uint64_t)(uintptr_t)s;
     c->func = func;
-    c->t_enter_ns = now;
-    c->t_exit_ns = 0;
+    c->t_enter = now;
+    c->t_exit = 0;
     c->nframes = nframes;
     if (nframes > 0)
         memcpy(c->frames, frames, sizeof(void *) * (size_t)nframes);
@@ -199,10 +203,10 @@ static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_threa
     if (kind == TG_CUDA_OTHER)
         return;
     struct tg_cuda_call *c = &t->last;
-    uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter_ns : tg__cuda_now(CLOCK_MONOTONIC);
+    uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter : tg_ticks();
     tg__cuda_seq_begin(c);
     c->inside = 0;
-    c->t_exit_ns = now;
+    c->t_exit = now;
     tg__cuda_seq_end(c);
 }
 

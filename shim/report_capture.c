@@ -59,8 +59,15 @@ static int read_cuda_call(const struct tg_thread *th, struct tg_cuda_call *out)
             continue;
         memcpy(out, (const void *)&th->last, sizeof *out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0)
+        if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0) {
+            /* The owner's clock (tg_ticks) in CLOCK_MONOTONIC ns, as the
+             * reports give every time (core/thread_state.h). */
+            if (out->t_enter)
+                out->t_enter = tg_ticks_to_ns(out->t_enter);
+            if (out->t_exit)
+                out->t_exit = tg_ticks_to_ns(out->t_exit);
             return 1;
+        }
     }
     memset(out, 0, sizeof *out);
     return 0;

@@ -15,6 +15,7 @@
 #include "shim/guard_internal.h"
 #include "shim/serialize_wait.h"
 #include "core/clock.h"
+#include "core/insitu.h"
 #include "core/log.h"
 #include "core/park.h"
 #include "core/options.h"
@@ -38,7 +39,7 @@ _Atomic uint32_t tg__tuning_epoch; /* shim/cuda_hooks.h */
 
 /* ---- calling the original ------------------------------------------------ */
 
-static inline PyObject *call_orig(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static inline PyObject *call_orig_(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *orig = g->orig;
     if (tg_py.PyObject_Vectorcall) /* 3.11+ */
@@ -48,6 +49,18 @@ static inline PyObject *call_orig(struct tg_guard *g, PyObject *const *args, Py_
     /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
      * helper takes the same vector and kwnames. */
     return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
+}
+
+static inline PyObject *call_orig(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+#ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
+    uint64_t s0 = TG_IS_TICKS();
+    PyObject *r = call_orig_(g, args, nargs, kwnames);
+    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    return r;
+#else
+    return call_orig_(g, args, nargs, kwnames);
+#endif
 }
 
 /* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
@@ -72,6 +85,9 @@ static PyObject *leave_unentered(PyObject *inst)
     return NULL;
 }
 
+static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
+                              struct tg_occupant *o, uint32_t epoch, PyObject *res);
+
 /* ---- the guard itself ------------------------------------------------------ */
 
 /* The original takes self first: rebuild the vector [self, args..., kwargs...].
@@ -84,6 +100,9 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
                           PyObject *kwnames)
 {
+#ifdef TG_INSITU
+    const uint64_t is0 = TG_IS_TICKS();
+#endif
     Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
     PyObject *stack[32];
     PyObject **v = stack;
@@ -97,14 +116,25 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     /* The count of guarded calls the thread is in, and one load after: an
      * exception of the program's that our own look-ups met inside the call
      * (a Ctrl-C whose handler ran in one) is raised here (core/py_attr.h). */
-    struct tg_thread *t = tg__self();
+    struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
+#ifdef TG_INSITU
+    t->insitu_orig = 0; /* stays 0 if the original is not called */
+#endif
     PyObject *res = guard_call(g, t, self, (PyObject *const *)v, n + 1, kwnames);
     t->guard_frames--;
     if (v != stack)
         free(v);
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
+#ifdef TG_INSITU
+    /* Nested guarded calls ran inside this one's original and set
+     * insitu_orig before it did: what is there now is this call's. */
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#endif
     return res;
 }
 
@@ -219,12 +249,13 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
             tg_tuner_leave(u, t);
         return res;
     }
+    /* The common case of several threads calling tuned kernels, decided on
+     * u's first line alone: nobody inside shows evidence, so this is a
+     * low-severity overlap, only counted (tg__report_race says the same after
+     * looking at the occupants).  No Python code runs on its way in, so u
+     * needs no second look-up. */
+    const int quiet = v == TG_RACE && tg__overlap_is_quiet(u, g);
     if (v != TG_FIRST) {
-        /* The common case of several threads calling tuned kernels, decided
-         * on u's first line alone: nobody inside shows evidence, so this is a
-         * low-severity overlap, only counted (tg__report_race says the same
-         * after looking at the occupants). */
-        const int quiet = v == TG_RACE && tg__overlap_is_quiet(u, g);
         if (quiet) {
             u->overlaps++;
             tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
@@ -248,10 +279,10 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
                     tg__release_turn(t);
                 return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
             }
-        } else if (tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
+        } else if (!quiet && tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
             link.tid = 0; /* the report let the other thread finish: no overlap left */
     }
-    if (v != TG_FIRST) {
+    if (v != TG_FIRST && !quiet) {
         /* The report and the wait let other threads run: the entry may have
          * been given back meanwhile (detectors/tuner_table.h). */
         u = tg_tuner_get((uintptr_t)inst);
@@ -331,6 +362,15 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         return res;
     }
 
+    return session_exit(g, t, inst, u, o, epoch, res);
+}
+
+/* The end of a registered session's outermost or nested level: the checks
+ * at return, then the entry left.  epoch: tg__tuning_epoch when the session
+ * began.  GIL held. */
+static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
+                              struct tg_occupant *o, uint32_t epoch, PyObject *res)
+{
     /* Another thread inside: did this return run under its benchmarking?
      * Only a call that returned (an exception may leave before the tuner's
      * own `self.nargs = None`), and, for a marked tuner, only when some

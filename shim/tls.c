@@ -7,7 +7,6 @@
 
 #include <stdint.h>
 
-__thread int tg__cuda_slot;
 __thread struct tg__devcache_entry tg__devcache[TG_CUDA_DEVCACHE];
 __thread uint64_t tg__stress_bench_t0; /* shim/cuda_stress.c */
 __thread uint64_t tg__cupti_sess_t0;   /* shim/cupti_backend.c */

@@ -112,8 +112,8 @@ static inline void fx_race_high(struct tg_report *r)
     e->cuda.device = 1;
     e->cuda.stream = 0x55d0c0de0100;
     e->cuda.func = 0x55d0c0ffee40;
-    e->cuda.t_enter_ns = 1000000000ull + 1600000ull;
-    e->cuda.t_exit_ns = 1000000000ull + 1700000ull;
+    e->cuda.t_enter = 1000000000ull + 1600000ull;
+    e->cuda.t_exit = 1000000000ull + 1700000ull;
     snprintf(e->cuda_fn, sizeof e->cuda_fn, "cuLaunchKernelEx");
     snprintf(e->cuda_kernel, sizeof e->cuda_kernel, "matmul_kernel");
 
@@ -135,7 +135,7 @@ static inline void fx_race_high(struct tg_report *r)
     in->cuda.device = 0;
     in->cuda.stream = 0;
     in->cuda.func = 0x55d0c0ffee00;
-    in->cuda.t_enter_ns = 1000000000ull + 3000000ull;
+    in->cuda.t_enter = 1000000000ull + 3000000ull;
     in->cuda.nframes = 3;
     in->cuda.frames[0] = (void *)0x7f3a00001000;
     in->cuda.frames[1] = (void *)0x7f3a00002000;

@@ -88,9 +88,7 @@ static void push(const struct tg_thread *t, const char *fn, int kind, uint64_t t
     c.device = 0;
     c.stream = stream;
     c.func = func;
-    c.t_enter_ns = t0;
-    c.t_exit_ns = t1;
-    tg_trace_cuda(t, &c);
+    tg_trace_cuda(t, &c, t0, t1);
 }
 
 struct other_args {
@@ -120,7 +118,7 @@ Test(trace, sessions_race_wait_cuda_parse_and_nest)
 
     tg_trace_session_begin(&t1, "Autotuner.run", "matmul_kernel", 0x7f00);
     uint64_t now = tg_mono_ns();
-    push(&t1, "cuLaunchKernel", TG_CUDA_LAUNCH, 0, 0, 0x10, 0);
+    push(&t1, "cuLaunchKernel", TG_CUDA_LAUNCH, now, now, 0x10, 0);
     push(&t1, "cuCtxSynchronize", TG_CUDA_SYNC, now + 1000, now + 5000, 0, 0);
 
     /* a second thread's CUDA events go into its own ring */

@@ -55,7 +55,8 @@ Test(tuner_table, get_same_key_same_entry)
     cr_assert_eq(tg_tuner_get(KEY(2)), b);
 }
 
-/* Fill every slot: all distinct, stable, then the table is full (NULL). */
+/* Fill every slot with a tuner someone is inside: all distinct, stable,
+ * then the table is full (NULL). */
 Test(tuner_table, many_keys_distinct_entries_until_full)
 {
     static struct tg_tuner *seen[TG_TUNER_SLOTS];
@@ -63,6 +64,7 @@ Test(tuner_table, many_keys_distinct_entries_until_full)
         seen[i] = tg_tuner_get(KEY(i + 1));
         cr_assert_not_null(seen[i], "key %d", i);
         cr_assert_eq(seen[i]->key, KEY(i + 1));
+        cr_assert_not_null(tg_tuner_enter(seen[i], &threads[0], NULL, &dummy_method, 1, 0)); /* in use: never swept */
     }
     for (int i = 0; i < TG_TUNER_SLOTS; i++)
         cr_assert_eq(tg_tuner_get(KEY(i + 1)), seen[i], "key %d moved", i);
@@ -196,7 +198,9 @@ Test(tuner_table, release_if_unused)
     cr_assert_eq(u->key, KEY(600), "someone inside: kept");
     a->nheld--;
     cr_assert_eq(tg_tuner_leave(u, a), 1);
-    cr_assert_neq(u->key, KEY(600), "the last leave gave it back");
+    cr_assert_eq(u->key, KEY(600), "the last leave leaves it idle, its key kept");
+    tg_tuner_release_if_unused(u);
+    cr_assert_neq(u->key, KEY(600), "idle and unused: given back");
     struct tg_tuner *v = tg_tuner_get(KEY(601));
     cr_assert(tg_tuner_try_lock(v, (uint32_t)a->tid));
     tg_tuner_release_if_unused(v);
@@ -578,10 +582,11 @@ Test(tuner_table, overflowed_thread_nesting_is_not_a_race)
                  "the overflowed thread's nested call is reported as a race");
 }
 
-/* A long job creates tuners without end (one per generated kernel): a slot is
- * given back when its last occupant leaves with nobody waiting, so the table
- * holds only the tuners in use and never fills. */
-Test(tuner_table, slots_are_given_back_after_the_last_leave)
+/* A long job creates tuners without end (one per generated kernel): a slot
+ * whose last occupant left with nobody waiting stays idle, keeping its key,
+ * until a claim finds the table three quarters full and gives the idle ones
+ * back, so the table never fills with tuners nobody is in. */
+Test(tuner_table, idle_slots_are_given_back_before_the_table_fills)
 {
     struct tg_thread *a = &threads[0];
     for (uintptr_t k = 0; k < 5 * TG_TUNER_SLOTS; k++) {
@@ -606,6 +611,31 @@ Test(tuner_table, slots_are_given_back_after_the_last_leave)
 }
 
 
+/* Idle entries stay until a claim finds the table three quarters full; that
+ * claim gives every idle one back and none that someone is inside. */
+Test(tuner_table, sweep_gives_back_idle_entries_only)
+{
+    struct tg_thread *a = &threads[0];
+    struct tg_tuner *busy = tg_tuner_get(KEY(5));
+    cr_assert_not_null(tg_tuner_enter(busy, a, NULL, &dummy_method, 1, 0));
+    const int n = TG_TUNER_SLOTS / 4 * 3 - 1; /* with busy: one short of the sweep */
+    for (int i = 0; i < n; i++) {
+        struct tg_tuner *u = tg_tuner_get(KEY(20000 + i));
+        cr_assert_not_null(u);
+        tg_tuner_enter(u, &threads[1], NULL, &dummy_method, 1, 0);
+        tg_tuner_leave(u, &threads[1]);
+    }
+    cr_assert_not_null(tg_tuner_find(KEY(20000)), "idle, below the sweep: kept");
+    cr_assert_not_null(tg_tuner_find(KEY(20000 + n - 1)));
+    struct tg_tuner *u = tg_tuner_get(KEY(90000)); /* the claim at three quarters */
+    cr_assert_not_null(u);
+    cr_assert_null(tg_tuner_find(KEY(20000)), "idle: given back by the sweep");
+    cr_assert_null(tg_tuner_find(KEY(20000 + n - 1)));
+    cr_assert_eq(tg_tuner_find(KEY(5)), busy, "someone inside: kept");
+    cr_assert_eq(busy->nocc, 1);
+    cr_assert_eq(tg_tuner_get(KEY(90000)), u);
+}
+
 /* Overlaps are counted on the tuner an entry writes anyway, and stay with
  * its slot when the entry is given back (the last leave, release when
  * unused); the process's count sums the slots; a fork child starts from none. */
@@ -623,7 +653,9 @@ Test(tuner_table, overlaps_survive_give_back_and_reset_at_fork)
     cr_assert_eq(tg_tuner_overlaps(), 5, "v's two kept when its entry went");
     cr_assert_eq(tg_tuner_leave(u, a), 1);
     a->nheld = 0;
-    cr_assert_eq(tg_tuner_find(KEY(31)), NULL, "u given back at its last leave");
+    cr_assert_eq(tg_tuner_find(KEY(31)), u, "u idle after its last leave: its key kept");
+    cr_assert_eq(tg_tuner_get(KEY(31)), u, "and found at once when its tuner is called again");
+    cr_assert_eq(u->overlaps, 3);
     cr_assert_eq(tg_tuner_overlaps(), 5);
     /* A key that takes a given-back slot (v's own key, back to its home, a
      * tomb now) finds the slot's count there: the total is the process's,
