@@ -46,6 +46,7 @@ void tg__thread_atfork_child(void)
     }
     t->nheld = 0;
     t->depth = 0;
+    t->quiet_inst = 0; /* its frame, if any, sees `forks` changed and leaves it */
     t->session_launches = t->session_syncs = t->session_multi = 0;
     t->last.inside = 0;
     t->forks++;

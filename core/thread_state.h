@@ -98,6 +98,17 @@ struct tg_thread {
      * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
     uintptr_t wrapped_busy;
     const void *wrapped_by;
+    /* detect's unregistered session (shim/session.c, "The unregistered
+     * session"): the tuner instance of the outermost guarded call this
+     * thread is in without an entry in the tuner table (0: none), its guard
+     * (opaque), its entry (tg_ticks) and the tuning epoch read then.  Owner
+     * only, GIL held. */
+    uintptr_t quiet_inst;     /* read by the CUDA hooks and by an adopting thread: atomic */
+    const void *quiet_g;
+    void *quiet_tstate;       /* its PyThreadState, for its Python stack in a report */
+    uint64_t quiet_t0;
+    uint32_t quiet_epoch;
+    int quiet_slot;           /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
      * (shim/report_capture.c, tg__other_is_tuning: for a marked tuner only

@@ -112,6 +112,14 @@ static inline void tg_tuning_seen(void)
     __atomic_fetch_add(&tg__tuning_epoch, 1, __ATOMIC_RELAXED);
 }
 
+/* A CUDA hook saw benchmarking evidence (bit: TG_EV_*) in t's unregistered
+ * session (shim/session.c, "The unregistered session"): published on t's
+ * registry slot for threads entering its tuner, which register the session
+ * on its behalf.  Any thread's own hook, without the GIL.  Defined in
+ * shim/session.c. */
+struct tg_thread;
+void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+
 /* Typed wrappers, for the exported definitions in interpose_cuda.c. */
 #define TG_CUDA_HOOK(name, kind, params, args, stream, ctx, func) CUresult tg__cuda_w_##name params;
 #define TG_CUDA_GPA(name, params, args) CUresult tg__cuda_w_##name params;

@@ -157,15 +157,25 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     uint64_t now = tg_ticks(); /* converted by the readers (core/thread_state.h) */
     void *frames[TG_MAX_NATIVE_FRAMES];
     int nframes = 0;
-    if (t->nheld > 0) {
+    /* In a session: a registered one (nheld, which a thread adopting t's
+     * unregistered session sets, with the GIL, while t may be here), or an
+     * unregistered one (shim/session.c), whose evidence is published instead. */
+    const int registered = __atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) > 0;
+    if (registered || __builtin_expect(__atomic_load_n(&t->quiet_inst, __ATOMIC_RELAXED) != 0, 0)) {
         if (kind == TG_CUDA_LAUNCH) {
             if (__builtin_expect(++t->session_launches == 2, 0)) {
                 t->session_multi = 1; /* once a session: the evidence line (core/thread_state.h) */
-                tg_tuner_mark_evidence(t, TG_EV_LAUNCHES); /* in t's slots (detectors/tuner_table.h) */
+                if (registered)
+                    tg_tuner_mark_evidence(t, TG_EV_LAUNCHES); /* in t's slots (detectors/tuner_table.h) */
+                else
+                    tg__quiet_evidence(t, TG_EV_LAUNCHES);
             }
         } else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0) {
             tg_tuning_seen(); /* a session's first synchronize: benchmarking evidence (shim/cuda_hooks.h) */
-            tg_tuner_mark_evidence(t, TG_EV_TUNING);
+            if (registered)
+                tg_tuner_mark_evidence(t, TG_EV_TUNING);
+            else
+                tg__quiet_evidence(t, TG_EV_TUNING);
         }
         if (!tg_itf_self.dev1 && (t->session_syncs > 0 || t->session_launches > 1))
             tg__cuda_bench_begin(t, dev); /* now benchmarking on dev */

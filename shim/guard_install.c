@@ -279,6 +279,26 @@ static const char *const tuning_methods[] = {
     "coordinate_descent_tuning", "bench",
 };
 
+/* Classes whose tuning methods are guarded as markers (borrowed: the
+ * target table keeps them alive). */
+static PyObject *marker_bases[16];
+static int nmarker_bases;
+
+int tg__guard_has_markers(struct tg_guard *g)
+{
+    if (g->has_markers == 0) {
+        g->has_markers = -1;
+        for (int i = 0; i < nmarker_bases && g->has_markers < 0; i++) {
+            int r = tg_py.PyObject_IsSubclass(g->cls, marker_bases[i]);
+            if (r < 0)
+                tg_py_drop_error();
+            if (r > 0)
+                g->has_markers = 1;
+        }
+    }
+    return g->has_markers > 0;
+}
+
 void tg_guard_install_markers(PyObject *cls)
 {
     static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
@@ -291,6 +311,8 @@ void tg_guard_install_markers(PyObject *cls)
     int marked = 0;
     for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
         marked += install(cls, tuning_methods[i], "tuning method", 1) > 0;
+    if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
+        marker_bases[nmarker_bases++] = cls;
     if (marked == 0) {
         /* Another Autotuner than the ones tunerguard knows (a Triton version
          * whose tuning methods have other names): it is guarded and

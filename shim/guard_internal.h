@@ -61,7 +61,16 @@ struct tg_guard {
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
                              frame walk (tg__other_is_tuning) */
+    int has_markers;      /* its class derives from one whose tuning methods
+                             tunerguard guarded (tg_guard_install_markers):
+                             1 yes, -1 no, 0 not looked yet (session.c) */
 };
+
+/* Does g's class derive from a class whose tuning methods are guarded as
+ * markers (a Triton version whose names tunerguard knows)?  Looked up once
+ * per guard (its first call: markers are put on at arming, before).  GIL
+ * held. */
+int tg__guard_has_markers(struct tg_guard *g);
 
 /* The counts of the exit summary (tg_guard_stats); defined in session.c,
  * written by all three files. */
