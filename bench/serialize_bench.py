@@ -80,7 +80,8 @@ for e in a.extra:
         sys.exit(f"serialize_bench: --extra {e!r}: expected NAME=detect|serialize|off:LIB[:OPTIONS], "
                  f"NAME not one of {', '.join(VARIANTS)}")
     extra[name] = (mode, os.path.abspath(elib), eopts)
-    variants.append(name)
+    if name not in variants:  # named in --variants too: once, not twice a round
+        variants.append(name)
 
 
 def parse_cpus(spec):
