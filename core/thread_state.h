@@ -73,7 +73,13 @@ struct tg_thread {
     int32_t dev1_dev;
     uint32_t dev1_gen;
     uint64_t dev1_key;
-    unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
+    /* The tuner instance of detect's unregistered session this thread is
+     * in (shim/session.c, "The unregistered session"), 0 when none: here
+     * because every launch in the steady state reads it (an unregistered
+     * session's hooks publish its evidence).  Written by the owner, and by a
+     * thread that registers the session for it, both with the GIL; read by
+     * the owner's hooks without it: atomic. */
+    uintptr_t quiet_inst;
     /* The rest of the first line and the next three: what a guarded call
      * reads and writes of its own thread's (shim/session.c), besides the
      * fields above and the evidence line. */
@@ -98,16 +104,14 @@ struct tg_thread {
      * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
     uintptr_t wrapped_busy;
     const void *wrapped_by;
-    /* detect's unregistered session (shim/session.c, "The unregistered
-     * session"): the tuner instance of the outermost guarded call this
-     * thread is in without an entry in the tuner table (0: none), its guard
-     * (opaque), its entry (tg_ticks) and the tuning epoch read then.  Owner
-     * only, GIL held. */
-    uintptr_t quiet_inst;     /* read by the CUDA hooks and by an adopting thread: atomic */
+    unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
+    /* The rest of detect's unregistered session (quiet_inst above): its
+     * guard (opaque), its thread state (for its Python stack in a report)
+     * and its entry (tg_ticks).  Written by the owner, read by a thread that
+     * registers the session for it; GIL held. */
     const void *quiet_g;
-    void *quiet_tstate;       /* its PyThreadState, for its Python stack in a report */
+    void *quiet_tstate;
     uint64_t quiet_t0;
-    uint32_t quiet_epoch;
     int quiet_slot;           /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
@@ -175,7 +179,7 @@ _Static_assert(offsetof(struct tg_thread, session_multi) / 64 == offsetof(struct
                "the evidence fits its line");
 _Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tuning) >= 64,
                "nothing written per call shares the evidence line");
-_Static_assert(offsetof(struct tg_thread, ident) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
+_Static_assert(offsetof(struct tg_thread, quiet_inst) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
                "the hook line holds the hook's fields, and the guard's first ones");
 _Static_assert(offsetof(struct tg_thread, wrapped_by) < offsetof(struct tg_thread, tuning),
                "the guard's fields come before the evidence line");

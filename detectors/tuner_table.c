@@ -60,8 +60,9 @@ static int idle(const struct tg_tuner *u)
            __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0;
 }
 
-/* Give back every idle entry: once per quarter of the table's claims at
- * most, when it is three quarters full.  A pointer to an entry is valid only
+/* Give back every idle entry: at a claim that finds the table three
+ * quarters full (so at most once per quarter of the table's claims, unless
+ * three quarters of it are in use at once).  A pointer to an entry is valid only
  * while someone is inside or waiting (tg_tuner_get's contract), so nobody
  * holds one to these. */
 static void sweep_idle(void)

@@ -106,7 +106,12 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
  *   - it returns and some thread began tuning during the call (the tuning
  *     epoch moved): then it registers and makes the check at return a
  *     registered session makes (a tuner left while another thread
- *     benchmarks in it: the race seen at exit).
+ *     benchmarks in it: the race seen at exit);
+ *   - its own CUDA hooks see it benchmark (a second launch, a synchronize):
+ *     they cannot register it (no GIL), so they publish it on the thread's
+ *     slot of a registry, and the next thread to enter a tuner registers
+ *     the published sessions inside that tuner for their threads (adoption);
+ *     the owner registers at return if nobody did.
  * A thread that tunes is registered, so another thread entering that tuner
  * finds it (nocc > 0) and takes the registered path: the race at entry is
  * found and reported as before.  What is not seen: overlaps of tuned calls
@@ -174,11 +179,13 @@ void tg__quiet_evidence(struct tg_thread *t, uint8_t bit)
         tg_tuner_mark_evidence(t, bit);
 }
 
-/* Make thread a's unregistered session on u's instance a registered one:
- * what its own quiet_register does, done for it by another thread, with the
- * GIL, while a is blocked without it (in a CUDA call, say: its hooks read
- * quiet_inst and nheld, stored last).  Returns 0 when u's table is full. */
-static int quiet_register_for(struct tg_thread *a, uintptr_t inst)
+/* Thread a's unregistered session on inst becomes a registered one: an
+ * occupant of its tuner since it entered, held as an outermost session is.
+ * Called by a itself, or for it by a thread entering inst (quiet_adopt)
+ * while a is blocked without the GIL (in a CUDA call, say: its hooks read
+ * quiet_inst and nheld, stored last).  Returns 0 when the table is full
+ * (the session then stays unguarded).  GIL held. */
+static int quiet_register(struct tg_thread *a, uintptr_t inst)
 {
     struct tg_tuner *u = tg_tuner_get(inst);
     if (__builtin_expect(!u, 0)) {
@@ -209,17 +216,8 @@ __attribute__((cold, noinline)) static void quiet_adopt(uintptr_t inst, const st
             continue;
         }
         if (__atomic_load_n(&q->t->quiet_inst, __ATOMIC_RELAXED) == inst)
-            quiet_register_for(q->t, inst);
+            quiet_register(q->t, inst);
     }
-}
-
-/* The thread's unregistered session becomes a registered one: an occupant
- * of its tuner since it entered, held as an outermost session is.  Returns
- * 0 when the table is full (the session then stays unguarded).  GIL held. */
-static int quiet_register(struct tg_thread *t)
-{
-    const uintptr_t inst = t->quiet_inst;
-    return quiet_register_for(t, inst);
 }
 
 /* An outermost call that registers nothing unless it must (above).  GIL
@@ -237,7 +235,6 @@ __attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct
     t->quiet_tstate = tg_py.PyThreadState_Get();
     t->quiet_t0 = tg_ticks();
     __atomic_store_n(&t->quiet_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
-    t->quiet_epoch = epoch;
     t->depth++;
     const unsigned forks = t->forks;
     PyObject *res = call_orig(g, args, nargs, kwnames);
@@ -254,7 +251,7 @@ __attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct
             t->depth--;
             return res;
         }
-        if (!quiet_register(t)) {
+        if (!quiet_register(t, t->quiet_inst)) {
             quiet_clear(t);
             t->depth--;
             return res;
@@ -353,7 +350,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
          * unregistered session becomes a registered one first, so that the
          * evidence lands on its tuner where entering threads look. */
         if (__builtin_expect(t->quiet_inst != 0, 0))
-            quiet_register(t);
+            quiet_register(t, t->quiet_inst);
         if (t->tuning++ == 0) {
             tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (shim/cuda_hooks.h) */
             tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
@@ -375,7 +372,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
     if (__builtin_expect(__atomic_load_n(&quiet_evident, __ATOMIC_SEQ_CST) != 0, 0))
         quiet_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
     if (__builtin_expect(t->quiet_inst != 0, 0)) {
-        quiet_register(t); /* a guarded call inside an unregistered session: the session registers first */
+        quiet_register(t, t->quiet_inst); /* a guarded call inside an unregistered session: the session registers first */
     } else if (quiet_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0))
