@@ -177,21 +177,25 @@ static void capture(int sig, const void *info)
  * table, not the thread's held[] list, so it reads only what tg_tuner_enter
  * wrote.  The table's entries are never freed; a field read mid-update gives
  * a stale value, not a fault. */
-static const struct tg_occupant *own_session(const struct tg_tuner **tuner)
+static const struct tg_occupant *own_session(uintptr_t *inst)
 {
     const struct tg_thread *self = tg__self();
     const struct tg_occupant *best = NULL;
     int cursor = 0;
     struct tg_tuner *u;
-    *tuner = NULL;
+    *inst = 0;
     while (self && (u = tg_tuner_next(&cursor)) != NULL)
         for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
             /* the tid too: a dead thread's record address may be ours now */
             if (u->occ[i].thread == self && u->occ[i].tid == self->tid &&
                 (!best || u->occ[i].entered_ns >= best->entered_ns)) {
                 best = &u->occ[i];
-                *tuner = u;
+                *inst = u->key;
             }
+    /* A tuned call in detect that registered nothing (shim/session.c, "The
+     * unregistered session") keeps its instance on the thread's record. */
+    if (!best && self)
+        *inst = __atomic_load_n(&self->quiet_inst, __ATOMIC_RELAXED);
     return best;
 }
 
@@ -289,13 +293,13 @@ static int write_block(int fd)
     }
     if (n == 0)
         tg_w_str(&w, "    <no native stack: unwinder not loaded>\n");
-    const struct tg_tuner *own;
+    uintptr_t own;
     const struct tg_occupant *o = own_session(&own);
     if (own) {
         tg_w_str(&w, "\n  tid=");
         tg_w_i64(&w, tid);
         tg_w_str(&w, " was inside tuner instance ");
-        tg_w_hex(&w, own->key);
+        tg_w_hex(&w, own);
         if (o && o->raced_tid) {
             tg_w_str(&w, " in a session that raced with thread '");
             tg_w_strn(&w, o->raced_name, sizeof o->raced_name);
@@ -381,12 +385,12 @@ static void write_jsonl(int fd)
     }
     tg_w_str(&w, ",\"ts_ns\":");
     tg_w_u64(&w, c->now_ns);
-    const struct tg_tuner *own;
+    uintptr_t own;
     const struct tg_occupant *o = own_session(&own);
     tg_w_str(&w, ",\"tuner\":");
     if (own) {
         tg_w_str(&w, "{\"class\":null,\"method\":null,\"kernel\":null,\"instance\":");
-        j_hex(&w, own->key);
+        j_hex(&w, own);
         tg_w_char(&w, '}');
     } else {
         tg_w_str(&w, "null");

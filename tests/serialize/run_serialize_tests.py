@@ -203,6 +203,15 @@ def main():
           and fatal["tid"] == race["entering"]["tid"]
           and f"in a session that raced with thread 'holder' (tid={race['inside']['tid']}): race report "
               f"#{race['seq']} of this process" in text, p, jsonl)
+    # A tuned call that registered nothing (detect's unregistered session)
+    # dies inside: the fatal record names its tuner all the same.
+    p, text, jsonl = run(args, "tuned_segv.py", "mode=detect")
+    recs = [json.loads(x) for x in jsonl]
+    inst = next((ln.split()[1] for ln in p.stdout.splitlines() if ln.startswith("instance ")), None)
+    check("a segfault inside a tuned call of detect's unregistered session: the fatal record names its tuner",
+          p.returncode == -11 and [r.get("kind") for r in recs] == ["fatal"] and inst is not None
+          and (recs[0].get("tuner") or {}).get("instance") == inst and f"was inside tuner instance {inst}" in text,
+          p, jsonl)
     # Eight threads crash at once: the report is still written whole (it was
     # lost when a losing thread chained before the winner was done).
     p, text, jsonl = run(args, "crash_together.py", "mode=detect:verbosity=1")
