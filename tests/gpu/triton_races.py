@@ -313,9 +313,8 @@ def scenario_bench_spin(dev, dev2):
     milliseconds a launch), so a benchmarking thread spends most of its time
     blocked in do_bench's synchronize and the other thread's entry finds it
     there; each device warms its own key, so both configs compile on both.
-    For issue 5's last item (the report names the synchronize on two GPUs):
-    on two H200s, 2 of 4 detect runs with stress=1 found the thread inside
-    blocked in cuCtxSynchronize_v2 (docs/gpu-runs/2026-11-29-issue5-two-gpus.txt)."""
+    On two H200s, 2 of 4 detect runs with stress=1 found the thread inside
+    blocked in cuCtxSynchronize_v2, and the report named that synchronize."""
     @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (128, 256)], key=["n"])
     @triton.jit
     def bench_spin(x_ptr, n, spin, BLOCK: tl.constexpr):
