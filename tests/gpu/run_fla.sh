@@ -8,7 +8,7 @@
 # fla_core, einops), installed with pip --no-deps --no-index when `import fla`
 # fails (the GPU machine has no internet).  Writes OUTDIR/summary.txt (a line
 # per run: exit status, report, the race report's line count) and, for the first
-# detect and serialize runs, their report files.
+# detect and serialize runs, their report files.  MODES="detect" runs fewer modes.
 set -u
 lib=$(readlink -f "${1:?LIB}")
 out=$(mkdir -p "${2:?OUTDIR}" && cd "$2" && pwd)
@@ -22,7 +22,7 @@ if ! "$py" -c 'import fla' 2>/dev/null; then
 fi
 summary="$out/summary.txt"
 : >"$summary"
-for mode in none detect serialize; do
+for mode in ${MODES:-none detect serialize}; do
     for i in $(seq 1 "$runs"); do
         work=$(mktemp -d)
         env=(TRITON_CACHE_DIR="$work/cache" PYTHONUNBUFFERED=1)
