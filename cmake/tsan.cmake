@@ -17,7 +17,7 @@ set(TG_CRT_DIR ${CMAKE_SOURCE_DIR}/tests/lifecycle/tsan)
 add_library(tg_core_tsan STATIC ${TG_CORE_SOURCES} ${TG_LOADER_SOURCES} ${CMAKE_SOURCE_DIR}/shim/core_static.c)
 target_include_directories(tg_core_tsan PRIVATE ${TG_GENERATED_DIR})
 # -Wno-tsan: TSan does not model stand-alone fences (the seqlocks in
-# reports/trace.c, shim/cuda_record.h); gcc warns, and reports them if racy.
+# reports/trace_rec.c, shim/cuda_record.h); gcc warns, and reports them if racy.
 target_compile_options(tg_core_tsan PRIVATE ${TG_WARN} ${TG_TSAN_FLAGS} -Wno-tsan -ftls-model=initial-exec)
 target_compile_definitions(tg_core_tsan PUBLIC _GNU_SOURCE)
 target_include_directories(tg_core_tsan PUBLIC ${CMAKE_SOURCE_DIR} ${TG_CUDA_INCLUDE})

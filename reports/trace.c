@@ -1,14 +1,8 @@
-/* The Chrome trace-event timeline: see trace.h and docs/trace.md.
- *
- * Ring protocol (one producer: the owning thread; one consumer: whoever holds
- * tg__trace_mu).  The producer announces the index it is about to fill in
- * `writing` (release fence), fills the slot with relaxed atomic stores, then
- * publishes `head` (release).  The consumer reads slots below head; after
- * copying slot i it re-reads `writing` behind an acquire fence, and if the
- * producer has started on index i + TG_TRACE_RING (same slot) the copy may be
- * torn and is discarded (counted as dropped).  Seqlock reasoning: a copy that
- * saw any store of the newer lap sees its `writing` announcement too. */
+/* The Chrome trace-event timeline's writer: see trace.h and docs/trace.md.
+ * The CUDA events it writes come from the recorder (reports/trace_rec.c),
+ * drained here under the trace mutex. */
 #include "reports/trace.h"
+#include "reports/trace_rec.h"
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
@@ -23,40 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-_Static_assert((TG_TRACE_RING & (TG_TRACE_RING - 1)) == 0, "TG_TRACE_RING must be a power of 2");
-
-/* Read by every CUDA hook: left in .bss, on no cache line that start-up
- * data shares, and not written where it stays 0 (tg_trace_configure), so
- * that its page costs nothing in a process that does not trace. */
-int tg_trace_on;
-
-/* ---- rings ----------------------------------------------------------------- */
-
-struct tg__trace_slot {
-    _Atomic uint64_t t0, t1;      /* CLOCK_MONOTONIC ns */
-    _Atomic uint64_t stream, func;
-    _Atomic uint64_t meta;        /* fn | kind << 16 | (uint32_t)device << 32 */
-};
-
-struct tg__trace_ring {
-    _Atomic uint64_t head;        /* events published (producer) */
-    _Atomic uint64_t writing;     /* index being filled + 1 (producer) */
-    uint64_t tail;                /* next to read (consumer, under the mutex) */
-    pid_t tid;                    /* owner, set before the ring is published */
-    unsigned long ident;
-    char pad[64];                 /* keep producer fields off the next ring's line */
-    struct tg__trace_slot slot[TG_TRACE_RING];
-};
-
-/* Static (BSS): untouched pages cost nothing in processes that never trace. */
-static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
-static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
-static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
-/* The thread-locals are defined in reports/tls.c: the loader holds every
- * thread-local (shim/core_api.h). */
-extern __thread struct tg__trace_ring *tg__my_ring;
-extern __thread int tg__no_ring;
 
 /* ---- the writer side (under tg__trace_mu) ---------------------------------- */
 
@@ -116,46 +76,6 @@ void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned),
 {
     tg__fn_name = fn_name;
     tg__kernel_name = kernel_name;
-}
-
-/* ---- hot path ------------------------------------------------------------------ */
-
-static struct tg__trace_ring *claim_ring(const struct tg_thread *t)
-{
-    int i = atomic_fetch_add_explicit(&tg__nrings, 1, memory_order_relaxed);
-    if (i >= TG_TRACE_RINGS) {
-        tg__no_ring = 1;
-        return NULL;
-    }
-    struct tg__trace_ring *r = &tg__rings[i];
-    r->tid = t->tid;
-    r->ident = t->ident;
-    /* owner fields before any head the consumer can see (release on head) */
-    tg__my_ring = r;
-    return r;
-}
-
-void tg_trace_cuda(const struct tg_thread *t, const struct tg_cuda_call *c, uint64_t t0, uint64_t t1)
-{
-    struct tg__trace_ring *r = tg__my_ring;
-    if (__builtin_expect(!r, 0)) {
-        if (tg__no_ring || !(r = claim_ring(t))) {
-            atomic_fetch_add_explicit(&tg__ringless_dropped, 1, memory_order_relaxed);
-            return;
-        }
-    }
-    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    atomic_store_explicit(&r->writing, h + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    struct tg__trace_slot *s = &r->slot[h & (TG_TRACE_RING - 1)];
-    atomic_store_explicit(&s->t0, t0, memory_order_relaxed);
-    atomic_store_explicit(&s->t1, t1, memory_order_relaxed);
-    atomic_store_explicit(&s->stream, c->stream, memory_order_relaxed);
-    atomic_store_explicit(&s->func, c->func, memory_order_relaxed);
-    atomic_store_explicit(&s->meta,
-                          (uint64_t)c->fn | (uint64_t)c->kind << 16 | (uint64_t)(uint32_t)c->device << 32,
-                          memory_order_relaxed);
-    atomic_store_explicit(&r->head, h + 1, memory_order_release);
 }
 
 /* ---- formatting (mutex held) ------------------------------------------------ */
@@ -370,14 +290,14 @@ static const char *kernel_of(uint64_t func, int may_ask_driver)
     return tg__kcache[k].name;
 }
 
-static void emit_cuda_unlocked(const struct tg__trace_ring *r, uint64_t t0, uint64_t t1, uint64_t stream,
-                               uint64_t func, uint64_t meta, int may_ask_driver)
+static void emit_cuda_unlocked(const struct tg_trace_rec *e, int may_ask_driver)
 {
+    uint64_t t0 = e->t0, t1 = e->t1, stream = e->stream, func = e->func, meta = e->meta;
     unsigned fn = (unsigned)(meta & 0xffff);
     int kind = (int)(meta >> 16 & 0xff);
     int32_t dev = (int32_t)(uint32_t)(meta >> 32);
     const char *fname = tg__fn_name ? tg__fn_name(fn) : "?";
-    ev_start(kind == TG_CUDA_LAUNCH ? 'i' : 'X', r->tid, t0);
+    ev_start(kind == TG_CUDA_LAUNCH ? 'i' : 'X', e->tid, t0);
     if (kind == TG_CUDA_LAUNCH)
         tg_w_str(&tg__tw, ",\"s\":\"t\"");
     else {
@@ -411,49 +331,20 @@ static uint64_t capped_unlocked(void)
     return tg__tr.st.cuda_written + tg__tr.st.sessions_written;
 }
 
-static void drain_ring_unlocked(struct tg__trace_ring *r, int may_ask_driver)
+/* One recorded CUDA event, handed over by the recorder (mutex held). */
+static void emit_recorded_unlocked(const struct tg_trace_rec *e, void *arg)
 {
-    uint64_t h = atomic_load_explicit(&r->head, memory_order_acquire);
-    uint64_t i = r->tail;
-    if (h - i > TG_TRACE_RING) {
-        tg__tr.st.cuda_dropped += h - TG_TRACE_RING - i; /* overwritten before we came */
-        i = h - TG_TRACE_RING;
+    if ((long)capped_unlocked() >= tg__cap) {
+        tg__tr.st.cuda_dropped++;
+        return;
     }
-    for (; i < h; i++) {
-        const struct tg__trace_slot *s = &r->slot[i & (TG_TRACE_RING - 1)];
-        uint64_t t0 = atomic_load_explicit(&s->t0, memory_order_relaxed);
-        uint64_t t1 = atomic_load_explicit(&s->t1, memory_order_relaxed);
-        uint64_t stream = atomic_load_explicit(&s->stream, memory_order_relaxed);
-        uint64_t func = atomic_load_explicit(&s->func, memory_order_relaxed);
-        uint64_t meta = atomic_load_explicit(&s->meta, memory_order_relaxed);
-        atomic_thread_fence(memory_order_acquire);
-        uint64_t wr = atomic_load_explicit(&r->writing, memory_order_relaxed);
-        if (wr > i + TG_TRACE_RING) { /* the producer lapped us on this slot */
-            tg__tr.st.cuda_dropped++;
-            continue;
-        }
-        if ((long)capped_unlocked() >= tg__cap) {
-            tg__tr.st.cuda_dropped++;
-            continue;
-        }
-        tg__tr.st.cuda_written++;
-        emit_cuda_unlocked(r, t0, t1, stream, func, meta, may_ask_driver);
-    }
-    r->tail = h;
+    tg__tr.st.cuda_written++;
+    emit_cuda_unlocked(e, *(const int *)arg);
 }
 
 static void drain_all_unlocked(int may_ask_driver)
 {
-    int n = atomic_load_explicit(&tg__nrings, memory_order_relaxed);
-    if (n > TG_TRACE_RINGS)
-        n = TG_TRACE_RINGS;
-    for (int i = 0; i < n; i++) {
-        struct tg__trace_ring *r = &tg__rings[i];
-        if (atomic_load_explicit(&r->head, memory_order_acquire) != r->tail)
-            drain_ring_unlocked(r, may_ask_driver);
-    }
-    uint64_t lost = atomic_exchange_explicit(&tg__ringless_dropped, 0, memory_order_relaxed);
-    tg__tr.st.cuda_dropped += lost;
+    tg__tr.st.cuda_dropped += tg_trace_rec_drain(emit_recorded_unlocked, &may_ask_driver);
 }
 
 /* The thread's own Python name, once (GIL held, outside the mutex). */
@@ -715,10 +606,7 @@ void tg_trace_close(void)
     if (!tg_trace_on)
         return;
     lock();
-    int have_events = 0;
-    int n = atomic_load_explicit(&tg__nrings, memory_order_relaxed);
-    for (int i = 0; i < n && i < TG_TRACE_RINGS; i++)
-        have_events |= atomic_load_explicit(&tg__rings[i].head, memory_order_acquire) != tg__rings[i].tail;
+    int have_events = tg_trace_rec_pending();
     /* No file yet and nothing buffered: nothing to say, no file. */
     if (!tg__tr.closed && (tg__tr.pid == getpid() || have_events) && open_unlocked() == 0) {
         drain_all_unlocked(0); /* at exit the driver may be gone: cached names only */
@@ -769,16 +657,7 @@ void tg_trace_atfork_child(void)
     tg__tw.len = 0;
     tg__nnamed = 0;
     tg__ngpu_named = 0;
-    int n = atomic_load(&tg__nrings);
-    for (int i = 0; i < n && i < TG_TRACE_RINGS; i++) {
-        atomic_store(&tg__rings[i].head, 0);
-        atomic_store(&tg__rings[i].writing, 0);
-        tg__rings[i].tail = 0;
-    }
-    atomic_store(&tg__nrings, 0);
-    atomic_store(&tg__ringless_dropped, 0);
-    tg__my_ring = NULL;
-    tg__no_ring = 0;
+    tg_trace_rec_atfork_child();
     tg__sess_depth = 0;
     tg__sess_bits = 0;
     tg__self_named = 0;
