@@ -107,9 +107,11 @@ def main():
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
-    for how in ("self", "other"):
+    for how in ("self", "other", "parked"):
         p, text, jsonl = run(args, "interrupt.py", "verbosity=0", [how])
-        check(f"serialize wait interruptible, SIGINT to {'the process' if how == 'self' else 'another thread'}: "
+        to = {"self": "the process", "other": "another thread",
+              "parked": "another thread while the main thread is parked in the tuner's wait"}[how]
+        check(f"serialize wait interruptible, SIGINT to {to}: "
               "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
