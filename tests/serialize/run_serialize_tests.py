@@ -10,6 +10,7 @@ check holds, 1 otherwise, 77 when the interpreter is missing."""
 import argparse
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,11 +67,31 @@ def main():
     check("deadlock=abort: process stops with exitcode after the report",
           p.returncode == 9 and "deadlock=abort" in text, p, text)
 
-    p, text, jsonl = run(args, "wait_timeout.py", "wait_timeout=1", ["PREFIX"])
+    p, text, jsonl = run(args, "wait_timeout.py", "wait_timeout=1:on_wait_timeout=wait", ["PREFIX"])
     kinds = [json.loads(x)["kind"] for x in jsonl]
-    check("wait_timeout: long wait reported, names the holder, wait goes on",
-          p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
+    check("wait_timeout: long wait reported, names the holder, wait goes on (on_wait_timeout=wait)",
+          p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text
+          and "the wait goes on (on_wait_timeout=wait)" in text, p, text)
+
+    # A deadlock through a lock of the program's: the holder waits (inside
+    # the tuner) for a threading.Lock the waiter holds.  Past wait_timeout the
+    # waiter finds the holder blocked and proceeds (it hung for good before).
+    def waited(p):  # the exit line's total wait, s
+        m = re.search(r"waited ([0-9.]+) s in total", p.stderr)
+        return float(m.group(1)) if m else -1.0
+    p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1")
+    recs = [json.loads(x) for x in jsonl]
+    check("a holder blocked on a lock the waiter holds: past wait_timeout the waiter proceeds unserialized, "
+          f"the program ends, one wait_timeout report says so (waited {waited(p):.3f} s)",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
+          and "this thread proceeds unserialized" in recs[0]["detail"] and "blocked outside tunerguard" in text
+          and waited(p) >= 1.0, p, text)
+    p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1:on_wait_timeout=wait", ["3"])
+    check("on_wait_timeout=wait: the waiter waits on (the holder gives up its lock wait after 3 s)",
+          p.returncode == 1 and "('holder', False)" in p.stdout and "the wait goes on (on_wait_timeout=wait)" in text,
           p, text)
+    p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
+    check("detect: the same program finishes", p.returncode == 0, p, text)
     p, text, jsonl = run(args, "fairness.py", "verbosity=0")
     check("serialize is fair: a waiting thread runs before a quarter of a looping thread's calls "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
