@@ -92,6 +92,15 @@ def main():
           p, text)
     p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
     check("detect: the same program finishes", p.returncode == 0, p, text)
+    # A wait cut short by Ctrl-C: its time counts to its real end (the exit
+    # line said 0.100 s, the turn's wait alone, after 0.93 s).
+    p, text, jsonl = run(args, "interrupted_wait.py", "verbosity=0")
+    m = re.search(r"waited at least ([0-9.]+)", p.stdout)
+    real = float(m.group(1)) if m else 1e9
+    check(f"an interrupted wait is counted to its end: the exit line's {waited(p):.3f} s >= the {real:.3f} s "
+          "the main thread waited", p.returncode == 0 and waited(p) >= real - 0.002, p, text)
+    # (2 ms: the exit line's rounding, and the microseconds between the turn's
+    # wait and the tuner's, which the bound counts and the waits do not)
     p, text, jsonl = run(args, "fairness.py", "verbosity=0")
     check("serialize is fair: a waiting thread runs before a quarter of a looping thread's calls "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
