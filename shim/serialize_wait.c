@@ -334,8 +334,12 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
+    /* on_wait_timeout=proceed: the holder is looked at from two seconds
+     * before the deadline (none on a short wait's path), so that at the
+     * deadline a look a second old tells whether it is blocked; without one
+     * the verdict waits a look. */
+    const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
     struct holder_look look = {0};
-    holder_blocked_ns(u, t, &look, t0);
     int timed_out = 0, rc;
     while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
         if (wait_interrupted(u, t, rc, main_thread, t0))
@@ -344,8 +348,11 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
         if (now - last_reap >= 1000000000ull) {
             last_reap = now;
             tg__reap_dead(u, t, inst, g, tg_tid_alive);
-            const uint64_t blocked = holder_blocked_ns(u, t, &look, now);
-            const int go = now >= deadline && past_wait_timeout(u, t, inst, g, now - t0, blocked, &timed_out);
+            const int had_look = look.tid != 0;
+            const uint64_t blocked =
+                looks && now + 2000000000ull >= deadline ? holder_blocked_ns(u, t, &look, now) : 0;
+            const int go = now >= deadline && (had_look || !looks) &&
+                           past_wait_timeout(u, t, inst, g, now - t0, blocked, &timed_out);
             if (wait_interrupted(u, t, 0, 0, t0)) /* in those reports' Python code */
                 return -1;
             if (go) {

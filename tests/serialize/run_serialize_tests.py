@@ -90,6 +90,11 @@ def main():
     check("on_wait_timeout=wait: the waiter waits on (the holder gives up its lock wait after 3 s)",
           p.returncode == 1 and "('holder', False)" in p.stdout and "the wait goes on (on_wait_timeout=wait)" in text,
           p, text)
+    p, text, jsonl = run(args, "busy_holder.py", "wait_timeout=1")
+    recs = [json.loads(x) for x in jsonl]
+    check(f"a holder that runs past wait_timeout is waited for, one report says so ({p.stdout.strip()})",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
+          and "the wait goes on while the holder runs" in recs[0]["detail"], p, text)
     p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
     check("detect: the same program finishes", p.returncode == 0, p, text)
     # A wait cut short by Ctrl-C: its time counts to its real end (the exit
