@@ -40,6 +40,7 @@ struct opt_row {
 
 #define TG_KIND_MODE K_ENUM, 0, 0, {"off", "detect", "serialize"}, "detect, serialize, off"
 #define TG_KIND_DEADLOCK K_ENUM, 0, 0, {"proceed", "abort"}, "proceed, abort"
+#define TG_KIND_WAITEND K_ENUM, 0, 0, {"proceed", "wait"}, "proceed, wait"
 #define TG_KIND_STRING K_STRING, 0, 0, {""}, NULL
 #define TG_KIND_INT(lo, hi) K_INT, lo, hi, {""}, NULL
 #define TG_KIND_BOOL K_BOOL, 0, 1, {""}, NULL

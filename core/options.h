@@ -10,8 +10,13 @@ enum tg_mode { TG_MODE_OFF = 0, TG_MODE_DETECT, TG_MODE_SERIALIZE };
 
 enum tg_deadlock { TG_DEADLOCK_PROCEED = 0, TG_DEADLOCK_ABORT };
 
+/* on_wait_timeout: what a serialized wait does past wait_timeout while the
+ * holder is blocked outside tunerguard (shim/serialize_wait.c). */
+enum tg_wait_end { TG_WAIT_END_PROCEED = 0, TG_WAIT_END_WAIT };
+
 #define TG_OPT_TYPE_MODE int
 #define TG_OPT_TYPE_DEADLOCK int
+#define TG_OPT_TYPE_WAITEND int
 #define TG_OPT_TYPE_STRING char *
 #define TG_OPT_TYPE_INT(lo, hi) int
 #define TG_OPT_TYPE_BOOL int

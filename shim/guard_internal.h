@@ -151,9 +151,11 @@ int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst,
 void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct tg_guard *g, const pid_t *dead,
                              const unsigned long *ident, int n);
 
-/* serialize: t has waited waited_ns (wait_timeout) for u. */
+/* serialize: t has waited waited_ns (wait_timeout) for u; stalled_ns > 0:
+ * u's holder has been blocked outside tunerguard that long and t proceeds
+ * unserialized (on_wait_timeout=proceed), 0: the wait goes on. */
 void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
-                             uint64_t waited_ns);
+                             uint64_t waited_ns, uint64_t stalled_ns);
 
 /* verbosity>=1: guard g's class attribute is now `qual` defined at file:line
  * (NULLs: unknown).  The caller is busy. */

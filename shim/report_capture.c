@@ -618,7 +618,7 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
 
 /* serialize: the wait has lasted wait_timeout seconds.  GIL held. */
 void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
-                             uint64_t waited_ns)
+                             uint64_t waited_ns, uint64_t stalled_ns)
 {
     struct tg_report *r = tg_report_begin(t);
     const struct tg_occupant *h = tg_tuner_other(u, t); /* after the lock: it may have left */
@@ -630,9 +630,20 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
     view_self(&r->entering, t, "waiting");
     view_other_names(&r->inside);
     begin_report(r, TG_REPORT_WAIT_TIMEOUT, inst, g);
-    snprintf(r->detail, sizeof r->detail,
-             "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait goes on",
-             (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout);
+    if (stalled_ns) /* the verdict first: the kernel's name may fill the rest */
+        snprintf(r->detail, sizeof r->detail,
+                 "this thread proceeds unserialized after %.1f s waiting for '%s' (wait_timeout=%d s, "
+                 "on_wait_timeout=proceed): the holder, below, is blocked outside tunerguard (no CPU time, no CUDA "
+                 "call for %.1f s; a lock of the program's?)",
+                 (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout, (double)stalled_ns / 1e9);
+    else
+        snprintf(r->detail, sizeof r->detail,
+                 "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait "
+                 "goes on%s",
+                 (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout,
+                 tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED
+                     ? " while the holder runs (it proceeds if the holder blocks outside tunerguard)"
+                     : " (on_wait_timeout=wait)");
     tg_emit(r, NULL);
     tg_report_end(t);
 }

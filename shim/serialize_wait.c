@@ -92,6 +92,55 @@ int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const
     return n + freed;
 }
 
+/* Is u's holder running?  What a waiter past wait_timeout looks at, once a
+ * second, to tell a holder that is busy (benchmarking, compiling) from one
+ * blocked outside tunerguard, in a wait of the program's that may need the
+ * waiter itself (a threading.Lock the waiter holds): tunerguard cannot see
+ * that cycle.  The holder's CPU time (its thread's CPU clock, as
+ * pthread_getcpuclockid makes it, from its tid) and its last CUDA call
+ * (seq; inside: blocked in the driver is running, on the GPU). */
+struct holder_look {
+    pid_t tid;        /* 0: no look yet */
+    uint64_t cpu_ns;
+    uint32_t cuda_seq;
+    uint64_t at;      /* when (tg_mono_ns) */
+    uint64_t since;   /* blocked since then: the first of the looks that saw it idle */
+};
+
+static int thread_cpu_ns(pid_t tid, uint64_t *ns)
+{
+    struct timespec ts; /* Linux: CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED of tid */
+    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6u), &ts) != 0)
+        return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
+/* One look at u's holder, now; returns how long it has been blocked outside
+ * tunerguard (ns; 0: running, unknown, or not blocked since the last look):
+ * used under 1 % of a CPU since the last look, made no CUDA call, is in no
+ * driver call and in no wait of tunerguard's (those are seen: a cycle, a
+ * holder that died).  GIL held (the holder's record stays while it holds). */
+static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struct holder_look *lk, uint64_t now)
+{
+    const struct tg_occupant *o = tg_tuner_other(u, t);
+    struct holder_look cur = {0, 0, 0, now, now};
+    if (!o || !o->thread || thread_cpu_ns(o->tid, &cur.cpu_ns) != 0) {
+        *lk = (struct holder_look){0};
+        return 0;
+    }
+    const struct tg_thread *h = o->thread;
+    cur.tid = o->tid;
+    cur.cuda_seq = __atomic_load_n(&h->last.seq, __ATOMIC_ACQUIRE);
+    const int busy = __atomic_load_n(&h->last.inside, __ATOMIC_RELAXED) || h->waiting_for != NULL;
+    const int idle = !busy && lk->tid == cur.tid && cur.cuda_seq == lk->cuda_seq &&
+                     (cur.cpu_ns - lk->cpu_ns) * 100 < now - lk->at;
+    if (idle)
+        cur.since = lk->since;
+    *lk = cur;
+    return idle ? now - cur.since : 0;
+}
+
 /* A waiter leaves u's FIFO without entering (a signal's exception): if the
  * lock was handed to it meanwhile, pass it on; if it was the one woken for a
  * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
@@ -106,6 +155,22 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
         tg_park_wake(&u->wq_head->park);
     else if (u == &tg__turn && was_head && u->wq_head)
         tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (park_until) */
+}
+
+/* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
+ * time goes to the exit line's total (and u's, for a tuner), measured to
+ * this real end.  GIL held. */
+static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
+{
+    const uint64_t dt = tg_mono_ns() - t0;
+    tg__gstats.waits++;
+    tg__gstats.wait_ns += dt;
+    if (u) {
+        u->waits++;
+        u->wait_ns += dt;
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
 }
 
 /* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
@@ -183,8 +248,8 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
  * (nothing held; the exception set, or kept for tg__guard_entry) and this
  * returns 1.  Handlers run in the main thread only, which checks after every
  * stretch (a signal delivered to another thread does not interrupt its
- * wait).  GIL held. */
-static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread)
+ * wait), and the time waited until now counted (wait_done).  GIL held. */
+static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread, uint64_t t0)
 {
     int raised = t->kept_exc[0] != NULL;
     if (!raised && (rc == EINTR || main_thread)) {
@@ -198,21 +263,39 @@ static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, in
     if (!raised)
         return 0;
     abandon_wait(lk, t);
-    if (__builtin_expect(tg_trace_on, 0))
-        tg_trace_wait_end(t);
+    wait_done(lk == &tg__turn ? NULL : lk, t, t0);
     return 1;
+}
+
+/* t's wait for u has lasted wait_timeout (waited_ns), and u's holder has
+ * been blocked outside tunerguard for blocked_ns (0: it runs): report it,
+ * once while the wait goes on (*reported), and once more as t proceeds.
+ * Returns 1 when t proceeds unserialized (on_wait_timeout=proceed and the
+ * holder blocked), 0 when the wait goes on.  GIL held; runs Python code. */
+static int past_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                             uint64_t waited_ns, uint64_t blocked_ns, int *reported)
+{
+    const int proceed = blocked_ns > 0 && tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
+    if (*reported && !proceed)
+        return 0;
+    *reported = 1;
+    tg__report_wait_timeout(u, t, inst, g, waited_ns, proceed ? blocked_ns : 0);
+    return proceed;
 }
 
 /* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
  * lock").  GIL held on entry and exit, released while blocked.  Returns 1
- * when t holds the lock, 0 when a cycle of waits was found and the policy
- * lets t proceed unserialized, -1 when a signal handler raised (Ctrl-C:
- * KeyboardInterrupt is set; the wait was abandoned, nothing held).
+ * when t holds the lock, 0 when t proceeds unserialized (a cycle of waits
+ * was found and deadlock=proceed, or past wait_timeout the holder is blocked
+ * outside tunerguard and on_wait_timeout=proceed), -1 when a signal handler
+ * raised (Ctrl-C: KeyboardInterrupt is set; the wait was abandoned, nothing
+ * held).
  *
  * Blocked, the thread parks on its own word and, when woken, takes the lock
  * right there, before it asks for the GIL back (as a threading.Lock
  * does).  It wakes by itself every second to release the holds of threads
- * that died inside and to report a wait longer than wait_timeout; the main
+ * that died inside, to look at the holder (holder_blocked_ns) and to report
+ * a wait longer than wait_timeout (past_wait_timeout); the main
  * thread every 50 ms as well, to run Python's signal handlers (a signal
  * delivered to another thread does not interrupt its wait), so Ctrl-C ends
  * the wait within that. */
@@ -245,38 +328,44 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    if (wait_interrupted(u, t, 0, 0)) /* in the Python code above, or the report before the wait */
+    if (wait_interrupted(u, t, 0, 0, t0)) /* in the Python code above, or the report before the wait */
         return -1;
     const int main_thread = t->is_main; /* signal handlers run there */
     const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
     const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
     uint64_t last_reap = t0;
+    /* on_wait_timeout=proceed: the holder is looked at from two seconds
+     * before the deadline (none on a short wait's path), so that at the
+     * deadline a look a second old tells whether it is blocked; without one
+     * the verdict waits a look. */
+    const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
+    struct holder_look look = {0};
     int timed_out = 0, rc;
     while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
-        if (wait_interrupted(u, t, rc, main_thread))
+        if (wait_interrupted(u, t, rc, main_thread, t0))
             return -1;
         uint64_t now = tg_mono_ns();
         if (now - last_reap >= 1000000000ull) {
             last_reap = now;
             tg__reap_dead(u, t, inst, g, tg_tid_alive);
-            if (!timed_out && now >= deadline) {
-                timed_out = 1; /* once per wait; the wait goes on */
-                tg__report_wait_timeout(u, t, inst, g, now - t0);
-            }
-            if (wait_interrupted(u, t, 0, 0)) /* in those reports' Python code */
+            const int had_look = look.tid != 0;
+            const uint64_t blocked =
+                looks && now + 2000000000ull >= deadline ? holder_blocked_ns(u, t, &look, now) : 0;
+            const int go = now >= deadline && (had_look || !looks) &&
+                           past_wait_timeout(u, t, inst, g, now - t0, blocked, &timed_out);
+            if (wait_interrupted(u, t, 0, 0, t0)) /* in those reports' Python code */
                 return -1;
+            if (go) {
+                abandon_wait(u, t); /* proceeds unserialized, as past a cycle of waits */
+                wait_done(u, t, t0);
+                return 0;
+            }
         }
     }
-    uint64_t dt = tg_mono_ns() - t0;
-    tg_tuner_served(u, dt);
+    tg_tuner_served(u, tg_mono_ns() - t0);
     tg_tuner_wait_remove(u, t);
     t->waiting_for = NULL;
-    tg__gstats.waits++;
-    tg__gstats.wait_ns += dt;
-    u->waits++;
-    u->wait_ns += dt;
-    if (__builtin_expect(tg_trace_on, 0))
-        tg_trace_wait_end(t);
+    wait_done(u, t, t0);
     return 1;
 }
 
@@ -358,7 +447,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    if (wait_interrupted(&tg__turn, t, 0, 0)) /* as in tg__wait_for_tuner */
+    if (wait_interrupted(&tg__turn, t, 0, 0, t0)) /* as in tg__wait_for_tuner */
         return -1;
     const int main_thread = t->is_main;
     int got = 0, rc;
@@ -373,7 +462,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
             slice = 50000000ull; /* signal handlers run in the main thread */
         if ((got = park_until(&tg__turn, t, now + slice, t0, 1, &rc)))
             break;
-        if (wait_interrupted(&tg__turn, t, rc, main_thread))
+        if (wait_interrupted(&tg__turn, t, rc, main_thread, t0))
             return -1;
     }
     uint64_t dt = tg_mono_ns() - t0;
@@ -397,10 +486,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
         if (w)
             tg_park_wake(&w->park);
     }
-    tg__gstats.waits++;
-    tg__gstats.wait_ns += dt;
-    if (__builtin_expect(tg_trace_on, 0))
-        tg_trace_wait_end(t);
+    wait_done(NULL, t, t0);
     return got;
 }
 

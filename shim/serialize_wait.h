@@ -91,8 +91,9 @@ static inline void tg__unlock_tuner(struct tg_tuner *u, struct tg_thread *t)
  * without it, -1 when a signal handler raised (nothing held). */
 int tg__wait_for_turn(struct tg_thread *t, PyObject *inst);
 
-/* Block until t holds u's lock: 1 held, 0 a cycle of waits let t proceed
- * unserialized, -1 a signal handler raised (nothing held). */
+/* Block until t holds u's lock: 1 held, 0 t proceeds unserialized (a cycle
+ * of waits; past wait_timeout, a holder blocked outside tunerguard), -1 a
+ * signal handler raised (nothing held). */
 int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g);
 
 /* Release the holds of threads that died inside u (reported); how many. */

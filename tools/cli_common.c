@@ -349,6 +349,7 @@ void cli_option_value(const char *opts, const char *name, char *out, size_t n)
         v = o.opt;
 #define CLI_OPT_MODE(opt)
 #define CLI_OPT_DEADLOCK(opt)
+#define CLI_OPT_WAITEND(opt)
 #define CLI_OPT_BOOL(opt)
 #define CLI_OPT_STRING(opt) CLI_STRING_OPT(opt)
 #define CLI_OPT_INT(lo, hi) CLI_OPT_BOOL

@@ -16,7 +16,7 @@ ROW = re.compile(r'^TG_OPTION\(\s*(\w+),\s*(\w+(?:\([^)]*\))?),\s*"([^"]*)",\s*"
 
 def table():
     text = open(os.path.join(ROOT, "core/options.inc")).read()
-    kinds = {"MODE": "detect, serialize, off", "DEADLOCK": "proceed, abort", "BOOL": "0, 1", "STRING": "text"}
+    kinds = {"MODE": "detect, serialize, off", "DEADLOCK": "proceed, abort", "WAITEND": "proceed, wait", "BOOL": "0, 1", "STRING": "text"}
     lines = ["| option | values | default | meaning |", "| --- | --- | --- | --- |"]
     for name, kind, default, helptext in ROW.findall(text):
         m = re.match(r"INT\((-?\d+),\s*(-?\d+)\)", kind)

@@ -10,6 +10,7 @@ check holds, 1 otherwise, 77 when the interpreter is missing."""
 import argparse
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -66,11 +67,45 @@ def main():
     check("deadlock=abort: process stops with exitcode after the report",
           p.returncode == 9 and "deadlock=abort" in text, p, text)
 
-    p, text, jsonl = run(args, "wait_timeout.py", "wait_timeout=1", ["PREFIX"])
+    p, text, jsonl = run(args, "wait_timeout.py", "wait_timeout=1:on_wait_timeout=wait", ["PREFIX"])
     kinds = [json.loads(x)["kind"] for x in jsonl]
-    check("wait_timeout: long wait reported, names the holder, wait goes on",
-          p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text,
+    check("wait_timeout: long wait reported, names the holder, wait goes on (on_wait_timeout=wait)",
+          p.returncode == 0 and kinds.count("wait_timeout") == 1 and "Holding the tuner: thread 'holder'" in text
+          and "the wait goes on (on_wait_timeout=wait)" in text, p, text)
+
+    # A deadlock through a lock of the program's: the holder waits (inside
+    # the tuner) for a threading.Lock the waiter holds.  Past wait_timeout the
+    # waiter finds the holder blocked and proceeds (it hung for good before).
+    def waited(p):  # the exit line's total wait, s
+        m = re.search(r"waited ([0-9.]+) s in total", p.stderr)
+        return float(m.group(1)) if m else -1.0
+    p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1")
+    recs = [json.loads(x) for x in jsonl]
+    check("a holder blocked on a lock the waiter holds: past wait_timeout the waiter proceeds unserialized, "
+          f"the program ends, one wait_timeout report says so (waited {waited(p):.3f} s)",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
+          and "this thread proceeds unserialized" in recs[0]["detail"] and "blocked outside tunerguard" in text
+          and waited(p) >= 1.0, p, text)
+    p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1:on_wait_timeout=wait", ["3"])
+    check("on_wait_timeout=wait: the waiter waits on (the holder gives up its lock wait after 3 s)",
+          p.returncode == 1 and "('holder', False)" in p.stdout and "the wait goes on (on_wait_timeout=wait)" in text,
           p, text)
+    p, text, jsonl = run(args, "busy_holder.py", "wait_timeout=1")
+    recs = [json.loads(x) for x in jsonl]
+    check(f"a holder that runs past wait_timeout is waited for, one report says so ({p.stdout.strip()})",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
+          and "the wait goes on while the holder runs" in recs[0]["detail"], p, text)
+    p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
+    check("detect: the same program finishes", p.returncode == 0, p, text)
+    # A wait cut short by Ctrl-C: its time counts to its real end (the exit
+    # line said 0.100 s, the turn's wait alone, after 0.93 s).
+    p, text, jsonl = run(args, "interrupted_wait.py", "verbosity=0")
+    m = re.search(r"waited at least ([0-9.]+)", p.stdout)
+    real = float(m.group(1)) if m else 1e9
+    check(f"an interrupted wait is counted to its end: the exit line's {waited(p):.3f} s >= the {real:.3f} s "
+          "the main thread waited", p.returncode == 0 and waited(p) >= real - 0.002, p, text)
+    # (2 ms: the exit line's rounding, and the microseconds between the turn's
+    # wait and the tuner's, which the bound counts and the waits do not)
     p, text, jsonl = run(args, "fairness.py", "verbosity=0")
     check("serialize is fair: a waiting thread runs before a quarter of a looping thread's calls "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
@@ -107,9 +142,11 @@ def main():
     p, text, jsonl = run(args, "fork_in_report.py", "mode=detect")
     check("fork while another thread holds the report lock: the child's report is written, its call returns "
           f"({p.stdout.strip()})", p.returncode == 0, p, text)
-    for how in ("self", "other"):
+    for how in ("self", "other", "parked"):
         p, text, jsonl = run(args, "interrupt.py", "verbosity=0", [how])
-        check(f"serialize wait interruptible, SIGINT to {'the process' if how == 'self' else 'another thread'}: "
+        to = {"self": "the process", "other": "another thread",
+              "parked": "another thread while the main thread is parked in the tuner's wait"}[how]
+        check(f"serialize wait interruptible, SIGINT to {to}: "
               "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)

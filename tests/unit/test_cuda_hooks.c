@@ -164,6 +164,28 @@ Test(cuda_hooks, destroyed_stream_handles_are_not_trusted_from_the_cache)
     cr_assert_eq(tg__self()->last.device, -1);
 }
 
+/* A stream destroyed while the thread is busy inside tunerguard (garbage
+ * collection freeing it during tunerguard's own Python call): the driver
+ * call passes straight through, unrecorded, but the handle may be reused
+ * all the same, so the cache's generation moves on. */
+Test(cuda_hooks, stream_destroyed_while_busy_is_not_trusted_from_the_cache)
+{
+    CUresult (*create)(CUstream *, unsigned) = (CUresult(*)(CUstream *, unsigned))real("cuStreamCreate");
+    CUresult (*destroy)(CUstream) = (CUresult(*)(CUstream))wrapped("cuStreamDestroy_v2");
+    CUresult (*ssync)(CUstream) = (CUresult(*)(CUstream))wrapped("cuStreamSynchronize");
+    CUstream s;
+    cr_assert_eq(create(&s, 0), CUDA_SUCCESS);
+    cr_assert_eq(ssync(s), CUDA_SUCCESS);
+    cr_assert_eq(tg__self()->last.device, 0);
+    tg__self()->busy = 1;
+    cr_assert_eq(destroy(s), CUDA_SUCCESS);
+    tg__self()->busy = 0;
+    cr_assert_eq(tg_cuda_count(TG_FN_cuStreamDestroy_v2), 0, "busy: not counted");
+    /* the fake now says "invalid handle": a fresh lookup, not the cached 0 */
+    cr_assert_eq(ssync(s), CUDA_SUCCESS);
+    cr_assert_eq(tg__self()->last.device, -1, "the destroyed handle's device came from the cache");
+}
+
 Test(cuda_hooks, busy_thread_passes_straight_through)
 {
     launch_fn launch = (launch_fn)wrapped("cuLaunchKernel");

@@ -131,6 +131,17 @@ Test(options, mode_values)
     cr_assert_str_eq(tg_mode_name(TG_MODE_SERIALIZE), "serialize");
 }
 
+Test(options, on_wait_timeout_values)
+{
+    expect_ok(NULL);
+    cr_assert_eq(o.on_wait_timeout, TG_WAIT_END_PROCEED, "the default: a wait past a blocked holder ends");
+    expect_ok("on_wait_timeout=wait");
+    cr_assert_eq(o.on_wait_timeout, TG_WAIT_END_WAIT);
+    expect_ok("on_wait_timeout=proceed");
+    cr_assert_eq(o.on_wait_timeout, TG_WAIT_END_PROCEED);
+    expect_error("on_wait_timeout=abort", "bad value 'abort' for option 'on_wait_timeout' (valid: proceed, wait)");
+}
+
 Test(options, log_path_values)
 {
     expect_ok("log_path=stderr");
