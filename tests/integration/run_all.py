@@ -887,6 +887,20 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_target_non_ascii(ctx):
+    """A class named with a non-ASCII identifier (str.isidentifier() accepts
+    it) is guarded like any other; it was refused as a bad option."""
+    res = ctx.run_py('''
+        with open("t\u00fcnmod.py", "w", encoding="utf-8") as f:
+            f.write("class Tun\u00e9r:\\n    def r\u00fcn(self):\\n        return 7\\n")
+        sys.path.insert(0, ".")
+        import t\u00fcnmod
+        print("GUARDED", is_guarded(t\u00fcnmod.Tun\u00e9r, "r\u00fcn"), t\u00fcnmod.Tun\u00e9r().r\u00fcn())
+    ''', options=opts(targets="t\u00fcnmod:Tun\u00e9r.r\u00fcn"))
+    expect(res.rc == 0 and "GUARDED True 7" in res.out, "the non-ASCII class is guarded and runs", res)
+    expect(res.err == "", "nothing said", res)
+
+
 def check_target_builtin_in_class_body(ctx):
     """`run = len` in a class body never binds self: left alone, one line."""
     res = ctx.run_py('''
@@ -1361,7 +1375,7 @@ CHECKS = {
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_targets_unguarded,
-                check_target_class_refuses_setattr, check_target_builtin_in_class_body],
+                check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
