@@ -281,6 +281,27 @@ def check_bad_options(ctx):
         no_files(res)
 
 
+def check_control_bytes_escaped(ctx):
+    """User text echoed in a message shows control bytes as \\xNN: an ESC
+    never reaches the terminal, a newline never splits the one line."""
+    tmp = ctx.tmpdir()
+    supp = os.path.join(tmp, "s.supp")
+    with open(supp, "w") as f:
+        f.write("race:ok\nbo\x1b[2Jgus:x\n")
+    cases = [
+        ("mode=\x1b[31mred", "bad value '\\x1b[31mred' for option 'mode'"),
+        ("log_path='a\nSUMMARY: forged'", "bad value 'a\\x0aSUMMARY: forged' for option 'log_path'"),
+        ("suppressions=%s" % supp, "line 2: unknown type 'bo\\x1b[2Jgus'"),
+    ]
+    for options, want in cases:
+        res = ctx.run_py(PRINT_RAN, options=options)
+        expect(res.rc == 2 and "PROGRAM RAN" not in res.out, "%r: exit status 2 before the program" % options, res)
+        expect("\x1b" not in res.err, "%r: no ESC byte on stderr" % options, res)
+        lines = res.err.splitlines()
+        expect(len(lines) == 1 and lines[0].startswith("tunerguard: ") and want in lines[0],
+               "%r: one line holding %s" % (options, want), res)
+
+
 def check_unterminated_quote(ctx):
     for options, q in (("mode=serialize:log_path='my reports/tg", "'"), ('log_path="a:b/tg:verbosity=1', '"')):
         res = ctx.run_py(PRINT_RAN, options=options)
@@ -1366,7 +1387,7 @@ def check_two_copies_serialize(ctx):
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
-    "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
+    "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
