@@ -8,15 +8,29 @@
 #include <string.h>
 #include <unistd.h>
 
+/* One line, whatever the text holds: each control byte of the formatted
+ * message (a newline or an ESC in a path, an option value, a suppressions
+ * line, a name from the program) is written as \xNN, so the line can
+ * neither be split in two nor drive the terminal. */
 static void vline(const char *fmt, va_list ap)
 {
-    char buf[1024];
+    static const char hex[] = "0123456789abcdef";
+    char raw[1024], buf[1280];
     int saved = errno;               /* never disturb the host's errno */
-    int n = snprintf(buf, sizeof buf, "tunerguard: ");
-    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
-    if (m < 0)
-        m = 0;
-    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m : sizeof buf - (size_t)n - 2);
+    int m = vsnprintf(raw, sizeof raw, fmt, ap);
+    size_t rlen = m < 0 ? 0 : (size_t)m < sizeof raw ? (size_t)m : sizeof raw - 1;
+    size_t len = (size_t)snprintf(buf, sizeof buf, "tunerguard: ");
+    for (size_t i = 0; i < rlen && len + 5 < sizeof buf; i++) {
+        unsigned char c = (unsigned char)raw[i];
+        if (c < 0x20 || c == 0x7f) {
+            buf[len++] = '\\';
+            buf[len++] = 'x';
+            buf[len++] = hex[c >> 4];
+            buf[len++] = hex[c & 15];
+        } else {
+            buf[len++] = (char)c;
+        }
+    }
     buf[len++] = '\n';
     const char *p = buf;
     while (len > 0) {

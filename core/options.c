@@ -129,6 +129,20 @@ TG_STARTUP static int set_string(struct tg_options *o, const struct opt_row *r, 
     return 0;
 }
 
+/* User text for a message (tg_options_escape), in a buffer of the
+ * statement's own. */
+#define ESC(s, n) tg_options_escape((s), (n), (char[256]){0}, 256)
+
+/* Does s hold a control byte (a newline would split the one-line messages
+ * that name the report path)? */
+TG_STARTUP static int has_control(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 1;
+    return 0;
+}
+
 /* Set one value; on error fill err and return -1. */
 TG_STARTUP static int set_value(struct tg_options *o, const struct opt_row *r, const char *val, size_t vlen,
                      char *err, size_t errlen)
@@ -142,19 +156,19 @@ TG_STARTUP static int set_value(struct tg_options *o, const struct opt_row *r, c
                 return 0;
             }
         }
-        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: %s)", (int)vlen, val, r->name, r->choices);
+        snprintf(err, errlen, "bad value '%s' for option '%s' (valid: %s)", ESC(val, vlen), r->name, r->choices);
         return -1;
     case K_BOOL:
         if (vlen == 1 && (val[0] == '0' || val[0] == '1')) {
             *(int *)slot = val[0] - '0';
             return 0;
         }
-        snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: 0, 1)", (int)vlen, val, r->name);
+        snprintf(err, errlen, "bad value '%s' for option '%s' (valid: 0, 1)", ESC(val, vlen), r->name);
         return -1;
     case K_INT: {
         long v;
         if (parse_long(val, vlen, &v) < 0 || v < r->lo || v > r->hi) {
-            snprintf(err, errlen, "bad value '%.*s' for option '%s' (valid: an integer from %d to %d)", (int)vlen, val,
+            snprintf(err, errlen, "bad value '%s' for option '%s' (valid: an integer from %d to %d)", ESC(val, vlen),
                      r->name, r->lo, r->hi);
             return -1;
         }
@@ -221,34 +235,152 @@ TG_STARTUP static int pair_follows(const char *p)
     return 0;
 }
 
-/* targets: "module:Class.method[,module:Class.method...]" */
-TG_STARTUP static int valid_targets(const char *v)
+const char *tg_options_escape(const char *s, size_t n, char *buf, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    if (!len)
+        return buf;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        size_t need = c < 0x20 || c == 0x7f ? 4 : 1;
+        if (o + need + 4 > len) { /* room for "..." and the NUL */
+            if (o + 4 <= len)
+                memcpy(buf + o, "...", 3), o += 3;
+            break;
+        }
+        if (need == 4) {
+            buf[o++] = '\\';
+            buf[o++] = 'x';
+            buf[o++] = hex[c >> 4];
+            buf[o++] = hex[c & 15];
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* Bytes of the UTF-8 sequence at s (at most n): 0 when it is not a well
+ * formed one of a code point above 0x7f. */
+TG_STARTUP static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    size_t k = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
+    if (k == 0 || k > n)
+        return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
+/* A Python identifier at s[0..n): ASCII letters, digits and '_', and any
+ * non-ASCII code point (str.isidentifier() accepts letters of every script;
+ * a non-letter one passes here and then names a class that is never found,
+ * which the guard says), not starting with an ASCII digit. */
+TG_STARTUP static int ident_ok(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    if (n == 0 || (u[0] >= '0' && u[0] <= '9'))
+        return 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = u[i];
+        if (c >= 0x80) {
+            size_t k = utf8_len(u + i, n - i);
+            if (!k)
+                return 0;
+            i += k;
+        } else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+            i++;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Dotted identifiers at s[0..n): "a.b.c", no empty part. */
+TG_STARTUP static int dotted_ok(const char *s, size_t n)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++)
+        if (i == n || s[i] == '.') {
+            if (!ident_ok(s + start, i - start))
+                return 0;
+            start = i + 1;
+        }
+    return 1;
+}
+
+/* The first c in s[0..n), or NULL (memchr: one libc import fewer). */
+TG_STARTUP static const char *find_char(const char *s, size_t n, char c)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == c)
+            return s + i;
+    return NULL;
+}
+
+/* One entry e[0..n) of targets=: 0 when valid; -1 when it is not
+ * module:Class.method (the caller says so); -2 with err filled when a name
+ * is longer than tunerguard holds. */
+TG_STARTUP static int target_entry_bad(const char *e, size_t n, char *err, size_t errlen)
+{
+    char ebuf[400];
+    const char *colon = find_char(e, n, ':');
+    const char *dot = NULL;
+    for (const char *q = colon ? colon : e; q < e + n; q++)
+        if (*q == '.')
+            dot = q;
+    if (!colon || !dot || find_char(colon + 1, (size_t)(e + n - colon - 1), ':') || !dotted_ok(e, (size_t)(colon - e)) ||
+        !dotted_ok(colon + 1, (size_t)(dot - colon - 1)) || !ident_ok(dot + 1, (size_t)(e + n - dot - 1)))
+        return -1; /* the caller's message: the value is not module:Class.method[,...] */
+    const char *what = NULL;
+    size_t have = 0;
+    int max = 0;
+    if ((have = (size_t)(colon - e)) > TG_TARGET_MODULE_MAX)
+        what = "module name", max = TG_TARGET_MODULE_MAX;
+    else if ((have = (size_t)(dot - colon - 1)) > TG_TARGET_CLASS_MAX)
+        what = "class name", max = TG_TARGET_CLASS_MAX;
+    else if ((have = (size_t)(e + n - dot - 1)) > TG_TARGET_METHOD_MAX)
+        what = "method name", max = TG_TARGET_METHOD_MAX;
+    if (!what)
+        return 0;
+    snprintf(err, errlen, "bad value for option 'targets': in '%s' the %s is %zu bytes, more than the %d tunerguard "
+             "holds", tg_options_escape(e, n, ebuf, sizeof ebuf), what, have, max);
+    return -2;
+}
+
+/* targets: "module:Class.method[,module:Class.method...]", at most
+ * TG_TARGETS_MAX entries.  0, or -1 with err filled. */
+TG_STARTUP static int check_targets(const char *v, char *err, size_t errlen)
 {
     if (!*v)
-        return 1;
-    for (;;) {
-        const char *colon = NULL, *dot = NULL;
-        const char *q = v;
-        if (!*q || *q == ',')
-            return 0;
-        for (; *q && *q != ','; q++) {
-            if (*q == ':') {
-                if (colon)
-                    return 0;
-                colon = q;
-            } else if (*q == '.' && colon) {
-                dot = q;
-            } else if (!(*q == '_' || *q == '.' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-                         (*q >= '0' && *q <= '9'))) {
-                return 0;
-            }
+        return 0;
+    int count = 0;
+    for (const char *p = v;; count++) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        int rc = target_entry_bad(p, n, err, errlen);
+        if (rc == -2)
+            return -1;
+        if (rc < 0) {
+            char vbuf[400];
+            snprintf(err, errlen, "bad value '%s' for option 'targets' (valid: module:Class.method[,module:Class.method...])",
+                     tg_options_escape(v, strlen(v), vbuf, sizeof vbuf));
+            return -1;
         }
-        if (!colon || colon == v || !dot || dot == colon + 1 || dot[1] == '\0' || dot + 1 == q)
-            return 0;
-        if (!*q)
-            return 1;
-        v = q + 1;
+        if (!end)
+            break;
+        p = end + 1;
     }
+    if (count + 1 > TG_TARGETS_MAX) {
+        snprintf(err, errlen, "bad value for option 'targets': %d entries, more than the %d tunerguard holds (the "
+                 "built-in ones aside)", count + 1, TG_TARGETS_MAX);
+        return -1;
+    }
+    return 0;
 }
 
 /* Pairs are separated by ':' (sanitizer style) or whitespace.  A value that
@@ -284,8 +416,8 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
             eq++;
         if (*eq != '=' || eq == start) {
             size_t len = till_sep(start);
-            snprintf(err, errlen, "malformed option '%.*s' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')",
-                     (int)len, start);
+            snprintf(err, errlen, "malformed option '%s' in TUNERGUARD_OPTIONS (expected key=value pairs separated by ':')",
+                     ESC(start, len));
             goto fail;
         }
         size_t klen = (size_t)(eq - start);
@@ -299,7 +431,7 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
         if (!r) {
             char keys[512];
             valid_keys(keys, sizeof keys);
-            snprintf(err, errlen, "unknown option '%.*s' in TUNERGUARD_OPTIONS (valid: %s)", (int)klen, start, keys);
+            snprintf(err, errlen, "unknown option '%s' in TUNERGUARD_OPTIONS (valid: %s)", ESC(start, klen), keys);
             goto fail;
         }
         const char *val = eq + 1;
@@ -319,9 +451,9 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
             if (*p && !is_sep(*p)) {
                 size_t len = till_sep(p);
                 snprintf(err, errlen,
-                         "malformed option '%s' in TUNERGUARD_OPTIONS (text '%.*s' after the closing %c; expected ':' "
+                         "malformed option '%s' in TUNERGUARD_OPTIONS (text '%s' after the closing %c; expected ':' "
                          "or a space)",
-                         r->name, (int)len, p, quote);
+                         r->name, ESC(p, len), quote);
                 goto fail;
             }
         } else {
@@ -334,13 +466,15 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
         if (set_value(out, r, val, vlen, err, errlen) < 0)
             goto fail;
     }
-    if (!valid_targets(out->targets)) {
-        snprintf(err, errlen, "bad value '%s' for option 'targets' (valid: module:Class.method[,module:Class.method...])",
-                 out->targets);
+    if (check_targets(out->targets, err, errlen) < 0)
         goto fail;
-    }
     if (out->log_path[0] == '\0') {
         snprintf(err, errlen, "bad value '' for option 'log_path' (valid: a path prefix, or 'stderr')");
+        goto fail;
+    }
+    if (has_control(out->log_path)) {
+        snprintf(err, errlen, "bad value '%s' for option 'log_path' (valid: a path prefix without control "
+                 "characters, or 'stderr')", ESC(out->log_path, strlen(out->log_path)));
         goto fail;
     }
     return 0;

@@ -27,6 +27,15 @@ struct tg_options {
 #undef TG_OPTION
 };
 
+/* targets=: at most TG_TARGETS_MAX entries (the built-in ones aside), each
+ * module:Class.method with names of at most these many bytes (UTF-8): what
+ * the arming table (shim/py_arm_internal.h) and a guard's names
+ * (shim/guard_internal.h) hold.  More is refused at parsing. */
+#define TG_TARGETS_MAX 64
+#define TG_TARGET_MODULE_MAX 95
+#define TG_TARGET_CLASS_MAX 63
+#define TG_TARGET_METHOD_MAX 47
+
 /* The options in force; filled once by the constructor, read-only after. */
 extern struct tg_options tg_opts;
 
@@ -41,6 +50,11 @@ extern struct tg_options tg_opts;
  * constructor runs this in every process: docs/benchmarks.md). */
 int tg_options_parse(const char *text, struct tg_options *out, char *err, size_t errlen);
 void tg_options_free(struct tg_options *o);
+
+/* Copy s[0..n) into buf (size len), each control byte (below 0x20, 0x7f)
+ * written as \xNN, cut with "..." where it does not fit: user text echoed
+ * in a one-line message.  Returns buf.  Allocates nothing. */
+const char *tg_options_escape(const char *s, size_t n, char *buf, size_t len);
 
 /* Replace the string option at slot (&o->log_path, ...) by a copy of text
  * (no copy when text is the default).  0, or -1 when out of memory or slot

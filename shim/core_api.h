@@ -133,4 +133,15 @@ void tg__core_ready(const struct tg_core_api *t);
  * realpath; nothing where every entry is absolute). */
 void tg__core_note_dir(void);
 
+/* One copy of libtunerguard.so serves a process: the one whose exported
+ * names win (the first in the global lookup order, the one
+ * dlsym(RTLD_DEFAULT, "tunerguard_cuda_count") finds).  1 when another copy
+ * serves: this one stays inert (no audit hook, never loads its core; its
+ * dlsym and forwarders pass through).  Decided at the first call (the
+ * constructor, or an earlier dlsym through this copy), then one load.
+ * Thread-safe; allocates nothing.  *serving, when given and this copy is
+ * inert: an address inside the copy that serves.  The static archive's
+ * answer is 0. */
+int tg__copy_inert(void **serving);
+
 #endif

@@ -145,6 +145,10 @@ static __attribute__((noinline)) const struct tg_core_api *load_slow(void)
 {
     if (loading)
         return NULL; /* re-entered from our own load: pass through this once */
+    if (tg__copy_inert(NULL)) { /* another copy serves: its core, not ours (final, nothing said) */
+        atomic_store_explicit(&state, CORE_FAILED, memory_order_release);
+        return NULL;
+    }
     const int saved_errno = errno; /* the caller's: a CUDA call or an import sets none of ours */
     loading = 1; /* before the guard: a signal handler of this thread calling the driver while it
                     registers passes through instead of waiting for itself */

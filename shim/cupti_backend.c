@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -236,10 +237,24 @@ static int phdr_cb(struct dl_phdr_info *info, size_t sz, void *arg)
     return s->h != NULL;
 }
 
+/* What a cupti_path that names no regular file is ("a FIFO", ...), else
+ * NULL.  Checked before dlopen: its open() of a FIFO blocks until a writer
+ * comes, maybe forever.  A name without '/' is a soname, searched by
+ * dlopen in the library directories. */
+static const char *not_regular(const char *path)
+{
+    struct stat sb;
+    if (!strchr(path, '/') || stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+        return NULL; /* a missing file: dlopen says so */
+    return S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+           : S_ISCHR(sb.st_mode) ? "a character device" : S_ISBLK(sb.st_mode) ? "a block device"
+           : S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
+}
+
 static void *find_cupti(void)
 {
     if (tg_opts.cupti_path[0])
-        return try_open(tg_opts.cupti_path);
+        return not_regular(tg_opts.cupti_path) ? NULL : try_open(tg_opts.cupti_path);
     /* a copy already in the process (torch's Kineto links one): use it, two
      * copies of CUPTI in one process would fight over the driver */
     static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
@@ -312,7 +327,11 @@ static void start(void)
 {
     st_lib = find_cupti();
     if (!st_lib) {
-        if (tg_opts.cupti_path[0])
+        const char *kind = tg_opts.cupti_path[0] ? not_regular(tg_opts.cupti_path) : NULL;
+        if (kind)
+            fail("cupti=1: cupti_path %s is not a regular file (%s); going on without GPU intervals",
+                 tg_opts.cupti_path, kind);
+        else if (tg_opts.cupti_path[0])
             fail("cupti=1: cannot load %s (%s); going on without GPU intervals", tg_opts.cupti_path, dlerror());
         else
             fail("cupti=1: no libcupti found (%s%s); going on without GPU intervals; set cupti_path=",

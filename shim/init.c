@@ -14,6 +14,7 @@
 #include "shim/lifecycle.h"
 #include "shim/py_arm.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -33,6 +34,26 @@ static const struct {
     char options[sizeof "TUNERGUARD_OPTIONS"];
     char preload[sizeof "LD_PRELOAD"];
 } env_names TG_STARTUP_RODATA = {"TUNERGUARD_OPTIONS", "LD_PRELOAD"};
+
+/* Another copy of libtunerguard.so serves this process (shim/core_api.h,
+ * tg__copy_inert): this one stays inert.  One line at verbosity>=1 only:
+ * this copy is in every process of the job (shells, compilers), where a
+ * line at the default verbosity would be noise in each; `tunerguard doctor`
+ * names the copy that serves.  Options this copy cannot parse are the
+ * serving copy's to judge: nothing said here. */
+static void say_inert(void *serving)
+{
+    struct tg_options o;
+    char err[8];
+    if (tg_options_parse(getenv(env_names.options), &o, err, sizeof err) < 0)
+        return;
+    int say = o.verbosity >= 1;
+    tg_options_free(&o);
+    Dl_info them, me;
+    if (say && dladdr(serving, &them) && dladdr((void *)say_inert, &me))
+        tg__warn("%s serves this process (first in LD_PRELOAD's order); this other copy, %s, stays inert",
+                 them.dli_fname, me.dli_fname);
+}
 
 /* Does LD_PRELOAD (entries split by spaces or colons, as ld.so reads it)
  * name anything by a relative path? */
@@ -58,6 +79,11 @@ __attribute__((constructor)) static void tg_init(int argc, char **argv, char **e
     argc = 0;
     argv = NULL;
 #endif
+    void *serving;
+    if (tg__copy_inert(&serving)) {
+        say_inert(serving);
+        return;
+    }
     char err[768];
     if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);

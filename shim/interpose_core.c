@@ -18,6 +18,8 @@
  * (it exports tg_core_entry alone); RTLD_NODELETE, because the forwarders
  * jump into it for the rest of the process. */
 #include "shim/core_api.h"
+#include "core/real_sym.h"
+#include "core/startup.h"
 #include "tg_build_id.h"
 
 #include <dlfcn.h>
@@ -291,4 +293,35 @@ void tg__core_ready(const struct tg_core_api *t)
      * path, symbolize=, trace=, the halt), before any thread can see the
      * table. */
     t->activate();
+}
+
+/* ---- one copy serves (shim/core_api.h) ---------------------------------------- */
+
+/* Defined in shim/interpose_cuda.c; -Bsymbolic: this copy's own address. */
+extern unsigned long long tunerguard_cuda_count(const char *variant);
+
+static const char first_name[] TG_STARTUP_RODATA = "tunerguard_cuda_count";
+
+TG_STARTUP int tg__copy_inert(void **serving)
+{
+    /* 0 undecided, else the answer + 1; racing first calls store the same */
+    static _Atomic int inert TG_STARTUP_DATA;
+    static void *_Atomic first TG_STARTUP_DATA;
+    int s = atomic_load_explicit(&inert, memory_order_acquire);
+    if (__builtin_expect(s == 0, 0)) {
+        /* In the program's scope (its handle: RTLD_DEFAULT from a
+         * -Bsymbolic object looks in the object itself first).  The real
+         * dlsym: a name that is no cu* / cupti* one passes through every
+         * copy's interposer, so this cannot recurse. */
+        void *prog = dlopen(NULL, RTLD_LAZY);
+        void *p = prog ? tg__real_dlsym()(prog, first_name) : NULL;
+        if (!p)
+            (void)dlerror(); /* not preloaded (a dlopen'd copy, RTLD_LOCAL): this one serves */
+        s = p && p != (void *)tunerguard_cuda_count ? 2 : 1;
+        atomic_store_explicit(&first, p, memory_order_relaxed);
+        atomic_store_explicit(&inert, s, memory_order_release);
+    }
+    if (serving)
+        *serving = atomic_load_explicit(&first, memory_order_relaxed);
+    return s == 2;
 }

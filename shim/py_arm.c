@@ -58,6 +58,9 @@ static const char builtin_targets[][64] TG_STARTUP_RODATA = {
     "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
 };
 
+_Static_assert(sizeof builtin_targets / sizeof builtin_targets[0] + TG_TARGETS_MAX <= TG_MAX_TARGETS,
+               "the arming table holds the built-in targets and as many as targets= may name");
+
 struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
 int tg__arm_ntargets;
 int tg__arm_module_pending;
@@ -83,13 +86,14 @@ TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
+/* spec: one entry the option parser accepted (core/options.c: at most
+ * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
+ * dropped or cut here. */
 TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
 {
-    if (tg__arm_ntargets == TG_MAX_TARGETS)
-        return;
-    char buf[300];
-    if (len >= sizeof buf)
-        return;
+    char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
+    if (tg__arm_ntargets == TG_MAX_TARGETS || len >= sizeof buf)
+        return; /* unreachable: refused at parsing */
     memcpy(buf, spec, len);
     buf[len] = '\0';
     char *colon = strchr(buf, ':');

@@ -10,13 +10,14 @@
 #ifndef TG_PY_ARM_INTERNAL_H
 #define TG_PY_ARM_INTERNAL_H
 
+#include "core/options.h"
 #include "core/py_api.h"
 
-#define TG_MAX_TARGETS 64
+#define TG_MAX_TARGETS (3 + TG_TARGETS_MAX) /* the built-in ones, then targets= */
 struct tg__arm_target {
-    char module[128];
-    char cls[96];      /* qualname inside the module, may be dotted */
-    char method[48];
+    char module[TG_TARGET_MODULE_MAX + 1];
+    char cls[TG_TARGET_CLASS_MAX + 1];   /* qualname inside the module, may be dotted */
+    char method[TG_TARGET_METHOD_MAX + 1];
     PyObject *base;    /* the class once found (strong reference) */
     int user;          /* from targets= (not built in): a target that guards
                           nothing is the user's mistake, said once */

@@ -99,6 +99,22 @@ static void check_build_id(const char *lib)
 
 static const char probe_py[] = "class Probe:\n    def method(self):\n        return 42\n";
 
+/* The probe's stderr: the line an inert copy says at verbosity>=1
+ * (shim/init.c) names the copy that serves and the one that stays inert. */
+static void report_copies(const char *py, const char *err)
+{
+    const char *at = strstr(err, " stays inert");
+    if (!at)
+        return;
+    const char *start = at;
+    while (start > err && start[-1] != '\n')
+        start--;
+    if (strncmp(start, "tunerguard: ", 12) == 0)
+        start += 12;
+    line("WARN", "%s: two copies of libtunerguard.so are preloaded: %.*s (remove one from LD_PRELOAD to be "
+         "sure which build runs)", py, (int)(at + 12 - start), start);
+}
+
 static void check_hooks(const char *py, const char *lib)
 {
     char dir[] = "/tmp/tunerguard-doctor-XXXXXX";
@@ -120,7 +136,14 @@ static void check_hooks(const char *py, const char *lib)
              "assert tg_doctor_probe.Probe().method() == 42; print('probe ran')",
              "'", dir, "'");
     char *argv[] = {(char *)py, "-c", code, NULL};
-    struct cli_env env[] = {{"LD_PRELOAD", lib},
+    /* LD_PRELOAD as `tunerguard run` sets it: the library, then what the
+     * environment already preloads (maybe another copy of the library) */
+    struct cli_buf pre = {0};
+    cli_buf_puts(&pre, lib);
+    const char *old_pre = getenv("LD_PRELOAD");
+    if (old_pre && *old_pre)
+        cli_buf_printf(&pre, ":%s", old_pre);
+    struct cli_env env[] = {{"LD_PRELOAD", pre.s},
                             {"TUNERGUARD_OPTIONS", "verbosity=2:log_path=stderr:targets=tg_doctor_probe:Probe.method"},
                             {"PYTHONDONTWRITEBYTECODE", "1"}};
     struct cli_capture cap;
@@ -128,6 +151,7 @@ static void check_hooks(const char *py, const char *lib)
         line("FAIL", "%s: cannot start the hook probe", py);
     } else {
         int rc = cli_exit_status(cap.status);
+        report_copies(py, cap.err);
         if (strstr(cap.err, "guarding Probe.method") && strstr(cap.out, "probe ran") && rc == 0)
             line("OK", "%s: hooks arm (a preloaded child guarded Probe.method of a test module)", py);
         else
@@ -136,6 +160,7 @@ static void check_hooks(const char *py, const char *lib)
                  py, rc, *cap.err ? last_line(cap.err) : "no output");
         cli_capture_free(&cap);
     }
+    cli_buf_free(&pre);
     unlink(mod);
     rmdir(dir);
 }

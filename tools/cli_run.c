@@ -156,9 +156,23 @@ static void print_reports(const char *log_path, const struct snap *before)
         shown++;
     }
     if (shown) {
-        char word[2 * PATH_MAX];
+        char word[4 * PATH_MAX];
         shell_word(dir, word, sizeof word);
-        cli_errf("summarize with: tunerguard report %s", word);
+        /* The command as sh reads it: written as is (cli_errf would double
+         * its backslashes, '\'' among them), unless the name holds bytes
+         * that cli_errf shows escaped (control or invalid UTF-8 bytes: not
+         * for the terminal), and then with a word on why. */
+        struct cli_buf esc = {0};
+        size_t backslashes = 0;
+        for (const char *c = word; *c; c++)
+            backslashes += *c == '\\';
+        cli_buf_put_esc(&esc, word, strlen(word));
+        if (esc.s && strlen(esc.s) == strlen(word) + backslashes)
+            fprintf(stderr, "tunerguard: summarize with: tunerguard report %s\n", word);
+        else
+            cli_errf("summarize with: tunerguard report %s (the folder's name holds control or non-UTF-8 bytes, "
+                     "shown escaped: type its name yourself)", word);
+        cli_buf_free(&esc);
     } else {
         cli_errf("no reports (%s.<pid>.*)", log_path);
     }

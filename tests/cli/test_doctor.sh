@@ -39,6 +39,11 @@ check "log_path in a missing directory: WARN (reports would go to stderr)" \
 TUNERGUARD_OPTIONS="suppressions=no_such.supp" "$TG" doctor >rs.out 2>&1
 check "relative suppressions path that does not resolve: WARN with the library's line" \
     grep -q "^WARN  suppressions=no_such.supp: tunerguard: suppressions file 'no_such.supp': cannot read" rs.out
+mkdir other && cp "$(dirname "$TG")/libtunerguard.so" other/
+LD_PRELOAD=$WORK/other/libtunerguard.so env -u TUNERGUARD_OPTIONS "$TG" doctor >two.out 2>&1
+check "another copy already in LD_PRELOAD: says which copy serves (the library, first) and which stays inert" \
+    grep -q "^WARN  .*: two copies of libtunerguard.so are preloaded: /.*/libtunerguard.so serves this process (first in LD_PRELOAD's order); this other copy, $WORK/other/libtunerguard.so, stays inert" two.out
+check "another copy already in LD_PRELOAD: hooks still arm" grep -q 'hooks arm (a preloaded child' two.out
 PYTHON=/no/such/python env -u TUNERGUARD_OPTIONS "$TG" doctor >p.out 2>&1
 check "missing \$PYTHON: WARN" grep -q '^WARN  \$PYTHON: /no/such/python not found' p.out
 run_tg x doctor --bogus

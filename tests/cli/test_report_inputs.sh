@@ -105,18 +105,28 @@ check "a .txt cut inside its block (fallback): named as truncated, exit 4" \
     sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h8/tg.30.txt: truncated: its last report block is cut short' h8.err"
 
 # ---- unreadable folder and file (as an unprivileged user: root reads anything) ----
+# That user must reach the command and the folders: the build may sit under a
+# folder only we can enter (a clone in a 0700 temp folder), and so may
+# $TMPDIR.  So a scratch folder of its own under /tmp, 0755, holds a copy of
+# the command and the folders it reads.
+UDIR=$(mktemp -d /tmp/tg-cli-user.XXXXXX) && chmod 755 "$UDIR" && cp "$TG" "$UDIR/tunerguard" && chmod 755 "$UDIR/tunerguard"
+trap 'rm -rf "$WORK" "$UDIR"' EXIT
 if [ "$(id -u)" != 0 ]; then
     as_user() { "$@"; }
-elif command -v setpriv >/dev/null 2>&1 && setpriv --reuid=65534 --regid=65534 --clear-groups "$TG" --help >/dev/null 2>&1; then
-    as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+elif command -v setpriv >/dev/null 2>&1 &&
+     setpriv --reuid=65534 --regid=65534 --clear-groups -- "$UDIR/tunerguard" --help >/dev/null 2>&1; then
+    as_user() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 else
     as_user() { return 77; }
 fi
+(
+cd "$UDIR" || exit 1
 mkdir -p h9/locked h9/ok && race 31 null a >h9/ok/tg.31.jsonl && race 32 null b >h9/locked/tg.32.jsonl
 race 33 null c >h9/ok/tg.33.jsonl
 printf '==================\nWARNING: tunerguard: thread entered a tuner another thread is inside (pid=33)\n  Call of Autotuner.run on kernel '"'"'kc'"'"' (x) by thread '"'"'b'"'"' (tid=34):\n  Severity: high: x.\nSUMMARY: tunerguard: tuner race on '"'"'kc'"'"' in Autotuner.run m.py:1 in f\n==================\n' >h9/ok/tg.33.txt
-chmod 755 "$WORK" && chmod -R a+rX h9 && chmod 000 h9/locked h9/ok/tg.33.jsonl
-as_user $T "$TG" report h9 >h9.out 2>h9.err
+chmod -R a+rX h9 && chmod 000 h9/locked h9/ok/tg.33.jsonl
+)
+(cd "$UDIR" && as_user $T "$UDIR/tunerguard" report h9) >h9.out 2>h9.err
 rc=$?
 if [ $rc = 77 ]; then
     echo "skip - cannot run as an unprivileged user here (root reads unreadable files)"
@@ -127,7 +137,7 @@ else
     check "unreadable .jsonl: named; its .txt read as the fallback" \
         sh -c "grep -q '^tunerguard: h9/ok/tg.33.jsonl: cannot open: Permission denied; skipped$' h9.err && grep -q \"^kernel 'kc': 1 race\" h9.out && grep -q '^2 report files, 2 processes' h9.out"
 fi
-chmod 755 h9/locked
+chmod 755 "$UDIR/h9/locked"
 
 # ---- names: control bytes escaped, any suffix after the pid, a hidden prefix ----
 mkdir h10

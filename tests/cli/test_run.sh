@@ -57,6 +57,15 @@ rc=$?
 check "serialize: the racing program passes" [ "$rc" = 0 ]
 check "second run lists only its own reports" sh -c "[ \$(grep -c '^tunerguard: report:' race2.err) = 2 ] && ! grep -q \"\$(sed -n 's/^tunerguard: report: //p' race.err | head -1)\" race2.err"
 
+# a folder name with both quotes and a backslash: the printed command is one
+# sh word, and running it with bash summarizes that folder
+LD_LIBRARY_PATH=$FAKE "$TG" run --report-dir "$WORK/q'x\"y\\z" -- python3 "$SCEN/seeds004.py" >sq.out 2>sq.err
+sq_cmd=$(sed -n 's/^tunerguard: summarize with: //p' sq.err)
+PATH="$(dirname "$TG"):$PATH" bash -c "$sq_cmd" >sq_report.out 2>sq_report.err
+rc=$?
+check "quotes and a backslash in --report-dir: the printed command runs in bash and reads that folder" \
+    sh -c "{ [ $rc = 0 ] || [ $rc = 1 ]; } && [ ! -s sq_report.err ] && grep -q '^1 report file, 1 process' sq_report.out && grep -q test_seed004 sq_report.out"
+
 # --report-dir with a space or ':' in it: the library gets log_path quoted, the
 # program runs, its reports land there and the listing names the real directory.
 run_tg q1 run --report-dir "my reports" -- python3 -c 'print("PROGRAM RAN")'

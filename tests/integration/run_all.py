@@ -281,6 +281,27 @@ def check_bad_options(ctx):
         no_files(res)
 
 
+def check_control_bytes_escaped(ctx):
+    """User text echoed in a message shows control bytes as \\xNN: an ESC
+    never reaches the terminal, a newline never splits the one line."""
+    tmp = ctx.tmpdir()
+    supp = os.path.join(tmp, "s.supp")
+    with open(supp, "w") as f:
+        f.write("race:ok\nbo\x1b[2Jgus:x\n")
+    cases = [
+        ("mode=\x1b[31mred", "bad value '\\x1b[31mred' for option 'mode'"),
+        ("log_path='a\nSUMMARY: forged'", "bad value 'a\\x0aSUMMARY: forged' for option 'log_path'"),
+        ("suppressions=%s" % supp, "line 2: unknown type 'bo\\x1b[2Jgus'"),
+    ]
+    for options, want in cases:
+        res = ctx.run_py(PRINT_RAN, options=options)
+        expect(res.rc == 2 and "PROGRAM RAN" not in res.out, "%r: exit status 2 before the program" % options, res)
+        expect("\x1b" not in res.err, "%r: no ESC byte on stderr" % options, res)
+        lines = res.err.splitlines()
+        expect(len(lines) == 1 and lines[0].startswith("tunerguard: ") and want in lines[0],
+               "%r: one line holding %s" % (options, want), res)
+
+
 def check_unterminated_quote(ctx):
     for options, q in (("mode=serialize:log_path='my reports/tg", "'"), ('log_path="a:b/tg:verbosity=1', '"')):
         res = ctx.run_py(PRINT_RAN, options=options)
@@ -887,6 +908,20 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_target_non_ascii(ctx):
+    """A class named with a non-ASCII identifier (str.isidentifier() accepts
+    it) is guarded like any other; it was refused as a bad option."""
+    res = ctx.run_py('''
+        with open("t\u00fcnmod.py", "w", encoding="utf-8") as f:
+            f.write("class Tun\u00e9r:\\n    def r\u00fcn(self):\\n        return 7\\n")
+        sys.path.insert(0, ".")
+        import t\u00fcnmod
+        print("GUARDED", is_guarded(t\u00fcnmod.Tun\u00e9r, "r\u00fcn"), t\u00fcnmod.Tun\u00e9r().r\u00fcn())
+    ''', options=opts(targets="t\u00fcnmod:Tun\u00e9r.r\u00fcn"))
+    expect(res.rc == 0 and "GUARDED True 7" in res.out, "the non-ASCII class is guarded and runs", res)
+    expect(res.err == "", "nothing said", res)
+
+
 def check_target_builtin_in_class_body(ctx):
     """`run = len` in a class body never binds self: left alone, one line."""
     res = ctx.run_py('''
@@ -1304,10 +1339,55 @@ def check_same_pid_twice(ctx):
         expect(len(lines) == 1 and lines[0]["seq"] == 1, "%s.jsonl holds one record, seq 1" % stem, res)
 
 
+# --------------------------------------------------------------------------
+# (l) two copies of the library in one process (a Dockerfile's
+# ENV LD_PRELOAD=... plus `tunerguard run`'s copy): the first in
+# LD_PRELOAD's order serves, the other stays inert.
+
+def two_copies(ctx):
+    """Two folders, each with its own copy of the loader and the core; the
+    LD_PRELOAD value naming both, and the first copy's path."""
+    paths = []
+    for name in ("first", "second"):
+        d = os.path.join(ctx.tmpdir(), name)
+        os.mkdir(d)
+        for f in ("libtunerguard.so", "libtunerguard_core.so"):
+            src = os.path.join(os.path.dirname(ctx.lib), f)
+            if os.path.exists(src):
+                shutil.copy2(src, d)
+        paths.append(os.path.join(d, "libtunerguard.so"))
+    return ":".join(paths), paths
+
+
+def check_two_copies_detect(ctx):
+    pre, paths = two_copies(ctx)
+    res = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts(verbosity=1), extra_env={"LD_PRELOAD": pre})
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran to its end", res)
+    expect("RecursionError" not in res.err and "Traceback" not in res.err, "no RecursionError", res)
+    path, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "one report", res)
+    expect(len(jsonl_lines(res)) == 1, "one JSON line", res)
+    inert = [l for l in res.err.splitlines() if "stays inert" in l]
+    expect(len(inert) == 1 and inert[0].startswith("tunerguard: %s serves this process" % paths[0])
+           and paths[1] in inert[0], "one line (verbosity=1): the first copy serves, the second stays inert", res)
+    quiet = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts(), extra_env={"LD_PRELOAD": pre})
+    expect(quiet.rc == 0 and "stays inert" not in quiet.err, "nothing said about the copies at verbosity=0", quiet)
+
+
+def check_two_copies_serialize(ctx):
+    pre, _ = two_copies(ctx)
+    res = ctx.run_py(RACE_PROG % {"serialize": True}, options=opts(mode="serialize"), extra_env={"LD_PRELOAD": pre})
+    expect(res.rc == 0 and "DONE" in res.out and "Traceback" not in res.err, "program completed", res)
+    expect("WAIT_EVENTS 1" in res.out, "tunerguard.serialize_wait raised once", res)
+    expect("ORDER victim:start,victim:end,other:start,other:end" in res.out,
+           "the second call ran only after the first ended", res)
+    expect(len(re.findall(r"^tunerguard: .*serialized", res.err, re.M)) == 1, "one summary line", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
-    "options": [check_bad_options, check_unterminated_quote, check_quoted_log_path, check_help],
+    "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
@@ -1316,12 +1396,13 @@ CHECKS = {
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_targets_unguarded,
-                check_target_class_refuses_setattr, check_target_builtin_in_class_body],
+                check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
               check_distinct_call_sites_reported],
     "fork": [check_fork, check_fork_child_after_race],
+    "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
 }

@@ -469,3 +469,98 @@ Test(options, help_lists_every_key)
     cr_assert(strstr(buf, "detect") && strstr(buf, "serialize"), "mode's choices shown");
     cr_assert(strstr(buf, "tunerguard"), "default log_path shown");
 }
+
+/* ---- targets: what Python names can be, and the limits --------------------- */
+
+#define TARGETS_BAD(v) "bad value '" v "' for option 'targets' (valid: module:Class.method[,module:Class.method...])"
+
+Test(options, targets_accept_non_ascii_identifiers)
+{
+    /* str.isidentifier() accepts letters of any script */
+    expect_ok("targets=m:Tun\xc3\xa9r.run");
+    cr_assert_str_eq(o.targets, "m:Tun\xc3\xa9r.run");
+    expect_ok("targets=mod\xc3\xa9.sub:\xce\x9a\xce\xbb\xce\xac\xcf\x83\xce\xb7.Inner.m\xc3\xa9thode");
+}
+
+Test(options, targets_refuse_empty_parts_and_non_identifiers)
+{
+    expect_error("targets=m:C..run", TARGETS_BAD("m:C..run"));     /* once taken as C.run */
+    expect_error("targets=m:.C.run", TARGETS_BAD("m:.C.run"));
+    expect_error("targets=a..b:C.run", TARGETS_BAD("a..b:C.run"));
+    expect_error("targets=.a:C.run", TARGETS_BAD(".a:C.run"));
+    expect_error("targets=m:1C.run", TARGETS_BAD("m:1C.run"));
+    expect_error("targets=m:C.2run", TARGETS_BAD("m:C.2run"));
+    expect_error("targets=m:C\xff.run", TARGETS_BAD("m:C\xff.run")); /* not UTF-8 */
+    expect_error("targets=m:C\xc3.run", TARGETS_BAD("m:C\xc3.run")); /* a cut sequence */
+}
+
+static void long_name(char *buf, size_t n, char c)
+{
+    memset(buf, c, n);
+    buf[n] = '\0';
+}
+
+Test(options, targets_name_lengths_are_held_or_refused)
+{
+    char name[200], text[400], msg[700];
+    long_name(name, TG_TARGET_METHOD_MAX, 'm');
+    snprintf(text, sizeof text, "targets=mod:C.%s", name);
+    expect_ok(text); /* the longest method name the table holds */
+    long_name(name, TG_TARGET_METHOD_MAX + 1, 'm');
+    snprintf(text, sizeof text, "targets=mod:C.%s", name);
+    snprintf(msg, sizeof msg, "bad value for option 'targets': in 'mod:C.%s' the method name is %d bytes, more than "
+             "the %d tunerguard holds", name, TG_TARGET_METHOD_MAX + 1, TG_TARGET_METHOD_MAX);
+    expect_error(text, msg); /* once cut to 47 bytes, naming a method that does not exist */
+    long_name(name, TG_TARGET_CLASS_MAX, 'C');
+    snprintf(text, sizeof text, "targets=mod:%s.run", name);
+    expect_ok(text);
+    long_name(name, TG_TARGET_CLASS_MAX + 1, 'C');
+    snprintf(text, sizeof text, "targets=mod:%s.run", name);
+    snprintf(msg, sizeof msg, "bad value for option 'targets': in 'mod:%s.run' the class name is %d bytes, more than "
+             "the %d tunerguard holds", name, TG_TARGET_CLASS_MAX + 1, TG_TARGET_CLASS_MAX);
+    expect_error(text, msg);
+    long_name(name, TG_TARGET_MODULE_MAX, 'x');
+    snprintf(text, sizeof text, "targets=%s:C.run", name);
+    expect_ok(text);
+    long_name(name, TG_TARGET_MODULE_MAX + 1, 'x');
+    snprintf(text, sizeof text, "targets=%s:C.run", name);
+    snprintf(msg, sizeof msg, "bad value for option 'targets': in '%s:C.run' the module name is %d bytes, more than "
+             "the %d tunerguard holds", name, TG_TARGET_MODULE_MAX + 1, TG_TARGET_MODULE_MAX);
+    expect_error(text, msg);
+}
+
+Test(options, targets_count_limit)
+{
+    char text[4096];
+    size_t used = (size_t)snprintf(text, sizeof text, "targets=");
+    for (int i = 0; i < TG_TARGETS_MAX; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%sm%d:C.run", i ? "," : "", i);
+    expect_ok(text); /* as many as the arming table holds */
+    snprintf(text + used, sizeof text - used, ",extra:C.run");
+    char msg[256];
+    snprintf(msg, sizeof msg, "bad value for option 'targets': %d entries, more than the %d tunerguard holds (the "
+             "built-in ones aside)", TG_TARGETS_MAX + 1, TG_TARGETS_MAX);
+    expect_error(text, msg); /* once dropped without a word */
+}
+
+/* ---- user text in messages: control bytes escaped ------------------------- */
+
+Test(options, messages_escape_control_bytes)
+{
+    expect_error("mode=\x1b[31mred", "bad value '\\x1b[31mred' for option 'mode' (valid: detect, serialize, off)");
+    expect_error("bo\x1bgus=1", unknown_msg("bo\\x1bgus"));
+    expect_error("verbosity=\x07", "bad value '\\x07' for option 'verbosity' (valid: an integer from 0 to 2)");
+    expect_error("targets=m:C.r\x1bun", TARGETS_BAD("m:C.r\\x1bun"));
+    expect_error("log_path='a\x1b'x",
+                 "malformed option 'log_path' in TUNERGUARD_OPTIONS (text 'x' after the closing '; expected ':' or a space)");
+}
+
+Test(options, log_path_with_control_bytes_refused)
+{
+    expect_error("log_path='/tmp/a\nb'",
+                 "bad value '/tmp/a\\x0ab' for option 'log_path' (valid: a path prefix without control characters, or "
+                 "'stderr')");
+    expect_error("log_path=/tmp/\x1b[2Jx",
+                 "bad value '/tmp/\\x1b[2Jx' for option 'log_path' (valid: a path prefix without control characters, "
+                 "or 'stderr')");
+}
