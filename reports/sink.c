@@ -13,8 +13,15 @@
  * with the GIL held or not, but never from a signal handler.  Every report is
  * written with write(2) the moment it is emitted (no user-space buffering
  * survives the call), so a crash right after loses nothing.  After fork, the
- * child opens its own files (tg_sink_atfork_child, or detected by pid). */
+ * child opens its own files (tg_sink_atfork_child, or detected by pid).
+ *
+ * The program may close the report descriptors (os.closerange) and reuse
+ * their numbers: before each report both are checked to still name the files
+ * created (reports/own_fd.h); one that does not is opened again by its path
+ * (O_NOFOLLOW, and the same device and inode, else the fallback above) and
+ * the old number, the program's now, is never written nor closed. */
 #include "reports/report.h"
+#include "reports/own_fd.h"
 #include "reports/writer.h"
 #include "core/log.h"
 #include "core/process.h"
@@ -33,6 +40,8 @@ static struct {
     int txt_fd, jsonl_fd;          /* -1: not open; jsonl_fd -2: off after a failure (said once) */
     int text_to_stderr;            /* log_path=stderr, or fell back to it */
 } tg__sink = {0, -1, -1, 0};
+/* What txt_fd and jsonl_fd were opened on (own_fd.h). */
+static struct tg_own_fd tg__sink_ids[2] = {{-1, 0, 0}, {-1, 0, 0}};
 /* Their paths, apart: zero-initialised (.bss), so the 8 KB are not .data
  * that every process the preload enters maps. */
 static struct {
@@ -48,6 +57,7 @@ static void reset_unlocked(void)
 {
     tg__sink.pid = 0;
     tg__sink.txt_fd = tg__sink.jsonl_fd = -1;
+    tg__sink_ids[0].fd = tg__sink_ids[1].fd = -1;
     tg__sink.text_to_stderr = 0;
     tg__sink_paths.txt[0] = tg__sink_paths.jsonl[0] = '\0';
 }
@@ -58,9 +68,9 @@ void tg_sink_atfork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     tg__sink_lock = fresh;
     if (tg__sink.pid) {
-        if (tg__sink.txt_fd >= 0)
+        if (tg__sink.txt_fd >= 0 && tg_own_fd_ok(&tg__sink_ids[0]))
             close(tg__sink.txt_fd);
-        if (tg__sink.jsonl_fd >= 0)
+        if (tg__sink.jsonl_fd >= 0 && tg_own_fd_ok(&tg__sink_ids[1]))
             close(tg__sink.jsonl_fd);
     }
     reset_unlocked();
@@ -101,10 +111,48 @@ static void open_unlocked(void)
     }
     tg__sink.txt_fd = f[0].fd;
     tg__sink.jsonl_fd = f[1].fd < 0 ? -2 : f[1].fd;
+    tg_own_fd_set(&tg__sink_ids[0], tg__sink.txt_fd);
+    tg_own_fd_set(&tg__sink_ids[1], f[1].fd);
     tg_proc_note_taken(&f[0]);
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
                  tg__sink_paths.jsonl, tg_proc_strerror(&f[1]));
+}
+
+/* *fd (a report file, id its identity) still ours, or opened again by path
+ * and found to be the same file.  Returns 0, or -1 with *fd = -1 (the old
+ * number left alone: it is the program's). */
+static int still_ours_unlocked(int *fd, struct tg_own_fd *id, const char *path)
+{
+    if (tg_own_fd_ok(id))
+        return 0;
+    struct tg_own_fd was = *id;
+    int nfd;
+    do
+        nfd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    while (nfd < 0 && errno == EINTR);
+    tg_own_fd_set(id, nfd);
+    if (id->fd >= 0 && id->dev == was.dev && id->ino == was.ino) {
+        *fd = nfd;
+        return 0;
+    }
+    if (nfd >= 0)
+        close(nfd);
+    id->fd = *fd = -1;
+    return -1;
+}
+
+/* Both report files checked (still_ours_unlocked); a lost one is said once. */
+static void check_files_unlocked(void)
+{
+    if (tg__sink.txt_fd >= 0 && still_ours_unlocked(&tg__sink.txt_fd, &tg__sink_ids[0], tg__sink_paths.txt) < 0)
+        fall_back_unlocked(tg__sink_paths.txt, "closed by the program, and no longer there");
+    if (tg__sink.jsonl_fd >= 0 &&
+        still_ours_unlocked(&tg__sink.jsonl_fd, &tg__sink_ids[1], tg__sink_paths.jsonl) < 0) {
+        tg__warn("cannot write report file %s (closed by the program, and no longer there); "
+                 "JSON Lines reports are off", tg__sink_paths.jsonl);
+        tg__sink.jsonl_fd = -2;
+    }
 }
 
 int tg_sink_emit(const struct tg_report *r)
@@ -112,6 +160,7 @@ int tg_sink_emit(const struct tg_report *r)
     int rc = 0;
     pthread_mutex_lock(&tg__sink_lock);
     open_unlocked();
+    check_files_unlocked();
     struct tg_report *c = &tg__sink_copy;
     memcpy(c, r, sizeof *c);
     tg_report_symbolize(c);
@@ -144,5 +193,10 @@ void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd)
     int mine = tg__sink.pid == getpid();    /* getpid(2) is signal-safe */
     *txt_fd = !mine ? -1 : tg__sink.text_to_stderr ? 2 : tg__sink.txt_fd;
     *jsonl_fd = mine ? tg__sink.jsonl_fd : -1;
+    /* A number the program took over: none (the caller creates a file). */
+    if (*txt_fd >= 0 && !tg__sink.text_to_stderr && !tg_own_fd_ok(&tg__sink_ids[0]))
+        *txt_fd = -1;
+    if (*jsonl_fd >= 0 && !tg_own_fd_ok(&tg__sink_ids[1]))
+        *jsonl_fd = -1;
 }
 

@@ -1304,6 +1304,53 @@ def check_same_pid_twice(ctx):
         expect(len(lines) == 1 and lines[0]["seq"] == 1, "%s.jsonl holds one record, seq 1" % stem, res)
 
 
+# The program closes what it inherited and opens files of its own, which take
+# the lowest numbers: where libunwind's address-validation pipe (3, 4) and the
+# report files were.  Each race's second entrant is a new thread (its first
+# native capture: libunwind validates addresses at the stack's outermost
+# frame).  The files must be untouched: the input reads whole from its first
+# byte, nothing is written to the others.
+OWN_FDS_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    race_once(tuner, serialize=%(serialize)s)  # report files open, libunwind used
+    os.closerange(3, 256)
+    fin = os.open("in.txt", os.O_RDONLY)
+    fouts = [os.open("out%%d.bin" %% i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for i in range(8)]
+    def enter(t):
+        th = threading.Thread(target=t.run, args=("other",))
+        th.start(); th.join()
+    for i in range(3):
+        t = Autotuner(my_kernel)
+        race_once(t, serialize=%(serialize)s, enter=lambda: enter(t))
+    print("FDS", fin, fouts[0])
+    print("IN", os.read(fin, 100).decode())
+    for fd in [fin] + fouts:
+        os.close(fd)
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_program_fds_untouched(ctx):
+    for serialize in (False, True):
+        tmp = ctx.tmpdir()
+        with open(os.path.join(tmp, "in.txt"), "w") as f:
+            f.write("0123456789")
+        prog = os.path.join(tmp, "prog.py")
+        with open(prog, "w") as f:
+            f.write(prelude())
+            f.write(textwrap.dedent(OWN_FDS_PROG % {"serialize": serialize}))
+        mode = "serialize" if serialize else "detect"
+        res = ctx.run_argv([ctx.python, prog], options=opts(mode=mode), cwd=tmp)
+        expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+        expect("FDS 3 4" in res.out, "the program's files are fds 3 and 4", res)
+        expect("IN 0123456789\n" in res.out, "in.txt read whole from its first byte", res)
+        for i in range(8):
+            expect(os.path.getsize(os.path.join(tmp, "out%d.bin" % i)) == 0, "nothing written into out%d.bin" % i,
+                   res)
+        expect(len(res.files("tg.*.txt")) == 1, "%s: the races were reported" % mode, res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1324,6 +1371,7 @@ CHECKS = {
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
+    "descriptors": [check_program_fds_untouched],
 }
 
 
