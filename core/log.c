@@ -1,16 +1,46 @@
 /* One-line diagnostics on stderr.  See log.h. */
 #include "core/log.h"
 #include "core/options.h"
+#include "core/startup.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Set once by the constructor (tg_log_note_start), read after. */
+static int stderr_closed;          /* fd 2 was not open when the process started */
+static int stderr_moved;           /* log_path=stderr moved to the default files */
+
+TG_STARTUP void tg_log_note_start(void)
+{
+    int saved = errno;
+    stderr_closed = fcntl(2, F_GETFD) < 0 && errno == EBADF; /* a look only: no read, no write */
+    errno = saved;
+}
+
+int tg_log_stderr_ok(void)
+{
+    return !stderr_closed;
+}
+
+void tg_log_note_moved(void)
+{
+    stderr_moved = 1;
+}
+
+int tg_log_stderr_moved(void)
+{
+    return stderr_moved;
+}
+
 static void vline(const char *fmt, va_list ap)
 {
     char buf[1024];
+    if (stderr_closed)
+        return;                      /* fd 2 is the program's own file */
     int saved = errno;               /* never disturb the host's errno */
     int n = snprintf(buf, sizeof buf, "tunerguard: ");
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);

@@ -10,6 +10,7 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "reports/writer.h"
+#include "core/log.h"
 #include "core/clock.h"
 #include "core/real_sym.h"
 #include "core/process.h"
@@ -498,12 +499,12 @@ static int report_fd(int *opened, const char *ext)
     if (!is_txt && jsonl == -2)
         return -1; /* JSON Lines turned off after a failed write (a full disk): no new file now */
     if (tg__to_stderr)
-        return is_txt ? 2 : -1;
+        return is_txt && tg_log_stderr_ok() ? 2 : -1;
     tg__file.ext = ext;
     if (tg_proc_create(&tg__file, 1, O_RDWR | O_APPEND) < 0)
         return -1;
     *opened = 1;
-    if (is_txt) {
+    if (is_txt && tg_log_stderr_ok()) {
         struct tg_w note;
         tg_w_init(&note, 2);
         tg_w_str(&note, "tunerguard: fatal signal; report in ");
@@ -542,7 +543,8 @@ static void handler(int sig, siginfo_t *info, void *uc)
         capture(sig, info);
         int opened;
         int fd = report_fd(&opened, ".txt");
-        if (write_block(fd >= 0 ? fd : 2) < 0 && fd > 2) {
+        int err_ok = tg_log_stderr_ok(); /* fd 2 closed at start: the program's */
+        if ((fd >= 0 || err_ok) && write_block(fd >= 0 ? fd : 2) < 0 && fd > 2 && err_ok) {
             /* The file did not take it all (a full disk): the whole block on
              * stderr too, after one line that says why. */
             static const char why[] = "tunerguard: the fatal report could not be written in full to its file "

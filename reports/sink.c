@@ -114,6 +114,14 @@ static void open_unlocked(void)
     tg_own_fd_set(&tg__sink_ids[0], tg__sink.txt_fd);
     tg_own_fd_set(&tg__sink_ids[1], f[1].fd);
     tg_proc_note_taken(&f[0]);
+    if (tg_log_stderr_moved()) {
+        static const char moved[] = "tunerguard: log_path=stderr, but stderr was closed when the process "
+                                    "started: the reports are in this file\n";
+        struct tg_w w;
+        tg_w_init(&w, tg__sink.txt_fd);
+        tg_w_str(&w, moved);
+        tg_w_flush(&w);
+    }
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
                  tg__sink_paths.jsonl, tg_proc_strerror(&f[1]));
@@ -167,8 +175,8 @@ int tg_sink_emit(const struct tg_report *r)
 
     if (!tg__sink.text_to_stderr && tg_report_write_text(tg__sink.txt_fd, c) < 0)
         fall_back_unlocked(tg__sink_paths.txt, errno ? strerror(errno) : "write failed");
-    if (tg__sink.text_to_stderr && tg_report_write_text(2, c) < 0)
-        rc = -1;
+    if (tg__sink.text_to_stderr && (!tg_log_stderr_ok() || tg_report_write_text(2, c) < 0))
+        rc = -1;                   /* stderr closed at start: fd 2 is the program's */
     if (tg__sink.jsonl_fd >= 0 && tg_report_write_jsonl(tg__sink.jsonl_fd, c) < 0) {
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
                  tg__sink_paths.jsonl, errno ? strerror(errno) : "write failed");
@@ -191,7 +199,7 @@ const char *tg_sink_text_path(void)
 void tg_sink_signal_fds(int *txt_fd, int *jsonl_fd)
 {
     int mine = tg__sink.pid == getpid();    /* getpid(2) is signal-safe */
-    *txt_fd = !mine ? -1 : tg__sink.text_to_stderr ? 2 : tg__sink.txt_fd;
+    *txt_fd = !mine ? -1 : !tg__sink.text_to_stderr ? tg__sink.txt_fd : tg_log_stderr_ok() ? 2 : -1;
     *jsonl_fd = mine ? tg__sink.jsonl_fd : -1;
     /* A number the program took over: none (the caller creates a file). */
     if (*txt_fd >= 0 && !tg__sink.text_to_stderr && !tg_own_fd_ok(&tg__sink_ids[0]))

@@ -1351,6 +1351,47 @@ def check_program_fds_untouched(ctx):
         expect(len(res.files("tg.*.txt")) == 1, "%s: the races were reported" % mode, res)
 
 
+# Started with stderr closed (2>&-): the program's first file takes fd 2.
+# With the report folder missing, or log_path=stderr, nothing of tunerguard's
+# may land in that file; log_path=stderr moves the reports to the default
+# files, whose text report says so on its first line.
+CLOSED_STDERR_PROG = """
+    mine = os.open("mine.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(mine, b"mine\\n")
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    print("FD", mine)
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_closed_at_start(ctx):
+    for log_path in ("nodir/tg", "stderr"):
+        tmp = ctx.tmpdir()
+        prog = os.path.join(tmp, "prog.py")
+        with open(prog, "w") as f:
+            f.write(prelude())
+            f.write(textwrap.dedent(CLOSED_STDERR_PROG))
+        res = ctx.run_argv(["/bin/sh", "-c", 'exec "$0" prog.py 2>&-', ctx.python], cwd=tmp,
+                           options="log_path=" + log_path)
+        expect(res.rc == 0 and "DONE" in res.out and "FD 2\n" in res.out, "%s: the program ran, its file "
+               "is fd 2" % log_path, res)
+        with open(os.path.join(tmp, "mine.log"), "rb") as f:
+            got = f.read()
+        expect(got == b"mine\n", "%s: the program's file holds only what it wrote: %r" % (log_path, got[:300]),
+               res)
+        txt = res.files("tunerguard.*.txt")
+        if log_path == "stderr":
+            expect(len(txt) == 1, "stderr: the report in tunerguard.<pid>.txt", res)
+            with open(txt[0]) as f:
+                text = f.read()
+            expect(text.startswith("tunerguard: log_path=stderr, but stderr was closed when the process "
+                                   "started: the reports are in this file\n") and "my_kernel" in text,
+                   "stderr: one line says why, then the report", res)
+        else:
+            expect(not txt, "nodir: no report file elsewhere", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1371,7 +1412,7 @@ CHECKS = {
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
-    "descriptors": [check_program_fds_untouched],
+    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start],
 }
 
 
