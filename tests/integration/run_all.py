@@ -1392,6 +1392,34 @@ def check_stderr_closed_at_start(ctx):
             expect(not txt, "nodir: no report file elsewhere", res)
 
 
+# The same planted link in a folder its group may write (0775, 0770): not
+# followed either; report files created in such a folder are 0600.
+GROUP_FOLDER_PROG = """
+    os.mkdir("shared"); os.chmod("shared", %(mode)s); os.mkdir("elsewhere")
+    os.symlink(os.path.abspath("elsewhere"), "shared/evil")
+    os.lchown("shared/evil", 4242, -1)
+""" + RACE_PROG
+
+
+def check_group_writable_folder(ctx):
+    if os.geteuid() != 0:
+        print("  (skipped group_writable_folder: needs root to give a link away)")
+        return
+    for mode in ("0o775", "0o770"):
+        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/evil/tg")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
+        expect(os.listdir(os.path.join(res.tmp, "elsewhere")) == [], "%s: nothing written through the link" % mode,
+               res)
+        said = [l for l in res.err.splitlines() if "symbolic link 'evil'" in l]
+        expect(len(said) == 1 and "not followed" in said[0], "%s: one line names the link" % mode, res)
+        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/tg")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
+        made = glob.glob(os.path.join(res.tmp, "shared", "tg.*"))
+        expect(len(made) == 2, "%s: the reports in shared/: %s" % (mode, made), res)
+        for f in made:
+            expect(stat.S_IMODE(os.stat(f).st_mode) == 0o600, "%s: %s is 0600" % (mode, f), res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1412,7 +1440,7 @@ CHECKS = {
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
-    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start],
+    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder],
 }
 
 
