@@ -7,7 +7,8 @@
  * When a file cannot be created, or a write to it fails (disk full, I/O
  * error), one tg__warn line names it and from then on the text goes to
  * stderr; the failed report is written again there in full, so nothing is
- * lost.  JSON Lines have no stderr fallback (the text carries the same facts).
+ * lost.  A record is in a file whole or not at all: a write that failed part
+ * way is cut back off (ftruncate of our own file).  JSON Lines have no stderr fallback (the text carries the same facts).
  *
  * Contract: tg_sink_emit takes a mutex, opens files and symbolizes: call it
  * with the GIL held or not, but never from a signal handler.  Every report is
@@ -163,6 +164,24 @@ static void check_files_unlocked(void)
     }
 }
 
+/* One record into a report file of ours (O_APPEND, only written under the
+ * lock): whole or not at all.  When a write fails part way (a full disk,
+ * EFBIG), the file is cut back to where the record began, so no cut-short
+ * record is left.  Returns write's result, errno that of the failed write. */
+static int write_whole_unlocked(int fd, const struct tg_report *c, int (*write_one)(int, const struct tg_report *))
+{
+    off_t start = lseek(fd, 0, SEEK_END);
+    errno = 0;
+    if (write_one(fd, c) == 0)
+        return 0;
+    int err = errno;
+    if (start >= 0 && ftruncate(fd, start) != 0) {
+        /* nothing more to do: the line that follows says the file failed */
+    }
+    errno = err;
+    return -1;
+}
+
 int tg_sink_emit(const struct tg_report *r)
 {
     int rc = 0;
@@ -173,11 +192,11 @@ int tg_sink_emit(const struct tg_report *r)
     memcpy(c, r, sizeof *c);
     tg_report_symbolize(c);
 
-    if (!tg__sink.text_to_stderr && tg_report_write_text(tg__sink.txt_fd, c) < 0)
+    if (!tg__sink.text_to_stderr && write_whole_unlocked(tg__sink.txt_fd, c, tg_report_write_text) < 0)
         fall_back_unlocked(tg__sink_paths.txt, errno ? strerror(errno) : "write failed");
     if (tg__sink.text_to_stderr && (!tg_log_stderr_ok() || tg_report_write_text(2, c) < 0))
         rc = -1;                   /* stderr closed at start: fd 2 is the program's */
-    if (tg__sink.jsonl_fd >= 0 && tg_report_write_jsonl(tg__sink.jsonl_fd, c) < 0) {
+    if (tg__sink.jsonl_fd >= 0 && write_whole_unlocked(tg__sink.jsonl_fd, c, tg_report_write_jsonl) < 0) {
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
                  tg__sink_paths.jsonl, errno ? strerror(errno) : "write failed");
         close(tg__sink.jsonl_fd);

@@ -1420,6 +1420,39 @@ def check_group_writable_folder(ctx):
             expect(stat.S_IMODE(os.stat(f).st_mode) == 0o600, "%s: %s is 0600" % (mode, f), res)
 
 
+# A disk that fills: after the first report no file may grow past a limit
+# (RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails with EFBIG, part
+# way through a record).  Every line of the .jsonl parses, the .txt holds
+# whole reports only; one line per file says it failed.
+FULL_DISK_PROG = """
+    import glob, resource, signal
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    sizes = [os.path.getsize(f) for f in glob.glob("tg.*")]
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    lim = max(sizes) + 700
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim, lim))
+    for i in range(4):
+        race_once(Autotuner(my_kernel))
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_full_disk(ctx):
+    res = ctx.run_py(FULL_DISK_PROG, options=opts(verbosity=2))
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    objs = jsonl_lines(res)  # each line parses
+    expect(len(objs) >= 1, "the first record kept", res)
+    _, text = only_report(res)
+    blocks = text.count("==================\n")
+    expect(blocks % 2 == 0 and blocks // 2 == text.count("\nSUMMARY: tunerguard:"),
+           "the .txt holds whole reports only", res)
+    expect(text.endswith("==================\n"), "the .txt ends with a whole report", res)
+    said = [l for l in res.err.splitlines() if l.startswith("tunerguard: cannot write report file")]
+    expect(len(said) == 2 and all("File too large" in l for l in said), "one line for each file", res)
+    expect(res.err.count("WARNING: tunerguard") >= 1, "the failed report on stderr", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1440,7 +1473,8 @@ CHECKS = {
     "fork": [check_fork, check_fork_child_after_race],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
-    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder],
+    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
+                    check_full_disk],
 }
 
 
