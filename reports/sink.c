@@ -135,20 +135,8 @@ static int still_ours_unlocked(int *fd, struct tg_own_fd *id, const char *path)
 {
     if (tg_own_fd_ok(id))
         return 0;
-    struct tg_own_fd was = *id;
-    int nfd;
-    do
-        nfd = open(path, O_RDWR | O_APPEND | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    while (nfd < 0 && errno == EINTR);
-    tg_own_fd_set(id, nfd);
-    if (id->fd >= 0 && id->dev == was.dev && id->ino == was.ino) {
-        *fd = nfd;
-        return 0;
-    }
-    if (nfd >= 0)
-        close(nfd);
-    id->fd = *fd = -1;
-    return -1;
+    *fd = tg_own_fd_reopen(id, path, O_RDWR | O_APPEND);
+    return *fd < 0 ? -1 : 0;
 }
 
 /* Both report files checked (still_ours_unlocked); a lost one is said once. */

@@ -1309,7 +1309,8 @@ def check_same_pid_twice(ctx):
 # report files were.  Each race's second entrant is a new thread (its first
 # native capture: libunwind validates addresses at the stack's outermost
 # frame).  The files must be untouched: the input reads whole from its first
-# byte, nothing is written to the others.
+# byte, nothing is written to the others; the reports and the trace (trace=1)
+# are in their own files.
 OWN_FDS_PROG = """
     from triton.runtime.autotuner import Autotuner
     tuner = Autotuner(my_kernel)
@@ -1341,7 +1342,7 @@ def check_program_fds_untouched(ctx):
             f.write(prelude())
             f.write(textwrap.dedent(OWN_FDS_PROG % {"serialize": serialize}))
         mode = "serialize" if serialize else "detect"
-        res = ctx.run_argv([ctx.python, prog], options=opts(mode=mode), cwd=tmp)
+        res = ctx.run_argv([ctx.python, prog], options=opts(mode=mode, trace=1), cwd=tmp)
         expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
         expect("FDS 3 4" in res.out, "the program's files are fds 3 and 4", res)
         expect("IN 0123456789\n" in res.out, "in.txt read whole from its first byte", res)
@@ -1349,6 +1350,13 @@ def check_program_fds_untouched(ctx):
             expect(os.path.getsize(os.path.join(tmp, "out%d.bin" % i)) == 0, "nothing written into out%d.bin" % i,
                    res)
         expect(len(res.files("tg.*.txt")) == 1, "%s: the races were reported" % mode, res)
+        traces = res.files("tg.*.trace.json")
+        expect(len(traces) == 1, "%s: one trace" % mode, res)
+        with open(traces[0]) as f:
+            try:
+                json.load(f)
+            except ValueError as e:
+                raise Fail("%s: the trace does not parse: %s" % (mode, e))
 
 
 # Started with stderr closed (2>&-): the program's first file takes fd 2.
