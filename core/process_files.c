@@ -104,6 +104,13 @@ static int open_new(int dirfd, const char *name, int flags, mode_t mode)
     do
         fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     while (fd < 0 && errno == EINTR);
+    if (fd >= 0 && fd <= 2) {
+        /* A standard number free (stdio closed at start): not ours to take,
+         * the program's writes to stderr would land in the report. */
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = hi;
+    }
     return fd;
 }
 

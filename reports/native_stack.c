@@ -85,6 +85,41 @@ static int find_unwind_pipe(int base, const unsigned char *was)
     return tg__uw_pipe[0].fd >= 0 && tg__uw_pipe[1].fd >= 0;
 }
 
+/* The free numbers among 0, 1, 2 (stdin, stdout, stderr closed at start)
+ * held by O_PATH descriptors of "/" while libunwind opens its pipe, so that
+ * the pipe never takes a standard number the program's writes to stderr
+ * would go to.  held[] gets them (-1: none); release_std closes them. */
+static void hold_std(int held[3])
+{
+    int k = 0, root = -1;
+    held[0] = held[1] = held[2] = -1;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0)
+            continue;
+        if (root < 0 && (root = open("/", O_PATH | O_CLOEXEC)) < 0)
+            return;
+        if (root <= 2) {           /* it took a hole itself */
+            held[k++] = root;
+            root = -1;
+            continue;
+        }
+        int d = fcntl(root, F_DUPFD_CLOEXEC, 0);
+        if (d >= 0 && d <= 2)
+            held[k++] = d;
+        else if (d >= 0)
+            close(d);
+    }
+    if (root >= 0)
+        close(root);
+}
+
+static void release_std(const int held[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (held[i] >= 0)
+            close(held[i]);
+}
+
 static void native_init_once(void)
 {
     /* Warm-up: the first unwind loads libgcc_s / fills libunwind's caches and
@@ -96,6 +131,8 @@ static void native_init_once(void)
     tg_bt_fn fn = backtrace;
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     tg_bt_fn uw = h ? (tg_bt_fn)tg_real_sym(h, "unw_backtrace") : NULL;
+    int held[3];
+    hold_std(held);
     int base = lowest_free_fd();
     if (uw && base >= 0) {
         unsigned char was[TG_FD_SCAN];
@@ -104,6 +141,7 @@ static void native_init_once(void)
         if (find_unwind_pipe(base, was))
             fn = uw;
     }
+    release_std(held);
     atomic_store_explicit(&tg__bt, fn, memory_order_release);
 }
 
