@@ -69,12 +69,14 @@ struct tg_proc_file {
 
 /* Create f[0..n-1] as new regular files <stem>.<id><ext>, all with the same
  * id, opened with flags | O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0644, or
- * 0600 when the directory is writable by others (a 1777 /tmp).  The folder
+ * 0600 when the directory is writable by others (a 1777 /tmp, or any folder
+ * writable by its group: the group may have other members).  The folder
  * is reached one component at a time: a symbolic link on the way is
  * followed only where nobody else could have put it, that is, unless it
  * lies in a folder others may write and belongs neither to this user nor to
  * that folder's owner (Linux's fs.protected_symlinks rule, whatever that
- * setting is, and stricter: any folder others may write, sticky or not);
+ * setting is, and stricter: any folder others may write, sticky or not,
+ * group-writable included);
  * such a link fails the call, f[0].why says so.  The id is
  * this process's id (see above), chosen by the first call in a process and
  * tried first by later ones.  f[0] is required: returns 0 when it was

@@ -104,6 +104,13 @@ static int open_new(int dirfd, const char *name, int flags, mode_t mode)
     do
         fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     while (fd < 0 && errno == EINTR);
+    if (fd >= 0 && fd <= 2) {
+        /* A standard number free (stdio closed at start): not ours to take,
+         * the program's writes to stderr would land in the report. */
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = hi;
+    }
     return fd;
 }
 
@@ -134,6 +141,13 @@ static void put_why(struct tg_proc_file *f, const char *a, const char *b, const 
     put_str(&w, a);
     put_str(&w, b);
     put_str(&w, c);
+}
+
+/* A folder others may write: world-writable, or group-writable (the group
+ * may have other members; not looked up: taken as others), sticky or not. */
+static int others_may_write(const struct stat *ds)
+{
+    return (ds->st_mode & (S_IWOTH | S_IWGRP)) != 0;
 }
 
 /* Open the folder part of stem (everything before its last '/'; "." when
@@ -207,7 +221,7 @@ static int open_folder(const char *stem, const char **base, struct tg_proc_file 
             close(next);
             break;
         }
-        if ((ds.st_mode & S_IWOTH) && sb.st_uid != geteuid() && sb.st_uid != ds.st_uid) {
+        if (others_may_write(&ds) && sb.st_uid != geteuid() && sb.st_uid != ds.st_uid) {
             put_why(f, "the symbolic link '", comp,
                     "' on the way lies in a folder others may write and is neither this user's nor the "
                     "folder owner's: not followed");
@@ -283,7 +297,7 @@ int tg_proc_create(struct tg_proc_file *f, int n, int flags)
     struct name st = {f[0].path, 0, sizeof f[0].path}; /* the walk's scratch until the first name */
     put_str(&st, stem);
     struct stat ds;
-    mode_t mode = fstat(dirfd, &ds) < 0 || (ds.st_mode & S_IWOTH) ? 0600 : 0644;
+    mode_t mode = fstat(dirfd, &ds) < 0 || others_may_write(&ds) ? 0600 : 0644;
     pid_t pid = getpid();
     int known = atomic_load_explicit(&id_pid, memory_order_acquire) == pid;
     uint64_t known_token = known ? atomic_load_explicit(&id_token, memory_order_relaxed) : 0;

@@ -10,6 +10,7 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "reports/writer.h"
+#include "core/log.h"
 #include "core/clock.h"
 #include "core/real_sym.h"
 #include "core/process.h"
@@ -359,7 +360,7 @@ static void j_seq(struct tg_w *w, uint64_t seq)
 
 /* One "kind":"fatal" object (docs/report-schema.md), same capture as the
  * text block. */
-static void write_jsonl(int fd)
+static int write_jsonl(int fd)
 {
     const struct fatal_capture *c = &tg__cap;
     static struct tg_w w;      /* static: see tg__cap */
@@ -464,7 +465,7 @@ static void write_jsonl(int fd)
     tg_w_str(&w, ",\"reports_before\":");
     tg_w_u64(&w, before);
     tg_w_str(&w, "}\n");
-    tg_w_flush(&w);
+    return tg_w_flush(&w);
 }
 
 void tg_fatal_write_block(int fd, int sig, const void *siginfo)
@@ -498,12 +499,12 @@ static int report_fd(int *opened, const char *ext)
     if (!is_txt && jsonl == -2)
         return -1; /* JSON Lines turned off after a failed write (a full disk): no new file now */
     if (tg__to_stderr)
-        return is_txt ? 2 : -1;
+        return is_txt && tg_log_stderr_ok() ? 2 : -1;
     tg__file.ext = ext;
     if (tg_proc_create(&tg__file, 1, O_RDWR | O_APPEND) < 0)
         return -1;
     *opened = 1;
-    if (is_txt) {
+    if (is_txt && tg_log_stderr_ok()) {
         struct tg_w note;
         tg_w_init(&note, 2);
         tg_w_str(&note, "tunerguard: fatal signal; report in ");
@@ -512,6 +513,19 @@ static int report_fd(int *opened, const char *ext)
         tg_w_flush(&note);
     }
     return tg__file.fd;
+}
+
+/* A record that a write could not take whole (a full disk): the file cut
+ * back to where it began (start, from lseek), errno kept.  ftruncate(2) is
+ * async-signal-safe.  Returns 1. */
+static int cut_back(int fd, off_t start)
+{
+    int saved = errno;
+    if (start >= 0 && ftruncate(fd, start) != 0) {
+        /* nothing more to do */
+    }
+    errno = saved;
+    return 1;
 }
 
 /* The thread writing the report (tg__in_handler's winner), and whether it
@@ -542,7 +556,9 @@ static void handler(int sig, siginfo_t *info, void *uc)
         capture(sig, info);
         int opened;
         int fd = report_fd(&opened, ".txt");
-        if (write_block(fd >= 0 ? fd : 2) < 0 && fd > 2) {
+        int err_ok = tg_log_stderr_ok(); /* fd 2 closed at start: the program's */
+        off_t start = fd > 2 ? lseek(fd, 0, SEEK_END) : -1;
+        if ((fd >= 0 || err_ok) && write_block(fd >= 0 ? fd : 2) < 0 && fd > 2 && cut_back(fd, start) && err_ok) {
             /* The file did not take it all (a full disk): the whole block on
              * stderr too, after one line that says why. */
             static const char why[] = "tunerguard: the fatal report could not be written in full to its file "
@@ -562,7 +578,9 @@ static void handler(int sig, siginfo_t *info, void *uc)
             if (end > 0 && pread(fd, &last, 1, end - 1) == 1 && last != '\n' && write(fd, "\n", 1) < 0) {
                 /* nothing to do: the record follows anyway */
             }
-            write_jsonl(fd);
+            end = lseek(fd, 0, SEEK_END);
+            if (write_jsonl(fd) < 0)
+                cut_back(fd, end); /* a record cut short by a full disk: none */
         }
         if (opened)
             close(fd);

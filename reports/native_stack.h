@@ -15,8 +15,9 @@
 void tg_native_init(void);
 
 /* Capture up to max return addresses of the calling thread, innermost first,
- * skipping `skip` frames of the caller's own.  No allocation, no lock, no
- * syscall once tg_native_init() has run (before that it returns 0).
+ * skipping `skip` frames of the caller's own.  No allocation, no lock; with
+ * libunwind two fstat(2)s (its pipe still its own), no other syscall once
+ * tg_native_init() has run (before that it returns 0).
  * Async-signal-safe in the sense libunwind's unw_backtrace is.  Returns the
  * number of frames stored. */
 int tg_native_capture(void **frames, int max, int skip);

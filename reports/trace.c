@@ -3,6 +3,7 @@
  * drained here under the trace mutex. */
 #include "reports/trace.h"
 #include "reports/trace_rec.h"
+#include "reports/own_fd.h"
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
@@ -38,6 +39,9 @@ static struct {
     struct tg_trace_stats st;
 } tg__tr = {.fd = -1};
 static struct tg_w tg__tw;
+/* What tg__tr.fd was opened on: the program may close it and reuse the
+ * number (reports/own_fd.h); checked before each use. */
+static struct tg_own_fd tg__tr_id = {-1, 0, 0};
 static _Atomic int tg__filling;   /* 1 while tg__tw is being modified */
 
 #define TG__NAMED 512
@@ -217,6 +221,24 @@ static void process_meta_unlocked(void)
     ev_end();
 }
 
+/* The open trace file still ours, or opened again by its path (the same
+ * file); else trace=1 is off, said once, and the lost number (the
+ * program's now) never written nor closed.  Returns 0 when events may be
+ * written. */
+static int still_ours_unlocked(void)
+{
+    if (tg__tr.fd < 0 || tg_own_fd_ok(&tg__tr_id))
+        return 0;
+    tg__tr.fd = tg_own_fd_reopen(&tg__tr_id, tg__path, O_WRONLY | O_APPEND);
+    tg__tw.fd = tg__tr.fd;
+    if (tg__tr.fd >= 0)
+        return 0;
+    tg__warn("cannot write trace file %s (closed by the program, and no longer there); trace=1 is off", tg__path);
+    tg__tr.failed = 1;
+    tg__tw.failed = 1;
+    return -1;
+}
+
 /* Open the file on first use in this process.  Returns 0 when events may be
  * written. */
 static int open_unlocked(void)
@@ -225,7 +247,7 @@ static int open_unlocked(void)
     if (tg__tr.failed || tg__tr.closed)
         return -1;
     if (tg__tr.pid == pid)
-        return 0;
+        return still_ours_unlocked();
     /* A new file with the id of this process's reports (core/process.h),
      * never an existing one: a symlink or a FIFO planted there is left alone. */
     tg__file.ext = ".trace.json";
@@ -240,6 +262,7 @@ static int open_unlocked(void)
     tg_proc_note_taken(&tg__file);
     tg__tr.pid = pid;
     tg__tr.fd = fd;
+    tg_own_fd_set(&tg__tr_id, fd);
     tg_w_init(&tg__tw, fd);
     tg_w_str(&tg__tw, "[\n");
     process_meta_unlocked();
@@ -636,7 +659,7 @@ void tg_trace_signal_flush(void)
 {
     if (!tg_trace_on || tg__tr.fd < 0 || tg__tr.pid != getpid())
         return;
-    if (atomic_load_explicit(&tg__filling, memory_order_relaxed))
+    if (atomic_load_explicit(&tg__filling, memory_order_relaxed) || !tg_own_fd_ok(&tg__tr_id))
         return;
     tg_w_flush(&tg__tw);
 }
@@ -646,7 +669,7 @@ void tg_trace_atfork_child(void)
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     tg__trace_mu = fresh;
     atomic_store(&tg__filling, 0);
-    if (tg__tr.fd >= 0)
+    if (tg__tr.fd >= 0 && tg_own_fd_ok(&tg__tr_id))
         close(tg__tr.fd);
     tg__tr.fd = -1;
     tg__tr.pid = 0;

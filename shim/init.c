@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* In every process the preload enters, most of which never import a target
@@ -34,6 +35,8 @@ static const struct {
     char options[sizeof "TUNERGUARD_OPTIONS"];
     char preload[sizeof "LD_PRELOAD"];
 } env_names TG_STARTUP_RODATA = {"TUNERGUARD_OPTIONS", "LD_PRELOAD"};
+static const char stderr_name[] TG_STARTUP_RODATA = "stderr";
+static const char default_log_path[] TG_STARTUP_RODATA = "tunerguard";
 
 /* Another copy of libtunerguard.so serves this process (shim/core_api.h,
  * tg__copy_inert): this one stays inert.  One line at verbosity>=1 only:
@@ -84,11 +87,17 @@ __attribute__((constructor)) static void tg_init(int argc, char **argv, char **e
         say_inert(serving);
         return;
     }
+    tg_log_note_start();
     char err[768];
     if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);
         _exit(2);
     }
+    /* stderr closed at start: fd 2 will be the program's file; reports
+     * asked for on stderr go to the default files instead. */
+    if (!tg_log_stderr_ok() && strcmp(tg_opts.log_path, stderr_name) == 0 &&
+        tg_options_set_string(&tg_opts, &tg_opts.log_path, default_log_path) == 0)
+        tg_log_note_moved();
     if (tg_opts.help) {
         tg_options_print_help(1);
         _exit(0);

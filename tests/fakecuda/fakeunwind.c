@@ -3,8 +3,13 @@
  * its unw_backtrace; a test that loaded this file first (same soname) gets
  * this one.  unw_backtrace calls the probe the test installed (to look at the
  * capturing thread's state while the unwind runs), then reports n fixed
- * frames 0x1000, 0x1001, ... */
+ * frames 0x1000, 0x1001, ...  Its first call opens a pipe, as libunwind's
+ * first unwind does (its address-validation pipe): tunerguard uses an
+ * unw_backtrace only when it found that pipe. */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #define API __attribute__((visibility("default")))
 
@@ -17,6 +22,9 @@ API void fakeunwind_set_probe(void (*p)(void))
 
 API int unw_backtrace(void **buf, int n)
 {
+    static int pipe_fds[2] = {-1, -1};
+    if (pipe_fds[0] < 0 && pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0)
+        pipe_fds[0] = pipe_fds[1] = -1;
     if (probe)
         probe();
     int k = 0;

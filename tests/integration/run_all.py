@@ -1384,6 +1384,183 @@ def check_two_copies_serialize(ctx):
     expect(len(re.findall(r"^tunerguard: .*serialized", res.err, re.M)) == 1, "one summary line", res)
 
 
+# The program closes what it inherited and opens files of its own, which take
+# the lowest numbers: where libunwind's address-validation pipe (3, 4) and the
+# report files were.  Each race's second entrant is a new thread (its first
+# native capture: libunwind validates addresses at the stack's outermost
+# frame).  The files must be untouched: the input reads whole from its first
+# byte, nothing is written to the others; the reports and the trace (trace=1)
+# are in their own files.
+OWN_FDS_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    race_once(tuner, serialize=%(serialize)s)  # report files open, libunwind used
+    os.closerange(3, 256)
+    fin = os.open("in.txt", os.O_RDONLY)
+    fouts = [os.open("out%%d.bin" %% i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for i in range(8)]
+    def enter(t):
+        th = threading.Thread(target=t.run, args=("other",))
+        th.start(); th.join()
+    for i in range(3):
+        t = Autotuner(my_kernel)
+        race_once(t, serialize=%(serialize)s, enter=lambda: enter(t))
+    print("FDS", fin, fouts[0])
+    print("IN", os.read(fin, 100).decode())
+    for fd in [fin] + fouts:
+        os.close(fd)
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_program_fds_untouched(ctx):
+    for serialize in (False, True):
+        tmp = ctx.tmpdir()
+        with open(os.path.join(tmp, "in.txt"), "w") as f:
+            f.write("0123456789")
+        prog = os.path.join(tmp, "prog.py")
+        with open(prog, "w") as f:
+            f.write(prelude())
+            f.write(textwrap.dedent(OWN_FDS_PROG % {"serialize": serialize}))
+        mode = "serialize" if serialize else "detect"
+        res = ctx.run_argv([ctx.python, prog], options=opts(mode=mode, trace=1), cwd=tmp)
+        expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+        expect("FDS 3 4" in res.out, "the program's files are fds 3 and 4", res)
+        expect("IN 0123456789\n" in res.out, "in.txt read whole from its first byte", res)
+        for i in range(8):
+            expect(os.path.getsize(os.path.join(tmp, "out%d.bin" % i)) == 0, "nothing written into out%d.bin" % i,
+                   res)
+        expect(len(res.files("tg.*.txt")) == 1, "%s: the races were reported" % mode, res)
+        traces = res.files("tg.*.trace.json")
+        expect(len(traces) == 1, "%s: one trace" % mode, res)
+        with open(traces[0]) as f:
+            try:
+                json.load(f)
+            except ValueError as e:
+                raise Fail("%s: the trace does not parse: %s" % (mode, e))
+
+
+# Started with stderr closed (2>&-): the program's first file takes fd 2.
+# With the report folder missing, or log_path=stderr, nothing of tunerguard's
+# may land in that file; log_path=stderr moves the reports to the default
+# files, whose text report says so on its first line.
+CLOSED_STDERR_PROG = """
+    mine = os.open("mine.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(mine, b"mine\\n")
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    print("FD", mine)
+    print("DONE pid", os.getpid())
+"""
+
+# The same with the target imported and a race reported (libunwind's pipe,
+# the report files, the trace opened) before the program opens its file: it
+# still gets fd 2, tunerguard holds no standard number.  symbolize=1: libdw
+# (file:line, symbolize=2) keeps the ELF files it read open, wherever they
+# landed (a limit, not tested here).
+CLOSED_STDERR_LATE_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    mine = os.open("mine.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(mine, b"mine\\n")
+    race_once(Autotuner(my_kernel))
+    print("FD", mine)
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_closed_at_start(ctx):
+    for log_path, body in (("nodir/tg", CLOSED_STDERR_PROG), ("stderr", CLOSED_STDERR_PROG),
+                           ("tg:trace=1:symbolize=1", CLOSED_STDERR_LATE_PROG)):
+        tmp = ctx.tmpdir()
+        prog = os.path.join(tmp, "prog.py")
+        with open(prog, "w") as f:
+            f.write(prelude())
+            f.write(textwrap.dedent(body))
+        res = ctx.run_argv(["/bin/sh", "-c", 'exec "$0" prog.py 2>&-', ctx.python], cwd=tmp,
+                           options="log_path=" + log_path)
+        expect(res.rc == 0 and "DONE" in res.out and "FD 2\n" in res.out, "%s: the program ran, its file "
+               "is fd 2" % log_path, res)
+        with open(os.path.join(tmp, "mine.log"), "rb") as f:
+            got = f.read()
+        expect(got == b"mine\n", "%s: the program's file holds only what it wrote: %r" % (log_path, got[:300]),
+               res)
+        txt = res.files("tunerguard.*.txt")
+        if log_path == "stderr":
+            expect(len(txt) == 1, "stderr: the report in tunerguard.<pid>.txt", res)
+            with open(txt[0]) as f:
+                text = f.read()
+            expect(text.startswith("tunerguard: log_path=stderr, but stderr was closed when the process "
+                                   "started: the reports are in this file\n") and "my_kernel" in text,
+                   "stderr: one line says why, then the report", res)
+        elif log_path == "nodir/tg":
+            expect(not txt, "nodir: no report file elsewhere", res)
+        else:
+            _, text = only_report(res)
+            expect(text.count("WARNING: tunerguard") >= 1 and text.endswith("==================\n"),
+                   "tg: the report whole in its own file", res)
+
+
+# The same planted link in a folder its group may write (0775, 0770): not
+# followed either; report files created in such a folder are 0600.
+GROUP_FOLDER_PROG = """
+    os.mkdir("shared"); os.chmod("shared", %(mode)s); os.mkdir("elsewhere")
+    os.symlink(os.path.abspath("elsewhere"), "shared/evil")
+    os.lchown("shared/evil", 4242, -1)
+""" + RACE_PROG
+
+
+def check_group_writable_folder(ctx):
+    if os.geteuid() != 0:
+        print("  (skipped group_writable_folder: needs root to give a link away)")
+        return
+    for mode in ("0o775", "0o770"):
+        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/evil/tg")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
+        expect(os.listdir(os.path.join(res.tmp, "elsewhere")) == [], "%s: nothing written through the link" % mode,
+               res)
+        said = [l for l in res.err.splitlines() if "symbolic link 'evil'" in l]
+        expect(len(said) == 1 and "not followed" in said[0], "%s: one line names the link" % mode, res)
+        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/tg")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
+        made = glob.glob(os.path.join(res.tmp, "shared", "tg.*"))
+        expect(len(made) == 2, "%s: the reports in shared/: %s" % (mode, made), res)
+        for f in made:
+            expect(stat.S_IMODE(os.stat(f).st_mode) == 0o600, "%s: %s is 0600" % (mode, f), res)
+
+
+# A disk that fills: after the first report no file may grow past a limit
+# (RLIMIT_FSIZE, SIGXFSZ ignored: a write past it fails with EFBIG, part
+# way through a record).  Every line of the .jsonl parses, the .txt holds
+# whole reports only; one line per file says it failed.
+FULL_DISK_PROG = """
+    import glob, resource, signal
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    sizes = [os.path.getsize(f) for f in glob.glob("tg.*")]
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    lim = max(sizes) + 700
+    resource.setrlimit(resource.RLIMIT_FSIZE, (lim, lim))
+    for i in range(4):
+        race_once(Autotuner(my_kernel))
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_full_disk(ctx):
+    res = ctx.run_py(FULL_DISK_PROG, options=opts(verbosity=2))
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    objs = jsonl_lines(res)  # each line parses
+    expect(len(objs) >= 1, "the first record kept", res)
+    _, text = only_report(res)
+    blocks = text.count("==================\n")
+    expect(blocks % 2 == 0 and blocks // 2 == text.count("\nSUMMARY: tunerguard:"),
+           "the .txt holds whole reports only", res)
+    expect(text.endswith("==================\n"), "the .txt ends with a whole report", res)
+    said = [l for l in res.err.splitlines() if l.startswith("tunerguard: cannot write report file")]
+    expect(len(said) == 2 and all("File too large" in l for l in said), "one line for each file", res)
+    expect(res.err.count("WARNING: tunerguard") >= 1, "the failed report on stderr", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1405,6 +1582,8 @@ CHECKS = {
     "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
+    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
+                    check_full_disk],
 }
 
 
