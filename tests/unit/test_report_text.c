@@ -144,7 +144,7 @@ Test(report_text, long_report_is_complete)
     char *out = fx_capture(tg_report_write_text, &r, &rc);
     cr_assert_eq(rc, 0);
     cr_assert(strlen(out) > 4096);
-    cr_assert(strstr(out, "      #47 deep_function_name  /a/rather/long/path/to/some/module.py:48\n      <truncated>\n"));
+    cr_assert(strstr(out, "      #255 deep_function_name  /a/rather/long/path/to/some/module.py:256\n      <truncated>\n"));
     size_t n = strlen(out);
     cr_assert(n > 19 && !strcmp(out + n - 19, "==================\n"));
     free(out);
