@@ -103,15 +103,25 @@ static int put(struct tg_fold_line *out, int max, int k, enum tg_fold_kind kind,
     return k + 1;
 }
 
+static int is_module_body(const struct tg_py_frame *f)
+{
+    return strcmp(f->func, "<module>") == 0;
+}
+
 /* The end of the run of frames from i that a fold may take: neither the
- * program's nor the tuner's, not past the gap, not the outermost frame.
- * *imports: the run holds import machinery. */
-static int foldable_run(const struct tg_report *r, const struct tg_thread_view *v, int i, int end, int *imports)
+ * program's nor the tuner's (but a module body run by the import machinery
+ * on both sides of it, unless it is the program frame `keep`), not past
+ * end.  *imports: the run holds import machinery. */
+static int foldable_run(const struct tg_report *r, const struct tg_thread_view *v, int i, int end, int keep,
+                        int *imports)
 {
     *imports = 0;
     int j = i;
     for (; j < end; j++) {
         enum tg_frame_class c = tg_frame_class(r, &v->py[j]);
+        if (c == TG_FC_PROGRAM && j != keep && j > i && j + 1 < end && is_module_body(&v->py[j]) &&
+            tg_frame_class(r, &v->py[j - 1]) == TG_FC_IMPORT && tg_frame_class(r, &v->py[j + 1]) == TG_FC_IMPORT)
+            continue;
         if (c == TG_FC_PROGRAM || c == TG_FC_TUNER)
             break;
         *imports |= c == TG_FC_IMPORT;
@@ -124,13 +134,14 @@ int tg_py_fold(const struct tg_report *r, const struct tg_thread_view *v, struct
     int n = tg__npy(v), k = 0;
     int gap = v->py_omitted > 0 && n > TG_PY_HEAD_FRAMES ? TG_PY_HEAD_FRAMES : -1;
     int longstack = n + (v->py_omitted > 0 ? v->py_omitted : 0) > TG_FOLD_LONG;
+    int keep = tg_program_frame(r, v);
     for (int i = 0; i < n;) {
         if (i == gap)
             k = put(out, max, k, TG_FOLD_OMITTED, i, v->py_omitted);
         int seg_end = gap > i ? gap : n;            /* no fold crosses the gap */
         int fold_end = seg_end == n ? n - 1 : seg_end; /* nor takes the thread's start */
         if (i >= TG_FOLD_KEEP_INNER && i < fold_end) {
-            int imports, j = foldable_run(r, v, i, fold_end, &imports);
+            int imports, j = foldable_run(r, v, i, fold_end, keep, &imports);
             if ((imports && j - i >= 2) || (longstack && j - i >= TG_FOLD_LIB_RUN)) {
                 k = put(out, max, k, imports ? TG_FOLD_IMPORT : TG_FOLD_LIBRARY, i, j - i);
                 i = j;

@@ -54,6 +54,39 @@ static void base_name(struct tg_w *w, const struct tg_py_frame *f)
     tg_w_text(w, f->file + b, len - b);
 }
 
+/* "#A-#B [N frames of import machinery, importing x.py ... y.py]" or
+ * "#A-#B [N library frames: x.py ... y.py]" */
+static void fold_run(struct tg_w *w, const struct tg_thread_view *v, const struct tg_fold_line *l)
+{
+    int a = l->first, b = l->first + l->count - 1;
+    tg_w_str(w, "      #");
+    tg_w_u64(w, (uint64_t)a);
+    tg_w_str(w, "-#");
+    tg_w_u64(w, (uint64_t)b);
+    tg_w_str(w, " [");
+    tg_w_u64(w, (uint64_t)l->count);
+    if (l->kind == TG_FOLD_IMPORT) {
+        tg_w_str(w, " frames of import machinery");
+        while (a <= b && strcmp(v->py[a].func, "<module>") != 0)
+            a++;
+        while (b >= a && strcmp(v->py[b].func, "<module>") != 0)
+            b--;
+        if (a > b) {
+            tg_w_char(w, ']');
+            return;
+        }
+        tg_w_str(w, ", importing ");
+    } else {
+        tg_w_str(w, " library frames: ");
+    }
+    base_name(w, &v->py[a]);
+    if (b != a) {
+        tg_w_str(w, " ... ");
+        base_name(w, &v->py[b]);
+    }
+    tg_w_char(w, ']');
+}
+
 static void fold_line(struct tg_w *w, const struct tg_thread_view *v, const struct tg_fold_line *l)
 {
     switch (l->kind) {
@@ -70,17 +103,7 @@ static void fold_line(struct tg_w *w, const struct tg_thread_view *v, const stru
         break;
     case TG_FOLD_IMPORT:
     case TG_FOLD_LIBRARY:
-        tg_w_str(w, "      #");
-        tg_w_u64(w, (uint64_t)l->first);
-        tg_w_str(w, "-#");
-        tg_w_u64(w, (uint64_t)(l->first + l->count - 1));
-        tg_w_str(w, l->kind == TG_FOLD_IMPORT ? " [" : " [");
-        tg_w_u64(w, (uint64_t)l->count);
-        tg_w_str(w, l->kind == TG_FOLD_IMPORT ? " frames importing modules: " : " library frames: ");
-        base_name(w, &v->py[l->first]);
-        tg_w_str(w, " ... ");
-        base_name(w, &v->py[l->first + l->count - 1]);
-        tg_w_char(w, ']');
+        fold_run(w, v, l);
         break;
     case TG_FOLD_OMITTED:
         tg_w_str(w, "      [");
@@ -133,11 +156,34 @@ static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *c
 
 /* Is native frame i the interpreter's own (evaluation, calls, unnamed
  * frames of python or libpython, thread start)?  Unknown frames are not. */
+static int in_module(const struct tg_thread_view *v, int i, const char *prefix)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    const char *s = v->native_sym[i], *m = NULL;
+    size_t len = strnlen(s, sizeof v->native_sym[i]);
+    for (size_t k = 0; k + 1 < len; k++)
+        if (s[k] == ' ' && s[k + 1] == '(')
+            m = s + k + 2; /* the last " (module+0x...)" */
+    return m && strncmp(m, prefix, strlen(prefix)) == 0;
+}
+
 static int interp_frame(const struct tg_thread_view *v, int i)
 {
     if (!(i < v->nsym && v->native_sym[i][0]))
         return 0;
-    return tg_mixed_classify(v->native_sym[i], sizeof v->native_sym[i]) != TG_NATIVE_KEEP;
+    return tg_mixed_classify(v->native_sym[i], sizeof v->native_sym[i]) != TG_NATIVE_KEEP ||
+           in_module(v, i, "python") || in_module(v, i, "libpython");
+}
+
+/* The first of the outermost frames that are all the interpreter's or the C
+ * library's (the thread's start): folded with the interpreter's. */
+static int start_tail(const struct tg_thread_view *v, int n)
+{
+    int t = n;
+    while (t > 0 && (interp_frame(v, t - 1) || in_module(v, t - 1, "libc.so")))
+        t--;
+    return t;
 }
 
 /* Does native frame i add to the Python stack: neither the interpreter's nor
@@ -160,7 +206,8 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     const char *where;
     int n, adds = 0;
     void *const *frames = tg__view_native(v, &n, &where);
-    for (int i = 0; i < n; i++)
+    int tail = start_tail(v, n);
+    for (int i = 0; i < tail; i++)
         adds |= adds_frame(v, i);
     if (n == 0)
         return;
@@ -180,7 +227,7 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     tg_w_str(w, "):\n");
     for (int i = 0; i < n;) {
         int j = i;
-        while (j < n && interp_frame(v, j))
+        while (j < n && (j >= tail || interp_frame(v, j)))
             j++;
         if (j - i >= 2) {
             tg_w_str(w, "      [");
