@@ -143,15 +143,15 @@ static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *c
         if (s[k] == ' ' && s[k + 1] == '(')
             cut = k;       /* the last " (module+0x...)" */
     if (v->native_line[i] <= 0 || !v->native_file[i][0] || cut == len) {
-        tg_w_strn(w, s, len);
+        tg_w_text(w, s, len);
         return;
     }
-    tg_w_strn(w, s, cut);
+    tg_w_text(w, s, cut);
     tg_w_char(w, ' ');
     W_FIELD(w, v->native_file[i]);
     tg_w_char(w, ':');
     tg_w_i64(w, v->native_line[i]);
-    tg_w_strn(w, s + cut, len - cut);
+    tg_w_text(w, s + cut, len - cut);
 }
 
 /* Is native frame i the interpreter's own (evaluation, calls, unnamed
