@@ -1,6 +1,7 @@
 /* Classing and folding of Python frames for the text report.  See
  * stack_fold.h. */
 #include "reports/stack_fold.h"
+#include "reports/mixed_stack.h"
 #include "reports/report_internal.h"
 
 #include <string.h>
@@ -159,4 +160,53 @@ int tg_py_fold(const struct tg_report *r, const struct tg_thread_view *v, struct
         i = j;
     }
     return k < max ? k : max;
+}
+
+/* Is native frame i the interpreter's own (evaluation, calls, unnamed
+ * frames of python or libpython, thread start)?  Unknown frames are not. */
+static int in_module(const struct tg_thread_view *v, int i, const char *prefix)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    const char *s = v->native_sym[i], *m = NULL;
+    size_t len = strnlen(s, sizeof v->native_sym[i]);
+    for (size_t k = 0; k + 1 < len; k++)
+        if (s[k] == ' ' && s[k + 1] == '(')
+            m = s + k + 2; /* the last " (module+0x...)" */
+    return m && strncmp(m, prefix, strlen(prefix)) == 0;
+}
+
+int tg_native_interp(const struct tg_thread_view *v, int i)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    return tg_mixed_classify(v->native_sym[i], sizeof v->native_sym[i]) != TG_NATIVE_KEEP ||
+           in_module(v, i, "python") || in_module(v, i, "libpython");
+}
+
+/* The first of the outermost frames that are all the interpreter's or the C
+ * library's (the thread's start): folded with the interpreter's. */
+int tg_native_start_tail(const struct tg_thread_view *v, int n)
+{
+    int t = n;
+    while (t > 0 && (tg_native_interp(v, t - 1) || in_module(v, t - 1, "libc.so")))
+        t--;
+    return t;
+}
+
+/* tunerguard's guard of a tuner method (the call a Python frame of the
+ * tuner already shows), as opposed to its CUDA hooks. */
+int tg_native_guard(const struct tg_thread_view *v, int i)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    const char *s = v->native_sym[i];
+    return strncmp(s, "tg_guard_call", 13) == 0 || strncmp(s, "tg__guard_", 10) == 0 ||
+           strncmp(s, "quiet_call", 10) == 0 || in_module(v, i, "libtunerguard_core.so");
+}
+
+/* Does native frame i add to the Python stack? */
+int tg_native_adds(const struct tg_thread_view *v, int i)
+{
+    return !tg_native_interp(v, i) && !tg_native_guard(v, i);
 }

@@ -49,4 +49,16 @@ struct tg_fold_line {
  * every line); returns how many. */
 int tg_py_fold(const struct tg_report *r, const struct tg_thread_view *v, struct tg_fold_line *out, int max);
 
+/* Native frames (symbolized, native_sym[]): the interpreter's own
+ * (evaluation, calls, python/libpython frames of any name, thread start);
+ * tunerguard's guard of a tuner method (a Python frame of the tuner already
+ * shows that call), as opposed to its CUDA hooks; the frames that add to the
+ * Python stack (neither: an extension module, the driver, a hook; an
+ * unsymbolized frame counts).  tg_native_start_tail: the first of the
+ * outermost frames that are all the interpreter's or the C library's. */
+int tg_native_interp(const struct tg_thread_view *v, int i);
+int tg_native_guard(const struct tg_thread_view *v, int i);
+int tg_native_adds(const struct tg_thread_view *v, int i);
+int tg_native_start_tail(const struct tg_thread_view *v, int n);
+
 #endif

@@ -7,7 +7,6 @@
  * addresses. */
 #include <string.h>
 
-#include "reports/mixed_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/stack_fold.h"
@@ -154,49 +153,6 @@ static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *c
     tg_w_text(w, s + cut, len - cut);
 }
 
-/* Is native frame i the interpreter's own (evaluation, calls, unnamed
- * frames of python or libpython, thread start)?  Unknown frames are not. */
-static int in_module(const struct tg_thread_view *v, int i, const char *prefix)
-{
-    if (!(i < v->nsym && v->native_sym[i][0]))
-        return 0;
-    const char *s = v->native_sym[i], *m = NULL;
-    size_t len = strnlen(s, sizeof v->native_sym[i]);
-    for (size_t k = 0; k + 1 < len; k++)
-        if (s[k] == ' ' && s[k + 1] == '(')
-            m = s + k + 2; /* the last " (module+0x...)" */
-    return m && strncmp(m, prefix, strlen(prefix)) == 0;
-}
-
-static int interp_frame(const struct tg_thread_view *v, int i)
-{
-    if (!(i < v->nsym && v->native_sym[i][0]))
-        return 0;
-    return tg_mixed_classify(v->native_sym[i], sizeof v->native_sym[i]) != TG_NATIVE_KEEP ||
-           in_module(v, i, "python") || in_module(v, i, "libpython");
-}
-
-/* The first of the outermost frames that are all the interpreter's or the C
- * library's (the thread's start): folded with the interpreter's. */
-static int start_tail(const struct tg_thread_view *v, int n)
-{
-    int t = n;
-    while (t > 0 && (interp_frame(v, t - 1) || in_module(v, t - 1, "libc.so")))
-        t--;
-    return t;
-}
-
-/* Does native frame i add to the Python stack: neither the interpreter's nor
- * tunerguard's own entry (the guard a Python frame already shows)? */
-static int adds_frame(const struct tg_thread_view *v, int i)
-{
-    if (interp_frame(v, i))
-        return 0;
-    if (i < v->nsym && strncmp(v->native_sym[i], "tg_guard_call", 13) == 0)
-        return 0;
-    return 1;
-}
-
 /* The native stack with each run of interpreter frames as one line; only
  * where it holds a frame the Python stack lacks (an extension module, the
  * driver, a hook), otherwise one line.  The JSON Lines record has every
@@ -206,9 +162,9 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     const char *where;
     int n, adds = 0;
     void *const *frames = tg__view_native(v, &n, &where);
-    int tail = start_tail(v, n);
+    int tail = tg_native_start_tail(v, n);
     for (int i = 0; i < tail; i++)
-        adds |= adds_frame(v, i);
+        adds |= tg_native_adds(v, i);
     if (n == 0)
         return;
     tg_w_str(w, "    Native (");
@@ -226,13 +182,13 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     }
     tg_w_str(w, "):\n");
     for (int i = 0; i < n;) {
-        int j = i;
-        while (j < n && (j >= tail || interp_frame(v, j)))
-            j++;
+        int j = i, guard = 0;
+        for (; j < n && (j >= tail || !tg_native_adds(v, j)); j++)
+            guard |= tg_native_guard(v, j);
         if (j - i >= 2) {
             tg_w_str(w, "      [");
             tg_w_u64(w, (uint64_t)(j - i));
-            tg_w_str(w, " interpreter frames]\n");
+            tg_w_str(w, guard ? " interpreter and guard frames]\n" : " interpreter frames]\n");
             i = j;
             continue;
         }

@@ -116,7 +116,7 @@ void tg__text_race_summary(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, "\n    called by ");
     thread_word(w, e);
     site(w, es);
-    tg_w_str(w, r->seen_at_exit ? "\n    while " : "\n    while ");
+    tg_w_str(w, "\n    while ");
     thread_word(w, in);
     tg_w_str(w, ", called");
     site(w, is);
