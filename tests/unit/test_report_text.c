@@ -242,3 +242,37 @@ Test(report_text, long_stack_is_folded)
     cr_assert(strstr(out, "while thread 'MainThread', called at train.py:12 in step"), "%s", out);
     free(out);
 }
+
+/* In a long stack a run of library frames that are neither the program's
+ * nor the tuner's (dataclasses, filelock) is one line; in a short one each
+ * frame stays. */
+Test(report_text, library_run_folded_in_long_stack_only)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    struct tg_thread_view *v = &r.inside;
+    v->npy = 0;
+    fx_py(v, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(v, "hook", "train.py", 5);
+    fx_py(v, "acquire", "/usr/lib/python3/site-packages/filelock/_api.py", 300);
+    fx_py(v, "__enter__", "/usr/lib/python3/site-packages/filelock/_api.py", 350);
+    fx_py(v, "__init__", "<string>", 3);
+    fx_py(v, "_process_class", "/usr/lib/python3.11/dataclasses.py", 1000);
+    fx_py(v, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    for (int i = 0; i < 20; i++)
+        fx_py(v, "layer", "train.py", 30 + i);
+    fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    const char *want = "      #1 hook  train.py:5\n"
+                       "      #2-#5 [4 library frames: _api.py ... dataclasses.py]\n"
+                       "      #6 run  /usr/lib/python3/site-packages/triton/runtime/autotuner.py:171\n";
+    cr_assert(strstr(out, want), "want:\n%s\ngot:\n%s", want, out);
+    free(out);
+    v->npy = 8; /* short: nothing folded */
+    fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert(strstr(out, "      #3 __enter__  /usr/lib/python3/site-packages/filelock/_api.py:350\n"), "%s", out);
+    free(out);
+}
