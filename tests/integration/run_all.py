@@ -667,6 +667,12 @@ def check_race_serialize(ctx):
            "the second call ran only after the first ended", res)
     expect(re.search(r"^tunerguard: .*serialized", res.err, re.M), "stderr mentions serialized", res)
     expect("my_kernel" in res.err, "the summary names the contended kernel", res)
+    # the prevented race says so in its headline and SUMMARY line, not 100 lines later
+    _, text = only_report(res)
+    expect(re.search(r"^WARNING: tunerguard: race prevented \(serialize\): thread entered a tuner", text, re.M)
+           and re.search(r"^SUMMARY: tunerguard: tuner race prevented \(serialize\) on 'my_kernel'", text, re.M)
+           and "What it does: nothing: serialize mode made the second thread wait" in text,
+           "the report's headline, SUMMARY and summary say the race was prevented", res)
 
 
 def check_race_off(ctx):
