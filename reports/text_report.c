@@ -1,5 +1,8 @@
 /* The text report: ThreadSanitizer-shaped, one block per thread, stable and
- * greppable (tests/unit/expected/ holds the exact shape).
+ * greppable (tests/unit/expected/ holds the exact shape).  A race opens with
+ * its summary (reports/text_summary.h); stacks are folded
+ * (reports/stack_fold.h), the JSON Lines record keeps them whole; every
+ * string from the program is escaped (tg_w_text).
  *
  * Contract: async-signal-safe (write(2) through reports/writer.c, hand
  * formatted numbers, bounded strings); never allocates; reads the report
