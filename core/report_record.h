@@ -10,7 +10,12 @@
 #include <sys/types.h>
 #include "core/thread_state.h"
 
-#define TG_MAX_PY_FRAMES 48
+/* Python frames kept per thread: the innermost TG_PY_HEAD_FRAMES and, of a
+ * deeper stack, the outermost TG_MAX_PY_FRAMES - TG_PY_HEAD_FRAMES (the
+ * program's own frames and the thread's start), py_omitted counting those
+ * between. */
+#define TG_MAX_PY_FRAMES 256
+#define TG_PY_HEAD_FRAMES 192
 #define TG_REPORT_SCHEMA_VERSION 1
 #define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
 #define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
@@ -28,6 +33,8 @@ struct tg_thread_view {
     char name[64];             /* Python thread name, "" if unknown */
     int npy;                   /* Python frames, most recent call first */
     int py_truncated;          /* more frames existed than fit */
+    int py_omitted;            /* how many: they were between py[TG_PY_HEAD_FRAMES - 1]
+                                  and py[TG_PY_HEAD_FRAMES] (0 if none) */
     struct tg_py_frame py[TG_MAX_PY_FRAMES];
     int nnative;               /* raw return addresses, innermost first */
     void *native[TG_MAX_NATIVE_FRAMES];

@@ -303,7 +303,7 @@ static int write_block(int fd)
         tg_w_hex(&w, own);
         if (o && o->raced_tid) {
             tg_w_str(&w, " in a session that raced with thread '");
-            tg_w_strn(&w, o->raced_name, sizeof o->raced_name);
+            tg_w_text(&w, o->raced_name, sizeof o->raced_name); /* escaped: a program string */
             tg_w_str(&w, "' (tid=");
             tg_w_i64(&w, o->raced_tid);
             if (o->race_seq) {

@@ -2,6 +2,7 @@
 #include "reports/py_stack.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "reports/stack_fold.h"
 
 #include <string.h>
 
@@ -40,6 +41,24 @@ static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
     tg_py_drop_error();
 }
 
+/* Frames past the head go round a ring of the last TG_MAX_PY_FRAMES -
+ * TG_PY_HEAD_FRAMES slots; at the end the ring is put in order, so a stack
+ * of any depth keeps its innermost and its outermost frames. */
+#define TG_PY_TAIL_FRAMES (TG_MAX_PY_FRAMES - TG_PY_HEAD_FRAMES)
+
+static void unroll_tail(struct tg_thread_view *v, long past_head)
+{
+    struct tg_py_frame *tail = &v->py[TG_PY_HEAD_FRAMES];
+    static struct tg_py_frame tmp[TG_PY_TAIL_FRAMES]; /* GIL held: one caller at a time */
+    int start = (int)(past_head % TG_PY_TAIL_FRAMES);
+    for (int i = 0; i < TG_PY_TAIL_FRAMES; i++)
+        tmp[i] = tail[(start + i) % TG_PY_TAIL_FRAMES];
+    memcpy(tail, tmp, sizeof tmp);
+    v->npy = TG_MAX_PY_FRAMES;
+    v->py_truncated = 1;
+    v->py_omitted = (int)(past_head - TG_PY_TAIL_FRAMES);
+}
+
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate)
 {
     PyObject *et, *ev, *tb;
@@ -54,17 +73,40 @@ void tg_py_capture_frames(struct tg_thread_view *v, void *tstate)
     }
     v->npy = 0;
     v->py_truncated = 0;
+    v->py_omitted = 0;
+    long past_head = 0; /* frames beyond the head */
     while (frame) {
-        if (v->npy == TG_MAX_PY_FRAMES) {
-            v->py_truncated = 1;
-            tg_py.Py_DecRef((PyObject *)frame);
-            break;
-        }
-        fill_frame(&v->py[v->npy++], frame);
+        if (v->npy < TG_PY_HEAD_FRAMES)
+            fill_frame(&v->py[v->npy++], frame);
+        else
+            fill_frame(&v->py[TG_PY_HEAD_FRAMES + past_head++ % TG_PY_TAIL_FRAMES], frame);
         PyFrameObject *back = tg_py.PyFrame_GetBack(frame); /* new reference */
         tg_py.Py_DecRef((PyObject *)frame);
         frame = back;
     }
+    if (past_head > TG_PY_TAIL_FRAMES)
+        unroll_tail(v, past_head);
+    else
+        v->npy += (int)past_head;
+    tg_py.PyErr_Restore(et, ev, tb);
+}
+
+void tg_py_stack_arm(void)
+{
+    PyObject *et, *ev, *tb;
+    tg_py.PyErr_Fetch(&et, &ev, &tb);
+    PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
+    PyObject *os = mods ? tg_py.PyDict_GetItemString(mods, "os") : NULL; /* borrowed */
+    char file[256];
+    file[0] = '\0';
+    if (os)
+        tg_py_attr_str(os, "__file__", file, sizeof file);
+    char *slash = strrchr(file, '/');
+    if (slash && slash != file) {
+        *slash = '\0';
+        tg_stack_set_stdlib(file);
+    }
+    tg_py_drop_error();
     tg_py.PyErr_Restore(et, ev, tb);
 }
 

@@ -12,6 +12,11 @@
  * Most recent call first.  Sets v->npy and v->py_truncated. */
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate);
 
+/* Once, before any report (GIL held): tells the text report's frame
+ * classing (reports/stack_fold.h) the standard library's directory, that of
+ * os.__file__ (the os module is always loaded; nothing is imported). */
+void tg_py_stack_arm(void);
+
 /* threading's name for the thread with this ident ("" if none). */
 void tg_py_thread_name(unsigned long ident, char *buf, int len);
 

@@ -1,5 +1,8 @@
 /* The text report: ThreadSanitizer-shaped, one block per thread, stable and
- * greppable (tests/unit/expected/ holds the exact shape).
+ * greppable (tests/unit/expected/ holds the exact shape).  A race opens with
+ * its summary (reports/text_summary.h); stacks are folded
+ * (reports/stack_fold.h), the JSON Lines record keeps them whole; every
+ * string from the program is escaped (tg_w_text).
  *
  * Contract: async-signal-safe (write(2) through reports/writer.c, hand
  * formatted numbers, bounded strings); never allocates; reads the report
@@ -7,17 +10,20 @@
  * addresses. */
 #include <string.h>
 
-#include "reports/mixed_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
+#include "reports/stack_fold.h"
+#include "reports/text_summary.h"
 #include "reports/writer.h"
 
 #define FENCE "==================\n"
 
-#define W_FIELD(w, field) tg_w_strn((w), (field), TG__FIELD_SIZE(field))
+/* Every string from the program (names, paths, messages) goes through
+ * tg_w_text: control bytes escaped, so none can forge a line. */
+#define W_FIELD(w, field) tg_w_text((w), (field), TG__FIELD_SIZE(field))
 /* A fixed-size field, or dflt when it is empty. */
 #define W_FIELD_OR(w, field, dflt) \
-    ((field)[0] ? tg_w_strn((w), (field), TG__FIELD_SIZE(field)) : tg_w_str((w), (dflt)))
+    ((field)[0] ? tg_w_text((w), (field), TG__FIELD_SIZE(field)) : tg_w_str((w), (dflt)))
 
 static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
 {
@@ -41,20 +47,86 @@ static void py_frame(struct tg_w *w, const struct tg_py_frame *f)
     tg_w_i64(w, f->line);
 }
 
-static void python_stack(struct tg_w *w, const struct tg_thread_view *v)
+/* The basename of a frame's file, for a folded run's line. */
+static void base_name(struct tg_w *w, const struct tg_py_frame *f)
 {
-    int n = tg__npy(v);
+    size_t len = strnlen(f->file, sizeof f->file), b = len;
+    while (b > 0 && f->file[b - 1] != '/')
+        b--;
+    tg_w_text(w, f->file + b, len - b);
+}
+
+/* "#A-#B [N frames of import machinery, importing x.py ... y.py]" or
+ * "#A-#B [N library frames: x.py ... y.py]" */
+static void fold_run(struct tg_w *w, const struct tg_thread_view *v, const struct tg_fold_line *l)
+{
+    int a = l->first, b = l->first + l->count - 1;
+    tg_w_str(w, "      #");
+    tg_w_u64(w, (uint64_t)a);
+    tg_w_str(w, "-#");
+    tg_w_u64(w, (uint64_t)b);
+    tg_w_str(w, " [");
+    tg_w_u64(w, (uint64_t)l->count);
+    if (l->kind == TG_FOLD_IMPORT) {
+        tg_w_str(w, " frames of import machinery");
+        while (a <= b && strcmp(v->py[a].func, "<module>") != 0)
+            a++;
+        while (b >= a && strcmp(v->py[b].func, "<module>") != 0)
+            b--;
+        if (a > b) {
+            tg_w_char(w, ']');
+            return;
+        }
+        tg_w_str(w, ", importing ");
+    } else {
+        tg_w_str(w, " library frames: ");
+    }
+    base_name(w, &v->py[a]);
+    if (b != a) {
+        tg_w_str(w, " ... ");
+        base_name(w, &v->py[b]);
+    }
+    tg_w_char(w, ']');
+}
+
+static void fold_line(struct tg_w *w, const struct tg_thread_view *v, const struct tg_fold_line *l)
+{
+    switch (l->kind) {
+    case TG_FOLD_FRAME:
+        tg_w_str(w, "      #");
+        tg_w_u64(w, (uint64_t)l->first);
+        tg_w_char(w, ' ');
+        py_frame(w, &v->py[l->first]);
+        break;
+    case TG_FOLD_REPEAT:
+        tg_w_str(w, "      [previous line repeated ");
+        tg_w_u64(w, (uint64_t)l->count);
+        tg_w_str(w, l->count == 1 ? " more time]" : " more times]");
+        break;
+    case TG_FOLD_IMPORT:
+    case TG_FOLD_LIBRARY:
+        fold_run(w, v, l);
+        break;
+    case TG_FOLD_OMITTED:
+        tg_w_str(w, "      [");
+        tg_w_u64(w, (uint64_t)l->count);
+        tg_w_str(w, " frames not captured]");
+        break;
+    }
+    tg_w_char(w, '\n');
+}
+
+/* Folded (reports/stack_fold.h): the JSON Lines record has every frame. */
+static void python_stack(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+{
+    struct tg_fold_line lines[TG_MAX_PY_FRAMES + 1];
+    int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
     tg_w_str(w, "    Python (most recent call first):\n");
     if (n == 0)
         tg_w_str(w, "      <no Python frame>\n");
-    for (int i = 0; i < n; i++) {
-        tg_w_str(w, "      #");
-        tg_w_u64(w, (uint64_t)i);
-        tg_w_char(w, ' ');
-        py_frame(w, &v->py[i]);
-        tg_w_char(w, '\n');
-    }
-    if (v->py_truncated)
+    for (int i = 0; i < n; i++)
+        fold_line(w, v, &lines[i]);
+    if (v->py_truncated && v->py_omitted == 0)
         tg_w_str(w, "      <truncated>\n");
 }
 
@@ -73,46 +145,29 @@ static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *c
         if (s[k] == ' ' && s[k + 1] == '(')
             cut = k;       /* the last " (module+0x...)" */
     if (v->native_line[i] <= 0 || !v->native_file[i][0] || cut == len) {
-        tg_w_strn(w, s, len);
+        tg_w_text(w, s, len);
         return;
     }
-    tg_w_strn(w, s, cut);
+    tg_w_text(w, s, cut);
     tg_w_char(w, ' ');
     W_FIELD(w, v->native_file[i]);
     tg_w_char(w, ':');
     tg_w_i64(w, v->native_line[i]);
-    tg_w_strn(w, s + cut, len - cut);
+    tg_w_text(w, s + cut, len - cut);
 }
 
-/* The py-spy --native view (reports/mixed_stack.h), when there are both
- * symbolized native frames and Python frames. */
-static void mixed_stack(struct tg_w *w, const struct tg_thread_view *v, void *const *frames)
-{
-    struct tg_mixed_frame m[TG_MAX_MIXED_FRAMES];
-    int n = tg_mixed_view(v, m, TG_MAX_MIXED_FRAMES);
-    if (n == 0)
-        return;
-    tg_w_str(w, "    Mixed (Python frames where the interpreter runs them):\n");
-    for (int i = 0; i < n; i++) {
-        tg_w_str(w, "      #");
-        tg_w_u64(w, (uint64_t)i);
-        tg_w_char(w, ' ');
-        if (m[i].kind == TG_MIXED_NATIVE) {
-            native_frame(w, v, frames, m[i].index);
-        } else {
-            py_frame(w, &v->py[m[i].index]);
-        }
-        tg_w_char(w, '\n');
-    }
-    if (v->py_truncated)
-        tg_w_str(w, "      <truncated>\n");
-}
-
+/* The native stack with each run of interpreter frames as one line; only
+ * where it holds a frame the Python stack lacks (an extension module, the
+ * driver, a hook), otherwise one line.  The JSON Lines record has every
+ * frame and the mixed view. */
 static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
 {
     const char *where;
-    int n;
+    int n, adds = 0;
     void *const *frames = tg__view_native(v, &n, &where);
+    int tail = tg_native_start_tail(v, n);
+    for (int i = 0; i < tail; i++)
+        adds |= tg_native_adds(v, i);
     if (n == 0)
         return;
     tg_w_str(w, "    Native (");
@@ -122,15 +177,31 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
         tg_w_str(w, "in ");
         W_FIELD_OR(w, v->cuda_fn, "CUDA call");
     }
+    if (!adds) {
+        tg_w_str(w, "): ");
+        tg_w_u64(w, (uint64_t)n);
+        tg_w_str(w, " frames, the interpreter's and the guard's: nothing beyond the Python stack\n");
+        return;
+    }
     tg_w_str(w, "):\n");
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n;) {
+        int j = i, guard = 0;
+        for (; j < n && (j >= tail || !tg_native_adds(v, j)); j++)
+            guard |= tg_native_guard(v, j);
+        if (j - i >= 2) {
+            tg_w_str(w, "      [");
+            tg_w_u64(w, (uint64_t)(j - i));
+            tg_w_str(w, guard ? " interpreter and guard frames]\n" : " interpreter frames]\n");
+            i = j;
+            continue;
+        }
         tg_w_str(w, "      #");
         tg_w_u64(w, (uint64_t)i);
         tg_w_char(w, ' ');
         native_frame(w, v, frames, i);
         tg_w_char(w, '\n');
+        i++;
     }
-    mixed_stack(w, v, frames);
 }
 
 /* A thread with no CUDA call yet: the device it entered the tuner on. */
@@ -198,6 +269,8 @@ static void tuner_line(struct tg_w *w, const struct tg_report *r)
 static void header(struct tg_w *w, const struct tg_report *r, const char *what)
 {
     tg_w_str(w, FENCE "WARNING: tunerguard: ");
+    if (r->serialized && r->kind == TG_REPORT_RACE)
+        tg_w_str(w, "race prevented (serialize): ");
     tg_w_str(w, what);
     tg_w_str(w, " (pid=");
     tg_w_i64(w, r->pid);
@@ -212,6 +285,8 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
 {
     tg_w_str(w, "SUMMARY: tunerguard: ");
     tg_w_str(w, what);
+    if (r->serialized && r->kind == TG_REPORT_RACE)
+        tg_w_str(w, " prevented (serialize)");
     if (r->kernel[0]) {
         tg_w_str(w, " on '");
         W_FIELD(w, r->kernel);
@@ -219,7 +294,9 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
     }
     tg_w_str(w, " in ");
     W_FIELD_OR(w, r->method, "?");
-    int i = tg__summary_frame(r);
+    int i = r->kind == TG_REPORT_RACE ? tg_program_frame(r, &r->entering) : -1;
+    if (i < 0)
+        i = tg__summary_frame(r);
     if (i >= 0) {
         const struct tg_py_frame *f = &r->entering.py[i];
         tg_w_char(w, ' ');
@@ -254,7 +331,7 @@ static void thread_block(struct tg_w *w, const struct tg_report *r, const struct
         cuda_line(w, r, v);
     else if (v->has_entry_device)
         entry_device_line(w, v);
-    python_stack(w, v);
+    python_stack(w, r, v);
     native_stack(w, v);
     tg_w_char(w, '\n');
 }
@@ -292,6 +369,7 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
 {
     const struct tg_thread_view *e = &r->entering;
     header(w, r, k->title);
+    tg__text_race_summary(w, r);
 
     call_of(w, r);
     tg_w_str(w, ":\n");
@@ -317,6 +395,7 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const 
 {
     const struct tg_thread_view *e = &r->entering, *in = &r->inside;
     header(w, r, "a call left a tuner while another thread was benchmarking in it");
+    tg__text_race_summary(w, r);
 
     call_of(w, r);
     if (e->entered_ns && in->entered_ns && e->entered_ns >= in->entered_ns) {
@@ -360,7 +439,7 @@ static void text_replaced(struct tg_w *w, const struct tg_report *r, const struc
         tg_w_str(w, "  Found at the first call through it, by ");
         thread_name(w, e);
         tg_w_str(w, ":\n");
-        python_stack(w, e);
+        python_stack(w, r, e);
         native_stack(w, e);
     }
     summary(w, r, k->what);
@@ -375,7 +454,7 @@ static void text_wait_problem(struct tg_w *w, const struct tg_report *r, const s
     tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Found by: " : "\n  Waiting: ");
     thread_name(w, &r->entering);
     tg_w_str(w, ":\n");
-    python_stack(w, &r->entering);
+    python_stack(w, r, &r->entering);
     native_stack(w, &r->entering);
     tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Died holding the tuner: " : "\n  Holding the tuner: ");
     thread_name(w, &r->inside);
@@ -384,7 +463,7 @@ static void text_wait_problem(struct tg_w *w, const struct tg_report *r, const s
         cuda_line(w, r, &r->inside);
     else if (r->inside.has_entry_device)
         entry_device_line(w, &r->inside);
-    python_stack(w, &r->inside);
+    python_stack(w, r, &r->inside);
     native_stack(w, &r->inside);
     tg_w_char(w, '\n');
     summary(w, r, k->what);
@@ -491,7 +570,7 @@ static void text_interference(struct tg_w *w, const struct tg_report *r, const s
     tg_w_str(w, " on the device); the config chosen, and cached, may be the wrong one.\n");
     if (f->gpu) /* cupti=1: what really ran on the GPU meanwhile */
         itf_gpu_line(w, f);
-    python_stack(w, &r->entering);
+    python_stack(w, r, &r->entering);
     tg_w_char(w, '\n');
     summary(w, r, k->what);
 }
@@ -514,7 +593,7 @@ static void text_exception(struct tg_w *w, const struct tg_report *r, const stru
     tg_w_str(w, "\n  Raised in ");
     thread_name(w, &r->entering);
     tg_w_str(w, ":\n");
-    python_stack(w, &r->entering);
+    python_stack(w, r, &r->entering);
     tg_w_str(w, "  Raced with ");
     thread_name(w, &r->inside);
     tg_w_str(w, "\n\n");

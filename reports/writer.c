@@ -71,6 +71,31 @@ void tg_w_strn(struct tg_w *w, const char *s, size_t max)
     put(w, s, strnlen(s, max));
 }
 
+void tg_w_text(struct tg_w *w, const char *s, size_t max)
+{
+    if (!s) {
+        tg_w_str(w, NULL);
+        return;
+    }
+    static const char hexd[] = "0123456789abcdef";
+    size_t n = strnlen(s, max), from = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != 0x7f && c != '\\')
+            continue;
+        put(w, s + from, i - from);
+        from = i + 1;
+        char e[4] = {'\\', 'x', hexd[c >> 4], hexd[c & 15]};
+        if (c == '\n' || c == '\t' || c == '\r' || c == '\\') {
+            e[1] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\\';
+            put(w, e, 2);
+        } else {
+            put(w, e, 4);
+        }
+    }
+    put(w, s + from, n - from);
+}
+
 void tg_w_u64(struct tg_w *w, uint64_t v)
 {
     char tmp[24];

@@ -28,6 +28,11 @@ int tg_w_flush(struct tg_w *w);
 void tg_w_char(struct tg_w *w, char c);
 void tg_w_str(struct tg_w *w, const char *s);            /* NULL writes "(null)" */
 void tg_w_strn(struct tg_w *w, const char *s, size_t max); /* stops at NUL or max */
+/* A string from the program (a name, a path) for the text report: control
+ * bytes as \n, \t, \r or \xNN and a backslash as \\, so no name can start
+ * a line of its own (a forged SUMMARY line).  Reads at most max bytes of s
+ * (stops at NUL). */
+void tg_w_text(struct tg_w *w, const char *s, size_t max);
 void tg_w_u64(struct tg_w *w, uint64_t v);               /* decimal */
 void tg_w_i64(struct tg_w *w, int64_t v);                /* decimal, signed */
 void tg_w_hex(struct tg_w *w, uint64_t v);               /* "0x" + lowercase hex */

@@ -16,6 +16,7 @@
 #include "shim/py_arm_internal.h"
 #include "reports/emit.h"
 #include "reports/native_stack.h"
+#include "reports/py_stack.h"
 #include "reports/report.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -295,6 +296,11 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
 int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
 {
     int missing = 0;
+    static int stdlib_known;
+    if (!stdlib_known) { /* before any report can be written */
+        stdlib_known = 1;
+        tg_py_stack_arm();
+    }
     /* mod is borrowed from sys.modules, and the look-ups below run Python
      * code (a module __getattr__, a lazy module) that may replace it there:
      * held for the loop, or the next look-up reads a freed module. */

@@ -452,7 +452,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  * frames: the stack the user sees printed. */
 static void traceback_frames(struct tg_thread_view *v, PyObject *tb)
 {
-    struct tg_thread_view tmp;
+    static struct tg_thread_view tmp, callers; /* big; under the report lock */
     int n = 0;
     PyObject *cur = tb;
     if (cur)
@@ -489,11 +489,11 @@ static void traceback_frames(struct tg_thread_view *v, PyObject *tb)
     v->npy = 0;
     for (int i = n - 1; i >= 0; i--)
         v->py[v->npy++] = tmp.py[i];
-    struct tg_thread_view callers;
     tg_py_capture_frames(&callers, NULL);
     for (int i = 0; i < callers.npy && v->npy < TG_MAX_PY_FRAMES; i++)
         v->py[v->npy++] = callers.py[i];
     v->py_truncated = callers.py_truncated || v->npy == TG_MAX_PY_FRAMES;
+    v->py_omitted = 0; /* the frames cut here are the outermost */
 }
 
 /* A guarded call whose session raced ended in an exception: say so, in the

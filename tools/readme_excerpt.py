@@ -4,7 +4,9 @@
   tools/readme_excerpt.py --lib build/libtunerguard.so --fakecuda build/tests/fakecuda --write README.md
   tools/readme_excerpt.py ... --check README.md     # exit 1 if the excerpt is stale
 
-It runs the CPU reproducer tests/repro/scenarios/hammer.py under detect mode,
+It runs the CPU reproducer tests/repro/scenarios/deep_stack.py under detect mode
+(a real program's depth: the thread inside 60 frames deep in the program and
+~60 in import machinery, so the excerpt shows the folded shape),
 takes the first race report of the text file and puts it between the markers
 <!-- report-excerpt:begin --> and <!-- report-excerpt:end -->, with pids, tids,
 addresses and the checkout's path made stable.  --check compares with every
@@ -21,14 +23,14 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- report-excerpt:begin -->", "<!-- report-excerpt:end -->"
-MAX_NATIVE = 4
+MAX_NATIVE = 8
 
 
 def generate(lib, fakecuda, python):
     tmp = tempfile.mkdtemp(prefix="tg-excerpt-")
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib), TUNERGUARD_OPTIONS=f"log_path={tmp}/tunerguard",
                LD_LIBRARY_PATH=os.path.abspath(fakecuda), PYTHONDONTWRITEBYTECODE="1")
-    subprocess.run([python, os.path.join(ROOT, "tests/repro/scenarios/hammer.py")], env=env, cwd=tmp,
+    subprocess.run([python, os.path.join(ROOT, "tests/repro/scenarios/deep_stack.py")], env=env, cwd=tmp,
                    capture_output=True, timeout=120)
     reps = glob.glob(f"{tmp}/tunerguard.*.txt")
     if not reps:
@@ -42,6 +44,7 @@ def generate(lib, fakecuda, python):
         line = re.sub(r"tid=(\d+)", lambda m: "tid=%d" % tids.setdefault(m.group(1), 4243 + len(tids)), line)
         line = re.sub(r"0x[0-9a-f]{10,}", "0x7f3a1c2b4d10", line)  # pointers; module offsets stay
         line = re.sub(r"/\S*/lib/python3\.\d+/", "<python>/", line)
+        line = re.sub(r"/\S*/tg-deep-[^/]+/", "<tmp>/", line)  # the scenario's generated package
         if re.match(r"\s+Native", line):
             native = 0
         elif re.match(r"\s+#\d+ .*\(.*\+0x", line):

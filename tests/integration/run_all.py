@@ -468,6 +468,49 @@ def check_race_deep_nesting(ctx):
     objs = jsonl_lines(res) if js else []
     expect([o.get("severity") for o in objs] == ["high"], "a high-severity race with A, benchmarking at depth 17", res)
 
+# The thread inside is 400 frames deep in the program: the record keeps its
+# innermost 192 frames and its outermost 64 (the thread's start), counting
+# those between; the text folds the recursion.
+VERY_DEEP_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    sys.setrecursionlimit(5000)
+    tuner = Autotuner(my_kernel)
+    entered = threading.Event()
+    release = threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":
+            entered.set()
+            release.wait(20)
+    tuner.hook = hook
+    def descend(n):
+        return descend(n - 1) if n else tuner.run("victim")
+    th = threading.Thread(target=descend, args=(400,), name="victim")
+    th.start()
+    assert entered.wait(20)
+    tuner.run("other")
+    release.set()
+    th.join()
+    print("DONE")
+"""
+
+def check_race_very_deep_stack(ctx):
+    res = ctx.run_py(VERY_DEEP_PROG, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    objs = jsonl_lines(res)
+    expect(len(objs) == 1 and objs[0].get("kind") == "race", "one race", res)
+    inside = objs[0]["inside"]
+    py, omitted = inside["python"], inside.get("python_omitted")
+    expect(len(py) == 256 and inside["python_truncated"], "256 frames kept, truncated", res)
+    expect(isinstance(omitted, int) and omitted > 100, "the frames left out are counted (%r)" % omitted, res)
+    expect(py[191]["func"] == "descend" and py[192]["func"] == "descend", "the gap is inside the recursion", res)
+    expect(py[-1]["func"].endswith("_bootstrap") and py[-2]["func"].endswith("_bootstrap_inner"),
+           "the outermost frames are the thread's start", res)
+    expect(any(f["func"].endswith("run") and "autotuner" in f["file"] for f in py[:10]), "the tuner frame kept", res)
+    _, text = only_report(res)
+    expect("[%d frames not captured]" % omitted in text, "the text says how many were not captured", res)
+    expect("[previous line repeated" in text, "the text folds the recursion", res)
+    expect(len(text.splitlines()) < 80, "the text report is short (%d lines)" % len(text.splitlines()), res)
+
 # A (found first: slot 0) ran a warmup of another tuner inside its session,
 # over by now, and waits on a fast path; B benchmarks; the main thread
 # enters.  A's slot keeps the evidence bit of its warmup, but its record says
@@ -645,6 +688,12 @@ def check_race_serialize(ctx):
            "the second call ran only after the first ended", res)
     expect(re.search(r"^tunerguard: .*serialized", res.err, re.M), "stderr mentions serialized", res)
     expect("my_kernel" in res.err, "the summary names the contended kernel", res)
+    # the prevented race says so in its headline and SUMMARY line, not 100 lines later
+    _, text = only_report(res)
+    expect(re.search(r"^WARNING: tunerguard: race prevented \(serialize\): thread entered a tuner", text, re.M)
+           and re.search(r"^SUMMARY: tunerguard: tuner race prevented \(serialize\) on 'my_kernel'", text, re.M)
+           and "What it does: nothing: serialize mode made the second thread wait" in text,
+           "the report's headline, SUMMARY and summary say the race was prevented", res)
 
 
 def check_race_off(ctx):
@@ -1565,7 +1614,7 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],

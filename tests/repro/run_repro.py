@@ -75,6 +75,10 @@ EXTRA = {
     # ... a wrapper without the lock serializes nothing: the race is reported
     "user_wrapper_unlocked": dict(script="user_lock.py", args=["--no-lock"], options="mode=detect",
                                   expect="race", kernel="user_lock_kernel", min_runs=1),
+    # the thread inside 60 frames deep in the program, ~60 in import machinery: the report
+    # stays short (folded) and names both call sites and the tuner frame
+    "deep_stack": dict(script="deep_stack.py", args=[], options="mode=detect", expect="race",
+                       kernel="deep_kernel", min_runs=1, check="deep_stack"),
     # stress=1 makes the unchoreographed seeds/004 race show in every run
     "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
                             expect="race", kernel="stress_kernel", min_runs=10),
@@ -214,7 +218,42 @@ def check_pruned_single(jsonl_path, triton_model):
     return None
 
 
-CHECKS = {"two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
+def check_deep_stack(jsonl_path):
+    """The race report of deep_stack.py (the thread inside 60 frames deep in
+    the program and ~60 in import machinery): from WARNING to SUMMARY at most
+    60 lines; it names the entering thread's call site, and for the thread
+    inside both Autotuner.run and its own call site in the program.  Returns
+    None when it holds, else why not."""
+    text = open(jsonl_path[:-len(".jsonl")] + ".txt", errors="replace").read()
+    lines = text.splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("WARNING: tunerguard: thread entered"))
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("SUMMARY: tunerguard:"))
+    except StopIteration:
+        return "no race report from WARNING to SUMMARY"
+    block = lines[start:end + 1]
+    src = open(os.path.join(SCENARIO_DIR, "deep_stack.py")).read().splitlines()
+    vic, ent = ("deep_stack.py:%d" % (1 + next(i for i, ln in enumerate(src) if "# the " + w in ln))
+                for w in ("victim's call site", "entering thread's call site"))
+    inside = next((i for i, ln in enumerate(block) if ln.startswith("  Previous call, still inside")), None)
+    if len(block) > 60:
+        return f"the race report is {len(block)} lines from WARNING to SUMMARY (at most 60)"
+    if inside is None:
+        return "no block of the thread inside"
+    short = "\n".join(block[:6])
+    if ent not in short or vic not in short:
+        return f"the summary lacks a call site ({ent}, {vic}): {short}"
+    if ent not in block[-1]:
+        return f"the SUMMARY line does not name {ent}: {block[-1]}"
+    rest = "\n".join(block[inside:])
+    if not re.search(r"#\d+ Autotuner\.run  ", rest) and not re.search(r"#\d+ run  \S+autotuner\.py", rest):
+        return "the thread inside's stack lacks its Autotuner.run frame"
+    if vic not in rest:
+        return f"the thread inside's stack lacks its call site {vic}"
+    return None
+
+
+CHECKS = {"deep_stack": check_deep_stack, "two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
           "race_at_exit": check_race_at_exit, "pruned_single": check_pruned_single}
 # checks whose verdict depends on the Triton version modelled
 CHECKS_BY_MODEL = {"pruned_single"}

@@ -144,7 +144,7 @@ Test(report_text, long_report_is_complete)
     char *out = fx_capture(tg_report_write_text, &r, &rc);
     cr_assert_eq(rc, 0);
     cr_assert(strlen(out) > 4096);
-    cr_assert(strstr(out, "      #47 deep_function_name  /a/rather/long/path/to/some/module.py:48\n      <truncated>\n"));
+    cr_assert(strstr(out, "      #255 deep_function_name  /a/rather/long/path/to/some/module.py:256\n      <truncated>\n"));
     size_t n = strlen(out);
     cr_assert(n > 19 && !strcmp(out + n - 19, "==================\n"));
     free(out);
@@ -172,5 +172,107 @@ Test(report_text, benchmarking_without_counts)
     int rc;
     char *out = fx_capture(tg_report_write_text, &r, &rc);
     cr_assert(strstr(out, "entered 3.2 ms earlier, benchmarking:\n"), "%s", out);
+    free(out);
+}
+
+/* Names, paths and messages from the program are escaped: a kernel name
+ * holding a newline and "SUMMARY:" cannot forge a second SUMMARY line, nor a
+ * thread name an escape sequence; the JSON keeps them as they are. */
+Test(report_text, program_strings_are_escaped)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    snprintf(r.kernel, sizeof r.kernel, "k\nSUMMARY: tunerguard: forged");
+    snprintf(r.entering.name, sizeof r.entering.name, "T\x1b[2J\r\t\\");
+    snprintf(r.entering.py[2].file, sizeof r.entering.py[2].file, "mo\ndel.py");
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    int summaries = 0, warnings = 0;
+    for (const char *p = out; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        summaries += !strncmp(p, "SUMMARY:", 8);
+        warnings += !strncmp(p, "WARNING:", 8);
+    }
+    cr_assert_eq(summaries, 1, "%s", out);
+    cr_assert_eq(warnings, 1, "%s", out);
+    cr_assert(strstr(out, "'k\\nSUMMARY: tunerguard: forged'"), "%s", out);
+    cr_assert(strstr(out, "thread 'T\\x1b[2J\\r\\t\\\\'"), "%s", out);
+    cr_assert(strstr(out, "mo\\ndel.py:88"), "%s", out);
+    cr_assert(!strchr(out, '\x1b') && !strchr(out, '\r') && !strchr(out, '\t'), "%s", out);
+    free(out);
+}
+
+/* A long stack is folded: a recursion as CPython's traceback does, a run of
+ * import machinery as one line, and the frames of the program, the tuner
+ * and the thread's start kept. */
+Test(report_text, long_stack_is_folded)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    struct tg_thread_view *v = &r.inside;
+    v->npy = 0;
+    fx_py(v, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(v, "<module>", "/usr/lib/python3/site-packages/dep/m1.py", 1);
+    for (int i = 0; i < 30; i++)
+        fx_py(v, i % 3 ? "_find_and_load" : "<module>",
+              i % 3 ? "<frozen importlib._bootstrap>" : "/usr/lib/python3/site-packages/dep/m.py", 1);
+    fx_py(v, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    fx_py(v, "step", "train.py", 12);
+    for (int i = 0; i < 40; i++)
+        fx_py(v, "layer", "train.py", 30);
+    fx_py(v, "main", "train.py", 40);
+    fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    const char *want =
+        "      #0 _bench  /usr/lib/python3/site-packages/triton/runtime/autotuner.py:143\n"
+        "      #1 <module>  /usr/lib/python3/site-packages/dep/m1.py:1\n"
+        "      #2-#31 [30 frames of import machinery, importing m.py ... m.py]\n"
+        "      #32 run  /usr/lib/python3/site-packages/triton/runtime/autotuner.py:171\n"
+        "      #33 step  train.py:12\n"
+        "      #34 layer  train.py:30\n"
+        "      #35 layer  train.py:30\n"
+        "      #36 layer  train.py:30\n"
+        "      [previous line repeated 37 more times]\n"
+        "      #74 main  train.py:40\n"
+        "      #75 run  /usr/lib/python3.11/threading.py:975\n";
+    cr_assert(strstr(out, want), "want:\n%s\ngot:\n%s", want, out);
+    /* the summary names the thread inside's call site in the program */
+    cr_assert(strstr(out, "while thread 'MainThread', called at train.py:12 in step"), "%s", out);
+    free(out);
+}
+
+/* In a long stack a run of library frames that are neither the program's
+ * nor the tuner's (dataclasses, filelock) is one line; in a short one each
+ * frame stays. */
+Test(report_text, library_run_folded_in_long_stack_only)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    struct tg_thread_view *v = &r.inside;
+    v->npy = 0;
+    fx_py(v, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(v, "hook", "train.py", 5);
+    fx_py(v, "acquire", "/usr/lib/python3/site-packages/filelock/_api.py", 300);
+    fx_py(v, "__enter__", "/usr/lib/python3/site-packages/filelock/_api.py", 350);
+    fx_py(v, "__init__", "<string>", 3);
+    fx_py(v, "_process_class", "/usr/lib/python3.11/dataclasses.py", 1000);
+    fx_py(v, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    for (int i = 0; i < 20; i++)
+        fx_py(v, "layer", "train.py", 30 + i);
+    fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    const char *want = "      #1 hook  train.py:5\n"
+                       "      #2-#5 [4 library frames: _api.py ... dataclasses.py]\n"
+                       "      #6 run  /usr/lib/python3/site-packages/triton/runtime/autotuner.py:171\n";
+    cr_assert(strstr(out, want), "want:\n%s\ngot:\n%s", want, out);
+    free(out);
+    v->npy = 8; /* short: nothing folded */
+    fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert(strstr(out, "      #3 __enter__  /usr/lib/python3/site-packages/filelock/_api.py:350\n"), "%s", out);
     free(out);
 }

@@ -1,0 +1,212 @@
+/* Classing and folding of Python frames for the text report.  See
+ * stack_fold.h. */
+#include "reports/stack_fold.h"
+#include "reports/mixed_stack.h"
+#include "reports/report_internal.h"
+
+#include <string.h>
+
+/* A stack longer than this has its library runs folded too. */
+#define TG_FOLD_LONG 24
+/* Innermost frames never folded. */
+#define TG_FOLD_KEEP_INNER 2
+/* A recursion shows this many of its frames, as CPython's traceback.c. */
+#define TG_FOLD_RECURSE_SHOWN 3
+/* A run of library frames (no import machinery) folded from this length. */
+#define TG_FOLD_LIB_RUN 4
+
+static char stdlib_dir[256]; /* written once at arming, before any report */
+static size_t stdlib_len;
+
+void tg_stack_set_stdlib(const char *dir)
+{
+    size_t n = dir ? strlen(dir) : 0;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n == 0 || n + 2 > sizeof stdlib_dir)
+        return;
+    memcpy(stdlib_dir, dir, n);
+    stdlib_dir[n] = '/';
+    stdlib_dir[n + 1] = '\0';
+    stdlib_len = n + 1;
+}
+
+static int has(const char *f, size_t len, const char *s)
+{
+    return memmem(f, len, s, strlen(s)) != NULL;
+}
+
+/* The tuner's own module file ("a.b.C" -> "/a/b.py") into buf; its length. */
+static size_t tuner_module_file(const struct tg_report *r, char *buf)
+{
+    size_t mlen = strnlen(r->tuner_class, sizeof r->tuner_class), dot = mlen, flen = 0;
+    while (dot > 0 && r->tuner_class[dot - 1] != '.')
+        dot--;
+    if (dot <= 1)
+        return 0;
+    buf[flen++] = '/';
+    for (size_t i = 0; i + 1 < dot; i++)
+        buf[flen++] = r->tuner_class[i] == '.' ? '/' : r->tuner_class[i];
+    memcpy(buf + flen, ".py", 3);
+    return flen + 3;
+}
+
+static int is_tuner_file(const struct tg_report *r, const char *f, size_t len)
+{
+    char modfile[sizeof r->tuner_class + 4];
+    size_t flen = tuner_module_file(r, modfile);
+    if (flen && (tg__ends_with(f, len, modfile, flen) || (len == flen - 1 && memcmp(f, modfile + 1, len) == 0)))
+        return 1;
+    return has(f, len, "triton/runtime/") || has(f, len, "triton/testing.py") || has(f, len, "torch/cuda/");
+}
+
+enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *fr)
+{
+    const char *f = fr->file;
+    size_t len = strnlen(f, sizeof fr->file);
+    if (len >= 17 && memcmp(f, "<frozen importlib", 17) == 0)
+        return TG_FC_IMPORT;
+    if (len && f[0] == '<')
+        return memcmp(f, "<frozen ", len < 8 ? len : 8) == 0 ? TG_FC_STDLIB : TG_FC_LIBRARY;
+    if (is_tuner_file(r, f, len))
+        return TG_FC_TUNER;
+    if (has(f, len, "/site-packages/") || has(f, len, "/dist-packages/"))
+        return TG_FC_LIBRARY;
+    int std = stdlib_len ? len > stdlib_len && memcmp(f, stdlib_dir, stdlib_len) == 0
+                         : has(f, len, "/lib/python3.");
+    if (std)
+        return has(f, len, "/importlib/") ? TG_FC_IMPORT : TG_FC_STDLIB;
+    return TG_FC_PROGRAM;
+}
+
+int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v)
+{
+    int n = tg__npy(v), from = 0;
+    for (int i = 0; i < n; i++)
+        if (tg_frame_class(r, &v->py[i]) == TG_FC_TUNER)
+            from = i + 1;
+    for (int pass = 0; pass < 2; pass++) /* below the tuner, else anywhere */
+        for (int i = pass ? 0 : from; i < n; i++)
+            if (tg_frame_class(r, &v->py[i]) == TG_FC_PROGRAM)
+                return i;
+    return -1;
+}
+
+static int same_frame(const struct tg_py_frame *a, const struct tg_py_frame *b)
+{
+    return a->line == b->line && strcmp(a->file, b->file) == 0 && strcmp(a->func, b->func) == 0;
+}
+
+static int put(struct tg_fold_line *out, int max, int k, enum tg_fold_kind kind, int first, int count)
+{
+    if (k < max)
+        out[k] = (struct tg_fold_line){kind, first, count};
+    return k + 1;
+}
+
+static int is_module_body(const struct tg_py_frame *f)
+{
+    return strcmp(f->func, "<module>") == 0;
+}
+
+/* The end of the run of frames from i that a fold may take: neither the
+ * program's nor the tuner's (but a module body run by the import machinery
+ * on both sides of it, unless it is the program frame `keep`), not past
+ * end.  *imports: the run holds import machinery. */
+static int foldable_run(const struct tg_report *r, const struct tg_thread_view *v, int i, int end, int keep,
+                        int *imports)
+{
+    *imports = 0;
+    int j = i;
+    for (; j < end; j++) {
+        enum tg_frame_class c = tg_frame_class(r, &v->py[j]);
+        if (c == TG_FC_PROGRAM && j != keep && j > i && j + 1 < end && is_module_body(&v->py[j]) &&
+            tg_frame_class(r, &v->py[j - 1]) == TG_FC_IMPORT && tg_frame_class(r, &v->py[j + 1]) == TG_FC_IMPORT)
+            continue;
+        if (c == TG_FC_PROGRAM || c == TG_FC_TUNER)
+            break;
+        *imports |= c == TG_FC_IMPORT;
+    }
+    return j;
+}
+
+int tg_py_fold(const struct tg_report *r, const struct tg_thread_view *v, struct tg_fold_line *out, int max)
+{
+    int n = tg__npy(v), k = 0;
+    int gap = v->py_omitted > 0 && n > TG_PY_HEAD_FRAMES ? TG_PY_HEAD_FRAMES : -1;
+    int longstack = n + (v->py_omitted > 0 ? v->py_omitted : 0) > TG_FOLD_LONG;
+    int keep = tg_program_frame(r, v);
+    for (int i = 0; i < n;) {
+        if (i == gap)
+            k = put(out, max, k, TG_FOLD_OMITTED, i, v->py_omitted);
+        int seg_end = gap > i ? gap : n;            /* no fold crosses the gap */
+        int fold_end = seg_end == n ? n - 1 : seg_end; /* nor takes the thread's start */
+        if (i >= TG_FOLD_KEEP_INNER && i < fold_end) {
+            int imports, j = foldable_run(r, v, i, fold_end, keep, &imports);
+            if ((imports && j - i >= 2) || (longstack && j - i >= TG_FOLD_LIB_RUN)) {
+                k = put(out, max, k, imports ? TG_FOLD_IMPORT : TG_FOLD_LIBRARY, i, j - i);
+                i = j;
+                continue;
+            }
+        }
+        int j = i + 1;
+        while (j < seg_end && same_frame(&v->py[j], &v->py[i]))
+            j++;
+        int shown = j - i > TG_FOLD_RECURSE_SHOWN ? TG_FOLD_RECURSE_SHOWN : j - i;
+        for (int s = 0; s < shown; s++)
+            k = put(out, max, k, TG_FOLD_FRAME, i + s, 1);
+        if (j - i > shown)
+            k = put(out, max, k, TG_FOLD_REPEAT, i + shown, j - i - shown);
+        i = j;
+    }
+    return k < max ? k : max;
+}
+
+/* Is native frame i the interpreter's own (evaluation, calls, unnamed
+ * frames of python or libpython, thread start)?  Unknown frames are not. */
+static int in_module(const struct tg_thread_view *v, int i, const char *prefix)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    const char *s = v->native_sym[i], *m = NULL;
+    size_t len = strnlen(s, sizeof v->native_sym[i]);
+    for (size_t k = 0; k + 1 < len; k++)
+        if (s[k] == ' ' && s[k + 1] == '(')
+            m = s + k + 2; /* the last " (module+0x...)" */
+    return m && strncmp(m, prefix, strlen(prefix)) == 0;
+}
+
+int tg_native_interp(const struct tg_thread_view *v, int i)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    return tg_mixed_classify(v->native_sym[i], sizeof v->native_sym[i]) != TG_NATIVE_KEEP ||
+           in_module(v, i, "python") || in_module(v, i, "libpython");
+}
+
+/* The first of the outermost frames that are all the interpreter's or the C
+ * library's (the thread's start): folded with the interpreter's. */
+int tg_native_start_tail(const struct tg_thread_view *v, int n)
+{
+    int t = n;
+    while (t > 0 && (tg_native_interp(v, t - 1) || in_module(v, t - 1, "libc.so")))
+        t--;
+    return t;
+}
+
+/* tunerguard's guard of a tuner method (the call a Python frame of the
+ * tuner already shows), as opposed to its CUDA hooks. */
+int tg_native_guard(const struct tg_thread_view *v, int i)
+{
+    if (!(i < v->nsym && v->native_sym[i][0]))
+        return 0;
+    const char *s = v->native_sym[i];
+    return strncmp(s, "tg_guard_call", 13) == 0 || strncmp(s, "tg__guard_", 10) == 0 ||
+           strncmp(s, "quiet_call", 10) == 0 || in_module(v, i, "libtunerguard_core.so");
+}
+
+/* Does native frame i add to the Python stack? */
+int tg_native_adds(const struct tg_thread_view *v, int i)
+{
+    return !tg_native_interp(v, i) && !tg_native_guard(v, i);
+}

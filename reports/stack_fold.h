@@ -1,0 +1,64 @@
+/* What a report's text shows of a long Python stack: each frame classed
+ * (the program's own code, the tuner, import machinery, the standard
+ * library, other libraries) and the middle folded the way CPython's
+ * traceback does: a recursion (the same frame again) as one line with its
+ * count, a run of import machinery as one line, a long run of library
+ * frames as one line, never the program's or the tuner's frames, never the
+ * innermost frames or the thread's start.  The JSON Lines record keeps every
+ * frame.  Pure functions over the report plus the standard library's
+ * directory: no allocation, no I/O, async-signal-safe. */
+#ifndef TG_STACK_FOLD_H
+#define TG_STACK_FOLD_H
+
+#include "reports/report.h"
+
+enum tg_frame_class {
+    TG_FC_PROGRAM,   /* the program's own code */
+    TG_FC_TUNER,     /* the tuner's module, Triton's launch and benchmarking */
+    TG_FC_IMPORT,    /* <frozen importlib._bootstrap*>, importlib/ */
+    TG_FC_STDLIB,    /* the standard library, other <frozen ...> */
+    TG_FC_LIBRARY,   /* site-packages, dist-packages, <string> and such */
+};
+
+/* The interpreter's standard library directory (the directory of
+ * os.__file__, e.g. "/usr/lib/python3.11"); set once at arming, GIL held,
+ * before any report.  Unset, a path holding "/lib/python3." outside
+ * site-packages counts as the standard library. */
+void tg_stack_set_stdlib(const char *dir);
+
+enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *f);
+
+/* The first frame of v (most recent first) in the program's own code,
+ * searched below the tuner's outermost frame when it has one; -1 if none. */
+int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v);
+
+/* One line of a folded stack. */
+enum tg_fold_kind {
+    TG_FOLD_FRAME,    /* frame `first` */
+    TG_FOLD_REPEAT,   /* "[previous line repeated `count` more times]" */
+    TG_FOLD_IMPORT,   /* `count` import machinery frames from `first` */
+    TG_FOLD_LIBRARY,  /* `count` library frames from `first` */
+    TG_FOLD_OMITTED,  /* `count` frames not captured (v->py_omitted) */
+};
+struct tg_fold_line {
+    enum tg_fold_kind kind;
+    int first, count;
+};
+
+/* Fold v's frames into at most max lines (max >= TG_MAX_PY_FRAMES + 1 shows
+ * every line); returns how many. */
+int tg_py_fold(const struct tg_report *r, const struct tg_thread_view *v, struct tg_fold_line *out, int max);
+
+/* Native frames (symbolized, native_sym[]): the interpreter's own
+ * (evaluation, calls, python/libpython frames of any name, thread start);
+ * tunerguard's guard of a tuner method (a Python frame of the tuner already
+ * shows that call), as opposed to its CUDA hooks; the frames that add to the
+ * Python stack (neither: an extension module, the driver, a hook; an
+ * unsymbolized frame counts).  tg_native_start_tail: the first of the
+ * outermost frames that are all the interpreter's or the C library's. */
+int tg_native_interp(const struct tg_thread_view *v, int i);
+int tg_native_guard(const struct tg_thread_view *v, int i);
+int tg_native_adds(const struct tg_thread_view *v, int i);
+int tg_native_start_tail(const struct tg_thread_view *v, int n);
+
+#endif

@@ -1,0 +1,132 @@
+/* The race summary of the text report.  See text_summary.h. */
+#include "reports/text_summary.h"
+#include "reports/report_internal.h"
+#include "reports/stack_fold.h"
+
+#define W_FIELD(w, field) tg_w_text((w), (field), TG__FIELD_SIZE(field))
+
+/* "thread 'NAME'" */
+static void thread_word(struct tg_w *w, const struct tg_thread_view *v)
+{
+    tg_w_str(w, "thread '");
+    if (v->name[0])
+        W_FIELD(w, v->name);
+    else
+        tg_w_str(w, "?");
+    tg_w_char(w, '\'');
+}
+
+/* The frame a thread came from: its first frame in the program's own code,
+ * else the frame the SUMMARY line would name; NULL if it has none. */
+static const struct tg_py_frame *site_of(const struct tg_report *r, const struct tg_thread_view *v)
+{
+    int i = tg_program_frame(r, v);
+    if (i < 0)
+        i = tg__call_site_frame(r, v);
+    return i >= 0 ? &v->py[i] : NULL;
+}
+
+static void file_line(struct tg_w *w, const struct tg_py_frame *f)
+{
+    W_FIELD(w, f->file);
+    tg_w_char(w, ':');
+    tg_w_i64(w, f->line);
+}
+
+/* " at FILE:LINE in FUNC" or " (call site unknown)" */
+static void site(struct tg_w *w, const struct tg_py_frame *f)
+{
+    if (!f) {
+        tg_w_str(w, " (call site unknown)");
+        return;
+    }
+    tg_w_str(w, " at ");
+    file_line(w, f);
+    tg_w_str(w, " in ");
+    W_FIELD(w, f->func);
+}
+
+/* "kernel 'K' (tuner CLASS)", or the class and method where no kernel name */
+static void what_tuner(struct tg_w *w, const struct tg_report *r)
+{
+    if (r->kernel[0] && !(r->kernel[0] == '?' && r->kernel[1] == '\0')) {
+        tg_w_str(w, "kernel '");
+        W_FIELD(w, r->kernel);
+        tg_w_str(w, "' (tuner ");
+    } else {
+        tg_w_str(w, "a kernel without a name (tuner ");
+    }
+    if (r->tuner_class[0])
+        W_FIELD(w, r->tuner_class);
+    else
+        tg_w_char(w, '?');
+    tg_w_str(w, ", method ");
+    if (r->method[0])
+        W_FIELD(w, r->method);
+    else
+        tg_w_char(w, '?');
+    tg_w_char(w, ')');
+}
+
+static void effect(struct tg_w *w, const struct tg_report *r)
+{
+    tg_w_str(w, "  What it does: ");
+    if (r->serialized)
+        tg_w_str(w, "nothing: serialize mode made the second thread wait until the tuner was free;"
+                    " the two calls did not overlap.\n");
+    else if (r->seen_at_exit)
+        tg_w_str(w, "the earlier call's return cleared the arguments on the shared tuner (self.nargs = None)"
+                    " that the benchmarking thread reads next: TypeError: 'NoneType' object is not a mapping"
+                    " in its benchmark, or a benchmark on the other call's tensors.\n");
+    else if (r->high_severity)
+        tg_w_str(w, "the arguments the benchmarking thread keeps on the shared tuner can be cleared"
+                    " (TypeError: 'NoneType' object is not a mapping) or replaced by the other call's under it;"
+                    " tensors named in reset_to_zero/restore_value can be zeroed or overwritten while the"
+                    " other call uses them; and the configs it times run under load.\n");
+    else
+        tg_w_str(w, "little so far: the thread inside was on the fast path of a tuned key, nothing was"
+                    " benchmarking; the same overlap during a benchmark clears its arguments.\n");
+}
+
+static void fix(struct tg_w *w, const struct tg_report *r, const struct tg_py_frame *at)
+{
+    if (r->serialized) {
+        tg_w_str(w, "  What to do: nothing while mode=serialize stays on; to avoid the wait, ");
+    } else {
+        tg_w_str(w, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or ");
+    }
+    if (at) {
+        tg_w_str(w, "call ");
+        file_line(w, at);
+        tg_w_str(w, " once from one thread before starting the others; or hold one lock around ");
+        file_line(w, at);
+        tg_w_str(w, ".\n");
+    } else {
+        tg_w_str(w, "let one thread make the first call of the kernel before starting the others; or hold"
+                    " one lock around the call.\n");
+    }
+}
+
+void tg__text_race_summary(struct tg_w *w, const struct tg_report *r)
+{
+    const struct tg_thread_view *e = &r->entering, *in = &r->inside;
+    const struct tg_py_frame *es = site_of(r, e), *is = site_of(r, in);
+    tg_w_str(w, "  In short: ");
+    what_tuner(w, r);
+    tg_w_str(w, "\n    called by ");
+    thread_word(w, e);
+    site(w, es);
+    tg_w_str(w, "\n    while ");
+    thread_word(w, in);
+    tg_w_str(w, ", called");
+    site(w, is);
+    if (r->seen_at_exit)
+        tg_w_str(w, ", returned from it.\n");
+    else if (in->benchmarking)
+        tg_w_str(w, ", was inside it benchmarking.\n");
+    else
+        tg_w_str(w, ", was inside it.\n");
+    effect(w, r);
+    fix(w, r, es ? es : is);
+    tg_w_char(w, '\n');
+}
