@@ -36,7 +36,7 @@ struct tg_py_api {
     PyObject *none;        /* &_Py_NoneStruct */
     PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
-    int free_threaded;     /* a 3.13t build: not served */
+    int free_threaded;     /* a 3.13t or 3.14t build: not served */
     int supported;         /* 3.9+ and not free-threaded */
     char version[24];      /* "3.8.18": Py_GetVersion up to the first space */
 };
@@ -47,21 +47,31 @@ extern struct tg_py_api tg_py;
  * Py_DecRef is a function CPython itself never calls (its code uses the
  * macro), so a call faults in a window of the interpreter's code for us
  * alone (64 KiB of RSS in Debian's python3.11: docs/benchmarks.md, "Start-up
- * cost"); _Py_Dealloc is what the macro calls.  The header is the same on
- * the versions this does itself, 3.9 to 3.13 without free threading: the
- * count first, and from 3.12 a count whose low 32 bits are negative is
- * immortal.  Elsewhere, or without _Py_Dealloc, Py_DecRef.  A debug build's
+ * cost"); _Py_Dealloc is what the macro calls.  The header is the count
+ * first on the versions this does itself, 64-bit 3.9 to 3.14 without free
+ * threading.  3.9-3.11: the whole word counts.  3.12+: the low 32 bits count
+ * (3.14 declares them a uint32_t, with ob_overflow and ob_flags above), and
+ * a count negative there is immortal: left alone.
+ * Elsewhere, or without _Py_Dealloc, Py_DecRef.  A debug build's
  * sys.gettotalrefcount() does not see these.  GIL held; o not NULL. */
 static inline void tg_py_decref(PyObject *o)
 {
-    if (tg_py.minor < 9 || tg_py.minor > 13 || tg_py.free_threaded || !tg_py._Py_Dealloc) {
+    if (tg_py.minor < 9 || tg_py.minor > 14 || tg_py.free_threaded || !tg_py._Py_Dealloc ||
+        sizeof(Py_ssize_t) != 8) {
         tg_py.Py_DecRef(o);
         return;
     }
     Py_ssize_t *count = (Py_ssize_t *)(void *)o;
-    if (tg_py.minor >= 12 && (int32_t)*count < 0)
+    if (tg_py.minor < 12) {
+        if (--*count == 0)
+            tg_py._Py_Dealloc(o);
         return;
-    if (--*count == 0)
+    }
+    uint32_t low = (uint32_t)*count; /* the low half by value: either byte order */
+    if ((int32_t)low < 0)
+        return;
+    --*count; /* low >= 1 (our reference): nothing borrowed from the bits above */
+    if (low == 1)
         tg_py._Py_Dealloc(o);
 }
 

@@ -562,6 +562,64 @@ def check_race_after_warmup(ctx):
            "C's race with B (benchmarking) reported high, naming B", res)
 
 
+# A guarded call made from a hot loop: specialized by the adaptive
+# interpreter (3.11+) and, where the JIT is on (3.14 with PYTHON_JIT=1: the
+# integration/race/3.14-debian-jit test), run from a compiled trace.  The guard
+# must stay in that path: the main thread's calls from the hot loop's trace
+# overlap a victim parked inside and are reported.  Where the JIT is on, the
+# program checks that the loop did get a trace (an executor on its code).
+HOT_LOOP_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    assert is_guarded(Autotuner), "Autotuner.run is not guarded"
+    tuner = Autotuner(my_kernel)
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":
+            entered.set()
+            release.wait(20)
+    tuner.hook = hook
+    def loop(n, last, t=tuner):
+        done = 0
+        for i in range(n):
+            t.run(last if i == n - 1 else "warm")
+            done += 1
+        return done
+    loop(20000, "warm")
+    jit = getattr(sys, "_jit", None)
+    traced = None
+    if jit is not None and jit.is_enabled():
+        import _opcode
+        traced = False
+        for off in range(0, len(loop.__code__.co_code), 2):
+            try:
+                traced = traced or _opcode.get_executor(loop.__code__, off) is not None
+            except (ValueError, RuntimeError):
+                pass
+    print("TRACED", traced)
+    th = threading.Thread(target=loop, args=(3, "victim"), name="victim")
+    th.start()
+    entered.wait(20)
+    loop(3, "other")
+    release.set()
+    th.join()
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_race_hot_loop(ctx):
+    res = ctx.run_py(HOT_LOOP_PROG, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    expect("TRACED False" not in res.out, "the JIT is on but traced no loop", res)
+    expect(os.environ.get("PYTHON_JIT") != "1" or "TRACED True" in res.out,
+           "PYTHON_JIT=1 (integration/race/3.14-debian-jit) but the JIT is not on", res)
+    expect(re.search(r"^tunerguard: 1 race reported \(3 seen\)", res.err, re.M),
+           "each of the main thread's three calls seen (two of them from the trace, where there is one)", res)
+    objs = jsonl_lines(res)
+    expect(objs and objs[0].get("entering", {}).get("name") == "MainThread"
+           and objs[0].get("inside", {}).get("name") == "victim",
+           "the hot loop's call racing the victim is reported", res)
+
+
 # Ctrl-C whose handler runs inside tunerguard's own Python code: the
 # KeyboardInterrupt is the program's, so the guarded call raises it, and a
 # call interrupted before it was made is not made (a wait for it is
@@ -1614,7 +1672,8 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
+    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
+             check_race_hot_loop, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],

@@ -65,4 +65,5 @@ for name in order:
         x.join(T)
 print("results", results)
 print("record reused", selves.get("new-thread") == selves["doomed"])
+sys.stdout.flush()  # os._exit flushes nothing: a pipe's buffer would be lost
 os._exit(0 if sorted(results) == ["main-call", "new-thread"] else 1)  # the dead thread never finishes

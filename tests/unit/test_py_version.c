@@ -1,6 +1,6 @@
 /* Which interpreters tunerguard serves (core/py_api.c tg_py_version_parse),
  * from Py_GetVersion() strings as each kind of build prints them: 3.9 to
- * 3.13 with a GIL are served; 3.8 and older, a free-threaded 3.13t and
+ * 3.14 with a GIL are served; 3.8 and older, a free-threaded 3.13t or 3.14t and
  * whatever is not a 3.x are not (shim/py_arm.c then says one line when a
  * target module is imported).  No interpreter is loaded: the strings are
  * the ones those builds print. */
@@ -22,6 +22,7 @@ Test(py_version, served_versions)
         {"3.12.1 (main, Nov 28 2026, 10:00:00) [GCC 12.2.0]", 12},
         {"3.13.0 (main, Nov 28 2026, 10:00:00) [GCC 12.2.0]", 13},
         {"3.14.0a1+ (heads/main:1234567, Oct 1 2024) [GCC 14.1.0]", 14},
+        {"3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]", 14}, /* Debian sid's python3.14 */
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int minor = -2, ft = -2;
@@ -48,11 +49,17 @@ Test(py_version, older_than_3_9)
 
 Test(py_version, free_threaded)
 {
-    int minor = -2, ft = -2;
-    const char *v = "3.13.0 experimental free-threading build (main, Oct 7 2024, 10:00:00) [GCC 12.2.0]";
-    cr_expect(!served(v, &minor, &ft));
-    cr_expect_eq(minor, 13);
-    cr_expect_eq(ft, 1);
+    /* 3.13t says "experimental"; 3.14t (PEP 779: supported) no longer does. */
+    static const struct { const char *v; int minor; } ft_builds[] = {
+        {"3.13.0 experimental free-threading build (main, Oct 7 2024, 10:00:00) [GCC 12.2.0]", 13},
+        {"3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]", 14},
+    };
+    for (size_t i = 0; i < sizeof ft_builds / sizeof ft_builds[0]; i++) {
+        int minor = -2, ft = -2;
+        cr_expect(!served(ft_builds[i].v, &minor, &ft), "%s", ft_builds[i].v);
+        cr_expect_eq(minor, ft_builds[i].minor, "%s", ft_builds[i].v);
+        cr_expect_eq(ft, 1, "%s", ft_builds[i].v);
+    }
 }
 
 Test(py_version, not_a_python3)

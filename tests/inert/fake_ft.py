@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""A free-threaded CPython gets exactly one line, naming the module and the
+version, when a target module is imported, and nothing else (no interpreter
+of that kind can be had here: tests/inert/fake_ft_python.c stands in for one).
+
+  fake_ft.py --prog FAKE_FT_PYTHON --lib LIB
+
+Checks, with LD_PRELOAD=LIB and verbosity=2: a 3.14t and a 3.13t version
+string, target modules imported four times among others: the one exact line;
+no target imported: nothing; the same stand-in saying a GIL build's 3.14:
+no such line (tunerguard then serves it, which the stand-in cannot host, so
+only the absence of the refusal is checked).  Exit 0 or 1."""
+import argparse
+import os
+import subprocess
+import sys
+
+LINE = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is a free-threaded build, "
+        "which tunerguard does not serve: its tuners run unguarded")
+FT = {"3.14.0": "3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]",
+      "3.13.1": "3.13.1 experimental free-threading build (main, Dec 3 2024, 10:00:00) [GCC 12.2.0]"}
+
+
+def run(prog, lib, version, mods):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "TUNERGUARD_OPTIONS")}
+    env.update(LD_PRELOAD=lib, TUNERGUARD_OPTIONS="verbosity=2", TG_FAKE_PY_VERSION=version)
+    return subprocess.run([prog] + mods, env=env, capture_output=True, text=True, timeout=60)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--lib", required=True)
+    a = ap.parse_args()
+    lib = os.path.abspath(a.lib)
+    fails = []
+
+    def check(what, ok, detail):
+        print(("ok   " if ok else "FAIL ") + what + ("" if ok else ": %r" % (detail,)))
+        if not ok:
+            fails.append(what)
+
+    mods = ["os", "triton", "triton.runtime", "triton.runtime.autotuner", "triton.runtime.autotuner",
+            "json", "triton.runtime.autotuner", "triton.runtime.autotuner"]
+    for short, version in FT.items():
+        p = run(a.prog, lib, version, mods)
+        check("%s free-threaded, a target imported: exactly the one line" % short,
+              p.returncode == 0 and p.stderr == LINE.format(v=short) + "\n"
+              and p.stdout.startswith("1 audit hook(s)"), (p.returncode, p.stdout, p.stderr))
+        p = run(a.prog, lib, version, ["os", "json", "triton"])
+        check("%s free-threaded, no target imported: nothing" % short,
+              p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr))
+    p = run(a.prog, lib, "3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]", ["os", "json"])
+    check("3.14 with a GIL: no refusal", "free-threaded" not in p.stderr, p.stderr)
+    print("fake_ft: %d failure(s)" % len(fails) if fails else "fake_ft: all checks hold")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
