@@ -5,8 +5,8 @@
 #
 #   list   print "<triton>=<python tag>=<venv python>" per release, made or not
 #   make   make each venv that is missing (pip install --no-deps triton==<ver>: one
-#          wheel of 150-200 MB per release from the Python package index); a venv
-#          already there is reused.  A release whose interpreter is missing or whose
+#          wheel of well over 100 MB per release from the Python package index, 0.5 to
+#          1 GB once installed); a venv already there is reused.  A release whose interpreter is missing or whose
 #          wheel cannot be installed is said in one line and left out (its ctest
 #          test is then SKIPPED and tools/dev test lists it).
 #
@@ -32,25 +32,30 @@ list() {
 }
 
 make_one() {
-    local t=$1 p=$2 dir tmp py=$PYENV/$2/bin/python extras
-    extras=$(extras_for "$p")
+    local t=$1 p=$2 dir tmp py=$PYENV/$2/bin/python
+    local -a extras
+    read -r -a extras <<<"$(extras_for "$p")"
     dir=$(venv_of "$t" "$p")
     [ -f "$dir/.complete" ] && return 0
     if [ ! -x "$py" ]; then
         echo "tools/triton_releases.sh: Triton $t: no interpreter $py; its reproducers will be SKIPPED" >&2
         return 1
     fi
-    echo "tools/triton_releases.sh: Triton $t: pip install --no-deps triton==$t into $dir ${extras:+ and $extras} (one wheel, ~200 MB)" >&2
+    echo "tools/triton_releases.sh: Triton $t: pip install --no-deps triton==$t into $dir${extras[*]:+ with ${extras[*]}} (one wheel, well over 100 MB)" >&2
     mkdir -p "$CACHE"
     tmp=$(mktemp -d "$CACHE/.triton-$t-py$p.XXXXXX")
     if "$py" -m venv "$tmp" >/dev/null &&
-       "$tmp/bin/python" -m pip install -q --no-deps --no-cache-dir "triton==$t" $(extras_for "$p") \
+       "$tmp/bin/python" -m pip install -q --no-deps --no-cache-dir "triton==$t" "${extras[@]}" \
            >"$tmp/pip.log" 2>&1 &&
        "$tmp/bin/python" -c "import triton.runtime.autotuner" >>"$tmp/pip.log" 2>&1; then
         touch "$tmp/.complete"
-        rm -rf "$dir"
-        # venvs name their own path in bin/ scripts: make it where it will live
-        mv "$tmp" "$dir" && "$py" -m venv --upgrade "$dir" >/dev/null
+        if [ -f "$dir/.complete" ]; then  # another run made it meanwhile: keep that one
+            rm -rf "$tmp"
+            return 0
+        fi
+        rm -rf "$dir"  # a venv left unfinished
+        # venvs name their own path in bin/ scripts: write them where it will live
+        mv -T "$tmp" "$dir" && "$py" -m venv --upgrade "$dir" >/dev/null
         return 0
     fi
     echo "tools/triton_releases.sh: Triton $t on Python $p could not be installed (last lines of pip):" >&2
