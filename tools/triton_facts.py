@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""tools/triton_facts.py [--check FILE]: the table of what tunerguard relies on in each Triton
-release (docs/triton-versions.md), read from each release's own triton.runtime.autotuner in
-its venv (tools/triton_releases.sh) and from the model of Triton main (tests/repro/model).
+"""tools/triton_facts.py --fakecuda DIR [--check FILE]: the table of what tunerguard relies on
+in each Triton release (docs/triton-versions.md), read from each release's own
+triton.runtime.autotuner in its venv (tools/triton_releases.sh) and from the model of Triton
+main (tests/repro/model).
 
-Each row is measured from the code the interpreter imports: the methods Autotuner defines,
-and the statements of their source (ast).  Prints the Markdown table; with --check FILE,
-exits 1 when FILE's table (between the facts markers) differs, 77 when a venv is missing.
+Each row is measured in the interpreter that imports that Triton, without tunerguard: the
+methods Autotuner defines and the statements of their source (ast), and, for the rows that say
+"(run)", two calls of an autotuned kernel through the stand-ins of tests/repro (the stand-in
+libcuda in DIR counts the synchronizes).  Prints the Markdown table; with --check FILE, exits 1
+when FILE's table (between the facts markers) differs, 77 when a venv is missing.
 """
+import argparse
 import json
 import os
 import subprocess
@@ -18,6 +22,12 @@ BEGIN, END = "<!-- triton_facts.py: begin -->", "<!-- triton_facts.py: end -->"
 # Runs in each interpreter: prints {row id: bool}.
 PROBE = r'''
 import ast, inspect, json, sys, textwrap
+import os
+sys.path.insert(0, os.environ["TG_STANDIN_DIR"])
+if os.environ.get("TG_TRITON_RELEASE") == "1":
+    import triton_standin
+    triton_standin.install()
+import triton
 from triton.runtime import autotuner as m
 A = m.Autotuner
 
@@ -53,6 +63,31 @@ facts = {
     "none_safe_hooks": "self.restore_copies.items()" in init_src,
     "key_names_checked": "not kernel arguments" in init_src,
 }
+
+# (run): one call pruned to one config, then one call that tunes two, each on a new key
+import ctypes
+lib = ctypes.CDLL("libcuda.so.1")
+lib.fakecuda_count.restype = ctypes.c_ulonglong
+lib.fakecuda_count.argtypes = [ctypes.c_char_p]
+syncs = lambda: lib.fakecuda_count(b"cuCtxSynchronize")
+
+def prune(configs, named_args, **kwargs):
+    return configs[:1] if named_args["n"] == 1 else configs
+
+@triton.autotune(configs=[triton.Config({"B": 1}), triton.Config({"B": 2})], key=["n"],
+                 prune_configs_by={"early_config_prune": prune})
+@triton.jit
+def kernel(n, B: triton.language.constexpr = 0):
+    pass
+
+s0 = syncs()
+kernel[(1,)](1)
+s1 = syncs()
+kernel[(1,)](2)
+s2 = syncs()
+facts["run_single_syncs"] = s1 > s0
+facts["run_tuning_syncs"] = s2 > s1
+facts["run_nargs_none"] = "nargs" in vars(kernel) and kernel.nargs is None
 json.dump(facts, sys.stdout)
 '''
 
@@ -71,32 +106,38 @@ ROWS = [
     ("none_safe_hooks", "the default `_post_hook` restores what `self.restore_copies` holds (no `KeyError` "
      "when another thread emptied it)"),
     ("key_names_checked", "`key`, `reset_to_zero`, `restore_value` names checked against the kernel's arguments"),
+    ("run_tuning_syncs", "(run) a call that tunes two configs synchronizes"),
+    ("run_single_syncs", "(run) a call whose pruning leaves one config synchronizes"),
+    ("run_nargs_none", "(run) after a call, `nargs` is in the instance `__dict__`, `None`"),
 ]
 
 
 def columns():
     out = subprocess.run([os.path.join(ROOT, "tools", "triton_releases.sh"), "list"], capture_output=True,
                          text=True, check=True).stdout.split()
-    cols = [(f"{t.split('=')[0]}", t.split("=")[2], {}) for t in out]
-    env = dict(os.environ, TG_TRITON_MODEL="main", PYTHONPATH=os.path.join(ROOT, "tests", "repro", "model"))
-    cols.append(("main (model)", sys.executable, env))
+    standin = os.path.join(ROOT, "tests", "repro", "standin")
+    cols = [(t.split("=")[0], t.split("=")[2], {"TG_TRITON_RELEASE": "1", "TG_STANDIN_DIR": standin}) for t in out]
+    cols.append(("main (model)", sys.executable,
+                 {"TG_TRITON_MODEL": "main", "TG_STANDIN_DIR": os.path.join(ROOT, "tests", "repro", "model")}))
     return cols
 
 
-def probe(python, env):
-    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD")}, **env}
+def probe(python, env, fakecuda):
+    env = {**{k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD", "TG_TRITON_MODEL",
+                                                                "TG_TRITON_RELEASE")}, **env}
+    env["LD_LIBRARY_PATH"] = fakecuda + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     p = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, env=env, cwd="/")
     if p.returncode != 0:
         raise RuntimeError(f"{python}: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
     return json.loads(p.stdout)
 
 
-def table():
+def table(fakecuda):
     cols = columns()
     missing = [c[0] for c in cols if not os.path.exists(c[1])]
     if missing:
         return None, f"no venv for Triton {', '.join(missing)} (tools/triton_releases.sh make)"
-    facts = [(name, probe(py, env)) for name, py, env in cols]
+    facts = [(name, probe(py, env, fakecuda)) for name, py, env in cols]
     lines = ["| What | " + " | ".join(n for n, _ in facts) + " |",
              "| --- |" + " --- |" * len(facts)]
     for key, text in ROWS:
@@ -105,11 +146,14 @@ def table():
 
 
 def main():
-    check = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--check" else None
-    if len(sys.argv) not in (1, 3) or (len(sys.argv) == 3 and not check):
-        sys.stderr.write("usage: tools/triton_facts.py [--check FILE]\n")
-        return 2
-    text, why = table()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fakecuda", required=True, help="directory of the stand-in libcuda.so.1 (build/tests/fakecuda)")
+    ap.add_argument("--check", metavar="FILE", help="compare with FILE's table instead of printing")
+    a = ap.parse_args()
+    check = a.check
+    if not os.path.isfile(os.path.join(a.fakecuda, "libcuda.so.1")):
+        ap.error(f"--fakecuda {a.fakecuda!r} has no libcuda.so.1")
+    text, why = table(os.path.abspath(a.fakecuda))
     if why:
         print(f"SKIP: {why}")
         return 77 if check else 1
@@ -123,7 +167,7 @@ def main():
     have = doc.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
     if have != text:
         print(f"{check}: the facts table differs from what the releases say; regenerate with "
-              f"tools/triton_facts.py:\n{text}")
+              f"tools/triton_facts.py --fakecuda build/tests/fakecuda:\n{text}")
         return 1
     print(f"{check}: the facts table matches the releases")
     return 0
