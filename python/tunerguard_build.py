@@ -40,7 +40,7 @@ PKG_SRC = os.path.join(ROOT, "python", "tunerguard")
 
 # Source files shipped for `tunerguard repro` (paths under the package mirror
 # the source tree: the command looks for tests/repro and tests/gpu there).
-REPRO_TREES = ["tests/repro/model", "tests/repro/scenarios"]
+REPRO_TREES = ["tests/repro/model", "tests/repro/scenarios", "tests/repro/standin"]
 REPRO_FILES = ["tests/repro/run_repro.py", "tests/repro/README.md", "tests/gpu/triton_races.py"]
 
 

@@ -15,6 +15,12 @@ LD_PRELOAD and TUNERGUARD_OPTIONS are set in the child's environment only, and
 removed from it for the none/control modes. The child gets
 LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory.
 
+The Triton the children import: the model in tests/repro/model (TG_TRITON_MODEL, the
+default), or, with --triton-release X.Y.Z, the release installed in --python's
+environment (TG_TRITON_RELEASE=1: its own triton.runtime.autotuner, driven through
+the stand-in kernel, driver and do_bench of standin/triton_standin.py); the run
+first checks that that interpreter imports triton X.Y.Z.
+
 Exit status: 0 all outcomes as expected; 1 some differ; 2 usage error;
 77 (--skip-if-missing and the interpreter is absent: ctest's SKIP_RETURN_CODE).
 """
@@ -45,8 +51,9 @@ SCENARIOS = {
     "disk_cache": ("disk_cache_kernel", NONE_IS_NOT_A_MAPPING),
     "pruned_single": ("pruned_single_kernel", NONE_IS_NOT_A_MAPPING),
 }
-# The Triton versions the model has (TG_TRITON_MODEL, model/triton/_model.py).
-TRITON_MODELS = ("3.4", "3.5", "3.6", "3.7", "main", "unknown")  # unknown: main with the graded names renamed
+# The Triton versions the model has (TG_TRITON_MODEL, model/triton/_model.py); the
+# releases themselves run with --triton-release.
+TRITON_MODELS = ("3.6", "main", "unknown")  # unknown: main with the graded names renamed
 # Scenarios with options and an expectation of their own, run once per run
 # (mode "extra") instead of the none/detect/serialize matrix:
 #   race          the text report has a race ("thread entered a tuner another
@@ -277,7 +284,12 @@ def child_env(args, mode, log_prefix):
     ld = env.get("LD_LIBRARY_PATH")
     env["LD_LIBRARY_PATH"] = args.fakecuda + (":" + ld if ld else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["TG_TRITON_MODEL"] = args.triton_model  # the one --triton-model (or its default) named
+    if args.triton_release:
+        env.pop("TG_TRITON_MODEL", None)
+        env["TG_TRITON_RELEASE"] = "1"
+    else:
+        env.pop("TG_TRITON_RELEASE", None)
+        env["TG_TRITON_MODEL"] = args.triton_model  # the one --triton-model (or its default) named
     if mode in ("detect", "serialize"):
         env["LD_PRELOAD"] = args.lib
         env["TUNERGUARD_OPTIONS"] = f"mode={mode}:log_path={log_prefix}"
@@ -456,6 +468,19 @@ def run_extra(args, scenario):
     return rec
 
 
+def check_release(python, version):
+    """None when `python` imports triton `version` (and not the model), else why not."""
+    probe = "import triton, sys; sys.stdout.write(triton.__version__ + ' ' + triton.__file__)"
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "PYTHONPATH", "TG_TRITON_MODEL")}
+    proc = subprocess.run([python, "-c", probe], cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return f"{python} cannot import triton: {(proc.stderr.strip().splitlines() or ['?'])[-1]}"
+    got, path = proc.stdout.split(" ", 1)
+    if got != version or os.path.join("tests", "repro", "model") in path:
+        return f"{python} imports triton {got} from {path}, not the release {version}"
+    return None
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--lib", help="path of libtunerguard.so (needed for detect and serialize)")
@@ -463,12 +488,16 @@ def main():
     p.add_argument("--python", default=sys.executable, help="interpreter for the children (default: this one)")
     p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS) + sorted(EXTRA),
                    help="repeatable; default all")
+    p.add_argument("--all-matrix", action="store_true",
+                   help="every scenario of the none/detect/serialize matrix, besides those --scenario names")
     p.add_argument("--skip-scenario", action="append", default=[], choices=sorted(SCENARIOS) + sorted(EXTRA),
                    help="repeatable; leave this one out of the default (all) or of --scenario's list")
     p.add_argument("--mode", action="append", choices=MODES,
                    help=f"repeatable; default {', '.join(DEFAULT_MODES)}")
     p.add_argument("--triton-model", default=os.environ.get("TG_TRITON_MODEL") or "3.6", choices=TRITON_MODELS,
                    help="the Triton version the model's Autotuner follows (default: $TG_TRITON_MODEL, else 3.6)")
+    p.add_argument("--triton-release", metavar="X.Y.Z",
+                   help="run against the Triton release installed for --python (it must import as X.Y.Z)")
     p.add_argument("--runs", type=int, default=1, help="runs of each scenario x mode (default 1)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per child (default 120)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
@@ -483,11 +512,20 @@ def main():
 
     if not (os.path.isfile(args.python) and os.access(args.python, os.X_OK)) and not shutil.which(args.python):
         if args.skip_if_missing:
-            print(f"SKIP: interpreter {args.python} not installed")
+            print(f"SKIP: Triton {args.triton_release}: no venv {args.python} (tools/triton_releases.sh make)"
+                  if args.triton_release else f"SKIP: interpreter {args.python} not installed")
             return SKIP
         p.error(f"interpreter {args.python} not found")
-    default = list(SCENARIOS) + [sc for sc in EXTRA if args.triton_model in EXTRA[sc].get("models", TRITON_MODELS)]
-    scenarios = [sc for sc in args.scenario or default if sc not in args.skip_scenario]
+    if args.triton_release:
+        why = check_release(args.python, args.triton_release)
+        if why:
+            print(f"FAIL: {why}")
+            return 1
+        args.triton_model = "release-" + args.triton_release  # for the checks: a release, not a model
+    default = list(SCENARIOS) + [sc for sc in EXTRA if args.triton_model in EXTRA[sc].get("models", TRITON_MODELS)
+                                 or (args.triton_release and "models" not in EXTRA[sc])]
+    chosen = (list(SCENARIOS) if args.all_matrix else []) + (args.scenario or ([] if args.all_matrix else default))
+    scenarios = [sc for sc in chosen if sc not in args.skip_scenario]
     modes = args.mode or list(DEFAULT_MODES)
     if any(m in ("detect", "serialize") for m in modes) or any(sc in EXTRA for sc in scenarios):
         if not args.lib or not os.path.isfile(args.lib):
@@ -509,12 +547,14 @@ def main():
 
     all_ok = all(r["ok"] for r in records)
     if args.json:
-        json.dump({"python": args.python, "lib": args.lib, "triton_model": args.triton_model, "runs": args.runs,
+        json.dump({"python": args.python, "lib": args.lib, "triton_model": args.triton_model,
+                   "triton_release": args.triton_release, "runs": args.runs,
                    "ok": all_ok, "results": records},
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        print(f"python: {args.python}   triton model: {args.triton_model}   runs per cell: {args.runs}")
+        triton = f"triton release: {args.triton_release}" if args.triton_release else f"triton model: {args.triton_model}"
+        print(f"python: {args.python}   {triton}   runs per cell: {args.runs}")
         width = max(len(s) for s in scenarios)
         for scenario in scenarios:
             for mode in (["extra"] if scenario in EXTRA else modes):

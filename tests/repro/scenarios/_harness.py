@@ -33,7 +33,7 @@ import threading
 import traceback
 
 REPRO_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPRO_DIR, "model"))  # the model package `triton`; never via PYTHONPATH
+import _which_triton  # noqa: E402,F401  (the model, or the release: TG_TRITON_RELEASE; before `import triton`)
 
 SAFETY_TIMEOUT_S = 30.0
 EXIT_PASS, EXIT_RACE, EXIT_HARNESS = 0, 1, 2

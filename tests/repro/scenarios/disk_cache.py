@@ -24,7 +24,7 @@ import _harness  # noqa: E402
 
 h = _harness.Harness("disk_cache", __doc__)
 
-import triton  # noqa: E402  (the model, from tests/repro/model)
+import triton  # noqa: E402  (the model or a release: _which_triton)
 import triton.language as tl  # noqa: E402
 from repro_tensor import Tensor  # noqa: E402
 

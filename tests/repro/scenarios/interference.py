@@ -13,7 +13,7 @@ import sys
 
 import _harness  # puts the model package on sys.path
 
-import triton  # noqa: E402  (the model)
+import triton  # noqa: E402  (the model or a release: _which_triton)
 from triton.runtime.driver import driver  # noqa: E402
 
 same = "--same-device" in sys.argv

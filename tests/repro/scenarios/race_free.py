@@ -9,9 +9,9 @@ import os
 import sys
 import threading
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model"))
+import _which_triton  # noqa: E402,F401  (the model, or the release: TG_TRITON_RELEASE)
 
-import triton  # noqa: E402  (the model)
+import triton  # noqa: E402
 from repro_tensor import Tensor  # noqa: E402
 
 KEYS = ("torch.float32", "torch.float16")

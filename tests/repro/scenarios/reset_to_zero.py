@@ -27,7 +27,7 @@ import _harness
 
 h = _harness.Harness("reset_to_zero", __doc__)
 
-import triton  # noqa: E402  (the model, from tests/repro/model)
+import triton  # noqa: E402  (the model or a release: _which_triton)
 import triton.language as tl  # noqa: E402
 from repro_tensor import Tensor  # noqa: E402
 

@@ -16,7 +16,7 @@ import _harness
 
 h = _harness.Harness("seeds004", __doc__)
 
-import triton  # noqa: E402  (the model, from tests/repro/model)
+import triton  # noqa: E402  (the model or a release: _which_triton)
 
 N_THREADS = 8
 N_CONFIGS = 8

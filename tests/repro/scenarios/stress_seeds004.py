@@ -13,9 +13,9 @@ import sys
 import threading
 import traceback
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "model"))
+import _which_triton  # noqa: E402,F401  (the model, or the release: TG_TRITON_RELEASE)
 
-import triton  # noqa: E402  (the model)
+import triton  # noqa: E402
 
 
 @triton.autotune(configs=[triton.Config({"N": 0}), triton.Config({"N": 1})], key=[])

@@ -27,7 +27,7 @@ import _harness
 
 h = _harness.Harness("user_lock", __doc__, flags=("--no-lock",))
 
-import triton  # noqa: E402  (the model, from tests/repro/model)
+import triton  # noqa: E402  (the model or a release: _which_triton)
 import triton.language as tl  # noqa: E402
 from repro_tensor import Tensor  # noqa: E402
 from triton.runtime.autotuner import Autotuner  # noqa: E402

@@ -11,8 +11,9 @@ through ctypes, which releases the GIL around every driver call the way
 Triton's C launcher and torch.cuda.synchronize() do.
 
 Scenarios put tests/repro/model on sys.path themselves; nothing here is
-installed.  TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main picks the version of the
-Autotuner (default 3.6; _model.py, docs/triton-versions.md).
+installed.  TG_TRITON_MODEL=3.6|main picks the version of the Autotuner
+(default 3.6; _model.py, docs/triton-versions.md); the releases themselves run
+from their wheels in the tests (run_repro.py --triton-release).
 """
 from . import _model
 from .runtime import (

@@ -1,5 +1,7 @@
-"""Which Triton the model is: TG_TRITON_MODEL=3.4|3.5|3.6|3.7|main (default 3.6), or
-`unknown`, which is no Triton (see RENAMES).
+"""Which Triton the model is: TG_TRITON_MODEL=3.6|main (default 3.6), or `unknown`,
+which is no Triton (see RENAMES).  The releases themselves (3.4 to 3.9) run in the
+tests from their own wheels (run_repro.py --triton-release); the model is what
+`tunerguard repro` ships (3.6) and what stands for Triton main, which has no wheel.
 
 Read once, when the package is imported.  The autotuner is the only part that
 differs between the modelled versions (runtime/autotuner.py says how each one
@@ -12,21 +14,15 @@ import os
 # guess for a main of mid-2026 (after the 3.7 cut): upstream's own is not
 # known to us, which is why tunerguard must not trust it (docs).
 VERSIONS = {
-    "3.4": "3.4.0",
-    "3.5": "3.5.0",
     "3.6": "3.6.0",
-    "3.7": "3.7.0",
     "main": "3.8.0+git0094017",
     "unknown": "9.9.0",  # no such release: see RENAMES
 }
 
 # tag -> the file (in runtime/) whose Autotuner replaces 3.6's; None: 3.6's
-# own, in runtime/autotuner.py (3.7 changed nothing there that we could find).
+# own, in runtime/autotuner.py.
 AUTOTUNER_FILES = {
-    "3.4": "autotuner_3_4.py",
-    "3.5": "autotuner_3_4.py",
     "3.6": None,
-    "3.7": None,
     "main": "autotuner_main.py",
     "unknown": "autotuner_main.py",
 }

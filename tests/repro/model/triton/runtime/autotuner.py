@@ -27,10 +27,9 @@ cache_results=True turn it on, as upstream.
 Not modelled: the deprecated warmup/rep/use_cuda_graph benchmarkers, and
 autotuning print-outs beyond upstream's own.
 
-Other versions (TG_TRITON_MODEL, see ../_model.py): this file is 3.6's and 3.7's
-Autotuner; for 3.4, 3.5 and main, the end of this file runs that version's file
-(autotuner_3_4.py, autotuner_main.py; unknown: main's, renamed by _model.RENAMES) in this
-module's namespace: its Autotuner replaces the one here (Config, autotune, Heuristics stay).
+Triton main (TG_TRITON_MODEL=main, see ../_model.py): the end of this file runs
+autotuner_main.py (unknown: main's, renamed by _model.RENAMES) in this module's
+namespace: its Autotuner replaces the one here (Config, autotune, Heuristics stay).
 """
 from __future__ import annotations
 
