@@ -394,6 +394,11 @@ static void json_repeats(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_u64(w, r->race_seq);
     tg_w_str(w, ",\"repeats\":");
     tg_w_u64(w, r->repeats);
+    if ((unsigned)r->repeat_of < TG_REPORT_NKINDS) {
+        tg_w_str(w, ",\"of\":\"");
+        tg_w_str(w, tg_report_kinds[r->repeat_of].json);
+        tg_w_char(w, '"');
+    }
 }
 
 int tg_report_write_jsonl(int fd, const struct tg_report *r)

@@ -18,9 +18,11 @@
  * SIGILL; in the fallback, and for a .jsonl without any, the .txt's "fatal
  * signal" block) are listed per process and linked to the race records of
  * that process (pid, rank): the kernel by the record's race_seq, else by its
- * tuner instance.  Exit: 0 no race and no fatal signal, 1 races or fatal
- * signals found, 4 or 5 the same with some input not read in full, 2 usage
- * error, nothing found, or --trace OUT not writable or one of the inputs. */
+ * tuner instance.  Exit: 1 when a record fails the run by exitcode='s rule
+ * (tg_report_fails: a race, not one a serialize wait prevented, an exception,
+ * a deadlock, ...; not an informational kind) or a fatal signal was found,
+ * else 0; 4 or 5 the same with some input not read in full; 2 usage error,
+ * nothing found, or --trace OUT not writable or one of the inputs. */
 #include "cli_report.h"
 #include "cli_json.h"
 
@@ -261,6 +263,8 @@ static int add_record(struct state *st, const json_t *v, const char *path)
     long pid = (long)jint(v, "pid", 0);
     long rank = (long)jint(v, "rank", -1);
     note_proc(st, pid, rank);
+    st->failing += tg_report_fails(tg_report_kind_of_json(kind), json_is_true(json_object_get(v, "serialized")), 0) &&
+                   kind && strcmp(kind, "fatal") != 0; /* fatal: counted apart */
     if (kind && strcmp(kind, "race") == 0) {
         const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
         const char *k = jstr(tuner, "kernel");
@@ -442,6 +446,7 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
                 if (!cur.kernel)
                     cur.kernel = strdup("?");
                 cur.file = strdup(path);
+                st->failing += !cur.serialized; /* the text fallback knows races only */
                 add_race(st, cur);
                 cur = (struct race){0};
                 in_race = 0;
@@ -701,7 +706,7 @@ int cli_report(int argc, char **argv)
         }
     }
     if (!rc)
-        rc = (st->nraces || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);
+        rc = (st->failing || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);
     free_state(st);
     return rc;
 }

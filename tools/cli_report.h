@@ -61,6 +61,7 @@ struct state {
     size_t nprocs, capprocs;
     struct cli_pairset procset; /* the same pairs, for lookup */
     int replaced, other, bad_lines;
+    size_t failing;     /* records that fail the run (tg_report_fails; fatal records apart) */
     size_t nreports;    /* report files read (a .txt read with its .jsonl is not counted) */
     size_t problems;    /* files and folders not read in full, each named on stderr */
     struct cli_pairset seen; /* (dev, inode) of every file and folder read */
