@@ -1375,6 +1375,17 @@ def check_exception_every_linked_one_counted(ctx):
     expect(linked_exceptions(res), "an exception record", res)
 
 
+def check_exit_line_tuner_without_kernel_name(ctx):
+    """serialize, a tuner whose function has no __name__: the exit line names
+    the contended tuner by its method, never '?'."""
+    prog = RACE_PROG.replace("Autotuner(my_kernel)", "Autotuner(functools.partial(my_kernel))")
+    res = ctx.run_py("    import functools\n" + prog % {"serialize": True}, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    expect(line and "(contended: Autotuner.run)" in line[-1], "the method named", res)
+    expect("?" not in line[-1], "no '?' on the exit line", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1396,7 +1407,7 @@ CHECKS = {
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
-                 check_exception_every_linked_one_counted],
+                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name],
 }
 
 
