@@ -5,6 +5,7 @@
  * Contract: async-signal-safe (write(2) through reports/writer.c), never
  * allocates, reads the report only. */
 #include "reports/mixed_stack.h"
+#include "core/clock.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/writer.h"
@@ -277,6 +278,8 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
         tg_w_str(w, "null");
     tg_w_str(w, ",\"ts_ns\":");
     tg_w_u64(w, r->ts_ns);
+    tg_w_str(w, ",\"wall_ns\":");
+    tg_w_u64(w, tg_wall_of_mono(r->ts_ns));
     tg_w_str(w, ",\"tuner\":{\"class\":");
     str_or_null(w, r->tuner_class, sizeof r->tuner_class);
     tg_w_str(w, ",\"method\":");

@@ -9,10 +9,12 @@
 #include "cli_walk.h"
 
 struct race {
-    char *kernel;
+    char *kernel;   /* the kernel's name; unnamed: the tuner's method (or class) */
+    int unnamed;    /* the tuner has no kernel name: kernel names the tuner */
     int high, serialized;
     long pid, rank; /* rank -1: none */
     long long ts;   /* -1: unknown (text fallback) */
+    long long wall; /* wall-clock ns (the record's wall_ns), -1: unknown */
     long long seq;  /* -1: unknown (text fallback) */
     char *instance; /* tuner.instance ("0x..."), NULL: unknown */
     char *file;
@@ -71,6 +73,19 @@ struct state {
     char **explicit_files; /* file PATHs given on the command line */
     size_t nexplicit;
 };
+
+/* cli_report_state.c.  P grown to hold NEED items of SIZE (*CAP updated);
+ * out of memory: one line, exit 1. */
+void *cli_grow(void *p, size_t *cap, size_t need, size_t size);
+/* Process (PID, RANK) seen: listed once, in order of first appearance. */
+void cli_note_proc(struct state *st, long pid, long rank);
+void cli_add_race(struct state *st, struct race r);
+void cli_add_fatal(struct state *st, struct fatal f);
+/* A copy of S, NULL for NULL. */
+char *cli_dup_or_null(const char *s);
+/* A SUMMARY line of a .txt: counted with its equals. */
+void cli_add_summary(struct state *st, const char *line, size_t len);
+void cli_free_state(struct state *st);
 
 /* Print the summary on stdout (text, or one JSON document). */
 void cli_report_print(const struct state *st, int as_json);

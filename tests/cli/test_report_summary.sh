@@ -21,4 +21,18 @@ rec 72 1 exception false >exc/tg.72.jsonl
 run_tg p3 report exc
 check "an exception linked to a race: exit 1" [ "$rc" = 1 ]
 
+# A tuner without a kernel name, no ranks, a wall-clock time: named by its
+# method, no '?', no 'ranks: -', the first race as a local date and time.
+mkdir plain
+printf '%s\n' '{"schema":1,"kind":"race","seq":1,"pid":80,"rank":null,"mode":"detect","ts_ns":5,"wall_ns":1796425925000000000,"severity":"high","serialized":false,"tuner":{"class":"tgfix.tuners.Tuner","method":"Tuner.run","kernel":"?","instance":"0x10"},"location":null,"entering":{}}' >plain/tg.80.jsonl
+TZ=UTC run_tg pl report plain
+check "no kernel name: the tuner by its method" has pl.out "^tuner 'Tuner.run' (no kernel name): 1 race "
+check "no '?' anywhere" sh -c "! grep -q '?' pl.out"
+check "no rank: no ranks field" sh -c "! grep -q 'ranks' pl.out"
+check "first: the local date and time" has pl.out "^  first: 2026-12-04 23:12:05, pid 80 in plain/tg.80.jsonl"
+TZ=UTC run_tg plj report --json plain
+check "--json: kernel null, tuner named, time" python3 -c "
+import json; k = json.load(open('plj.out'))['kernels'][0]
+assert k['kernel'] is None and k['tuner'] == 'Tuner.run' and k['first']['time'] == '2026-12-04 23:12:05', k"
+
 finish
