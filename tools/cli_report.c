@@ -275,13 +275,22 @@ static int read_jsonl(struct state *st, const char *path, const char *text, size
         p = nl ? nl + 1 : end;
     }
     int nfatal = 0;
+    st->copy_file = 0;
     if (newest > TG_REPORT_SCHEMA_VERSION) {
         problem(st, path, "written with report schema %lld; this tunerguard reads schema %d and older: file skipped "
                 "(read it with a newer tunerguard)", newest, TG_REPORT_SCHEMA_VERSION);
         nfatal = -1;
     } else {
-        for (size_t i = 0; i < nrecs; i++)
-            nfatal += add_record(st, recs[i], path);
+        size_t copies = 0;
+        for (size_t i = 0; i < nrecs; i++) {
+            const json_t *v = recs[i];
+            if (cli_record_seen(st, jint(v, "pid", 0), jint(v, "rank", -1), jint(v, "seq", -1), jint(v, "ts_ns", -1)))
+                copies++; /* a copy of a record read before: counted once */
+            else
+                nfatal += add_record(st, v, path);
+        }
+        st->dup_records += copies;
+        st->copy_file = nrecs && copies == nrecs;
         st->bad_lines += (int)(bad + (size_t)cut);
         if (cut && bad)
             problem(st, path, "truncated (its last line is cut short) and %zu other line%s not a record (first: "
@@ -484,7 +493,7 @@ static void read_one(struct state *st, int dfd, const char *name, const char *pa
             int nfatal = read_jsonl(st, path, b.s, b.len);
             /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
              * no fatal record (older library) */
-            if (nfatal >= 0 && regular_at(dfd, txt))
+            if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's SUMMARY lines: counted */
                 read_txt_at(st, dfd, txt, txt_path, 0, 0, nfatal == 0);
             else if (nfatal < 0 && regular_at(dfd, txt))
                 load(st, dfd, txt, txt_path, 0, &b); /* refused with its .jsonl: only marked as read */

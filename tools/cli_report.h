@@ -64,6 +64,9 @@ struct state {
     struct cli_pairset procset; /* the same pairs, for lookup */
     int replaced, other, bad_lines;
     size_t failing;     /* records that fail the run (tg_report_fails; fatal records apart) */
+    struct cli_pairset records; /* (process, record) of every record counted */
+    size_t dup_records; /* records skipped as copies of ones counted (a copied file) */
+    int copy_file;      /* the .jsonl just read held only such copies */
     size_t nreports;    /* report files read (a .txt read with its .jsonl is not counted) */
     size_t problems;    /* files and folders not read in full, each named on stderr */
     struct cli_pairset seen; /* (dev, inode) of every file and folder read */
@@ -86,6 +89,10 @@ char *cli_dup_or_null(const char *s);
 /* A SUMMARY line of a .txt: counted with its equals. */
 void cli_add_summary(struct state *st, const char *line, size_t len);
 void cli_free_state(struct state *st);
+/* 1 when the record (PID, RANK, SEQ, TS_NS) was counted before: the same
+ * process (pid, rank) and the same record of it (its seq, its monotonic
+ * time); else 0, and it is noted.  SEQ or TS_NS < 0: never a copy. */
+int cli_record_seen(struct state *st, long long pid, long long rank, long long seq, long long ts_ns);
 
 /* Print the summary on stdout (text, or one JSON document). */
 void cli_report_print(const struct state *st, int as_json);

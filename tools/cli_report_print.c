@@ -326,8 +326,9 @@ void cli_report_print(const struct state *st, int as_json)
         cli_buf_puts(&b, "],\"ranks\":");
         put_longs(&b, ranks, nranks, 1);
         cli_buf_printf(&b, ",\"races\":%zu,\"high\":%d,\"low\":%zu,\"serialized\":%d,\"method_replaced\":%d,"
-                       "\"unreadable_lines\":%d,\"incomplete\":%zu,\"kernels\":[",
-                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines, st->problems);
+                       "\"unreadable_lines\":%d,\"copied_records\":%zu,\"incomplete\":%zu,\"kernels\":[",
+                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines, st->dup_records,
+                       st->problems);
     } else {
         cli_buf_printf(&b, "%zu report file%s, %zu process%s", nreports, nreports == 1 ? "" : "s", nproc_r,
                        nproc_r == 1 ? "" : "es");
@@ -343,6 +344,9 @@ void cli_report_print(const struct state *st, int as_json)
             cli_buf_printf(&b, "; %d method replacement%s", st->replaced, st->replaced == 1 ? "" : "s");
         if (st->bad_lines)
             cli_buf_printf(&b, "; %d unreadable line%s skipped", st->bad_lines, st->bad_lines == 1 ? "" : "s");
+        if (st->dup_records)
+            cli_buf_printf(&b, "; %zu record%s in copied files counted once", st->dup_records,
+                           st->dup_records == 1 ? "" : "s");
         if (st->problems)
             cli_buf_printf(&b, "; %zu file%s or folder%s not read in full (named on stderr)", st->problems,
                            st->problems == 1 ? "" : "s", st->problems == 1 ? "" : "s");

@@ -94,7 +94,17 @@ void cli_free_state(struct state *st)
     free(st->procs);
     cli_pairset_free(&st->procset);
     cli_pairset_free(&st->seen);
+    cli_pairset_free(&st->records);
     cli_buf_free(&st->trace.out);
     free(st->explicit_files);
     free(st);
+}
+
+int cli_record_seen(struct state *st, long long pid, long long rank, long long seq, long long ts_ns)
+{
+    if (seq < 0 || ts_ns < 0)
+        return 0;
+    uint64_t proc = (uint64_t)(uint32_t)pid << 32 | (uint32_t)rank;
+    uint64_t rec = ((uint64_t)ts_ns * 0x9E3779B97F4A7C15ull) ^ (uint64_t)seq; /* ts_ns alone tells them apart */
+    return !cli_pairset_add(&st->records, proc, rec);
 }

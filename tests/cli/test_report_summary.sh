@@ -35,4 +35,26 @@ check "--json: kernel null, tuner named, time" python3 -c "
 import json; k = json.load(open('plj.out'))['kernels'][0]
 assert k['kernel'] is None and k['tuner'] == 'Tuner.run' and k['first']['time'] == '2026-12-04 23:12:05', k"
 
+# 50 copies of one process's files (and its .txt) are one process's records,
+# counted once; another process that had the same pid (other times) is not
+# a copy.
+mkdir copies
+{ rec 90 1 race false; rec 90 2 race false hot; } >copies/tg.90.jsonl
+printf '%s\n' '==================' 'SUMMARY: tunerguard: tuner race on x' '==================' >copies/tg.90.txt
+i=0
+while [ $i -lt 50 ]; do
+    mkdir copies/c$i && cp copies/tg.90.jsonl copies/tg.90.txt copies/c$i/
+    i=$((i + 1))
+done
+run_tg cp report copies
+check "copies: 1 process, 2 races" sh -c "grep -q '^51 report files, 1 process$' cp.out && grep -q '^2 races: ' cp.out"
+check "copies: said on the header line" has cp.out "; 100 records in copied files counted once"
+check "copies: the SUMMARY line counted once" has cp.out "^   1x SUMMARY: tunerguard: tuner race on x"
+printf '%s\n' '{"schema":1,"kind":"race","seq":1,"pid":90,"rank":null,"mode":"detect","ts_ns":777777,"severity":"high","serialized":false,"tuner":{"kernel":"k"},"location":null,"entering":{}}' >copies/tg.90.1.jsonl
+run_tg cp2 report copies
+check "the same pid at other times: not a copy" sh -c "grep -q '^3 races: ' cp2.out"
+run_tg cpj report --json copies
+check "--json: copied_records" python3 -c "
+import json; d = json.load(open('cpj.out')); assert d['races'] == 3 and d['copied_records'] == 100, d"
+
 finish
