@@ -1320,7 +1320,10 @@ def catch(fn, *args):
     except BaseException as e:
         errors.append(type(e).__name__)
         notes.extend(n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:"))
-tuner = Autotuner(%(fn)s)
+class Sub(Autotuner):  # the program's own subclass: its run is guarded, Triton's code raises
+    def run(self, *args, **kwargs):
+        return super().run(*args, **kwargs)
+tuner = %(cls)s(%(fn)s)
 entered, release = threading.Event(), threading.Event()
 def hook(t, tag, *rest):
     if tag == "victim":
@@ -1347,7 +1350,7 @@ def linked_exceptions(res):
 def check_exception_own_keyerror_not_linked(ctx):
     """A KeyError the program raises itself (in its hook) inside a call that
     overlapped is the program's, not the race's: no note, no record."""
-    res = ctx.run_py(EXC_LINK_PROG % {"fn": "my_kernel", "calls": 1, "tag": "own"}, options=opts())
+    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "my_kernel", "calls": 1, "tag": "own"}, options=opts())
     expect("ERRORS ['KeyError'] NOTES 0" in res.out, "the KeyError raised, without a note", res)
     expect(not linked_exceptions(res), "no exception record", res)
     expect("linked" not in res.err, "the exit line links none", res)
@@ -1356,7 +1359,8 @@ def check_exception_own_keyerror_not_linked(ctx):
 def check_exception_keyboard_interrupt_not_linked(ctx):
     """A KeyboardInterrupt raised inside the tuner's own frames (where a
     Ctrl-C lands) is never the race's."""
-    res = ctx.run_py(EXC_LINK_PROG % {"fn": "functools.partial(signal.default_int_handler, 2)", "calls": 1, "tag": "other"},
+    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "functools.partial(signal.default_int_handler, 2)",
+                                     "calls": 1, "tag": "other"},
                      options=opts())
     expect("ERRORS ['KeyboardInterrupt', 'KeyboardInterrupt'] NOTES 0" in res.out, "both interrupted, no note",
            res)
@@ -1365,8 +1369,15 @@ def check_exception_keyboard_interrupt_not_linked(ctx):
 
 def check_exception_every_linked_one_counted(ctx):
     """TypeErrors raised in the tuner's own frames (its shared state cleared)
-    are linked, each one with a note, and the exit line counts every one."""
-    res = ctx.run_py(EXC_LINK_PROG % {"fn": "None", "calls": 3, "tag": "other"}, options=opts())
+    are linked, each one with a note, and the exit line counts every one;
+    also through the program's own subclass (its run guarded, Triton's
+    code raising)."""
+    for cls in ("Autotuner", "Sub"):
+        res = ctx.run_py(EXC_LINK_PROG % {"cls": cls, "fn": "None", "calls": 3, "tag": "other"}, options=opts())
+        expect_four_linked(res)
+
+
+def expect_four_linked(res):
     m = re.search(r"NOTES (\d+) NOTED (\d)", res.out)
     expect("ERRORS ['TypeError', 'TypeError', 'TypeError', 'TypeError']" in res.out and m, "four TypeErrors", res)
     expect(int(m.group(1)) == 4 * int(m.group(2)), "a note on each (3.11+)", res)
