@@ -23,7 +23,8 @@ static void (*halt_fn)(void); /* written at activation */
 
 /* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
  * one bug: the tuner instance and the call sites into it of both threads
- * (the SUMMARY line's frame, reports/report_internal.h), and seen_at.  Where
+ * (the SUMMARY line's frame, reports/report_internal.h), seen_at, and
+ * whether a serialize wait prevented it.  Where
  * the thread inside happened to be (torch's synchronize, clear_cache,
  * Event.record, ...) is not part of it: on an H200 one race of the hammer
  * scenario gave 21 reports that differed only there.  A slot keeps the seq
@@ -90,6 +91,7 @@ static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg
 static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
 {
     uint64_t h = (1469598103934665603ull ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0)) + (uint64_t)r->kind * 0x100000001B3ull;
+    h ^= r->serialized ? 0x9E3F7E47EDull : 0; /* a prevented race repeats prevented ones only */
     if (r->kind == TG_REPORT_EXCEPTION && r->race_seq) {
         /* exceptions: one block per race they follow, the rest counted */
         h = (h ^ r->race_seq ^ 0xE1CE97ull) * 1099511628211ull;

@@ -208,3 +208,23 @@ Test(emit, failing_rule)
     cr_assert_eq(tg_report_kind_of_json("interference"), TG_REPORT_INTERFERENCE);
     cr_assert_eq(tg_report_kind_of_json("fatal"), TG_REPORT_NKINDS);
 }
+
+/* serialize: a prevented race is written once per site; a race at the same
+ * site that was not prevented is not its repeat: written, and it fails the
+ * run. */
+Test(emit, prevented_and_real_race_at_one_site, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 0, "the same prevented race again");
+    cr_assert_eq(st, TG_EMIT_REPEAT);
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 2, "not prevented this time: its own report");
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.failing, 1, "the race that happened fails the run");
+}
