@@ -205,8 +205,9 @@ static int add_record(struct state *st, const json_t *v, const char *path)
     long pid = (long)jint(v, "pid", 0);
     long rank = (long)jint(v, "rank", -1);
     cli_note_proc(st, pid, rank);
-    st->failing += tg_report_fails(tg_report_kind_of_json(kind), json_is_true(json_object_get(v, "serialized")), 0) &&
-                   kind && strcmp(kind, "fatal") != 0; /* fatal: counted apart */
+    if (kind && strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
+        st->failing += (size_t)tg_report_fails(tg_report_kind_of_json(kind),
+                                               json_is_true(json_object_get(v, "serialized")), 0);
     if (kind && strcmp(kind, "race") == 0) {
         const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
         const char *k = jstr(tuner, "kernel");
@@ -219,14 +220,14 @@ static int add_record(struct state *st, const json_t *v, const char *path)
             snprintf(where, sizeof where, "%s:%lld in %s", jstr(loc, "file") ?: "?", jint(loc, "line", 0),
                      jstr(loc, "func") ?: "?");
         cli_add_race(st, (struct race){.kernel = strdup(k ? k : "an unnamed tuner"), .unnamed = unnamed,
-                                   .wall = jint(v, "wall_ns", -1),
-                                   .high = sev && !strcmp(sev, "high"),
-                                   .serialized = json_is_true(json_object_get(v, "serialized")),
-                                   .pid = pid, .rank = rank,
-                                   .ts = jint(v, "ts_ns", -1),
-                                   .seq = jint(v, "seq", -1),
-                                   .instance = cli_dup_or_null(jstr(tuner, "instance")),
-                                   .file = strdup(path), .where = strdup(where)});
+                                       .wall = jint(v, "wall_ns", -1),
+                                       .high = sev && !strcmp(sev, "high"),
+                                       .serialized = json_is_true(json_object_get(v, "serialized")),
+                                       .pid = pid, .rank = rank,
+                                       .ts = jint(v, "ts_ns", -1),
+                                       .seq = jint(v, "seq", -1),
+                                       .instance = cli_dup_or_null(jstr(tuner, "instance")),
+                                       .file = strdup(path), .where = strdup(where)});
     } else if (kind && strcmp(kind, "method_replaced") == 0) {
         st->replaced++;
     } else if (kind && strcmp(kind, "fatal") == 0) {
@@ -360,10 +361,10 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
                 cur_fatal = (long)st->nfatals;
                 const char *sig = hdr + 34;
                 cli_add_fatal(st, (struct fatal){.pid = num_after(hdr, "pid=", 0),
-                                             .rank = num_after(hdr, "rank=", rank_in_name(path)),
-                                             .seq = -1, .signal = strndup(sig, strcspn(sig, " (")), .tid = -1,
-                                             .in_tuner = -1, .race_seq = -1, .reports_before = blocks,
-                                             .file = strdup(path)});
+                                                 .rank = num_after(hdr, "rank=", rank_in_name(path)),
+                                                 .seq = -1, .signal = strndup(sig, strcspn(sig, " (")), .tid = -1,
+                                                 .in_tuner = -1, .race_seq = -1, .reports_before = blocks,
+                                                 .file = strdup(path)});
             }
             blocks++;
         } else if (cur_fatal >= 0 && !strncmp(hdr, "  Received by thread tid=", 25)) {
@@ -493,7 +494,7 @@ static void read_one(struct state *st, int dfd, const char *name, const char *pa
             int nfatal = read_jsonl(st, path, b.s, b.len);
             /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
              * no fatal record (older library) */
-            if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's SUMMARY lines: counted */
+            if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's: counted with the original */
                 read_txt_at(st, dfd, txt, txt_path, 0, 0, nfatal == 0);
             else if (nfatal < 0 && regular_at(dfd, txt))
                 load(st, dfd, txt, txt_path, 0, &b); /* refused with its .jsonl: only marked as read */
