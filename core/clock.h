@@ -27,6 +27,18 @@ static inline uint64_t tg_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The CLOCK_REALTIME ns of the moment CLOCK_MONOTONIC read mono_ns: the
+ * wall-clock anchor written with a report's monotonic time, so a reader
+ * can show a date and time.  Signal-safe (clock_gettime only). */
+static inline uint64_t tg_wall_of_mono(uint64_t mono_ns)
+{
+    struct timespec rt, mo;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    clock_gettime(CLOCK_MONOTONIC, &mo);
+    int64_t off = ((int64_t)rt.tv_sec - (int64_t)mo.tv_sec) * 1000000000ll + (rt.tv_nsec - mo.tv_nsec);
+    return (uint64_t)((int64_t)mono_ns + off);
+}
+
 /* Take the reference sample: before the first tick that will be converted
  * (shim/lifecycle.c: the first guard or CUDA resolution), not in the
  * constructor (clock_gettime maps libc code a small program lacks). */

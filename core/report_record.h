@@ -71,6 +71,7 @@ struct tg_thread_view {
 #define TG_KIND_HALT_RACE 0x08u
 #define TG_KIND_HALT_ABORT 0x10u
 #define TG_KIND_PREVENTED 0x20u
+#define TG_KIND_INFO 0x40u
 
 enum tg_report_kind {
 #define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) TG_REPORT_##ID,
@@ -88,6 +89,17 @@ struct tg_report_kind_info {
     unsigned flags;     /* TG_KIND_* */
 };
 extern const struct tg_report_kind_info tg_report_kinds[TG_REPORT_NKINDS];
+
+/* Whether a written report of kind K fails the run: the one rule of the
+ * library's exitcode= and of `tunerguard report`'s exit status.  Reports of
+ * informational kinds (TG_KIND_INFO) do not, nor a race a serialize wait
+ * prevented (SERIALIZED on a TG_KIND_PREVENTED kind) unless PREVENTED_IS_RACE.
+ * Pure; K out of range: fails. */
+int tg_report_fails(enum tg_report_kind k, int serialized, int prevented_is_race);
+
+/* The kind whose JSON Lines "kind" is JSON; TG_REPORT_NKINDS when none
+ * (the "fatal" record is written apart, reports/fatal.c).  Pure. */
+enum tg_report_kind tg_report_kind_of_json(const char *json);
 
 /* TG_REPORT_INTERFERENCE: what else ran on the device during a benchmark. */
 #define TG_ITF_REPORT_FROM 8
@@ -141,6 +153,7 @@ struct tg_report {
     char exc_msg[200];         /* ... and str() of it, truncated */
     uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
     uint64_t repeats;          /* TG_REPORT_REPEATS: how many times race report race_seq was seen again */
+    enum tg_report_kind repeat_of; /* TG_REPORT_REPEATS: the kind of report race_seq */
     struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
 };
 

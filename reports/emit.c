@@ -23,12 +23,16 @@ static void (*halt_fn)(void); /* written at activation */
 
 /* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
  * one bug: the tuner instance and the call sites into it of both threads
- * (the SUMMARY line's frame, reports/report_internal.h), and seen_at.  Where
+ * (the SUMMARY line's frame, reports/report_internal.h), seen_at, and
+ * whether a serialize wait prevented it.  Where
  * the thread inside happened to be (torch's synchronize, clear_cache,
  * Event.record, ...) is not part of it: on an H200 one race of the hammer
  * scenario gave 21 reports that differed only there.  A slot keeps the seq
  * of the report written and the repeats, written at exit as one "repeats"
- * record each (tg_emit_flush_repeats).  Under the report lock. */
+ * record each (tg_emit_flush_repeats).  A tuning under load is one report
+ * per tuner and kernel, whatever the call sites: 4 to 8 benchmarks of one
+ * kernel are timed under load where one is.  Under dedup_mu: interference
+ * reports come without the report lock. */
 #define TG_DEDUP_SLOTS 1024
 static struct dedup_slot {
     uint64_t h;          /* 0: free */
@@ -36,7 +40,9 @@ static struct dedup_slot {
     uint64_t repeats;    /* seen again since */
     char kernel[64];
     char method[48];
+    enum tg_report_kind kind;
 } dedup[TG_DEDUP_SLOTS];
+static pthread_mutex_t dedup_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void tg_report_lock(void)
 {
@@ -85,10 +91,11 @@ static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg
 static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
 {
     uint64_t h = (1469598103934665603ull ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0)) + (uint64_t)r->kind * 0x100000001B3ull;
+    h ^= r->serialized ? 0x9E3F7E47EDull : 0; /* a prevented race repeats prevented ones only */
     if (r->kind == TG_REPORT_EXCEPTION && r->race_seq) {
         /* exceptions: one block per race they follow, the rest counted */
         h = (h ^ r->race_seq ^ 0xE1CE97ull) * 1099511628211ull;
-    } else {
+    } else if (r->kind != TG_REPORT_INTERFERENCE) { /* interference: the tuner and kernel alone */
         h = site_hash(h, r, &r->entering);
         h = site_hash(h * 31, r, &r->inside);
     }
@@ -127,6 +134,7 @@ void tg_emit_flush_repeats(void)
         rep.ts_ns = tg_mono_ns();
         rep.race_seq = d->seq;
         rep.repeats = d->repeats;
+        rep.repeat_of = d->kind;
         snprintf(rep.kernel, sizeof rep.kernel, "%s", d->kernel);
         snprintf(rep.method, sizeof rep.method, "%s", d->method);
         rep.seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
@@ -173,12 +181,16 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         }
         add(prevented ? &stats.prevented_seen : &stats.races_seen, (uint64_t)r->high_severity);
     }
+    add(&stats.seen[r->kind], 1);
+    const int dedupe = (k->flags & TG_KIND_DEDUP) && tg_opts.verbosity < 2; /* verbosity=2: every occurrence */
     struct dedup_slot *d = NULL;
-    if ((k->flags & TG_KIND_DEDUP) && tg_opts.verbosity < 2) { /* verbosity=2: every occurrence */
+    if (dedupe) {
         int repeat;
+        pthread_mutex_lock(&dedup_mu);
         d = dedup_slot(r, &repeat);
         if (repeat) {
             d->repeats++;
+            pthread_mutex_unlock(&dedup_mu);
             *status = TG_EMIT_REPEAT;
             return 0;
         }
@@ -186,12 +198,17 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
     add(prevented ? &stats.prevented : &stats.written[r->kind], (uint64_t)counted);
     if (!counts)
         add(&stats.prevented_reports, 1);
+    if (tg_report_fails(r->kind, r->serialized, tg_opts.prevented_is_race))
+        add(&stats.failing, 1);
     r->seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
     if (d) {
         d->seq = r->seq;
+        d->kind = r->kind;
         snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
         snprintf(d->method, sizeof d->method, "%s", r->method);
     }
+    if (dedupe)
+        pthread_mutex_unlock(&dedup_mu);
     *status = TG_EMIT_WRITTEN;
     tg_sink_emit(r);
     if (k->flags & TG_KIND_TRACE)
@@ -214,8 +231,11 @@ void tg_emit_set_halt(void (*fn)(void))
 
 void tg_emit_stats(struct tg_emit_stats *out)
 {
-    for (int i = 0; i < TG_REPORT_NKINDS; i++)
+    for (int i = 0; i < TG_REPORT_NKINDS; i++) {
         out->written[i] = __atomic_load_n(&stats.written[i], __ATOMIC_RELAXED);
+        out->seen[i] = __atomic_load_n(&stats.seen[i], __ATOMIC_RELAXED);
+    }
+    out->failing = __atomic_load_n(&stats.failing, __ATOMIC_RELAXED);
     out->races_seen = __atomic_load_n(&stats.races_seen, __ATOMIC_RELAXED);
     out->overlaps = __atomic_load_n(&stats.overlaps, __ATOMIC_RELAXED);
     out->prevented = __atomic_load_n(&stats.prevented, __ATOMIC_RELAXED);
@@ -235,6 +255,7 @@ void tg_emit_atfork_child(void)
     /* A thread of the parent may have held the report lock at the fork: the
      * child has only the forking thread, so nobody would ever unlock it. */
     pthread_mutex_init(&report_mu, NULL);
+    pthread_mutex_init(&dedup_mu, NULL);
     memset(&stats, 0, sizeof stats);
     memset(dedup, 0, sizeof dedup);
 }

@@ -64,6 +64,8 @@ void tg_emit_set_halt(void (*halt)(void));
 
 struct tg_emit_stats {
     uint64_t written[TG_REPORT_NKINDS]; /* written, per kind (races: high severity only) */
+    uint64_t seen[TG_REPORT_NKINDS];    /* not suppressed, per kind, repeats included */
+    uint64_t failing;      /* written reports that fail the run (tg_report_fails): exitcode= */
     uint64_t races_seen;   /* high-severity races seen, repeats included (prevented ones aside) */
     uint64_t prevented;    /* serialize: high-severity races a wait prevented, written (TG_KIND_PREVENTED) */
     uint64_t prevented_seen;    /* ... repeats included */

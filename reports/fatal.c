@@ -386,6 +386,8 @@ static int write_jsonl(int fd)
     }
     tg_w_str(&w, ",\"ts_ns\":");
     tg_w_u64(&w, c->now_ns);
+    tg_w_str(&w, ",\"wall_ns\":");
+    tg_w_u64(&w, tg_wall_of_mono(c->now_ns));
     uintptr_t own;
     const struct tg_occupant *o = own_session(&own);
     tg_w_str(&w, ",\"tuner\":");

@@ -5,6 +5,7 @@
  * Contract: async-signal-safe (write(2) through reports/writer.c), never
  * allocates, reads the report only. */
 #include "reports/mixed_stack.h"
+#include "core/clock.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/writer.h"
@@ -279,6 +280,8 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
         tg_w_str(w, "null");
     tg_w_str(w, ",\"ts_ns\":");
     tg_w_u64(w, r->ts_ns);
+    tg_w_str(w, ",\"wall_ns\":");
+    tg_w_u64(w, tg_wall_of_mono(r->ts_ns));
     tg_w_str(w, ",\"tuner\":{\"class\":");
     str_or_null(w, r->tuner_class, sizeof r->tuner_class);
     tg_w_str(w, ",\"method\":");
@@ -396,6 +399,11 @@ static void json_repeats(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_u64(w, r->race_seq);
     tg_w_str(w, ",\"repeats\":");
     tg_w_u64(w, r->repeats);
+    if ((unsigned)r->repeat_of < TG_REPORT_NKINDS) {
+        tg_w_str(w, ",\"of\":\"");
+        tg_w_str(w, tg_report_kinds[r->repeat_of].json);
+        tg_w_char(w, '"');
+    }
 }
 
 int tg_report_write_jsonl(int fd, const struct tg_report *r)

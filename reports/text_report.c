@@ -604,6 +604,16 @@ static void text_exception(struct tg_w *w, const struct tg_report *r, const stru
 static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     header(w, r, k->title);
+    if (r->repeat_of == TG_REPORT_INTERFERENCE) {
+        tg_w_str(w, "  ");
+        tg_w_u64(w, r->repeats);
+        tg_w_str(w, r->repeats == 1 ? " more benchmark" : " more benchmarks");
+        tg_w_str(w, " of this kernel timed under load after report #");
+        tg_w_u64(w, r->race_seq);
+        tg_w_str(w, "; not written again (verbosity=2 writes each).\n");
+        summary(w, r, k->what);
+        return;
+    }
     tg_w_str(w, "  Report #");
     tg_w_u64(w, r->race_seq);
     tg_w_str(w, " of this process repeated ");

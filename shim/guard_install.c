@@ -117,6 +117,11 @@ int tg_guard_count(void)
     return nguards;
 }
 
+const struct tg_guard *tg__guard_at(int i)
+{
+    return i >= 0 && i < nguards ? &guards[i] : NULL;
+}
+
 int tg_guard_is_ours(PyObject *value)
 {
     for (int i = 0; i < nguards; i++)

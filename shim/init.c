@@ -135,8 +135,9 @@ __attribute__((constructor)) static void tg_init(int argc, char **argv, char **e
 }
 
 /* Runs at exit() after the interpreter finalised (or in a process that never
- * armed).  Applies exitcode= when any report was written, reports of races
- * that a serialize wait prevented aside (unless prevented_is_race=1).  A
+ * armed).  Applies exitcode= when a report that fails the run was written
+ * (tg_report_fails: informational kinds and races a serialize wait prevented
+ * aside, unless prevented_is_race=1).  A
  * process that was never activated (no arming, no CUDA call) has reported,
  * traced and serialized nothing: nothing to say, no page to touch. */
 __attribute__((destructor)) static void tg_fini(void)

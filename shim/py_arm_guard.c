@@ -490,8 +490,10 @@ void tg__arm_exit_summary_core(void)
     if (s.waits) {
         char kernels[256];
         tg_guard_contended(kernels, sizeof kernels);
-        ADD("; %llu call%s serialized, waited %.3f s in total (contended: %s)", (unsigned long long)s.waits,
-            s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9, kernels[0] ? kernels : "?");
+        ADD("; %llu call%s serialized, waited %.3f s in total", (unsigned long long)s.waits,
+            s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9);
+        if (kernels[0])
+            ADD(" (contended: %s)", kernels);
     }
     {
         int part = TG_EXIT_PART_SERIALIZE;

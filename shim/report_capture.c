@@ -496,9 +496,10 @@ static void traceback_frames(struct tg_thread_view *v, PyObject *tb)
     v->py_omitted = 0; /* the frames cut here are the outermost */
 }
 
-/* A guarded call whose session raced ended in an exception: say so, in the
- * report and (3.11+) as a note on the exception itself, so the traceback on
- * the user's screen points at the race.  The exception stays set. */
+/* A guarded call whose session raced ended in an exception the race can have
+ * caused (tg__exception_from_race): say so, in the report and (3.11+) as a
+ * note on the exception itself, so the traceback on the user's screen points
+ * at the race.  The exception stays set. */
 void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o)
 {
     PyObject *type, *value, *tb;
@@ -506,6 +507,10 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     if (!type)
         return;
     tg_py.PyErr_NormalizeException(&type, &value, &tb);
+    if (!tg__exception_from_race(g, type, tb)) { /* the program's own, or an interrupt */
+        tg_py.PyErr_Restore(type, value, tb);
+        return;
+    }
     struct tg_report *r = tg_report_begin(t);
     begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;

@@ -26,16 +26,28 @@
 static char contended[TG_MAX_CONTENDED][64];
 static int ncontended;
 
-/* The kernel's name for the exit line's contended list.  GIL held; reads
- * Python attributes (a property, __getattr__: Python code), with t's busy
- * raised: t is in a FIFO already, and a guarded call from there would queue
- * it a second time. */
-static void note_contended(struct tg_thread *t, PyObject *inst)
+/* The kernel's name for the exit line's contended list; for a tuner without
+ * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
+ * reads Python attributes (a property, __getattr__: Python code), with t's
+ * busy raised: t is in a FIFO already, and a guarded call from there would
+ * queue it a second time. */
+static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
 {
     char k[64];
     t->busy++;
     tg_py_kernel_name(inst, k, sizeof k);
+    if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
+        snprintf(k, sizeof k, "%s", method);
+    } else if (strcmp(k, "?") == 0) {
+        PyObject *type = tg_py.PyObject_Type(inst);
+        tg_py_attr_str(type, "__qualname__", k, sizeof k);
+        if (type)
+            tg_py.Py_DecRef(type);
+        tg_py_drop_error();
+    }
     t->busy--;
+    if (!k[0])
+        return; /* no name at all: not listed */
     for (int i = 0; i < ncontended; i++)
         if (strcmp(contended[i], k) == 0)
             return;
@@ -324,7 +336,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     tg_py_drop_error();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
-        note_contended(t, inst);
+        note_contended(t, inst, g ? g->method : NULL);
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
@@ -429,7 +441,7 @@ static void turn_slice_start(uint64_t now)
  * on without), -1 when a signal handler raised (the wait abandoned, nothing
  * held).  inst: the tuner the call is for (the summary's contended list, the
  * trace). */
-int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
+int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
 {
     uint64_t t0 = tg_mono_ns();
     if (tg__turn.waiters == 0)
@@ -443,7 +455,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst)
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
         u->noted = 1;
-        note_contended(t, inst);
+        note_contended(t, inst, method);
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);

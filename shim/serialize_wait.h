@@ -88,8 +88,10 @@ static inline void tg__unlock_tuner(struct tg_tuner *u, struct tg_thread *t)
 }
 
 /* Block for the turn, at most TG_TURN_BYPASS_NS: 1 with it, 0 gone on
- * without it, -1 when a signal handler raised (nothing held). */
-int tg__wait_for_turn(struct tg_thread *t, PyObject *inst);
+ * without it, -1 when a signal handler raised (nothing held).  method: the
+ * guarded method called ("Autotuner.run"), for the exit line's contended
+ * list when the tuner has no kernel name; NULL: its class's name. */
+int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method);
 
 /* Block until t holds u's lock: 1 held, 0 t proceeds unserialized (a cycle
  * of waits; past wait_timeout, a holder blocked outside tunerguard), -1 a

@@ -406,7 +406,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
             tg_stress_wake();
             reported = 1;
         }
-        if (tg__wait_for_turn(t, inst) < 0)
+        if (tg__wait_for_turn(t, inst, g->method) < 0)
             return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
         u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
         if (__builtin_expect(!u, 0)) {

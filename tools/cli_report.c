@@ -18,9 +18,11 @@
  * SIGILL; in the fallback, and for a .jsonl without any, the .txt's "fatal
  * signal" block) are listed per process and linked to the race records of
  * that process (pid, rank): the kernel by the record's race_seq, else by its
- * tuner instance.  Exit: 0 no race and no fatal signal, 1 races or fatal
- * signals found, 4 or 5 the same with some input not read in full, 2 usage
- * error, nothing found, or --trace OUT not writable or one of the inputs. */
+ * tuner instance.  Exit: 1 when a record fails the run by exitcode='s rule
+ * (tg_report_fails: a race, not one a serialize wait prevented, an exception,
+ * a deadlock, ...; not an informational kind) or a fatal signal was found,
+ * else 0; 4 or 5 the same with some input not read in full; 2 usage error,
+ * nothing found, or --trace OUT not writable or one of the inputs. */
 #include "cli_report.h"
 #include "cli_json.h"
 
@@ -37,22 +39,6 @@
 #include <unistd.h>
 
 enum kind { K_NONE, K_JSONL, K_TXT, K_TRACE };
-
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return p;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    p = realloc(p, c * size);
-    if (!p) {
-        fputs("tunerguard: out of memory\n", stderr);
-        exit(1);
-    }
-    *cap = c;
-    return p;
-}
 
 static int has_suffix(const char *s, const char *suf)
 {
@@ -163,35 +149,6 @@ static int load(struct state *st, int dfd, const char *name, const char *path, i
     return 0;
 }
 
-static void note_proc(struct state *st, long pid, long rank)
-{
-    if (!cli_pairset_add(&st->procset, (uint64_t)pid, (uint64_t)rank))
-        return;
-    st->procs = grow(st->procs, &st->capprocs, st->nprocs + 1, sizeof *st->procs);
-    st->procs[st->nprocs][0] = pid;
-    st->procs[st->nprocs][1] = rank;
-    st->nprocs++;
-}
-
-static size_t cap_races, cap_fatals, cap_summary;
-
-static void add_race(struct state *st, struct race r)
-{
-    st->races = grow(st->races, &cap_races, st->nraces + 1, sizeof *st->races);
-    st->races[st->nraces++] = r;
-}
-
-static void add_fatal(struct state *st, struct fatal f)
-{
-    st->fatals = grow(st->fatals, &cap_fatals, st->nfatals + 1, sizeof *st->fatals);
-    st->fatals[st->nfatals++] = f;
-}
-
-static char *dup_or_null(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
 static const char *jstr(const json_t *o, const char *key)
 {
     return json_string_value(json_object_get(o, key));
@@ -216,10 +173,10 @@ static void add_fatal_record(struct state *st, const json_t *v, const char *path
                       .seq = jint(v, "seq", -1),
                       .signal = strdup(sig),
                       .tid = (long)jint(v, "tid", -1),
-                      .fault_addr = dup_or_null(jstr(v, "fault_addr")),
+                      .fault_addr = cli_dup_or_null(jstr(v, "fault_addr")),
                       .in_tuner = json_is_object(tuner),
-                      .instance = dup_or_null(jstr(tuner, "instance")),
-                      .kernel = dup_or_null(jstr(tuner, "kernel")),
+                      .instance = cli_dup_or_null(jstr(tuner, "instance")),
+                      .kernel = cli_dup_or_null(jstr(tuner, "kernel")),
                       .race_seq = jint(v, "race_seq", -1),
                       .reports_before = (long)jint(v, "reports_before", -1),
                       .file = strdup(path)};
@@ -233,25 +190,12 @@ static void add_fatal_record(struct state *st, const json_t *v, const char *path
             long long rs = jint(o, "race_seq", -1);
             if (rs < 0)
                 continue;
-            f.occ = grow(f.occ, &cap, f.nocc + 1, sizeof *f.occ);
+            f.occ = cli_grow(f.occ, &cap, f.nocc + 1, sizeof *f.occ);
             f.occ[f.nocc++] = (struct occupant){.tid = (long)jint(o, "tid", -1), .race_seq = rs,
-                                                .instance = dup_or_null(inst)};
+                                                .instance = cli_dup_or_null(inst)};
         }
     }
-    add_fatal(st, f);
-}
-
-static void add_summary(struct state *st, const char *line, size_t len)
-{
-    for (size_t i = 0; i < st->nsummary; i++)
-        if (st->summary[i].len == len && !memcmp(st->summary[i].s, line, len)) {
-            st->summary[i].n++;
-            return;
-        }
-    st->summary = grow(st->summary, &cap_summary, st->nsummary + 1, sizeof *st->summary);
-    st->summary[st->nsummary].s = strndup(line, len);
-    st->summary[st->nsummary].len = len;
-    st->summary[st->nsummary++].n = 1;
+    cli_add_fatal(st, f);
 }
 
 /* One record of a .jsonl file. */
@@ -260,23 +204,30 @@ static int add_record(struct state *st, const json_t *v, const char *path)
     const char *kind = jstr(v, "kind");
     long pid = (long)jint(v, "pid", 0);
     long rank = (long)jint(v, "rank", -1);
-    note_proc(st, pid, rank);
+    cli_note_proc(st, pid, rank);
+    if (kind && strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
+        st->failing += (size_t)tg_report_fails(tg_report_kind_of_json(kind),
+                                               json_is_true(json_object_get(v, "serialized")), 0);
     if (kind && strcmp(kind, "race") == 0) {
         const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
         const char *k = jstr(tuner, "kernel");
+        const int unnamed = !k || !*k || !strcmp(k, "?");
+        if (unnamed) /* the tuner then, by its method or class */
+            k = jstr(tuner, "method") ? jstr(tuner, "method") : jstr(tuner, "class");
         const char *sev = jstr(v, "severity");
         char where[1024] = "";
         if (json_is_object(loc))
             snprintf(where, sizeof where, "%s:%lld in %s", jstr(loc, "file") ?: "?", jint(loc, "line", 0),
                      jstr(loc, "func") ?: "?");
-        add_race(st, (struct race){.kernel = strdup(k ? k : "?"),
-                                   .high = sev && !strcmp(sev, "high"),
-                                   .serialized = json_is_true(json_object_get(v, "serialized")),
-                                   .pid = pid, .rank = rank,
-                                   .ts = jint(v, "ts_ns", -1),
-                                   .seq = jint(v, "seq", -1),
-                                   .instance = dup_or_null(jstr(tuner, "instance")),
-                                   .file = strdup(path), .where = strdup(where)});
+        cli_add_race(st, (struct race){.kernel = strdup(k ? k : "an unnamed tuner"), .unnamed = unnamed,
+                                       .wall = jint(v, "wall_ns", -1),
+                                       .high = sev && !strcmp(sev, "high"),
+                                       .serialized = json_is_true(json_object_get(v, "serialized")),
+                                       .pid = pid, .rank = rank,
+                                       .ts = jint(v, "ts_ns", -1),
+                                       .seq = jint(v, "seq", -1),
+                                       .instance = cli_dup_or_null(jstr(tuner, "instance")),
+                                       .file = strdup(path), .where = strdup(where)});
     } else if (kind && strcmp(kind, "method_replaced") == 0) {
         st->replaced++;
     } else if (kind && strcmp(kind, "fatal") == 0) {
@@ -318,20 +269,29 @@ static int read_jsonl(struct state *st, const char *path, const char *text, size
             } else {
                 if (json_integer_value(schema) > newest)
                     newest = json_integer_value(schema);
-                recs = grow(recs, &cap, nrecs + 1, sizeof *recs);
+                recs = cli_grow(recs, &cap, nrecs + 1, sizeof *recs);
                 recs[nrecs++] = v;
             }
         }
         p = nl ? nl + 1 : end;
     }
     int nfatal = 0;
+    st->copy_file = 0;
     if (newest > TG_REPORT_SCHEMA_VERSION) {
         problem(st, path, "written with report schema %lld; this tunerguard reads schema %d and older: file skipped "
                 "(read it with a newer tunerguard)", newest, TG_REPORT_SCHEMA_VERSION);
         nfatal = -1;
     } else {
-        for (size_t i = 0; i < nrecs; i++)
-            nfatal += add_record(st, recs[i], path);
+        size_t copies = 0;
+        for (size_t i = 0; i < nrecs; i++) {
+            const json_t *v = recs[i];
+            if (cli_record_seen(st, jint(v, "pid", 0), jint(v, "rank", -1), jint(v, "seq", -1), jint(v, "ts_ns", -1)))
+                copies++; /* a copy of a record read before: counted once */
+            else
+                nfatal += add_record(st, v, path);
+        }
+        st->dup_records += copies;
+        st->copy_file = nrecs && copies == nrecs;
         st->bad_lines += (int)(bad + (size_t)cut);
         if (cut && bad)
             problem(st, path, "truncated (its last line is cut short) and %zu other line%s not a record (first: "
@@ -383,6 +343,7 @@ static long rank_in_name(const char *path)
 static void read_txt(struct state *st, const char *path, char *text, size_t tlen, int full, int fatals)
 {
     struct race cur = {0};
+    char method[128] = ""; /* of the race block being read */
     int in_race = 0;
     long cur_fatal = -1; /* index in st->fatals of the fatal block being read */
     long blocks = 0;
@@ -393,17 +354,17 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
         char hdr[512];
         snprintf(hdr, sizeof hdr, "%.*s", (int)len, line);
         if (!strncmp(line, "SUMMARY: tunerguard: ", 21))
-            add_summary(st, line, len);
+            cli_add_summary(st, line, len);
         if (!strncmp(hdr, "WARNING: tunerguard: ", 21)) {
             cur_fatal = -1;
             if (fatals && !strncmp(hdr + 21, "fatal signal ", 13)) {
                 cur_fatal = (long)st->nfatals;
                 const char *sig = hdr + 34;
-                add_fatal(st, (struct fatal){.pid = num_after(hdr, "pid=", 0),
-                                             .rank = num_after(hdr, "rank=", rank_in_name(path)),
-                                             .seq = -1, .signal = strndup(sig, strcspn(sig, " (")), .tid = -1,
-                                             .in_tuner = -1, .race_seq = -1, .reports_before = blocks,
-                                             .file = strdup(path)});
+                cli_add_fatal(st, (struct fatal){.pid = num_after(hdr, "pid=", 0),
+                                                 .rank = num_after(hdr, "rank=", rank_in_name(path)),
+                                                 .seq = -1, .signal = strndup(sig, strcspn(sig, " (")), .tid = -1,
+                                                 .in_tuner = -1, .race_seq = -1, .reports_before = blocks,
+                                                 .file = strdup(path)});
             }
             blocks++;
         } else if (cur_fatal >= 0 && !strncmp(hdr, "  Received by thread tid=", 25)) {
@@ -418,13 +379,16 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
         if (full) {
             if (!strncmp(hdr, "WARNING: tunerguard: ", 21)) {
                 long pid = num_after(hdr, "pid=", 0), rank = num_after(hdr, "rank=", rank_in_name(path));
-                note_proc(st, pid, rank);
+                cli_note_proc(st, pid, rank);
                 in_race = strstr(hdr, "entered a tuner") != NULL;
                 if (strstr(hdr, "method replaced"))
                     st->replaced++;
                 free(cur.kernel);
-                cur = (struct race){.pid = pid, .rank = rank, .ts = -1, .seq = -1};
+                cur = (struct race){.pid = pid, .rank = rank, .ts = -1, .wall = -1, .seq = -1};
+                method[0] = '\0';
             } else if (in_race && !strncmp(line, "  Call of ", 10)) {
+                const char *on = memmem(line, len, " on ", 4);
+                snprintf(method, sizeof method, "%.*s", on ? (int)(on - line - 10) : 0, line + 10);
                 const char *k = memmem(line, len, "on kernel '", 11); /* this line only: strstr ran to the file's end */
                 if (k) {
                     k += 11;
@@ -439,10 +403,17 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
             } else if (in_race && !strncmp(line, "SUMMARY: ", 9)) {
                 const char *in = memmem(line, len, " in ", 4);
                 cur.where = strndup(in ? in + 4 : "", in ? (size_t)(line + len - in - 4) : 0);
-                if (!cur.kernel)
-                    cur.kernel = strdup("?");
+                if (cur.kernel && !strcmp(cur.kernel, "?")) {
+                    free(cur.kernel);
+                    cur.kernel = NULL;
+                }
+                if (!cur.kernel) { /* the tuner then, by the method called */
+                    cur.unnamed = 1;
+                    cur.kernel = strdup(method[0] ? method : "an unnamed tuner");
+                }
                 cur.file = strdup(path);
-                add_race(st, cur);
+                st->failing += !cur.serialized; /* the text fallback knows races only */
+                cli_add_race(st, cur);
                 cur = (struct race){0};
                 in_race = 0;
             }
@@ -523,7 +494,7 @@ static void read_one(struct state *st, int dfd, const char *name, const char *pa
             int nfatal = read_jsonl(st, path, b.s, b.len);
             /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
              * no fatal record (older library) */
-            if (nfatal >= 0 && regular_at(dfd, txt))
+            if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's: counted with the original */
                 read_txt_at(st, dfd, txt, txt_path, 0, 0, nfatal == 0);
             else if (nfatal < 0 && regular_at(dfd, txt))
                 load(st, dfd, txt, txt_path, 0, &b); /* refused with its .jsonl: only marked as read */
@@ -559,38 +530,6 @@ static void on_entry(void *ctx, int dfd, const char *name, const char *path, con
         return;
     }
     read_one(st, dfd, name, path, k, 0, 1);
-}
-
-static void free_state(struct state *st)
-{
-    for (size_t i = 0; i < st->nraces; i++) {
-        free(st->races[i].kernel);
-        free(st->races[i].instance);
-        free(st->races[i].file);
-        free(st->races[i].where);
-    }
-    free(st->races);
-    for (size_t i = 0; i < st->nsummary; i++)
-        free(st->summary[i].s);
-    free(st->summary);
-    for (size_t i = 0; i < st->nfatals; i++) {
-        struct fatal *f = &st->fatals[i];
-        free(f->signal);
-        free(f->fault_addr);
-        free(f->instance);
-        free(f->kernel);
-        free(f->file);
-        for (size_t j = 0; j < f->nocc; j++)
-            free(f->occ[j].instance);
-        free(f->occ);
-    }
-    free(st->fatals);
-    free(st->procs);
-    cli_pairset_free(&st->procset);
-    cli_pairset_free(&st->seen);
-    cli_buf_free(&st->trace.out);
-    free(st->explicit_files);
-    free(st);
 }
 
 /* --trace OUT: refused when it is one of the files read (it would be
@@ -701,7 +640,7 @@ int cli_report(int argc, char **argv)
         }
     }
     if (!rc)
-        rc = (st->nraces || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);
-    free_state(st);
+        rc = (st->failing || st->nfatals ? 1 : 0) | (st->problems ? CLI_EXIT_INCOMPLETE : 0);
+    cli_free_state(st);
     return rc;
 }

@@ -9,10 +9,12 @@
 #include "cli_walk.h"
 
 struct race {
-    char *kernel;
+    char *kernel;   /* the kernel's name; unnamed: the tuner's method (or class) */
+    int unnamed;    /* the tuner has no kernel name: kernel names the tuner */
     int high, serialized;
     long pid, rank; /* rank -1: none */
     long long ts;   /* -1: unknown (text fallback) */
+    long long wall; /* wall-clock ns (the record's wall_ns), -1: unknown */
     long long seq;  /* -1: unknown (text fallback) */
     char *instance; /* tuner.instance ("0x..."), NULL: unknown */
     char *file;
@@ -61,6 +63,10 @@ struct state {
     size_t nprocs, capprocs;
     struct cli_pairset procset; /* the same pairs, for lookup */
     int replaced, other, bad_lines;
+    size_t failing;     /* records that fail the run (tg_report_fails; fatal records apart) */
+    struct cli_pairset records; /* (process, record) of every record counted */
+    size_t dup_records; /* records skipped as copies of ones counted (a copied file) */
+    int copy_file;      /* the .jsonl just read held only such copies */
     size_t nreports;    /* report files read (a .txt read with its .jsonl is not counted) */
     size_t problems;    /* files and folders not read in full, each named on stderr */
     struct cli_pairset seen; /* (dev, inode) of every file and folder read */
@@ -70,6 +76,23 @@ struct state {
     char **explicit_files; /* file PATHs given on the command line */
     size_t nexplicit;
 };
+
+/* cli_report_state.c.  P grown to hold NEED items of SIZE (*CAP updated);
+ * out of memory: one line, exit 1. */
+void *cli_grow(void *p, size_t *cap, size_t need, size_t size);
+/* Process (PID, RANK) seen: listed once, in order of first appearance. */
+void cli_note_proc(struct state *st, long pid, long rank);
+void cli_add_race(struct state *st, struct race r);
+void cli_add_fatal(struct state *st, struct fatal f);
+/* A copy of S, NULL for NULL. */
+char *cli_dup_or_null(const char *s);
+/* A SUMMARY line of a .txt: counted with its equals. */
+void cli_add_summary(struct state *st, const char *line, size_t len);
+void cli_free_state(struct state *st);
+/* 1 when the record (PID, RANK, SEQ, TS_NS) was counted before: the same
+ * process (pid, rank) and the same record of it (its seq, its monotonic
+ * time); else 0, and it is noted.  SEQ or TS_NS < 0: never a copy. */
+int cli_record_seen(struct state *st, long long pid, long long rank, long long seq, long long ts_ns);
 
 /* Print the summary on stdout (text, or one JSON document). */
 void cli_report_print(const struct state *st, int as_json);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* S escaped for a terminal (cli_buf_put_esc); "" for NULL.  The text stays
  * valid until eight more calls have been made (a ring of buffers, freed by
@@ -104,7 +105,29 @@ static const struct race *race_by_instance(const struct state *st, long pid, lon
 
 static const char *known_kernel(const struct race *r)
 {
-    return r && strcmp(r->kernel, "?") ? r->kernel : NULL;
+    return r && !r->unnamed ? r->kernel : NULL;
+}
+
+/* Is race A earlier than B (NULL: no race yet)?  By the wall clock where
+ * both have it (processes of several machines), else by the monotonic time. */
+static int earlier(const struct race *a, const struct race *b)
+{
+    if (!b)
+        return 1;
+    if (a->wall >= 0 && b->wall >= 0)
+        return a->wall < b->wall;
+    return a->ts >= 0 && (b->ts < 0 || a->ts < b->ts);
+}
+
+/* WALL_NS as the local date and time, "2026-12-04 23:12:05"; "" if unknown. */
+static const char *local_time(long long wall_ns, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    time_t t = (time_t)(wall_ns / 1000000000LL);
+    struct tm tm;
+    if (wall_ns >= 0 && localtime_r(&t, &tm))
+        strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+    return buf;
 }
 
 /* The kernel of the tuner of a session (RACE_SEQ, INSTANCE) of process (PID,
@@ -165,7 +188,7 @@ static void put_fatal_text(struct cli_buf *b, const struct state *st, const stru
         if (k)
             cli_buf_printf(b, ", inside kernel '%s'", esc(k));
         else
-            cli_buf_printf(b, ", inside tuner %s", f->instance ? esc(f->instance) : "?");
+            cli_buf_printf(b, ", inside %s%s", f->instance ? "tuner " : "a tuner", f->instance ? esc(f->instance) : "");
         if (f->race_seq >= 0)
             cli_buf_printf(b, " in the call that raced (%srace report #%lld of that process%s)",
                            k ? "" : "kernel unknown; ", f->race_seq, rs ? "" : ", not in the files read");
@@ -195,7 +218,7 @@ static void put_fatal_text(struct cli_buf *b, const struct state *st, const stru
         if (k)
             cli_buf_printf(b, "kernel '%s'", esc(k));
         else
-            cli_buf_printf(b, "tuner %s", o->instance ? esc(o->instance) : "?");
+            cli_buf_printf(b, "%s%s", o->instance ? "tuner " : "a tuner", o->instance ? esc(o->instance) : "");
         cli_buf_printf(b, " (race report #%lld)\n", o->race_seq);
         shown++;
     }
@@ -303,8 +326,9 @@ void cli_report_print(const struct state *st, int as_json)
         cli_buf_puts(&b, "],\"ranks\":");
         put_longs(&b, ranks, nranks, 1);
         cli_buf_printf(&b, ",\"races\":%zu,\"high\":%d,\"low\":%zu,\"serialized\":%d,\"method_replaced\":%d,"
-                       "\"unreadable_lines\":%d,\"incomplete\":%zu,\"kernels\":[",
-                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines, st->problems);
+                       "\"unreadable_lines\":%d,\"copied_records\":%zu,\"incomplete\":%zu,\"kernels\":[",
+                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines, st->dup_records,
+                       st->problems);
     } else {
         cli_buf_printf(&b, "%zu report file%s, %zu process%s", nreports, nreports == 1 ? "" : "s", nproc_r,
                        nproc_r == 1 ? "" : "es");
@@ -320,6 +344,9 @@ void cli_report_print(const struct state *st, int as_json)
             cli_buf_printf(&b, "; %d method replacement%s", st->replaced, st->replaced == 1 ? "" : "s");
         if (st->bad_lines)
             cli_buf_printf(&b, "; %d unreadable line%s skipped", st->bad_lines, st->bad_lines == 1 ? "" : "s");
+        if (st->dup_records)
+            cli_buf_printf(&b, "; %zu record%s in copied files counted once", st->dup_records,
+                           st->dup_records == 1 ? "" : "s");
         if (st->problems)
             cli_buf_printf(&b, "; %zu file%s or folder%s not read in full (named on stderr)", st->problems,
                            st->problems == 1 ? "" : "s", st->problems == 1 ? "" : "s");
@@ -333,12 +360,14 @@ void cli_report_print(const struct state *st, int as_json)
             if (strcmp(r->kernel, kernels[k]))
                 continue;
             n++, h += r->high, s += r->serialized;
-            if (!first || (r->ts >= 0 && (first->ts < 0 || r->ts < first->ts)))
+            if (earlier(r, first))
                 first = r;
         }
         if (as_json) {
             cli_buf_printf(&b, "%s{\"kernel\":", k ? "," : "");
-            cli_jput_str(&b, kernels[k]);
+            cli_jput_str(&b, first->unnamed ? NULL : kernels[k]);
+            cli_buf_puts(&b, ",\"tuner\":"); /* a tuner without a kernel name: its method */
+            cli_jput_str(&b, first->unnamed ? kernels[k] : NULL);
             cli_buf_printf(&b, ",\"races\":%d,\"high\":%d,\"low\":%d,\"serialized\":%d,\"pids\":", n, h, n - h, s);
             put_longs(&b, vals, distinct(st, kernels[k], 0, vals, st->nraces), 1);
             cli_buf_puts(&b, ",\"ranks\":");
@@ -348,21 +377,29 @@ void cli_report_print(const struct state *st, int as_json)
                 cli_buf_printf(&b, "%lld", first->ts);
             else
                 cli_buf_puts(&b, "null");
+            char when[32];
+            cli_buf_puts(&b, ",\"time\":");
+            cli_jput_str(&b, *local_time(first->wall, when, sizeof when) ? when : NULL);
             cli_buf_printf(&b, ",\"pid\":%ld,\"file\":", first->pid);
             cli_jput_str(&b, first->file);
             cli_buf_puts(&b, ",\"location\":");
             cli_jput_str(&b, first->where);
             cli_buf_puts(&b, "}}");
         } else {
-            cli_buf_printf(&b, "\nkernel '%s': %d race%s (%d high, %d low, %d serialized)\n", esc(kernels[k]), n,
-                           n == 1 ? "" : "s", h, n - h, s);
+            cli_buf_printf(&b, "\n%s '%s'%s: %d race%s (%d high, %d low, %d serialized)\n",
+                           first->unnamed ? "tuner" : "kernel", esc(kernels[k]),
+                           first->unnamed ? " (no kernel name)" : "", n, n == 1 ? "" : "s", h, n - h, s);
             cli_buf_puts(&b, "  processes: ");
             put_longs(&b, vals, distinct(st, kernels[k], 0, vals, st->nraces), 0);
-            cli_buf_puts(&b, "   ranks: ");
-            put_longs(&b, vals, distinct(st, kernels[k], 1, vals, st->nraces), 0);
+            size_t nr = distinct(st, kernels[k], 1, vals, st->nraces);
+            if (nr) { /* no rank: no field */
+                cli_buf_puts(&b, "   ranks: ");
+                put_longs(&b, vals, nr, 0);
+            }
+            char when[32];
             cli_buf_puts(&b, "\n  first: ");
-            if (first->ts >= 0)
-                cli_buf_printf(&b, "ts_ns=%lld ", first->ts);
+            if (*local_time(first->wall, when, sizeof when))
+                cli_buf_printf(&b, "%s, ", when);
             cli_buf_printf(&b, "pid %ld in %s\n", first->pid, esc(first->file));
             if (first->where && *first->where)
                 cli_buf_printf(&b, "  at: %s\n", esc(first->where));

@@ -84,15 +84,17 @@ static const struct cli_cmd cmds[] = {
      "file (.txt) is the fallback when there is no readable .jsonl. Only regular files are read; a file or folder "
      "that cannot be read in full (unreadable, a FIFO or link, cut short, a newer schema) is named in one line on "
      "stderr. Prints races per kernel with their severity, the processes and ranks involved, the first "
-     "occurrence (earliest ts_ns and its file), the processes that died of a fatal signal (SIGSEGV, SIGBUS, "
+     "occurrence (its local date and time and its file; copies of a file counted once), the processes that died of a fatal signal (SIGSEGV, SIGBUS, "
      "SIGABRT, SIGFPE, SIGILL: the signal, the thread, and the kernel whose tuner it was inside, linked to that "
      "process's race report) and the SUMMARY lines.",
      {{"--json", "print the summary as one JSON document"},
       {"--trace OUT", "merge the Chrome trace files (<prefix>.<pid>.trace.json, possibly truncated) found under the "
                       "PATHs into OUT, one file for Perfetto or chrome://tracing"},
       {"-h, --help", "this help"}},
-     "0 when no race and no fatal signal was found; 1 when races or processes that died of a fatal signal were "
-     "found; 4 and 5: the same with some input not read in full (named on stderr); 2 usage error, no report file "
+     "1 when a record fails the run by the rule of the exitcode= option (a race, not one a serialize wait "
+     "prevented; an exception linked to one; a deadlock; ...) or a process died of a fatal signal; else 0 (only "
+     "prevented races or informational kinds: tuning under load, method replaced); 4 and 5: the same with some "
+     "input not read in full (named on stderr); 2 usage error, no report file "
      "under the PATHs, or --trace OUT not writable or one of the inputs.",
      cli_report},
     {"doctor", "doctor [--python PY]",

@@ -12,7 +12,7 @@ check "races found: exit 1" [ "$rc" = 1 ]
 check "three processes, ranks 0 1" has t.out "3 processes, ranks 0 1"
 check "hammer_kernel: 2 races from 2 processes" sh -c "grep -q \"kernel 'hammer_kernel': 2 races (2 high\" t.out"
 check "test_seed004 listed" has t.out "kernel 'test_seed004': 1 race"
-check "first occurrence names a file" sh -c "grep -q '^  first: ts_ns=[0-9]* pid [0-9]* in r/tunerguard' t.out"
+check "first occurrence: local date and time, names a file" sh -c "grep -q '^  first: [0-9]\{4\}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9], pid [0-9]* in r/tunerguard' t.out"
 check "SUMMARY lines with counts" sh -c "grep -q '^ *2x SUMMARY: tunerguard: tuner race on .hammer_kernel.' t.out"
 
 run_tg j report --json r

@@ -1668,6 +1668,99 @@ def check_full_disk(ctx):
     expect(res.err.count("WARNING: tunerguard") >= 1, "the failed report on stderr", res)
 
 
+# --------------------------------------------------------------------------
+# (k) which exceptions of a raced call are linked to the race
+
+# The victim parks inside tuner.run; the calling thread then makes CALLS
+# calls of its own, each racing with it; then the victim is let go.  Each
+# call's exception (and the victim's) is caught, and its notes kept.
+EXC_LINK_PROG = r"""
+import functools, signal
+from triton.runtime.autotuner import Autotuner
+notes, errors = [], []
+def catch(fn, *args):
+    try:
+        fn(*args)
+    except BaseException as e:
+        errors.append(type(e).__name__)
+        notes.extend(n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:"))
+class Sub(Autotuner):  # the program's own subclass: its run is guarded, Triton's code raises
+    def run(self, *args, **kwargs):
+        return super().run(*args, **kwargs)
+tuner = %(cls)s(%(fn)s)
+entered, release = threading.Event(), threading.Event()
+def hook(t, tag, *rest):
+    if tag == "victim":
+        entered.set()
+        release.wait()
+    elif tag == "own":
+        {}["missing"]  # the program's own KeyError
+tuner.hook = hook
+th = threading.Thread(target=catch, args=(tuner.run, "victim"), name="victim")
+th.start()
+entered.wait()
+for i in range(%(calls)d):
+    catch(tuner.run, "%(tag)s")
+release.set()
+th.join()
+print("ERRORS", sorted(errors), "NOTES", len(notes), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def linked_exceptions(res):
+    return [o for o in jsonl_lines(res) if o.get("kind") == "exception"]
+
+
+def check_exception_own_keyerror_not_linked(ctx):
+    """A KeyError the program raises itself (in its hook) inside a call that
+    overlapped is the program's, not the race's: no note, no record."""
+    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "my_kernel", "calls": 1, "tag": "own"}, options=opts())
+    expect("ERRORS ['KeyError'] NOTES 0" in res.out, "the KeyError raised, without a note", res)
+    expect(not linked_exceptions(res), "no exception record", res)
+    expect("linked" not in res.err, "the exit line links none", res)
+
+
+def check_exception_keyboard_interrupt_not_linked(ctx):
+    """A KeyboardInterrupt raised inside the tuner's own frames (where a
+    Ctrl-C lands) is never the race's."""
+    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "functools.partial(signal.default_int_handler, 2)",
+                                     "calls": 1, "tag": "other"},
+                     options=opts())
+    expect("ERRORS ['KeyboardInterrupt', 'KeyboardInterrupt'] NOTES 0" in res.out, "both interrupted, no note",
+           res)
+    expect(not linked_exceptions(res), "no exception record", res)
+
+
+def check_exception_every_linked_one_counted(ctx):
+    """TypeErrors raised in the tuner's own frames (its shared state cleared)
+    are linked, each one with a note, and the exit line counts every one;
+    also through the program's own subclass (its run guarded, Triton's
+    code raising)."""
+    for cls in ("Autotuner", "Sub"):
+        res = ctx.run_py(EXC_LINK_PROG % {"cls": cls, "fn": "None", "calls": 3, "tag": "other"}, options=opts())
+        expect_four_linked(res)
+
+
+def expect_four_linked(res):
+    m = re.search(r"NOTES (\d+) NOTED (\d)", res.out)
+    expect("ERRORS ['TypeError', 'TypeError', 'TypeError', 'TypeError']" in res.out and m, "four TypeErrors", res)
+    expect(int(m.group(1)) == 4 * int(m.group(2)), "a note on each (3.11+)", res)
+    linked = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(linked and int(linked.group(1)) == 4, "the exit line counts the 4 linked exceptions", res)
+    expect(linked_exceptions(res), "an exception record", res)
+
+
+def check_exit_line_tuner_without_kernel_name(ctx):
+    """serialize, a tuner whose function has no __name__: the exit line names
+    the contended tuner by its method, never '?'."""
+    prog = RACE_PROG.replace("Autotuner(my_kernel)", "Autotuner(functools.partial(my_kernel))")
+    res = ctx.run_py("    import functools\n" + prog % {"serialize": True}, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    expect(line and "(contended: Autotuner.run)" in line[-1], "the method named", res)
+    expect("?" not in line[-1], "no '?' on the exit line", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_python_default_log_path],
@@ -1692,6 +1785,8 @@ CHECKS = {
               check_chdir_after_start, check_same_pid_twice],
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
                     check_full_disk],
+    "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
+                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name],
 }
 
 

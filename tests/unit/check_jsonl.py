@@ -68,7 +68,7 @@ def check_obj(where, obj, spec):
 
 TOP_COMMON = {
     "schema": "uint", "kind": "str", "seq": "uint", "pid": "uint", "rank": ("uint", "null"),
-    "mode": ("str", "null"), "ts_ns": "uint", "tuner": "object", "location": ("object", "null"),
+    "mode": ("str", "null"), "ts_ns": "uint", "wall_ns": "uint", "tuner": "object", "location": ("object", "null"),
     "entering": "object",
 }
 TOP = {

@@ -157,3 +157,74 @@ Test(emit, exit_line_counts_the_tuners_overlaps, .init = setup)
     cr_assert(strstr(e, "; 4 overlaps on already tuned keys (low severity, verbosity=1 shows them)"), "%s", e);
     free(e);
 }
+
+/* Tuning under load is one report per tuner and kernel, whatever the call
+ * sites (4 to 8 benchmarks of one kernel are timed under load where one is):
+ * the other benchmarks are counted on the exit line and in one "repeats"
+ * record at exit.  Informational: it does not fail the run (exitcode=). */
+Test(emit, interference_once_per_kernel_counted_at_exit, .init = setup)
+{
+    enum tg_emit_status st;
+    cr_assert_eq(emit_kind(TG_REPORT_INTERFERENCE, &st), 1);
+    for (int i = 0; i < 2; i++) {
+        fx_race_high(&r);
+        r.kind = TG_REPORT_INTERFERENCE;
+        r.entering.py[2].line = 90 + i; /* another call site, the same kernel */
+        cr_assert_eq(tg_emit(&r, &st), 0, "benchmark %d of the same kernel", i + 2);
+        cr_assert_eq(st, TG_EMIT_REPEAT);
+    }
+    fx_race_high(&r);
+    r.kind = TG_REPORT_INTERFERENCE;
+    snprintf(r.kernel, sizeof r.kernel, "other_kernel");
+    cr_assert_eq(tg_emit(&r, &st), 2, "another kernel: its own report");
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.failing, 0, "tuning under load is informational");
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    cr_assert(strstr(e, "; 4 benchmarks timed under load (2 kernels, one report each); "), "%s", e);
+    free(e);
+    char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
+    cr_assert(strstr(txt, "  2 more benchmarks of this kernel timed under load after report #1;"), "%s", txt);
+    free(txt);
+    char *js = fx_read_file(path_in(dir, "tg.%ld.jsonl"));
+    cr_assert(strstr(js, "\"race_seq\":1,\"repeats\":2,\"of\":\"interference\""), "%s", js);
+    free(js);
+}
+
+/* The rule of exitcode= (and of `tunerguard report`'s status): races and the
+ * other problems fail the run; informational kinds and prevented races do
+ * not, unless prevented_is_race=1. */
+Test(emit, failing_rule)
+{
+    cr_assert(tg_report_fails(TG_REPORT_RACE, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_RACE, 1, 0), "prevented");
+    cr_assert(tg_report_fails(TG_REPORT_RACE, 1, 1), "prevented_is_race=1");
+    cr_assert(tg_report_fails(TG_REPORT_EXCEPTION, 0, 0));
+    cr_assert(tg_report_fails(TG_REPORT_DEADLOCK, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_INTERFERENCE, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_METHOD_REPLACED, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_REPEATS, 0, 0));
+    cr_assert_eq(tg_report_kind_of_json("interference"), TG_REPORT_INTERFERENCE);
+    cr_assert_eq(tg_report_kind_of_json("fatal"), TG_REPORT_NKINDS);
+}
+
+/* serialize: a prevented race is written once per site; a race at the same
+ * site that was not prevented is not its repeat: written, and it fails the
+ * run. */
+Test(emit, prevented_and_real_race_at_one_site, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 0, "the same prevented race again");
+    cr_assert_eq(st, TG_EMIT_REPEAT);
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 2, "not prevented this time: its own report");
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.failing, 1, "the race that happened fails the run");
+}

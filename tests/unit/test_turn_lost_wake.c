@@ -175,7 +175,7 @@ static void *waiter(void *p)
     rec_self = t;
     rec_on = 1;
     uint64_t t0 = tg_mono_ns();
-    waiter_got = tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x1230); /* no such tuner in the table */
+    waiter_got = tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x1230, NULL); /* no such tuner in the table */
     waited_ns = tg_mono_ns() - t0;
     rec_on = 0;
     tg__release_turn(t);
@@ -286,7 +286,7 @@ static void *looper(void *p)
     pthread_mutex_lock(&gil);
     while (!atomic_load(&loop_stop)) {
         if (!tg__try_turn(t))
-            tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x4560);
+            tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x4560, NULL);
         pthread_mutex_unlock(&gil); /* the launch lets the GIL go */
         for (volatile int i = 0; i < 2000; i++)
             ;
@@ -324,7 +324,7 @@ Test(turn_lost_wake, looping_quiet_holder_hands_over_at_the_slice_end)
         rec_on = 1;
         int got = 1;
         if (!tg__try_turn(t)) {
-            got = tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x1230);
+            got = tg__wait_for_turn(t, (PyObject *)(uintptr_t)0x1230, NULL);
             waited++;
         }
         rec_on = 0;
