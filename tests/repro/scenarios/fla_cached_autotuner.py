@@ -75,6 +75,8 @@ def load_fla_cache(wheel):
 
 
 wheel = os.environ.get("TG_FLA_WHEEL", "")
+if sys.version_info < (3, 10):  # cache.py evaluates `X | None` annotations when it runs
+    h.harness_error(f"fla-core 0.6.0 needs Python 3.10 or later, this is {sys.version.split()[0]}")
 if not os.path.isfile(wheel):
     h.harness_error(f"TG_FLA_WHEEL={wheel!r} is not a file (the fla-core 0.6.0 wheel)")
 config_dir = tempfile.mkdtemp(prefix="fla-configs-")
