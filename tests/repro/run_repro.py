@@ -50,6 +50,11 @@ SCENARIOS = {
     "fast_path_first": ("fast_first_kernel", NONE_IS_NOT_A_MAPPING),
     "disk_cache": ("disk_cache_kernel", NONE_IS_NOT_A_MAPPING),
     "pruned_single": ("pruned_single_kernel", NONE_IS_NOT_A_MAPPING),
+    # other tuners (docs/tuners.md): fla-core 0.6.0's CachedAutotuner from its wheel (TG_FLA_WHEEL,
+    # run_wheel_repro.py), and the model of Inductor's CachingAutotuner (torch 2.15.0)
+    "fla_cached_autotuner": ("fla_l2norm_kernel", NONE_IS_NOT_A_MAPPING),
+    "inductor_caching_autotuner": ("inductor_pointwise_kernel",
+                                   "AssertionError: Autotuned launcher config does not match any compile result"),
 }
 # The Triton versions the model has (TG_TRITON_MODEL, model/triton/_model.py); the
 # releases themselves run with --triton-release.

@@ -1,0 +1,1 @@
+"""Stand-in for torch._inductor.runtime (see triton_heuristics.py)."""
