@@ -1,6 +1,6 @@
 /* Suppressions: the TSan template matcher (table-driven), the file parser's
  * errors, matching a race report (kernel, class, method, Python files of
- * either thread), per-pattern counts, trailing comments (the README's own
+ * either thread), per-pattern counts, trailing comments (docs/suppressions.md.s own
  * example must parse and match), the preload refusing a bad file with one
  * line and status 2 before the program runs, and a relative path that does
  * not resolve (a child in another directory) being a warning instead. */
@@ -229,7 +229,7 @@ Test(suppress, interference_lines)
     cr_expect_null(tg_supp_match_report(&set, &r));
 }
 
-/* The example block of README.md's suppressions paragraph, read from the
+/* The example block of docs/suppressions.md, read from the
  * checkout this test was built from: every line parses, the comments are not
  * part of the patterns, and each line alone suppresses the fixture report
  * (its kernel, a file of the inside thread, a function of the entering one). */
@@ -239,7 +239,7 @@ Test(suppress, readme_example_parses_and_matches)
     snprintf(path, sizeof path, "%s", __FILE__);
     char *slash = strrchr(path, '/');
     cr_assert_not_null(slash);
-    snprintf(slash, sizeof path - (size_t)(slash - path), "/../../README.md");
+    snprintf(slash, sizeof path - (size_t)(slash - path), "/../../docs/suppressions.md");
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "cannot open %s", path);
     static char readme[1 << 17];
@@ -247,7 +247,7 @@ Test(suppress, readme_example_parses_and_matches)
     fclose(f);
     readme[n] = '\0';
     const char *para = strstr(readme, "A suppressions file takes ThreadSanitizer's `race:` lines");
-    cr_assert_not_null(para, "README.md has no suppressions paragraph");
+    cr_assert_not_null(para, "docs/suppressions.md has no suppressions paragraph");
     const char *open = strstr(para, "\n```\n");
     cr_assert_not_null(open);
     open += 5;
@@ -262,16 +262,16 @@ Test(suppress, readme_example_parses_and_matches)
     static struct tg_supp_set set;
     static struct tg_report r;
     char err[200];
-    cr_assert_eq(parse(&set, block, err, sizeof err), 0, "README example: %s", err);
+    cr_assert_eq(parse(&set, block, err, sizeof err), 0, "docs/suppressions.md example: %s", err);
     int lines = 0;
     for (const char *l = block; *l; l = strchr(l, '\n') + 1)
         lines += strncmp(l, "race:", 5) == 0 || strncmp(l, "interference:", 13) == 0;
-    cr_assert_eq(set.n, lines, "README example: %d race/interference lines, %d patterns", lines, set.n);
+    cr_assert_eq(set.n, lines, "docs/suppressions.md example: %d race/interference lines, %d patterns", lines, set.n);
     cr_assert_geq(set.n, 3);
     for (int i = 0; i < set.n; i++) {
         const char *p = set.s[i].pattern;
         size_t len = strlen(p);
-        cr_expect_null(strchr(p, '#'), "README example line %d: pattern '%s' kept its comment", set.s[i].line, p);
+        cr_expect_null(strchr(p, '#'), "docs/suppressions.md example line %d: pattern '%s' kept its comment", set.s[i].line, p);
         cr_expect(len > 0 && p[len - 1] != ' ' && p[len - 1] != '\t', "pattern '%s' kept its spaces", p);
         static struct tg_supp_set one;
         one.n = 1;
@@ -280,10 +280,10 @@ Test(suppress, readme_example_parses_and_matches)
         mk_report(&r); /* a race, or for an interference: line the same kernel's interference report */
         if (strcmp(set.s[i].type, "interference") == 0)
             r.kind = TG_REPORT_INTERFERENCE;
-        cr_expect_not_null(tg_supp_match_report(&one, &r), "README example line %d ('%s') does not match", set.s[i].line,
+        cr_expect_not_null(tg_supp_match_report(&one, &r), "docs/suppressions.md example line %d ('%s') does not match", set.s[i].line,
                            p);
     }
-    /* as the README has them today */
+    /* as docs/suppressions.md has them */
     cr_expect_str_eq(set.s[0].pattern, "^_l2norm_fwd_kernel$");
     cr_expect_str_eq(set.s[1].pattern, "fla/modules/");
     cr_expect_str_eq(set.s[2].pattern, "^Model.forward$");
