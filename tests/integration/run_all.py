@@ -155,8 +155,18 @@ def race_once(tuner, serialize=False, enter=None):
     th.join()
     return order
 
+def _vectorcall_of(f):
+    import ctypes
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    return ctypes.c_void_p.from_address(id(f) + off).value
+
 def is_guarded(cls, name="run"):
-    return type(cls.__dict__[name]).__name__ == "method_descriptor"
+    """A method descriptor put on the class (3.11), or the function itself
+    with tunerguard's trampoline in its vectorcall slot."""
+    v = cls.__dict__[name]
+    if type(v).__name__ == "method_descriptor":
+        return True
+    return type(v) is type(my_kernel) and _vectorcall_of(v) != _vectorcall_of(my_kernel)
 '''
 
 
@@ -828,7 +838,8 @@ def check_replaced_method_patch_restore_loop(ctx):
 
 
 def check_signature(ctx):
-    """inspect.signature() of a guarded method works (it raised ValueError)."""
+    """inspect.signature() of a guarded method works (it raised ValueError);
+    where the guard is in the vectorcall slot it is the function's own."""
     res = ctx.run_py('''
         import inspect
         from triton.runtime.autotuner import Autotuner
@@ -837,8 +848,136 @@ def check_signature(ctx):
         print("BOUND", inspect.signature(Autotuner(my_kernel).run))
     ''', options=opts())
     expect(res.rc == 0 and "GUARDED True" in res.out, "guarded", res)
-    expect("SIG (self, /, *args, **kwargs)" in res.out and "BOUND (*args, **kwargs)" in res.out,
-           "a signature that passes everything through", res)
+    expect(("SIG (self, /, *args, **kwargs)" in res.out or "SIG (self, *args, **kwargs)" in res.out)
+           and "BOUND (*args, **kwargs)" in res.out, "a signature that passes everything through", res)
+
+
+def check_guard_identity(ctx):
+    """A guarded method is the program's own function to introspection
+    (getsource, __code__, __module__, __globals__, a bound method's __func__,
+    isfunction, the signature, a class that borrows it, MagicMock(spec=)),
+    and stays guarded.  3.11 (a method descriptor there): only guarded."""
+    res = ctx.run_py('''
+        import inspect
+        from unittest import mock
+        from triton.runtime.autotuner import Autotuner
+        import triton.runtime.autotuner as mod
+        print("GUARDED", is_guarded(Autotuner), is_guarded(Autotuner, "warmup"))
+        print("MINOR", sys.version_info[1])
+        def probe(name, fn):
+            try:
+                print(name, fn())
+            except Exception as e:
+                print(name, "ERROR", type(e).__name__, e)
+        probe("SRC", lambda: inspect.getsource(Autotuner.run).lstrip().startswith("def run(self, *args, **kwargs):"))
+        probe("CODE", lambda: Autotuner.run.__code__.co_name == "run" and Autotuner.run.__module__ == mod.__name__
+              and Autotuner.run.__globals__ is vars(mod))
+        probe("ISFUNC", lambda: inspect.isfunction(Autotuner.run))
+        probe("FUNC", lambda: Autotuner(my_kernel).run.__func__ is Autotuner.run)
+        probe("SIG", lambda: str(inspect.signature(Autotuner.run)))
+        class Duck:
+            run = Autotuner.run
+            hook = None
+            def _bench(self, *a, **k):
+                return "duck"
+        probe("DUCK", lambda: Duck().run(1))
+        probe("MOCK", lambda: type(mock.MagicMock(spec=Autotuner).run(1)).__name__)
+        race_once(Autotuner(my_kernel))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "GUARDED True True" in res.out, "program ran, guarded", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1, "the race is reported", res)
+    if "MINOR 11" in res.out:
+        return
+    for want in ("SRC True", "CODE True", "ISFUNC True", "FUNC True", "SIG (self, *args, **kwargs)",
+                 "DUCK ", "MOCK MagicMock"):
+        expect(re.search("^" + re.escape(want), res.out, re.M) and "DUCK ERROR" not in res.out,
+               "introspection as without tunerguard: %s" % want, res)
+
+
+HOT_PROG = '''
+    import functools, queue
+    with open("hotmod.py", "w") as f:
+        f.write("class K:\\n    def m(self, x):\\n        if x:\\n            x()\\n        return 1\\n")
+    sys.path.insert(0, ".")
+    import hotmod
+    k = hotmod.K()
+    q, cur, waits = queue.Queue(), [None], [0]
+    def audit(event, args):
+        if event == "tunerguard.serialize_wait":
+            waits[0] += 1
+            cur[0].set()  # the holder may leave: this call waits for it
+    sys.addaudithook(audit)
+    def holder():
+        while True:
+            pair = q.get()
+            if pair is None:
+                return
+            k.m(lambda: (pair[0].set(), pair[1].wait()))
+    th = threading.Thread(target=holder, daemon=True)
+    th.start()
+    def ready():
+        """The holder inside k.m, blocked: the next guarded call must wait."""
+        if cur[0] is not None:
+            cur[0].set()
+        inside, release = threading.Event(), threading.Event()
+        cur[0] = release
+        q.put((inside, release))
+        inside.wait()
+        return 0
+    N = 200
+    calls = 0
+    def style(name, call):
+        global calls
+        before = waits[0]
+        for i in range(N):
+            ready()
+            call()
+        calls += N
+        print("STYLE", name, waits[0] - before, "of", N)
+    bound = k.m
+    args, kw = (0,), {"x": 0}
+    part = functools.partial(hotmod.K.m, k)
+    style("method", lambda: k.m(0))
+    style("class", lambda: hotmod.K.m(k, 0))
+    style("bound", lambda: bound(0))
+    style("star", lambda: k.m(*args))
+    style("starstar", lambda: k.m(**kw))
+    style("kw", lambda: k.m(x=0))
+    style("partial", lambda: part(0))
+    before = waits[0]
+    list(map(k.m, (ready() for i in range(N))))
+    print("STYLE map", waits[0] - before, "of", N)
+    def other(self, x):
+        if x:
+            x()
+        return 2
+    if sys.version_info[:2] != (3, 11):  # a method descriptor there: no __code__
+        hotmod.K.m.__code__ = other.__code__
+        style("newcode", lambda: k.m(0))
+        print("RESULT", k.m(0))
+    cur[0].set()
+    q.put(None)
+    th.join()
+    print("MINOR", sys.version_info[1])
+    print("DONE")
+'''
+
+
+def check_guard_hot_calls(ctx):
+    """Every way of calling a guarded simple-signature method, in loops hot
+    enough for the specializing interpreter, passes through the guard: in
+    serialize, each call made while another thread is inside waits (one
+    tunerguard.serialize_wait event each); also after `__code__` is
+    replaced."""
+    res = ctx.run_py(HOT_PROG, options=opts(mode="serialize", targets="hotmod:K.m"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    styles = re.findall(r"^STYLE (\w+) (\d+) of (\d+)$", res.out, re.M)
+    expect(len(styles) == 9 and "RESULT 2" in res.out or len(styles) == 8 and "MINOR 11" in res.out,
+           "every call style ran (the new __code__ ran)", res)
+    bad = [s for s in styles if s[1] != s[2]]
+    expect(not bad, "every call waited for the thread inside (guarded): %s" % bad, res)
 
 
 TARGETS_MOD = '''
@@ -904,7 +1043,10 @@ def check_target_builtin_in_class_body(ctx):
 
 def check_target_class_refuses_setattr(ctx):
     """A class whose metaclass refuses the new attribute: one line, the method
-    runs as it was, and the slot it would have taken guards the next target."""
+    runs as it was, and the slot it would have taken guards the next target.
+    Where the guard is the function's vectorcall (all but 3.11), nothing is
+    set on the class: the method is guarded, and the one line is about the
+    subclass watch it refuses."""
     res = ctx.run_py('''
         with open("mymod.py", "w") as f:
             f.write("class Meta(type):\\n"
@@ -916,8 +1058,13 @@ def check_target_class_refuses_setattr(ctx):
         import mymod
         print("FROZEN", is_guarded(mymod.Frozen), mymod.Frozen().run())
         print("OPEN", is_guarded(mymod.Open), mymod.Open().run())
+        print("MINOR", sys.version_info[1])
     ''', options=opts(targets="mymod:Frozen.run,mymod:Open.run"))
     lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    if "MINOR 11" not in res.out:
+        expect(res.rc == 0 and "FROZEN True 5" in res.out and "OPEN True 6" in res.out, "ran; both guarded", res)
+        expect(len(lines) == 1 and "cannot watch subclasses of a guarded class" in lines[0], "one line", res)
+        return
     expect(res.rc == 0 and "FROZEN False 5" in res.out and "OPEN True 6" in res.out, "ran; Open guarded", res)
     expect(len(lines) == 1 and "could not set mymod.Frozen.run; it runs unguarded" in lines[0], "one line", res)
 
@@ -1315,7 +1462,8 @@ CHECKS = {
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
-                check_replaced_method_patch_restore_loop, check_signature, check_targets_unguarded,
+                check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
+                check_guard_hot_calls, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
