@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/thread_state.h"
 #include "reports/emit.h"
 #include "reports/fatal.h"
 
@@ -44,43 +45,43 @@ static int nguards;
  * monkey-patches happen: at start-up), then on one outermost call in 64,
  * drawn at random on the thread (tg__guard_check_replaced,
  * shim/guard_internal.h). */
-void tg__guard_check_replaced_slow(struct tg_guard *g)
+static int install(PyObject *cls, const char *name, const char *why, int marker);
+
+/* Guard cls.<g's name>, now `cur` (the program's own), as a replacement of
+ * g: where it is defined, said at verbosity>=1.  in_call: found from inside
+ * a call of g's guard, whose caller (the frame calling it) may be the
+ * replacement itself, chaining to the original (a wrapper: its calls pass
+ * through from now on); else that is learnt at its first call (session.c,
+ * TG_NESTED).  The caller is busy. */
+static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, int in_call)
 {
-    PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
-    if (!cur) {
+    char where[300] = "";
+    /* Each look-up may fail (a callable object has no __code__): its
+     * error cleared before the next call into the C API. */
+    PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
+    if (!code)
         tg_py_drop_error();
-        return;
-    }
-    if (cur != g->wrapper && !tg_guard_is_ours(cur)) {
-        char where[300] = "";
-        /* Each look-up may fail (a callable object has no __code__): its
-         * error cleared before the next call into the C API. */
-        PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
-        if (!code)
-            tg_py_drop_error();
-        PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
-        if (!file)
-            tg_py_drop_error();
-        PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
-        if (!line)
-            tg_py_drop_error();
-        PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
-        const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
-        const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
+    PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+    if (!file)
         tg_py_drop_error();
-        PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
-        const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
-        if (fs)
-            snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
+    PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
+    if (!line)
         tg_py_drop_error();
-        /* Guard it on the class that holds the attribute now. */
-        if (tg_guard_install(g->cls, g->name, "replaced by user code") > 0) {
-            struct tg_guard *ng = &guards[nguards - 1];
-            ng->replacement = 1;
-            snprintf(ng->where, sizeof ng->where, "%s", where);
-            /* Found from inside the original's guard: if the frame calling
-             * it is the replacement itself, the replacement chains to the
-             * original (a wrapper): its calls pass through from now on. */
+    PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
+    const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
+    const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
+    tg_py_drop_error();
+    PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
+    const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
+    if (fs)
+        snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
+    tg_py_drop_error();
+    /* Guard it on the class that holds the attribute now. */
+    if (install(cls, g->name, "replaced by user code", 0) > 0) {
+        struct tg_guard *ng = &guards[nguards - 1];
+        ng->replacement = 1;
+        snprintf(ng->where, sizeof ng->where, "%s", where);
+        if (in_call) {
             PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
             PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
             ng->chains = code && fc == code;
@@ -88,17 +89,57 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
                 tg_py.Py_DecRef(fc);
             if (f)
                 tg_py.Py_DecRef((PyObject *)f);
-            tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
-            if (tg_opts.verbosity >= 1)
-                tg__report_replaced(g, qs, fs, lstr);
         }
-        PyObject *objs[] = {ls, qn, line, file, code};
-        for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
-            if (objs[i])
-                tg_py.Py_DecRef(objs[i]);
-        tg_py_drop_error();
+        tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
+        if (tg_opts.verbosity >= 1)
+            tg__report_replaced(g, qs, fs, lstr);
     }
+    PyObject *objs[] = {ls, qn, line, file, code};
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+        if (objs[i])
+            tg_py.Py_DecRef(objs[i]);
+    tg_py_drop_error();
+}
+
+void tg__guard_check_replaced_slow(struct tg_guard *g)
+{
+    PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
+    if (!cur) {
+        tg_py_drop_error();
+        return;
+    }
+    if (cur != g->wrapper && !tg_guard_is_ours(cur))
+        guard_replacement(g, g->cls, cur, 1);
     tg_py.Py_DecRef(cur);
+}
+
+void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
+{
+    if (tg_opts.mode == TG_MODE_OFF || tg_guard_is_ours(value))
+        return;
+    struct tg_thread *t = tg__self();
+    if (t->busy)
+        return;
+    const char *n = NULL;
+    for (int i = 0; i < nguards; i++) {
+        struct tg_guard *g = &guards[i];
+        if (g->marker || !g->cls)
+            continue;
+        if (g->pyname != name) {
+            if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
+                tg_py.PyErr_Clear();
+                return;
+            }
+            if (strcmp(n, g->name) != 0)
+                continue;
+        }
+        if (!tg_py.PyType_IsSubtype(cls, g->cls))
+            continue;
+        t->busy++;
+        guard_replacement(g, cls, value, 0);
+        t->busy--;
+        return;
+    }
 }
 
 /* ---- the trampolines -------------------------------------------------------- */
@@ -349,6 +390,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());
         tg_fatal_install(1);
+        tg__guard_watch_setattr(); /* and replacements to guard (shim/guard_setattr.c) */
     }
     rc = 1;
 done:

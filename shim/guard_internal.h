@@ -127,6 +127,19 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     tg__guard_check_replaced_slow(g);
 }
 
+/* A class attribute assignment `cls.<name> = value` has just been made
+ * (value not NULL): when name is a guarded method's and cls is, or derives
+ * from, the class it was guarded on, value is guarded as its replacement
+ * before anything can call it.  GIL held. */
+void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
+
+/* ---- guard_setattr.c ------------------------------------------------------ */
+
+/* From the first guard on: class attribute assignments reach
+ * tg__guard_class_setattr (type's tp_setattro, hooked; restored at exit).
+ * Once; GIL held. */
+void tg__guard_watch_setattr(void);
+
 /* ---- report_capture.c ----------------------------------------------------- */
 
 /* What a race left for the exception link (see tg__report_exception). */

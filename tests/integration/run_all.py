@@ -750,6 +750,112 @@ def check_replaced_method(ctx):
     expect(kinds == ["method_replaced", "race"], "JSON Lines: method_replaced, then race (got %s)" % kinds, res)
 
 
+REPLACED_COPY_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    def my_run(self, *args, **kwargs):
+        """The program's own copy of run (GPTQModel's nogil patcher): nargs kept on self."""
+        self.nargs = dict(enumerate(args))
+        self.counter = 0  # reset_to_zero
+        try:
+            self._bench(*args)
+            self.counter += 1
+            return len(self.nargs), self.counter
+        finally:
+            self.nargs = None
+    Autotuner.run = my_run  # before the first call
+    tuner = Autotuner(my_kernel)
+    errors, results = [], []
+    def call(tag):
+        try:
+            results.append(tuner.run(tag))
+        except TypeError as e:
+            errors.append(e)
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":  # inside the tuning, until another thread comes in
+            entered.set()
+            release.wait()
+    tuner.hook = hook
+    victim = threading.Thread(target=call, args=("victim",))
+    victim.start()
+    entered.wait()
+    _wait_callbacks.append(release.set)  # serialize: the first thread to wait lets it go on
+    others = [threading.Thread(target=call, args=("other%d" % i,)) for i in range(5)]
+    for th in others:
+        th.start()
+    for th in others:
+        th.join()
+    release.set()
+    victim.join()
+    print("TYPEERRORS", len(errors), "RESULTS", sorted(set(results)), len(results))
+    print("DONE")
+'''
+
+
+def check_replaced_copy_before_first_call(ctx):
+    """The program puts its own copy of Autotuner.run on the class before the
+    first call (one that never calls the original): guarded from its first
+    call.  detect: the race is reported, through my_run; serialize: no
+    TypeError, every call saw its own nargs and counter."""
+    res = ctx.run_py(REPLACED_COPY_PROG, options=opts(verbosity=1))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect(re.search(r"^tunerguard: Autotuner\.run was replaced by my_run defined at .*prog\.py:\d+", res.err, re.M),
+           "the assignment itself is noticed", res)
+    _, text = only_report(res)
+    expect("WARNING: tunerguard: thread entered a tuner" in text and "my_run" in text,
+           "detect: the race through the replacement is reported, naming it", res)
+    res = ctx.run_py(REPLACED_COPY_PROG, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect("TYPEERRORS 0 RESULTS [(1, 1)] 6" in res.out, "serialize: no TypeError, counters right", res)
+
+
+def check_setattr_paths(ctx):
+    """Class attribute assignment behaves as without tunerguard on every path
+    once replacements are watched (type's __setattr__ hooked): a metaclass's
+    super().__setattr__, an Enum, an ABC, type.__setattr__ called directly,
+    object.__setattr__ refused on a class; and a replacement made through a
+    metaclass that defines __setattr__ is guarded."""
+    res = ctx.run_py('''
+        import abc, enum
+        from triton.runtime.autotuner import Autotuner
+        class M(type):
+            def __setattr__(cls, n, v):
+                super().__setattr__(n, v)
+        class C(metaclass=M):
+            pass
+        C.x = 1
+        class E(enum.Enum):
+            A = 1
+        E.extra = 2
+        class A(abc.ABC):
+            pass
+        A.y = 3
+        type.__setattr__(A, "z", 4)
+        class P:
+            pass
+        type.__setattr__(P, "w", 5)
+        try:
+            object.__setattr__(P, "v", 6)
+            print("OBJECT allowed")
+        except TypeError as e:
+            print("OBJECT", e)
+        print("VALUES", C.x, E.extra, A.y, A.z, P.w)
+        class MA(type):
+            def __setattr__(cls, n, v):
+                super().__setattr__(n, v)
+        class Sub(Autotuner, metaclass=MA):
+            pass
+        def mine(self, *a, **k):
+            return "mine"
+        Sub.run = mine
+        print("SUB", Sub(my_kernel).run(1), is_guarded(Sub))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "VALUES 1 2 3 4 5" in res.out, "every assignment made", res)
+    expect("OBJECT can't apply this __setattr__ to type object" in res.out, "object.__setattr__ refused as always", res)
+    expect("SUB mine True" in res.out, "a replacement through a metaclass's __setattr__ is guarded", res)
+
+
 def check_replaced_method_late_alternating(ctx):
     """A replacement made after the guards are warm is found whatever the
     pattern of calls: a thread alternating between two guards (a check every
@@ -1461,7 +1567,8 @@ CHECKS = {
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
-    "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
+    "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
+                check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body],
