@@ -101,15 +101,27 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     tg_py_drop_error();
 }
 
+/* g's class (borrowed), NULL once it is gone. */
+static PyObject *guard_cls(const struct tg_guard *g)
+{
+    if (!g->cls_weak)
+        return g->cls;
+    PyObject *c = tg_py.PyWeakref_GetObject(g->cls);
+    return c && c != tg_py.none ? c : NULL;
+}
+
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
-    PyObject *cur = tg_py.PyObject_GetAttr(g->cls, g->pyname);
+    PyObject *cls = guard_cls(g);
+    if (!cls)
+        return;
+    PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
     if (!cur) {
         tg_py_drop_error();
         return;
     }
     if (cur != g->wrapper && !tg_guard_is_ours(cur))
-        guard_replacement(g, g->cls, cur, 1);
+        guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
 }
 
@@ -123,7 +135,8 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     const char *n = NULL;
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        if (g->marker || !g->cls)
+        PyObject *gc = g->marker ? NULL : guard_cls(g);
+        if (!gc)
             continue;
         if (g->pyname != name) {
             if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
@@ -133,7 +146,7 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
             if (strcmp(n, g->name) != 0)
                 continue;
         }
-        if (!tg_py.PyType_IsSubtype(cls, g->cls))
+        if (!tg_py.PyType_IsSubtype(cls, gc))
             continue;
         t->busy++;
         guard_replacement(g, cls, value, 0);
@@ -364,8 +377,15 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
     g->orig_code = tg_py.PyObject_GetAttrString(value, "__code__");
     tg_py.PyErr_Clear();
-    g->cls = cls;
-    tg_py.Py_IncRef(cls);
+    /* The class by a weak reference: a guard keeps neither it nor (through
+     * its dict) the function alive.  Strong where that fails. */
+    g->cls = tg_py.PyWeakref_NewRef(cls, NULL);
+    g->cls_weak = g->cls != NULL;
+    if (!g->cls) {
+        tg_py.PyErr_Clear();
+        g->cls = cls;
+        tg_py.Py_IncRef(cls);
+    }
     g->clears_args = derives_from(cls, "triton.runtime.autotuner", "Autotuner");
     g->marker = marker;
     g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
@@ -378,7 +398,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
         nguards++;
         tg__gstats.guards = nguards;
     } else if (install_descriptor(g, cls, value, tname) < 0) {
-        tg_py.Py_DecRef(cls);
+        tg_py.Py_DecRef(g->cls);
         tg_py.Py_DecRef(key);
         if (g->orig_code)
             tg_py.Py_DecRef(g->orig_code);
@@ -427,7 +447,8 @@ int tg__guard_has_markers(struct tg_guard *g)
     if (g->has_markers == 0) {
         g->has_markers = -1;
         for (int i = 0; i < nmarker_bases && g->has_markers < 0; i++) {
-            int r = tg_py.PyObject_IsSubclass(g->cls, marker_bases[i]);
+            PyObject *cls = guard_cls(g);
+            int r = cls ? tg_py.PyObject_IsSubclass(cls, marker_bases[i]) : 0;
             if (r < 0)
                 tg_py_drop_error();
             if (r > 0)

@@ -40,7 +40,10 @@ struct tg_guard {
     PyObject *wrapper;    /* descriptor guard: the method descriptor put on
                              the class (strong); getattr(cls, name) gives this
                              very object.  NULL for a vectorcall guard */
-    PyObject *cls;        /* the class it was put on (strong) */
+    PyObject *cls;        /* the class it was put on: a weak reference to it
+                             (cls_weak; guard_install.c's guard_cls), else the
+                             class (strong) */
+    int cls_weak;
     PyObject *pyname;     /* name as a str (strong) */
     uint32_t calls;       /* outermost calls, for the replacement check */
     PyMethodDef def;

@@ -1002,6 +1002,45 @@ def check_guard_identity(ctx):
                "introspection as without tunerguard: %s" % want, res)
 
 
+def check_guard_lifetime(ctx):
+    """A guard keeps neither its class nor its function alive (3.11's method
+    descriptor holds its class: only that it runs there), and a function that
+    outlives its class still runs, guarded, without its class."""
+    res = ctx.run_py('''
+        import gc, weakref
+        with open("lifemod.py", "w") as f:
+            f.write("class Base:\\n    def run(self, x):\\n        return x\\n")
+        sys.path.insert(0, ".")
+        import lifemod
+        def make():
+            class Sub(lifemod.Base):
+                def run(self, x):
+                    return x + 1
+            return Sub
+        Sub = make()
+        print("SUB_GUARDED", is_guarded(Sub), Sub().run(1))
+        print("MINOR", sys.version_info[1])
+        if sys.version_info[:2] == (3, 11):  # a method descriptor, which holds the class
+            print("DONE")
+            sys.exit(0)
+        wc, wf = weakref.ref(Sub), weakref.ref(Sub.__dict__["run"])
+        del Sub
+        gc.collect()
+        print("CLASS_GONE", wc() is None, "FUNCTION_GONE", wf() is None)
+        Sub = make()
+        kept = Sub.__dict__["run"]
+        wc = weakref.ref(Sub)
+        del Sub
+        gc.collect()
+        print("KEPT", wc() is None, kept(object(), 2))
+        print("DONE")
+    ''', options=opts(targets="lifemod:Base.run"))
+    expect(res.rc == 0 and "DONE" in res.out and "SUB_GUARDED True 2" in res.out, "program ran, Sub guarded", res)
+    if "MINOR 11" not in res.out:
+        expect("CLASS_GONE True FUNCTION_GONE True" in res.out, "the class and its function were freed", res)
+        expect("KEPT True 3" in res.out, "a function that outlived its class ran", res)
+
+
 HOT_PROG = '''
     import functools, queue
     with open("hotmod.py", "w") as f:
@@ -1570,7 +1609,7 @@ CHECKS = {
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
-                check_guard_hot_calls, check_targets_unguarded,
+                check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
