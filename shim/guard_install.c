@@ -354,10 +354,12 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
     if (nguards == TG_MAX_GUARDS) {
-        /* Slots are never reused: a bound method taken from a guard (`f =
-         * tuner.run`, `Thread(target=tuner.run)`) points at its PyMethodDef,
-         * and so at its slot's trampoline, without holding the descriptor, so
-         * no reference count says when a slot is free.  A program that patches
+        /* Slots are never reused: a function keeps its slot's trampoline
+         * for its life, which no reference of ours follows, and a bound
+         * method taken from a descriptor guard (`f = tuner.run`,
+         * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at its
+         * slot's trampoline, without holding the descriptor, so no reference
+         * count says when a slot is free.  A program that patches
          * in a new function over and over fills the table; its later
          * replacements then run as they are (a wrapper that calls the original
          * is still guarded there).  One line, not one per replacement. */
