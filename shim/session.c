@@ -329,12 +329,24 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
 PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *args, size_t nargsf,
                           PyObject *kwnames)
 {
+#ifdef TG_INSITU
+    const uint64_t is0 = TG_IS_TICKS();
+#endif
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
+#ifdef TG_INSITU
+    t->insitu_orig = 0;
+#endif
     PyObject *res = guard_call(g, t, func, args, (Py_ssize_t)(nargsf & ~TG_VECTORCALL_OFFSET), kwnames);
     t->guard_frames--;
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
+#ifdef TG_INSITU /* as tg__guard_entry */
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#endif
     return res;
 }
 
