@@ -47,6 +47,7 @@ line.  Every result is checked (y == x + 1 after each step's pair of calls);
 configs_benchmarked counts the do_bench calls of the tuners, so a key tuned
 twice shows."""
 import argparse
+import ctypes
 import json
 import os
 import random
@@ -253,6 +254,16 @@ def unguarded(cls, name):
     return types.FunctionType(code, mod.__dict__, name)
 
 
+def guard_kind(f, plain):
+    """"guard": a method descriptor (3.11), or the function with tunerguard's
+    trampoline in its vectorcall slot (plain: an unguarded function)."""
+    if type(f).__name__ == "method_descriptor":
+        return "guard"
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    slot = lambda g: ctypes.c_void_p.from_address(id(g) + off).value  # noqa: E731
+    return "guard" if slot(f) != slot(plain) else type(f).__name__
+
+
 def williams(n):
     """The orders of a Williams design for n phases: each phase comes in
     each place of a round, and right after each other phase, equally often
@@ -327,7 +338,7 @@ def interleave():
     loaded = runs["tg"]  # without the preload, the module's own function: the copy must match it
     if isinstance(loaded, types.FunctionType) and loaded.__code__.co_code != plain.__code__.co_code:
         sys.exit("serialize_cell: Autotuner.run compiled again differs from the loaded one")
-    out["tg_is"] = type(loaded).__name__  # method_descriptor: tunerguard's guard; function: none's own
+    out["tg_is"] = guard_kind(loaded, plain)  # guard: tunerguard's; function: none's own
     # round -1, not recorded: each phase once first (its first calls through
     # the other function, the lock's first contention); then the rounds in
     # the orders of a Williams design, its rows shuffled anew each time round

@@ -2,9 +2,9 @@
  * shim/serialize_wait.c, shim/report_capture.c): the guard record and the
  * calls between them.
  *
- *   guard_install.c   the mechanism: guard records, their trampolines, the
- *                     method descriptors put on classes, the replaced-method
- *                     check
+ *   guard_install.c   the mechanism: guard records, their trampolines (in
+ *                     the function's vectorcall slot, or a method descriptor
+ *                     put on the class), the replaced-method check
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
  *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
@@ -29,12 +29,21 @@
 #define TG_MAX_GUARDS 256 /* == the trampoline table of guard_install.c */
 
 struct tg_guard {
-    PyObject *orig;       /* the original function (strong reference) */
+    void *orig_vc;        /* a guard in the function's vectorcall slot: the
+                             slot's value before (the function itself stays
+                             on the class, unchanged to introspection, and
+                             is not referenced here); NULL for a method
+                             descriptor guard (below) */
+    PyObject *orig;       /* descriptor guard: the original function (strong) */
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
-    PyObject *wrapper;    /* the method descriptor put on the class (strong);
-                             getattr(cls, name) gives this very object */
-    PyObject *cls;        /* the class it was put on (strong) */
+    PyObject *wrapper;    /* descriptor guard: the method descriptor put on
+                             the class (strong); getattr(cls, name) gives this
+                             very object.  NULL for a vectorcall guard */
+    PyObject *cls;        /* the class it was put on: a weak reference to it
+                             (cls_weak; guard_install.c's guard_cls), else the
+                             class (strong) */
+    int cls_weak;
     PyObject *pyname;     /* name as a str (strong) */
     uint32_t calls;       /* outermost calls, for the replacement check */
     PyMethodDef def;
@@ -78,9 +87,15 @@ extern struct tg_guard_stats tg__gstats;
 
 /* ---- session.c ------------------------------------------------------------ */
 
-/* A call of guard g: what every trampoline jumps to.  The original takes self
- * first; a,n,kwnames are the method descriptor's vector without self. */
+/* A call of descriptor guard g: what its trampoline jumps to.  The original
+ * takes self first; a,n,kwnames are the method descriptor's vector without
+ * self. */
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
+                          PyObject *kwnames);
+/* A call of vectorcall guard g: what its trampoline, in the function's
+ * vectorcall slot, jumps to with the function's own vectorcall arguments
+ * (self, when there is one, is args[0]). */
+PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *args, size_t nargsf,
                           PyObject *kwnames);
 
 /* Is thread tid alive?  tgkill(2) at most every 100 ms per thread (a cache
@@ -114,6 +129,19 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     }
     tg__guard_check_replaced_slow(g);
 }
+
+/* A class attribute assignment `cls.<name> = value` has just been made
+ * (value not NULL): when name is a guarded method's and cls is, or derives
+ * from, the class it was guarded on, value is guarded as its replacement
+ * before anything can call it.  GIL held. */
+void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
+
+/* ---- guard_setattr.c ------------------------------------------------------ */
+
+/* From the first guard on: class attribute assignments reach
+ * tg__guard_class_setattr (type's tp_setattro, hooked; restored at exit).
+ * Once; GIL held. */
+void tg__guard_watch_setattr(void);
 
 /* ---- report_capture.c ----------------------------------------------------- */
 

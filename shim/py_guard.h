@@ -1,5 +1,7 @@
-/* Guarded methods: C callables that replace a tuner's Python method and
- * bracket every call with enter/leave on the tuner table.
+/* Guarded methods: every call of a tuner's Python method bracketed with
+ * enter/leave on the tuner table, by a trampoline in the function's own
+ * vectorcall slot (the function stays on the class) or, on 3.11, a C method
+ * descriptor put on the class in its place (shim/guard_install.c).
  *
  * All functions: GIL held. */
 #ifndef TG_PY_GUARD_H
@@ -8,7 +10,7 @@
 #include "core/py_api.h"
 #include <stdint.h>
 
-/* Replace cls.<name> (found in cls's own __dict__) with a guard.  Returns 1
+/* Guard cls.<name> (found in cls's own __dict__).  Returns 1
  * if a guard was installed, 0 if there was nothing to guard (absent, already
  * guarded, not a plain function), -1 on error (one warning printed). */
 int tg_guard_install(PyObject *cls, const char *name, const char *why);

@@ -39,27 +39,33 @@ _Atomic uint32_t tg__tuning_epoch; /* shim/cuda_hooks.h */
 
 /* ---- calling the original ------------------------------------------------ */
 
-static inline PyObject *call_orig_(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+typedef PyObject *(*vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
+
+/* f: the function (vectorcall guard) or g->orig (descriptor guard). */
+static inline PyObject *call_orig_(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
 {
-    PyObject *orig = g->orig;
+    if (g->orig_vc)
+        return ((vectorcall_fn)g->orig_vc)(f, args, (size_t)nargs, kwnames);
     if (tg_py.PyObject_Vectorcall) /* 3.11+ */
-        return tg_py.PyObject_Vectorcall(orig, args, (size_t)nargs, kwnames);
+        return tg_py.PyObject_Vectorcall(f, args, (size_t)nargs, kwnames);
     if (g->orig_is_function && tg_py._PyFunction_Vectorcall)
-        return tg_py._PyFunction_Vectorcall(orig, args, (size_t)nargs, kwnames);
+        return tg_py._PyFunction_Vectorcall(f, args, (size_t)nargs, kwnames);
     /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
      * helper takes the same vector and kwnames. */
-    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
+    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), f, args, nargs, kwnames);
 }
 
-static inline PyObject *call_orig(struct tg_guard *g, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static inline PyObject *call_orig(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
 {
 #ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
     uint64_t s0 = TG_IS_TICKS();
-    PyObject *r = call_orig_(g, args, nargs, kwnames);
+    PyObject *r = call_orig_(g, f, args, nargs, kwnames);
     tg__self()->insitu_orig = TG_IS_TICKS() - s0;
     return r;
 #else
-    return call_orig_(g, args, nargs, kwnames);
+    return call_orig_(g, f, args, nargs, kwnames);
 #endif
 }
 
@@ -223,7 +229,8 @@ __attribute__((cold, noinline)) static void quiet_adopt(uintptr_t inst, const st
 /* An outermost call that registers nothing unless it must (above).  GIL
  * held. */
 __attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst,
-                                                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+                                                     PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                                     PyObject *kwnames)
 {
     if (__builtin_expect(t->last.kind == TG_CUDA_NONE, 0))
         t->entry_device = tg_cuda_current_device(); /* as a registered entry (below) */
@@ -237,7 +244,7 @@ __attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct
     __atomic_store_n(&t->quiet_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
     t->depth++;
     const unsigned forks = t->forks;
-    PyObject *res = call_orig(g, args, nargs, kwnames);
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(t->forks != forks, 0))
         return res; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
     if (t->quiet_inst == (uintptr_t)inst) {
@@ -274,7 +281,7 @@ __attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct
  * A method descriptor's caller keeps self right before args (descrobject.c
  * passes args + 1), but that is CPython's detail, so copy: on the stack up to
  * 32 entries, else one allocation (a call with more than 31 arguments). */
-static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *self, PyObject *const *args0,
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args0,
                             Py_ssize_t nargs0, PyObject *kwnames);
 
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
@@ -301,7 +308,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
 #ifdef TG_INSITU
     t->insitu_orig = 0; /* stays 0 if the original is not called */
 #endif
-    PyObject *res = guard_call(g, t, self, (PyObject *const *)v, n + 1, kwnames);
+    PyObject *res = guard_call(g, t, g->orig, (PyObject *const *)v, n + 1, kwnames);
     t->guard_frames--;
     if (v != stack)
         free(v);
@@ -318,13 +325,39 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     return res;
 }
 
-/* t: the calling thread's record (tg__guard_entry's tg__self()). */
-static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *self, PyObject *const *args,
+/* The function's own vector is the original's: self first, nothing to copy. */
+PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
+{
+#ifdef TG_INSITU
+    const uint64_t is0 = TG_IS_TICKS();
+#endif
+    struct tg_thread *t = tg__self_fast();
+    t->guard_frames++;
+#ifdef TG_INSITU
+    t->insitu_orig = 0;
+#endif
+    PyObject *res = guard_call(g, t, func, args, (Py_ssize_t)(nargsf & ~TG_VECTORCALL_OFFSET), kwnames);
+    t->guard_frames--;
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0))
+        res = tg_py_raise_kept(t, res);
+#ifdef TG_INSITU /* as tg__guard_entry */
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#endif
+    return res;
+}
+
+/* t: the calling thread's record (tg__guard_entry's tg__self()); f: what
+ * call_orig calls (the function, or a descriptor guard's original); args[0]
+ * is self. */
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
                             Py_ssize_t nargs, PyObject *kwnames)
 {
-    (void)self; /* == args[0] */
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
-        return call_orig(g, args, nargs, kwnames);
+        return call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(g->chains, 0)) {
         /* The program's own wrapper around the original (seeds/001's
          * `Autotuner.run = wrapped`, calling the original): not where the
@@ -339,7 +372,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
             t->wrapped_busy = (uintptr_t)args[0];
             t->wrapped_by = g;
         }
-        PyObject *res = call_orig(g, args, nargs, kwnames);
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
         t->wrapped_busy = saved_busy;
         t->wrapped_by = saved_by;
         return res;
@@ -356,7 +389,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
             tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
         }
         t->session_tuned = 1;
-        PyObject *res = call_orig(g, args, nargs, kwnames);
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
         t->tuning--;
         return res;
     }
@@ -376,12 +409,12 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
     } else if (quiet_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0))
-            return quiet_call(g, t, inst, args, nargs, kwnames);
+            return quiet_call(g, t, inst, f, args, nargs, kwnames);
     }
     struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
     if (__builtin_expect(!u, 0)) {
         table_full();
-        return call_orig(g, args, nargs, kwnames);
+        return call_orig(g, f, args, nargs, kwnames);
     }
 
     /* A thread that has made no CUDA call yet (cold cache: the first tunings
@@ -412,7 +445,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         if (__builtin_expect(!u, 0)) {
             tg__release_turn(t);
             table_full();
-            return call_orig(g, args, nargs, kwnames);
+            return call_orig(g, f, args, nargs, kwnames);
         }
     }
     enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
@@ -434,7 +467,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         }
         const unsigned forks = t->forks;
         t->depth++;
-        PyObject *res = call_orig(g, args, nargs, kwnames);
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
         if (__builtin_expect(t->forks != forks, 0))
             return res; /* forked inside, and this is the child: see below */
         t->depth--;
@@ -463,7 +496,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
                 if (t->nheld == 0)
                     tg__release_turn(t);
                 table_full();
-                return call_orig(g, args, nargs, kwnames);
+                return call_orig(g, f, args, nargs, kwnames);
             }
         }
         if (v == TG_WAIT) {
@@ -483,7 +516,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
             if (t->nheld == 0)
                 tg__release_turn(t);
             table_full();
-            return call_orig(g, args, nargs, kwnames);
+            return call_orig(g, f, args, nargs, kwnames);
         }
     }
     if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
@@ -544,7 +577,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *s
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
 
     const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
-    PyObject *res = call_orig(g, args, nargs, kwnames);
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(t->forks != forks, 0)) {
         /* fork() inside the call, and this is the child: the tables, the
          * turn and t's holds were reset at fork (nothing of the parent's is

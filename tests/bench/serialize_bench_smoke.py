@@ -66,7 +66,7 @@ with tempfile.TemporaryDirectory() as d:
             if rec != expect:
                 failures.append(f"in-process cell {c['variant']} phase {x['phase']}: {rec} launches recorded, "
                                 f"expected {expect}")
-        if c.get("tg_is") != ("function" if c["variant"] == "none" else "method_descriptor"):
+        if c.get("tg_is") != ("function" if c["variant"] == "none" else "guard"):
             failures.append(f"in-process cell {c['variant']}: tg was a {c.get('tg_is')}, not "
                             f"{'none own function' if c['variant'] == 'none' else 'the guard'}")
         first = {}  # round -> its first phase (the phases are in the order they ran)

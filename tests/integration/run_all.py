@@ -155,8 +155,18 @@ def race_once(tuner, serialize=False, enter=None):
     th.join()
     return order
 
+def _vectorcall_of(f):
+    import ctypes
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    return ctypes.c_void_p.from_address(id(f) + off).value
+
 def is_guarded(cls, name="run"):
-    return type(cls.__dict__[name]).__name__ == "method_descriptor"
+    """A method descriptor put on the class (3.11), or the function itself
+    with tunerguard's trampoline in its vectorcall slot."""
+    v = cls.__dict__[name]
+    if type(v).__name__ == "method_descriptor":
+        return True
+    return type(v) is type(my_kernel) and _vectorcall_of(v) != _vectorcall_of(my_kernel)
 '''
 
 
@@ -868,6 +878,112 @@ def check_replaced_method(ctx):
     expect(kinds == ["method_replaced", "race"], "JSON Lines: method_replaced, then race (got %s)" % kinds, res)
 
 
+REPLACED_COPY_PROG = '''
+    from triton.runtime.autotuner import Autotuner
+    def my_run(self, *args, **kwargs):
+        """The program's own copy of run (GPTQModel's nogil patcher): nargs kept on self."""
+        self.nargs = dict(enumerate(args))
+        self.counter = 0  # reset_to_zero
+        try:
+            self._bench(*args)
+            self.counter += 1
+            return len(self.nargs), self.counter
+        finally:
+            self.nargs = None
+    Autotuner.run = my_run  # before the first call
+    tuner = Autotuner(my_kernel)
+    errors, results = [], []
+    def call(tag):
+        try:
+            results.append(tuner.run(tag))
+        except TypeError as e:
+            errors.append(e)
+    entered, release = threading.Event(), threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":  # inside the tuning, until another thread comes in
+            entered.set()
+            release.wait()
+    tuner.hook = hook
+    victim = threading.Thread(target=call, args=("victim",))
+    victim.start()
+    entered.wait()
+    _wait_callbacks.append(release.set)  # serialize: the first thread to wait lets it go on
+    others = [threading.Thread(target=call, args=("other%d" % i,)) for i in range(5)]
+    for th in others:
+        th.start()
+    for th in others:
+        th.join()
+    release.set()
+    victim.join()
+    print("TYPEERRORS", len(errors), "RESULTS", sorted(set(results)), len(results))
+    print("DONE")
+'''
+
+
+def check_replaced_copy_before_first_call(ctx):
+    """The program puts its own copy of Autotuner.run on the class before the
+    first call (one that never calls the original): guarded from its first
+    call.  detect: the race is reported, through my_run; serialize: no
+    TypeError, every call saw its own nargs and counter."""
+    res = ctx.run_py(REPLACED_COPY_PROG, options=opts(verbosity=1))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect(re.search(r"^tunerguard: Autotuner\.run was replaced by my_run defined at .*prog\.py:\d+", res.err, re.M),
+           "the assignment itself is noticed", res)
+    _, text = only_report(res)
+    expect("WARNING: tunerguard: thread entered a tuner" in text and "my_run" in text,
+           "detect: the race through the replacement is reported, naming it", res)
+    res = ctx.run_py(REPLACED_COPY_PROG, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect("TYPEERRORS 0 RESULTS [(1, 1)] 6" in res.out, "serialize: no TypeError, counters right", res)
+
+
+def check_setattr_paths(ctx):
+    """Class attribute assignment behaves as without tunerguard on every path
+    once replacements are watched (type's __setattr__ hooked): a metaclass's
+    super().__setattr__, an Enum, an ABC, type.__setattr__ called directly,
+    object.__setattr__ refused on a class; and a replacement made through a
+    metaclass that defines __setattr__ is guarded."""
+    res = ctx.run_py('''
+        import abc, enum
+        from triton.runtime.autotuner import Autotuner
+        class M(type):
+            def __setattr__(cls, n, v):
+                super().__setattr__(n, v)
+        class C(metaclass=M):
+            pass
+        C.x = 1
+        class E(enum.Enum):
+            A = 1
+        E.extra = 2
+        class A(abc.ABC):
+            pass
+        A.y = 3
+        type.__setattr__(A, "z", 4)
+        class P:
+            pass
+        type.__setattr__(P, "w", 5)
+        try:
+            object.__setattr__(P, "v", 6)
+            print("OBJECT allowed")
+        except TypeError as e:
+            print("OBJECT", e)
+        print("VALUES", C.x, E.extra, A.y, A.z, P.w)
+        class MA(type):
+            def __setattr__(cls, n, v):
+                super().__setattr__(n, v)
+        class Sub(Autotuner, metaclass=MA):
+            pass
+        def mine(self, *a, **k):
+            return "mine"
+        Sub.run = mine
+        print("SUB", Sub(my_kernel).run(1), is_guarded(Sub))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "VALUES 1 2 3 4 5" in res.out, "every assignment made", res)
+    expect("OBJECT can't apply this __setattr__ to type object" in res.out, "object.__setattr__ refused as always", res)
+    expect("SUB mine True" in res.out, "a replacement through a metaclass's __setattr__ is guarded", res)
+
+
 def check_replaced_method_late_alternating(ctx):
     """A replacement made after the guards are warm is found whatever the
     pattern of calls: a thread alternating between two guards (a check every
@@ -956,7 +1072,8 @@ def check_replaced_method_patch_restore_loop(ctx):
 
 
 def check_signature(ctx):
-    """inspect.signature() of a guarded method works (it raised ValueError)."""
+    """inspect.signature() of a guarded method works (it raised ValueError);
+    where the guard is in the vectorcall slot it is the function's own."""
     res = ctx.run_py('''
         import inspect
         from triton.runtime.autotuner import Autotuner
@@ -965,8 +1082,175 @@ def check_signature(ctx):
         print("BOUND", inspect.signature(Autotuner(my_kernel).run))
     ''', options=opts())
     expect(res.rc == 0 and "GUARDED True" in res.out, "guarded", res)
-    expect("SIG (self, /, *args, **kwargs)" in res.out and "BOUND (*args, **kwargs)" in res.out,
-           "a signature that passes everything through", res)
+    expect(("SIG (self, /, *args, **kwargs)" in res.out or "SIG (self, *args, **kwargs)" in res.out)
+           and "BOUND (*args, **kwargs)" in res.out, "a signature that passes everything through", res)
+
+
+def check_guard_identity(ctx):
+    """A guarded method is the program's own function to introspection
+    (getsource, __code__, __module__, __globals__, a bound method's __func__,
+    isfunction, the signature, a class that borrows it, MagicMock(spec=)),
+    and stays guarded.  3.11 (a method descriptor there): only guarded."""
+    res = ctx.run_py('''
+        import inspect
+        from unittest import mock
+        from triton.runtime.autotuner import Autotuner
+        import triton.runtime.autotuner as mod
+        print("GUARDED", is_guarded(Autotuner), is_guarded(Autotuner, "warmup"))
+        print("MINOR", sys.version_info[1])
+        def probe(name, fn):
+            try:
+                print(name, fn())
+            except Exception as e:
+                print(name, "ERROR", type(e).__name__, e)
+        probe("SRC", lambda: inspect.getsource(Autotuner.run).lstrip().startswith("def run(self, *args, **kwargs):"))
+        probe("CODE", lambda: Autotuner.run.__code__.co_name == "run" and Autotuner.run.__module__ == mod.__name__
+              and Autotuner.run.__globals__ is vars(mod))
+        probe("ISFUNC", lambda: inspect.isfunction(Autotuner.run))
+        probe("FUNC", lambda: Autotuner(my_kernel).run.__func__ is Autotuner.run)
+        probe("SIG", lambda: str(inspect.signature(Autotuner.run)))
+        class Duck:
+            run = Autotuner.run
+            hook = None
+            def _bench(self, *a, **k):
+                return "duck"
+        probe("DUCK", lambda: Duck().run(1))
+        probe("MOCK", lambda: type(mock.MagicMock(spec=Autotuner).run(1)).__name__)
+        race_once(Autotuner(my_kernel))
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "GUARDED True True" in res.out, "program ran, guarded", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1, "the race is reported", res)
+    if "MINOR 11" in res.out:
+        return
+    for want in ("SRC True", "CODE True", "ISFUNC True", "FUNC True", "SIG (self, *args, **kwargs)",
+                 "DUCK ", "MOCK MagicMock"):
+        expect(re.search("^" + re.escape(want), res.out, re.M) and "DUCK ERROR" not in res.out,
+               "introspection as without tunerguard: %s" % want, res)
+
+
+def check_guard_lifetime(ctx):
+    """A guard keeps neither its class nor its function alive (3.11's method
+    descriptor holds its class: only that it runs there), and a function that
+    outlives its class still runs, guarded, without its class."""
+    res = ctx.run_py('''
+        import gc, weakref
+        with open("lifemod.py", "w") as f:
+            f.write("class Base:\\n    def run(self, x):\\n        return x\\n")
+        sys.path.insert(0, ".")
+        import lifemod
+        def make():
+            class Sub(lifemod.Base):
+                def run(self, x):
+                    return x + 1
+            return Sub
+        Sub = make()
+        print("SUB_GUARDED", is_guarded(Sub), Sub().run(1))
+        print("MINOR", sys.version_info[1])
+        if sys.version_info[:2] == (3, 11):  # a method descriptor, which holds the class
+            print("DONE")
+            sys.exit(0)
+        wc, wf = weakref.ref(Sub), weakref.ref(Sub.__dict__["run"])
+        del Sub
+        gc.collect()
+        print("CLASS_GONE", wc() is None, "FUNCTION_GONE", wf() is None)
+        Sub = make()
+        kept = Sub.__dict__["run"]
+        wc = weakref.ref(Sub)
+        del Sub
+        gc.collect()
+        print("KEPT", wc() is None, kept(object(), 2))
+        print("DONE")
+    ''', options=opts(targets="lifemod:Base.run"))
+    expect(res.rc == 0 and "DONE" in res.out and "SUB_GUARDED True 2" in res.out, "program ran, Sub guarded", res)
+    if "MINOR 11" not in res.out:
+        expect("CLASS_GONE True FUNCTION_GONE True" in res.out, "the class and its function were freed", res)
+        expect("KEPT True 3" in res.out, "a function that outlived its class ran", res)
+
+
+HOT_PROG = '''
+    import functools, queue
+    with open("hotmod.py", "w") as f:
+        f.write("class K:\\n    def m(self, x):\\n        if x:\\n            x()\\n        return 1\\n")
+    sys.path.insert(0, ".")
+    import hotmod
+    k = hotmod.K()
+    q, cur, waits = queue.Queue(), [None], [0]
+    def audit(event, args):
+        if event == "tunerguard.serialize_wait":
+            waits[0] += 1
+            cur[0].set()  # the holder may leave: this call waits for it
+    sys.addaudithook(audit)
+    def holder():
+        while True:
+            pair = q.get()
+            if pair is None:
+                return
+            k.m(lambda: (pair[0].set(), pair[1].wait()))
+    th = threading.Thread(target=holder, daemon=True)
+    th.start()
+    def ready():
+        """The holder inside k.m, blocked: the next guarded call must wait."""
+        if cur[0] is not None:
+            cur[0].set()
+        inside, release = threading.Event(), threading.Event()
+        cur[0] = release
+        q.put((inside, release))
+        inside.wait()
+        return 0
+    N = 200
+    calls = 0
+    def style(name, call):
+        global calls
+        before = waits[0]
+        for i in range(N):
+            ready()
+            call()
+        calls += N
+        print("STYLE", name, waits[0] - before, "of", N)
+    bound = k.m
+    args, kw = (0,), {"x": 0}
+    part = functools.partial(hotmod.K.m, k)
+    style("method", lambda: k.m(0))
+    style("class", lambda: hotmod.K.m(k, 0))
+    style("bound", lambda: bound(0))
+    style("star", lambda: k.m(*args))
+    style("starstar", lambda: k.m(**kw))
+    style("kw", lambda: k.m(x=0))
+    style("partial", lambda: part(0))
+    before = waits[0]
+    list(map(k.m, (ready() for i in range(N))))
+    print("STYLE map", waits[0] - before, "of", N)
+    def other(self, x):
+        if x:
+            x()
+        return 2
+    if sys.version_info[:2] != (3, 11):  # a method descriptor there: no __code__
+        hotmod.K.m.__code__ = other.__code__
+        style("newcode", lambda: k.m(0))
+        print("RESULT", k.m(0))
+    cur[0].set()
+    q.put(None)
+    th.join()
+    print("MINOR", sys.version_info[1])
+    print("DONE")
+'''
+
+
+def check_guard_hot_calls(ctx):
+    """Every way of calling a guarded simple-signature method, in loops hot
+    enough for the specializing interpreter, passes through the guard: in
+    serialize, each call made while another thread is inside waits (one
+    tunerguard.serialize_wait event each); also after `__code__` is
+    replaced."""
+    res = ctx.run_py(HOT_PROG, options=opts(mode="serialize", targets="hotmod:K.m"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    styles = re.findall(r"^STYLE (\w+) (\d+) of (\d+)$", res.out, re.M)
+    expect(len(styles) == 9 and "RESULT 2" in res.out or len(styles) == 8 and "MINOR 11" in res.out,
+           "every call style ran (the new __code__ ran)", res)
+    bad = [s for s in styles if s[1] != s[2]]
+    expect(not bad, "every call waited for the thread inside (guarded): %s" % bad, res)
 
 
 TARGETS_MOD = '''
@@ -1046,7 +1330,10 @@ def check_target_builtin_in_class_body(ctx):
 
 def check_target_class_refuses_setattr(ctx):
     """A class whose metaclass refuses the new attribute: one line, the method
-    runs as it was, and the slot it would have taken guards the next target."""
+    runs as it was, and the slot it would have taken guards the next target.
+    Where the guard is the function's vectorcall (all but 3.11), nothing is
+    set on the class: the method is guarded, and the one line is about the
+    subclass watch it refuses."""
     res = ctx.run_py('''
         with open("mymod.py", "w") as f:
             f.write("class Meta(type):\\n"
@@ -1058,8 +1345,13 @@ def check_target_class_refuses_setattr(ctx):
         import mymod
         print("FROZEN", is_guarded(mymod.Frozen), mymod.Frozen().run())
         print("OPEN", is_guarded(mymod.Open), mymod.Open().run())
+        print("MINOR", sys.version_info[1])
     ''', options=opts(targets="mymod:Frozen.run,mymod:Open.run"))
     lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    if "MINOR 11" not in res.out:
+        expect(res.rc == 0 and "FROZEN True 5" in res.out and "OPEN True 6" in res.out, "ran; both guarded", res)
+        expect(len(lines) == 1 and "cannot watch subclasses of a guarded class" in lines[0], "one line", res)
+        return
     expect(res.rc == 0 and "FROZEN False 5" in res.out and "OPEN True 6" in res.out, "ran; Open guarded", res)
     expect(len(lines) == 1 and "could not set mymod.Frozen.run; it runs unguarded" in lines[0], "one line", res)
 
@@ -1772,8 +2064,10 @@ CHECKS = {
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
                      check_subclass_nested_single_thread],
-    "replace": [check_replaced_method, check_replaced_method_late_alternating, check_replaced_method_quiet,
-                check_replaced_method_patch_restore_loop, check_signature, check_targets_unguarded,
+    "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
+                check_replaced_method_late_alternating, check_replaced_method_quiet,
+                check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
+                check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],

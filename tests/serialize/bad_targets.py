@@ -20,4 +20,16 @@ assert tgfix.nested.leaf.run(5) == ("called", 5)
 importlib.import_module("tgfix.lazy")
 m = sys.modules["tgfix.lazy"]
 assert m.A().run() == "A" and m.B().run() == "B"
-print("guarded:", type(m.A.__dict__["run"]).__name__, type(m.B.__dict__["run"]).__name__)
+
+
+def guarded(f):
+    """A method descriptor (3.11), or the function with tunerguard's trampoline in its vectorcall slot."""
+    import ctypes
+    if type(f).__name__ == "method_descriptor":
+        return "guard"
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    slot = lambda g: ctypes.c_void_p.from_address(id(g) + off).value  # noqa: E731
+    return "guard" if slot(f) != slot(guarded) else type(f).__name__
+
+
+print("guarded:", guarded(m.A.__dict__["run"]), guarded(m.B.__dict__["run"]))

@@ -129,7 +129,7 @@ def main():
     check("targets= naming a module as a class, and a module that replaces itself while looked up: "
           "no crash, one line for the module, both lazy classes guarded",
           p.returncode == 0 and "leaf is a module, not a class" in p.stderr and p.stderr.count("tunerguard:") == 1
-          and "guarded: method_descriptor method_descriptor" in p.stdout, p, text)
+          and "guarded: guard guard" in p.stdout, p, text)
 
     p, text, jsonl = run(args, "replaced_callable.py", "verbosity=0")
     check("Tuner.run replaced by a callable object: no C API call with an error pending",
