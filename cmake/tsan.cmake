@@ -13,11 +13,11 @@ set(TG_TSAN_TESTS test_tuner_table test_cuda_hooks test_interference test_stress
     test_turn_lost_wake)
 
 set(TG_CRT_DIR ${CMAKE_SOURCE_DIR}/tests/lifecycle/tsan)
-# both libraries' sources, bound as in the static archive (shim/core_static.c)
-add_library(tg_core_tsan STATIC ${TG_CORE_SOURCES} ${TG_LOADER_SOURCES} ${CMAKE_SOURCE_DIR}/shim/core_static.c)
+# both libraries' sources, bound as in the static archive (tests/unit/core_static.c)
+add_library(tg_core_tsan STATIC ${TG_CORE_SOURCES} ${TG_LOADER_SOURCES} ${CMAKE_SOURCE_DIR}/tests/unit/core_static.c)
 target_include_directories(tg_core_tsan PRIVATE ${TG_GENERATED_DIR})
 # -Wno-tsan: TSan does not model stand-alone fences (the seqlocks in
-# reports/trace_rec.c, shim/cuda_record.h); gcc warns, and reports them if racy.
+# reports/trace_rec.c, cuda/cuda_record.h); gcc warns, and reports them if racy.
 target_compile_options(tg_core_tsan PRIVATE ${TG_WARN} ${TG_TSAN_FLAGS} -Wno-tsan -ftls-model=initial-exec)
 target_compile_definitions(tg_core_tsan PUBLIC _GNU_SOURCE)
 target_include_directories(tg_core_tsan PUBLIC ${CMAKE_SOURCE_DIR} ${TG_CUDA_INCLUDE})

@@ -40,7 +40,7 @@ static inline uint64_t tg_wall_of_mono(uint64_t mono_ns)
 }
 
 /* Take the reference sample: before the first tick that will be converted
- * (shim/lifecycle.c: the first guard or CUDA resolution), not in the
+ * (guard/lifecycle.c: the first guard or CUDA resolution), not in the
  * constructor (clock_gettime maps libc code a small program lacks). */
 void tg_clock_init(void);
 /* CLOCK_MONOTONIC ns at which `ticks` was read. Not for hot paths. */

@@ -11,7 +11,7 @@ enum tg_mode { TG_MODE_OFF = 0, TG_MODE_DETECT, TG_MODE_SERIALIZE };
 enum tg_deadlock { TG_DEADLOCK_PROCEED = 0, TG_DEADLOCK_ABORT };
 
 /* on_wait_timeout: what a serialized wait does past wait_timeout while the
- * holder is blocked outside tunerguard (shim/serialize_wait.c). */
+ * holder is blocked outside tunerguard (guard/serialize_wait.c). */
 enum tg_wait_end { TG_WAIT_END_PROCEED = 0, TG_WAIT_END_WAIT };
 
 #define TG_OPT_TYPE_MODE int
@@ -29,8 +29,8 @@ struct tg_options {
 
 /* targets=: at most TG_TARGETS_MAX entries (the built-in ones aside), each
  * module:Class.method with names of at most these many bytes (UTF-8): what
- * the arming table (shim/py_arm_internal.h) and a guard's names
- * (shim/guard_internal.h) hold.  More is refused at parsing. */
+ * the arming table (loader/py_arm_internal.h) and a guard's names
+ * (guard/guard_internal.h) hold.  More is refused at parsing. */
 #define TG_TARGETS_MAX 64
 #define TG_TARGET_MODULE_MAX 95
 #define TG_TARGET_CLASS_MAX 63

@@ -1,6 +1,6 @@
 /* Symbol look-ups that never land on tunerguard's own exports.
  *
- * The preload library exports an interposing dlsym (shim/interpose_dlsym.c)
+ * The preload library exports an interposing dlsym (loader/interpose_dlsym.c)
  * and cu* / cupti* definitions; a plain dlsym() call from inside the library
  * binds to that export.  Every internal look-up goes through here instead: the
  * next dlsym after tunerguard, found with dlvsym (which tunerguard does not

@@ -5,7 +5,7 @@
  * pages: the kernel maps a file's pages in 64 KiB windows around each one
  * touched (fault-around), so every page of a mapping smaller than that is
  * mapped at the first touch (docs/benchmarks.md, "Start-up cost").  That is
- * why the preload is two libraries (shim/core_api.h): the loader, whose
+ * why the preload is two libraries (loader/core_api.h): the loader, whose
  * .text is one window, holds only what every process may run (the
  * constructor's path, the audit hook, arming in a process that imports no
  * target, the finder's negative answer, the dlsym interposer's pass-through,

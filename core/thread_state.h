@@ -22,14 +22,14 @@
  * waits). */
 struct tg_cuda_call {
     uint32_t seq;          /* odd while the writer is mid-update */
-    uint16_t fn;           /* index into the CUDA hook table (shim/cuda_hooks.inc) */
+    uint16_t fn;           /* index into the CUDA hook table (core/cuda_api.inc) */
     uint8_t kind;          /* enum tg_cuda_kind */
     uint8_t inside;        /* 1 while the real driver call runs (GIL released) */
     int32_t device;        /* -1 when unknown */
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
     /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
-     * one instruction on x86-64.  A reader's copy (shim/report_capture.c)
+     * one instruction on x86-64.  A reader's copy (guard/report_capture.c)
      * holds CLOCK_MONOTONIC ns, converted with tg_ticks_to_ns. */
     uint64_t t_enter;
     uint64_t t_exit;       /* 0 while inside */
@@ -65,7 +65,7 @@ struct tg_thread {
     uint32_t session_launches;
     int depth;
     /* This thread's row of the CUDA call counters, plus one; 0 until its
-     * first recorded call claims one (shim/cuda_record.h). */
+     * first recorded call claims one (cuda/cuda_record.h). */
     int cuda_row;
     /* The device of the last stream or context the thread launched on
      * (dev1_key as tg__devcache keys it), valid while tg__cuda_gen ==
@@ -74,24 +74,24 @@ struct tg_thread {
     uint32_t dev1_gen;
     uint64_t dev1_key;
     /* The tuner instance of detect's unregistered session this thread is
-     * in (shim/session.c, "The unregistered session"), 0 when none: here
+     * in (guard/session.c, "The unregistered session"), 0 when none: here
      * because every launch in the steady state reads it (an unregistered
      * session's hooks publish its evidence).  Written by the owner, and by a
      * thread that registers the session for it, both with the GIL; read by
      * the owner's hooks without it: atomic. */
     uintptr_t quiet_inst;
     /* The rest of the first line and the next three: what a guarded call
-     * reads and writes of its own thread's (shim/session.c), besides the
+     * reads and writes of its own thread's (guard/session.c), besides the
      * fields above and the evidence line. */
     /* fork() children this thread's copy has gone on in (the atfork handler
      * counts it).  A guarded frame notes it at entry: one that sees it
      * changed at exit was entered in the parent, and its holds went with the
-     * tables reset at fork, so it gives nothing back (shim/session.c). */
+     * tables reset at fork, so it gives nothing back (guard/session.c). */
     unsigned forks;
     /* The replacement check's draw (xorshift32 state, 0 until the first;
-     * shim/guard_internal.h).  GIL held. */
+     * guard/guard_internal.h).  GIL held. */
     uint32_t replace_rng;
-    /* Guarded calls this thread is in (shim/session.c, tg__guard_entry), and
+    /* Guarded calls this thread is in (guard/session.c, tg__guard_entry), and
      * the program's own exception (type, value, traceback: PyObject *) that
      * Python code tunerguard ran inside one of them raised, kept to be raised
      * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
@@ -115,7 +115,7 @@ struct tg_thread {
     int quiet_slot;           /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
-     * (shim/report_capture.c, tg__other_is_tuning: for a marked tuner only
+     * (guard/report_capture.c, tg__other_is_tuning: for a marked tuner only
      * when this thread's evidence bit in the tuner is set, for targets=
      * tuners on every overlap).  On a line of their own,
      * each written only when its value changes: in the steady state (tuned
@@ -154,7 +154,7 @@ struct tg_thread {
      * tuner's FIFO of waiters (GIL held). */
     uint32_t park;
     struct tg_thread *wait_next;
-    /* serialize's turn (shim/serialize_wait.h, tg__release_turn): when this
+    /* serialize's turn (guard/serialize_wait.h, tg__release_turn): when this
      * thread last gave the turn up while others waited (ns; 0: it did not,
      * or it has been back since), and how many times in a row it came back
      * for it soon after (quiet from TG_TURN_QUIET_AFTER on: its releases
@@ -169,7 +169,7 @@ struct tg_thread {
     /* The in-situ profile build only (core/insitu.h): this thread's counts. */
     uint64_t insitu[8];
     int insitu_reg;
-    uint64_t insitu_orig; /* the last original's cycles (shim/session.c) */
+    uint64_t insitu_orig; /* the last original's cycles (guard/session.c) */
 #endif
 };
 
@@ -201,7 +201,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__self_fast(voi
  * (`busy`) before anything is guarded (the audit hook, arming, the finder),
  * so that a process that never guards nor calls CUDA caches nothing a fork
  * child would have to forget (the fork-child list is registered only then:
- * shim/lifecycle.h).  A later tg__self() on the thread sets it up as usual. */
+ * guard/lifecycle.h).  A later tg__self() on the thread sets it up as usual. */
 struct tg_thread *tg__self_busy(void);
 /* In a fork child: reset the calling thread's record (new tid, nothing held). */
 void tg__thread_atfork_child(void);

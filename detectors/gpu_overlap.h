@@ -1,7 +1,7 @@
 /* GPU-side truth for the tuning-interference verdict (issue 8), pure logic:
  * no dlsym, no I/O, no lock, no allocation (callers hand in the arrays).
  *
- * Inputs come from the CUPTI backend (shim/cupti_backend.c):
+ * Inputs come from the CUPTI backend (cuda/cupti_backend.c):
  *  - a correlation table, written by the launching thread from a CUPTI API
  *    callback (correlation id -> host tid, host launch time), read when the
  *    activity buffers are processed;

@@ -415,6 +415,6 @@ void tg_tuner_atfork_child(void)
         memset(u->occ_ev, 0, sizeof u->occ_ev);
         u->overlaps = 0; /* the parent's */
         u->waits = u->wait_ns = 0;
-        u->noted = 0; /* the child's contended list starts empty (shim/serialize_wait.c) */
+        u->noted = 0; /* the child's contended list starts empty (guard/serialize_wait.c) */
     }
 }

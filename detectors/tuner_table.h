@@ -173,7 +173,7 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 }
 
 /* Slices: another rule for who gets a lock when others wait, for serialize's
- * turn (shim/serialize_wait.c; the tuners keep the starvation rule above).  The
+ * turn (guard/serialize_wait.c; the tuners keep the starvation rule above).  The
  * holder keeps the lock while others wait (it unlocks at the end of each
  * call and takes the lock back by CAS when it comes back first, as a thread
  * looping on a threading.Lock does; for the turn, a holder that comes back

@@ -135,7 +135,7 @@ def _cmake_build(tmp):
     _run([cmake, "--install", build, "--prefix", stage])
     out = {
         "lib": os.path.join(stage, "lib", "libtunerguard.so"),
-        # the loader's core, found beside it at run time (shim/core_api.h)
+        # the loader's core, found beside it at run time (loader/core_api.h)
         "core": os.path.join(stage, "lib", "libtunerguard_core.so"),
         "bin": os.path.join(stage, "bin", "tunerguard"),
         "man": os.path.join(stage, "share", "man", "man1", "tunerguard.1"),

@@ -1,7 +1,7 @@
 /* The report pipeline: how every report leaves tunerguard.  The model is
  * compiler-rt's split between tsan_rtl_report.cpp (decide, suppress, dedupe,
- * count, halt) and tsan_report.cpp (print): capture (shim/report_capture.c,
- * shim/cuda_stress.c) fills a struct tg_report and hands it to tg_emit(); the
+ * count, halt) and tsan_report.cpp (print): capture (guard/report_capture.c,
+ * cuda/cuda_stress.c) fills a struct tg_report and hands it to tg_emit(); the
  * writers (reports/text_report.c, jsonl_report.c, through the sink) only
  * print it.  What a kind gets here is its row's flags (core/report_kinds.inc).
  *
@@ -11,7 +11,7 @@
  *     tg_report_end(t);
  *
  * Counters and the sequence number are atomic: an interference report can be
- * emitted without the GIL and without the report lock (shim/cuda_stress.c),
+ * emitted without the GIL and without the report lock (cuda/cuda_stress.c),
  * and the fatal-signal path takes its seq from the same counter
  * (tg_emit_seq_counter). */
 #ifndef TG_EMIT_H

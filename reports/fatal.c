@@ -193,7 +193,7 @@ static const struct tg_occupant *own_session(uintptr_t *inst)
                 best = &u->occ[i];
                 *inst = u->key;
             }
-    /* A tuned call in detect that registered nothing (shim/session.c, "The
+    /* A tuned call in detect that registered nothing (guard/session.c, "The
      * unregistered session") keeps its instance on the thread's record. */
     if (!best && self)
         *inst = __atomic_load_n(&self->quiet_inst, __ATOMIC_RELAXED);

@@ -1,7 +1,7 @@
 /* The trace's thread-locals (reports/trace.c).  In the loader
  * (libtunerguard.so), which the dynamic loader maps at start-up, so
  * initial-exec TLS always has its static block there; the core library,
- * dlopen'd late, has none of its own (shim/core_api.h).  Zero until the
+ * dlopen'd late, has none of its own (loader/core_api.h).  Zero until the
  * trace writes them. */
 #include <stdint.h>
 

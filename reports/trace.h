@@ -46,7 +46,7 @@ void tg_trace_configure(int on, long cap);
  * except those carried by race reports. */
 void tg_trace_set_namer(void (*namer)(unsigned long ident, char *buf, int len));
 
-/* How to name CUDA calls (shim/cuda_hooks.h: tg_cuda_fn_name, signal-safe;
+/* How to name CUDA calls (cuda/cuda_hooks.h: tg_cuda_fn_name, signal-safe;
  * tg_cuda_kernel_name, a driver call, asked only off the hot path).  Set at
  * start-up, before any CUDA event is traced; unset: "?" and "". */
 void tg_trace_set_cuda_names(const char *(*fn_name)(unsigned fn),
@@ -76,7 +76,7 @@ void tg_trace_wait_end(const struct tg_thread *t);
  * Drains the rings and flushes.  Always written. */
 void tg_trace_race(const struct tg_report *r);
 
-/* cupti=1 (shim/cupti_backend.c, off any hot path): one kernel execution on a
+/* cupti=1 (cuda/cupti_backend.c, off any hot path): one kernel execution on a
  * per-stream track of a "GPU <dev>" process, and, when its launch is known
  * (host_tid != 0), a launch slice on the host thread with a flow arrow from
  * it to the execution.  Counts against trace_cap like the CUDA events. */

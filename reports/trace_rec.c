@@ -42,7 +42,7 @@ static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
 static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
 static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
 /* The thread-locals are defined in reports/tls.c: the loader holds every
- * thread-local (shim/core_api.h). */
+ * thread-local (loader/core_api.h). */
 extern __thread struct tg__trace_ring *tg__my_ring;
 extern __thread int tg__no_ring;
 

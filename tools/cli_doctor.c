@@ -100,7 +100,7 @@ static void check_build_id(const char *lib)
 static const char probe_py[] = "class Probe:\n    def method(self):\n        return 42\n";
 
 /* The probe's stderr: the line an inert copy says at verbosity>=1
- * (shim/init.c) names the copy that serves and the one that stays inert. */
+ * (loader/init.c) names the copy that serves and the one that stays inert. */
 static void report_copies(const char *py, const char *err)
 {
     const char *at = strstr(err, " stays inert");

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-/* The core's first load against another thread's dlopen (shim/core_link.c).
+/* The core's first load against another thread's dlopen (loader/core_link.c).
  * Run with LD_PRELOAD=libtunerguard.so, linked against the fake (-lcuda).
  *
  * Thread B dlopens tests/fakecuda/load_order_ctor.c, whose constructor calls

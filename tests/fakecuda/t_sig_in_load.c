@@ -1,6 +1,6 @@
 /* A signal handler that calls the driver, run on the thread that makes the
  * process's first driver call while that thread registers the loader's
- * fork guard (shim/core_link.c, guard_fork_once).  The handler must pass
+ * fork guard (loader/core_link.c, guard_fork_once).  The handler must pass
  * through, not wait for the registration its own thread is in the middle
  * of: it spun for ever before (`loading` was set after the guard).
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The two libraries' contract (shim/core_api.h), checked on the built files.
+"""The two libraries' contract (loader/core_api.h), checked on the built files.
 
   check_split.py --loader LIB --core CORE [--readelf readelf] [--nm nm]
 
@@ -8,7 +8,7 @@
 - the core needs the loader by its soname (DT_NEEDED libtunerguard.so) and
   exports tg_core_entry alone;
 - the loader carries the core as the section .tg_core, unmapped (no
-  SHF_ALLOC) and as large as the core's file (shim/core_embed.c);
+  SHF_ALLOC) and as large as the core's file (loader/core_embed.c);
 - the loader exports the interposed names (dlsym, cu*, cupti*,
   tunerguard_cuda_count) and tg_/tg__ names only, every one of them used by
   the core.
@@ -37,7 +37,7 @@ def main():
     dyn = out([a.readelf, "-dW", a.core])
     if "Shared library: [libtunerguard.so]" not in dyn:
         bad.append(f"{a.core} has no DT_NEEDED libtunerguard.so")
-    # The loader carries the core (shim/core_embed.c): a section no segment
+    # The loader carries the core (loader/core_embed.c): a section no segment
     # maps (no SHF_ALLOC), as large as the core's file.
     # readelf -SW: [Nr] Name Type Address Off Size ES Flg Lk Inf Al
     sec = re.search(r"\]\s+\.tg_core\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+\s*$",
@@ -58,7 +58,7 @@ def main():
         if not name.startswith("tg_"):
             bad.append(f"{a.loader} exports {name}: neither interposed nor tg_-prefixed")
         elif name not in core_needs:
-            bad.append(f"{a.loader} exports {name}, which the core does not use (shim/tunerguard.map)")
+            bad.append(f"{a.loader} exports {name}, which the core does not use (loader/tunerguard.map)")
     for b in bad:
         print("FAIL", b)
     print("ok" if not bad else f"{len(bad)} problems")

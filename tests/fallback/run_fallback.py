@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The loader without its core (shim/core_api.h): one line, then pass-through.
+"""The loader without its core (loader/core_api.h): one line, then pass-through.
 
   run_fallback.py --python EXE --lib LIB --fakecuda DIR [--objcopy OBJCOPY]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The layers of tunerguard: core/ <- detectors/ <- reports/ <- shim/ <- tools/.
+"""The layers of tunerguard: core/ <- detectors/ <- reports/ <- loader/ <- cuda/ <- guard/ <- tools/.
 
 A file may include and call what is in its own folder or a lower one, never
 a higher one.  Checked two ways:
@@ -7,7 +7,7 @@ a higher one.  Checked two ways:
   - with nm on the library's object files: no object of a lower folder
     references (U) a symbol that an object of a higher folder defines.
 And one rule of core/real_sym.h: no object of the library references plain
-dlsym (it would bind to the exported interposer, shim/interpose_dlsym.c).
+dlsym (it would bind to the exported interposer, loader/interpose_dlsym.c).
 
     check_layers.py --src DIR --objs OBJDIR [--nm nm]
 exits 1 with one line per violation.
@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-LAYERS = ["core", "detectors", "reports", "shim", "tools"]
+LAYERS = ["core", "detectors", "reports", "loader", "cuda", "guard", "tools"]
 LEVEL = {name: i for i, name in enumerate(LAYERS)}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)/[^"]+"')
 

@@ -1,6 +1,6 @@
 """No race: one tuned call dies inside.  A subclass of Triton's Autotuner
 (its tuning methods marked) whose run never enters _bench: in detect mode at
-verbosity 0 the call registers no session in the tuner table (shim/session.c,
+verbosity 0 the call registers no session in the tuner table (guard/session.c,
 "The unregistered session").  The fatal record must still name its tuner;
 the instance's address is printed first, for the check."""
 import ctypes

@@ -1,4 +1,4 @@
-"""serialize's turn (shim/serialize_wait.c) is a preference, never a deadlock: a
+"""serialize's turn (guard/serialize_wait.c) is a preference, never a deadlock: a
 thread inside tuner A that waits for another thread's work must not keep that
 thread out of tuner B.  X holds the turn inside A.run and waits for Y; Y calls
 B.run (another tuner): it waits for the turn (the tunerguard.serialize_wait

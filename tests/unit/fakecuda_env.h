@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shim/cuda_hooks.h"
-#include "shim/cuda_stress.h"
+#include "cuda/cuda_hooks.h"
+#include "cuda/cuda_stress.h"
 #include "core/options.h"
 #include "core/thread_state.h"
 
@@ -87,7 +87,7 @@ static CUresult fk_launch(CUfunction f)
     return w_launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
 }
 
-/* What a guarded tuner call does to the thread record (shim/session.c):
+/* What a guarded tuner call does to the thread record (guard/session.c):
  * enter an outermost session, leave it. */
 static void fk_session_enter(void)
 {
@@ -95,7 +95,7 @@ static void fk_session_enter(void)
     t->session_launches = 0;
     t->session_syncs = 0;
     t->session_multi = 0;
-    t->held_slot[0] = 0xff; /* in no tuner's slots (shim/session.c sets both) */
+    t->held_slot[0] = 0xff; /* in no tuner's slots (guard/session.c sets both) */
     t->nheld = 1;
     t->depth = 1;
 }

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "reports/native_stack.h"
-#include "shim/cuda_hooks.h"
+#include "cuda/cuda_hooks.h"
 #include "core/options.h"
 #include "core/thread_state.h"
 
@@ -267,7 +267,7 @@ Test(cuda_hooks, inside_a_session_counts_and_captures)
     CUresult (*csync)(void) = (CUresult(*)(void))wrapped("cuCtxSynchronize");
     CUresult (*mload)(CUmodule *, const void *) = (CUresult(*)(CUmodule *, const void *))wrapped("cuModuleLoadData");
     struct tg_thread *t = tg__self();
-    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (guard/session.c sets both) */
     t->nheld = 1;
     launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
@@ -284,7 +284,7 @@ Test(cuda_hooks, inside_a_session_counts_and_captures)
 
 /* The unwind of a blocking call inside a session (up to TG_MAX_NATIVE_FRAMES
  * frames) runs before the seqlock write section of t->last, never inside it:
- * a reader (a race report on another thread, shim/report_capture.c) retries a
+ * a reader (a race report on another thread, guard/report_capture.c) retries a
  * bounded number of times, then gives up.  The stand-in libunwind
  * (FAKEUNWIND_LIB, loaded before tunerguard's dlopen("libunwind.so.8"), which
  * then finds it by soname) looks at the record while the unwind runs. */
@@ -322,7 +322,7 @@ Test(cuda_hooks, the_stack_is_unwound_outside_the_record_write_section)
     struct tg_thread *t = tg__self();
     probe_rec = t;
     set_probe(probe_seq);
-    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (guard/session.c sets both) */
     t->nheld = 1;
     cr_assert_eq(csync(), CUDA_SUCCESS);
     t->nheld = 0;
@@ -410,7 +410,7 @@ static CUresult (*g_sync2)(CUcontext);
 static void *parker(void *arg)
 {
     struct tg_thread *t = tg__self();
-    t->held_slot[0] = 0xff; /* a session in no tuner's slots (shim/session.c sets both) */
+    t->held_slot[0] = 0xff; /* a session in no tuner's slots (guard/session.c sets both) */
     t->nheld = 1;
     atomic_store(&parked_rec, t);
     CUresult rc = g_sync2((CUcontext)arg);

@@ -1,5 +1,5 @@
 /* The report pipeline (reports/emit.c) and the exit line it feeds
- * (shim/py_arm.c): suppression, severity, de-duplication, the counts, the
+ * (loader/py_arm.c): suppression, severity, de-duplication, the counts, the
  * process's one sequence number, and the line's wording for every kind in the
  * order of core/report_kinds.inc. */
 #include "jsonl_check.h"
@@ -7,7 +7,7 @@
 #include "core/process.h"
 #include "reports/emit.h"
 #include "reports/suppress_load.h"
-#include "shim/py_arm.h"
+#include "loader/py_arm.h"
 #include "detectors/tuner_table.h"
 
 static char dir[64];
@@ -141,7 +141,7 @@ Test(emit, exit_line_silent_without_reports, .init = setup)
     free(e);
 }
 
-/* The overlaps counted on the tuners (shim/report_capture.c), those of a
+/* The overlaps counted on the tuners (guard/report_capture.c), those of a
  * tuner whose entry was given back included, are in the exit line. */
 Test(emit, exit_line_counts_the_tuners_overlaps, .init = setup)
 {

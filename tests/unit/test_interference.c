@@ -1,4 +1,4 @@
-/* Tuning-interference detector (detectors/interference.c, shim/cuda_stress.c)
+/* Tuning-interference detector (detectors/interference.c, cuda/cuda_stress.c)
  * against the stand-in driver: a thread "benchmarks" on a fake device (inside
  * a tuner session, it synchronized), other threads launch kernels on the same
  * or another fake device; the session end counts and reports what ran.

@@ -1,7 +1,7 @@
 /* Which interpreters tunerguard serves (core/py_api.c tg_py_version_parse),
  * from Py_GetVersion() strings as each kind of build prints them: 3.9 to
  * 3.14 with a GIL are served; 3.8 and older, a free-threaded 3.13t or 3.14t and
- * whatever is not a 3.x are not (shim/py_arm.c then says one line when a
+ * whatever is not a 3.x are not (loader/py_arm.c then says one line when a
  * target module is imported).  No interpreter is loaded: the strings are
  * the ones those builds print. */
 #include <criterion/criterion.h>

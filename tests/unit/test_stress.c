@@ -1,4 +1,4 @@
-/* stress=1 and isolate_tuning=1 (shim/cuda_stress.c) against the stand-in
+/* stress=1 and isolate_tuning=1 (cuda/cuda_stress.c) against the stand-in
  * driver.  Ordering by barriers and by observed state (a thread counted as
  * holding / waiting, the fake's call counts), never by sleeping. */
 #include "fakecuda_env.h"

@@ -17,7 +17,7 @@
 #include "core/process.h"
 #include "reports/trace.h"
 #include "core/clock.h"
-#include "shim/cuda_hooks.h"
+#include "cuda/cuda_hooks.h"
 
 extern char **environ;
 

@@ -2,7 +2,7 @@
  * thread is a race (detect) or a wait (serialize), leave ends a session only
  * at its last level, occupant overflow, the key -> entry map, fork reset,
  * serialize's lock (CAS, FIFO, wake-one, hand-off when starving), and real
- * wake-ups of parked threads (core/park.h), as shim/serialize_wait.c waits.
+ * wake-ups of parked threads (core/park.h), as guard/serialize_wait.c waits.
  *
  * Criterion runs each test in its own process, so the static table starts
  * empty in every test. */
@@ -29,7 +29,7 @@ __attribute__((constructor)) static void set_tids(void)
 
 #define KEY(i) ((uintptr_t)0x7f0000001000ull + (uintptr_t)(i) * 0x40)
 
-/* What shim/session.c does on an outermost entry after `verdict`: enter, and
+/* What guard/session.c does on an outermost entry after `verdict`: enter, and
  * push the tuner on the thread's own list of held tuners. */
 static struct tg_occupant *enter_outer(struct tg_tuner *u, struct tg_thread *t, uint64_t now)
 {
@@ -501,7 +501,7 @@ Test(tuner_table, reap_frees_the_lock_of_a_dead_owner)
 
 /* ---- real waits and wake-ups (core/park.h) ----------------------------------
  *
- * Each waiter does what shim/serialize_wait.c's tg__wait_for_tuner does without the
+ * Each waiter does what guard/serialize_wait.c's tg__wait_for_tuner does without the
  * GIL: read its park word, try the lock, park, and try again when woken.  A
  * holder unlocks and wakes the head (tg_tuner_unlock + tg_park_wake).  With
  * several waiters every unlock must wake one, and each waiter must end up

@@ -33,7 +33,7 @@
 #include "core/py_api.h"
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
-#include "shim/serialize_wait.h"
+#include "guard/serialize_wait.h"
 
 /* ---- the recorder: futex waits of the thread that set rec_on ---------------- */
 

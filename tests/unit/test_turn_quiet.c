@@ -1,4 +1,4 @@
-/* serialize's turn in its quiet slices (shim/serialize_wait.h,
+/* serialize's turn in its quiet slices (guard/serialize_wait.h,
  * tg__try_turn / tg__release_turn): inside a slice the holder's release wakes
  * the FIFO's head unless the holder is quiet, that is, its last
  * TG_TURN_QUIET_AFTER returns for the turn each came within
@@ -14,7 +14,7 @@
 
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
-#include "shim/serialize_wait.h"
+#include "guard/serialize_wait.h"
 
 static struct tg_thread head;
 

@@ -1,6 +1,6 @@
 /* A waiter that abandons its wait for a tuner (a signal handler raised: its
  * Ctrl-C) when the lock is free at that moment wakes the FIFO's new head
- * (shim/serialize_wait.c, abandon_wait).  The holder's unlock woke the
+ * (guard/serialize_wait.c, abandon_wait).  The holder's unlock woke the
  * abandoning thread, the head then, and that wake-up leaves with it: the
  * next waiter, left parked, would enter only at its own time-out (a second,
  * off the main thread) instead of at once.
@@ -23,7 +23,7 @@
 #include "core/py_api.h"
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
-#include "shim/serialize_wait.h"
+#include "guard/serialize_wait.h"
 
 static pthread_mutex_t gil = PTHREAD_MUTEX_INITIALIZER;
 static PyThreadState *save_thread(void)

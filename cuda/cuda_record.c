@@ -1,0 +1,102 @@
+/* Per-thread recording state of the CUDA hooks: counter slots, the device
+ * cache and its slow path.  The inline hot path is cuda/cuda_record.h. */
+#include "cuda/cuda_record.h"
+#include "cuda/listener.h"
+
+#include <string.h>
+
+_Atomic uint64_t tg__cuda_counts[TG_CUDA_SLOTS][TG_CUDA_ROW] __attribute__((aligned(64)));
+/* tg__devcache: cuda/tls.c (the loader holds every thread-local) */
+static _Atomic int tg__cuda_next_slot;
+
+_Atomic uint32_t tg__tuning_epoch; /* cuda/cuda_hooks.h */
+const struct tg_cuda_listener *tg__cuda_listener; /* cuda/listener.h */
+_Atomic uint32_t tg__cuda_gen = 1; /* never 0: an empty entry (gen 0) never hits */
+struct tg__cuda_support tg__cuda_sup;
+
+/* First recorded call of a thread: one atomic add, no allocation.  Slots are
+ * never given back (a dead thread's counts stay in the totals). */
+int tg__cuda_claim_slot(struct tg_thread *t)
+{
+    int s = atomic_fetch_add_explicit(&tg__cuda_next_slot, 1, memory_order_relaxed);
+    if (s >= TG_CUDA_SLOTS - 1) {
+        s = TG_CUDA_SLOTS - 1; /* shared: written with atomic adds */
+        atomic_store_explicit(&tg__cuda_next_slot, TG_CUDA_SLOTS, memory_order_relaxed);
+    }
+    t->cuda_row = s + 1;
+    return s;
+}
+
+unsigned long long tg_cuda_count(unsigned fn)
+{
+    if (fn >= TG_CUDA_NFN)
+        return 0;
+    unsigned long long n = 0;
+    for (int s = 0; s < TG_CUDA_SLOTS; s++)
+        n += atomic_load_explicit(&tg__cuda_counts[s][fn], memory_order_relaxed);
+    return n;
+}
+
+/* Cache miss: once per (thread, stream or context) until a stream is
+ * destroyed.  Driver calls through the real pointers, busy raised so that
+ * nothing they do is recorded.  -1 when the driver cannot say (and that is
+ * cached too, so a failing handle costs the driver calls once). */
+int tg__cuda_device_miss(struct tg_thread *t, uint64_t key, CUstream s, CUcontext ctx)
+{
+    CUresult (*get_ctx)(CUstream, CUcontext *) = TG__SUP(stream_get_ctx);
+    CUresult (*get_dev)(CUdevice *) = TG__SUP(ctx_get_device);
+    CUresult (*get_dev2)(CUdevice *, CUcontext) = TG__SUP(ctx_get_device_v2);
+    CUresult (*get_current)(CUcontext *) = TG__SUP(ctx_get_current);
+
+    int dev = -1;
+    t->busy++;
+    if (!ctx && get_ctx && get_ctx(s, &ctx) != CUDA_SUCCESS)
+        ctx = NULL;
+    if (ctx) {
+        CUdevice d;
+        CUcontext cur = NULL;
+        if (get_dev2) {
+            if (get_dev2(&d, ctx) == CUDA_SUCCESS)
+                dev = d;
+        } else if (get_dev && get_current &&
+                   get_current(&cur) == CUDA_SUCCESS && cur == ctx) {
+            if (get_dev(&d) == CUDA_SUCCESS)
+                dev = d;
+        }
+    }
+    t->busy--;
+
+    struct tg__devcache_entry *e = &tg__devcache[(key >> 4 ^ key >> 10) % TG_CUDA_DEVCACHE];
+    e->key = key;
+    e->gen = atomic_load_explicit(&tg__cuda_gen, memory_order_relaxed);
+    e->dev = dev;
+    return dev;
+}
+
+int tg_cuda_current_device(void)
+{
+    if (!tg_cuda_active())
+        return -1; /* never load libcuda for this: the program has not */
+    CUresult (*get_current)(CUcontext *) = TG__SUP(ctx_get_current);
+    CUresult (*get_dev)(CUdevice *) = TG__SUP(ctx_get_device);
+    CUcontext cur = NULL;
+    CUdevice d;
+    int dev = -1;
+    struct tg_thread *t = tg__self();
+    t->busy++; /* nothing the driver does for us is recorded */
+    if (get_current && get_dev && get_current(&cur) == CUDA_SUCCESS && cur && get_dev(&d) == CUDA_SUCCESS)
+        dev = d;
+    t->busy--;
+    return dev;
+}
+
+/* fork child (only the forking thread survives): counts restart at zero, the
+ * device cache is invalidated (handles of the parent's streams are the
+ * child's now too, but the driver state after fork is not to be trusted). */
+void tg__cuda_record_atfork_child(void)
+{
+    for (int s = 0; s < TG_CUDA_SLOTS; s++)
+        for (int f = 0; f < TG_CUDA_NFN; f++)
+            atomic_store_explicit(&tg__cuda_counts[s][f], 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&tg__cuda_gen, 1, memory_order_relaxed);
+}

@@ -1,0 +1,646 @@
+/* The opt-in CUPTI backend: see cuda/cupti_backend.h and docs/cupti.md. */
+#include "cuda/cupti_backend.h"
+#include "loader/core_api.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cupti.h>
+
+#include "reports/trace.h"
+#include "core/clock.h"
+#include "cuda/cuda_hooks.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/thread_state.h"
+
+enum { ST_OFF, ST_ACTIVE, ST_FAILED, ST_RELEASED };
+static _Atomic int st_state;      /* enum above */
+static _Atomic int st_once;       /* 1: a start was attempted (or is running) */
+static void *st_lib;
+static char st_libpath[512];
+static CUpti_SubscriberHandle st_sub;
+static int st_own_clock;          /* 1: timestamps are CLOCK_MONOTONIC (our callback) */
+static int64_t st_offset;         /* else: mono - cupti, added to every timestamp */
+
+/* ---- the real CUPTI entry points (from our handle, never our exports) ---- */
+static struct {
+    CUptiResult (*subscribe)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *);
+    CUptiResult (*subscribe_v2)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *);
+    CUptiResult (*unsubscribe)(CUpti_SubscriberHandle);
+    CUptiResult (*enable_callback)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId);
+    CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc);
+    CUptiResult (*enable)(CUpti_ActivityKind);
+    CUptiResult (*disable)(CUpti_ActivityKind);
+    CUptiResult (*flush_all)(uint32_t);
+    CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+    CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
+    CUptiResult (*get_timestamp)(uint64_t *);
+    CUptiResult (*register_ts)(CUpti_TimestampCallbackFunc);
+    CUptiResult (*result_string)(CUptiResult, const char **);
+} cu;
+
+/* ---- correlation (written by launching threads in the API callback) ----- */
+static struct tg_gpu_corr *st_corr; /* malloc'ed at start, never freed */
+/* defined in cuda/tls.c: the loader holds every thread-local (loader/core_api.h) */
+extern __thread uint64_t tg__cupti_sess_t0;
+
+/* ---- buffers and the kernel store (st_mu: never taken on a launch) ------ */
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+#define NBUF 8
+static uint8_t *st_buf[NBUF];
+static int st_buf_free[NBUF];
+static size_t st_bufsz;
+static struct tg_gpu_kernel *st_store; /* ring */
+static size_t st_cap;
+static uint64_t st_n;                   /* kernels stored in total (ring index) */
+static _Atomic uint64_t st_kernels, st_correlated, st_dropped, st_buffers;
+
+#define NAMES 2048
+#define NAME_LEN 128
+static char (*st_names)[NAME_LEN];      /* interned kernel names (CUPTI's may die with cuptiFinalize) */
+static uint64_t st_name_hash[NAMES];
+
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1;
+}
+
+static const char *intern(const char *s)
+{
+    if (!s || !s[0])
+        return "?";
+    uint64_t h = fnv(s);
+    for (unsigned p = 0; p < 16; p++) {
+        unsigned i = (unsigned)(h + p) % NAMES;
+        if (st_name_hash[i] == h && strncmp(st_names[i], s, NAME_LEN - 1) == 0)
+            return st_names[i];
+        if (st_name_hash[i] == 0) {
+            st_name_hash[i] = h;
+            snprintf(st_names[i], NAME_LEN, "%s", s);
+            return st_names[i];
+        }
+    }
+    return "(name table full)";
+}
+
+int tg_cupti_active(void)
+{
+    return atomic_load_explicit(&st_state, memory_order_relaxed) == ST_ACTIVE;
+}
+
+uint64_t tg_cupti_session_t0(void)
+{
+    return tg__cupti_sess_t0;
+}
+
+void tg_cupti_session_done(void)
+{
+    tg__cupti_sess_t0 = 0;
+}
+
+/* ---- CUPTI callbacks ------------------------------------------------------------ */
+
+static uint64_t CUPTIAPI mono_ts(void)
+{
+    return tg_mono_ns();
+}
+
+/* On the launching thread, inside the launch API (cupti=1 only).  Cost: one
+ * TLS read, one vDSO clock read, a few relaxed stores into the slot of this
+ * correlation id.  No allocation, no lock, no syscall (tg__self's first-use
+ * gettid aside, once per thread). */
+static void CUPTIAPI api_cb(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data)
+{
+    (void)ud;
+    (void)dom;
+    (void)cbid;
+    const CUpti_CallbackData *d = data;
+    if (atomic_load_explicit(&st_state, memory_order_relaxed) != ST_ACTIVE)
+        return;
+    uint64_t now = tg_mono_ns();
+    if (d->callbackSite == CUPTI_API_ENTER) {
+        struct tg_thread *t = tg__self();
+        tg_gpu_corr_enter(st_corr, d->correlationId, t->tid, now);
+        if (t->nheld == 0)
+            tg__cupti_sess_t0 = 0;
+        else if (!tg__cupti_sess_t0)
+            tg__cupti_sess_t0 = now; /* first launch of this session */
+    } else {
+        tg_gpu_corr_exit(st_corr, d->correlationId, now);
+    }
+}
+
+static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    /* CUPTI asks rarely (once per filled buffer); a mutex here is fine */
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0;
+    pthread_mutex_lock(&st_mu);
+    for (int i = 0; i < NBUF; i++)
+        if (st_buf_free[i]) {
+            st_buf_free[i] = 0;
+            *buffer = st_buf[i];
+            *size = st_bufsz;
+            break;
+        }
+    pthread_mutex_unlock(&st_mu);
+    /* none free: CUPTI drops records and counts them (reported at exit) */
+}
+
+static void store_kernel_unlocked(const CUpti_ActivityKernel10 *r)
+{
+    struct tg_gpu_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start = r->start + (uint64_t)st_offset;
+    k.end = r->end + (uint64_t)st_offset;
+    k.dev = (int32_t)r->deviceId;
+    k.stream = r->streamId;
+    k.corr = r->correlationId;
+    k.name = intern(r->name);
+    if (tg_gpu_correlate(st_corr, &k))
+        atomic_fetch_add_explicit(&st_correlated, 1, memory_order_relaxed);
+    st_store[st_n % st_cap] = k;
+    st_n++;
+    atomic_fetch_add_explicit(&st_kernels, 1, memory_order_relaxed);
+    if (tg_trace_on)
+        tg_trace_gpu_kernel(k.tid, k.launch, k.launch_end, k.dev, k.stream, k.start, k.end, k.corr, k.name);
+}
+
+static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid)
+{
+    (void)size;
+    pthread_mutex_lock(&st_mu);
+    CUpti_Activity *rec = NULL;
+    while (valid > 0 && cu.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL)
+            store_kernel_unlocked((const CUpti_ActivityKernel10 *)rec);
+    }
+    size_t dropped = 0;
+    if (cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add_explicit(&st_dropped, dropped, memory_order_relaxed);
+    atomic_fetch_add_explicit(&st_buffers, 1, memory_order_relaxed);
+    for (int i = 0; i < NBUF; i++)
+        if (st_buf[i] == buffer)
+            st_buf_free[i] = 1;
+    pthread_mutex_unlock(&st_mu);
+}
+
+/* ---- finding libcupti ------------------------------------------------------------ */
+
+static void *try_open(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        snprintf(st_libpath, sizeof st_libpath, "%s", path);
+    return h;
+}
+
+struct nv_search {
+    void *h;
+};
+
+/* A loaded library under .../nvidia/<pkg>/lib/: look beside it, and in
+ * nvidia/cuda_cupti/lib (CUDA 12 wheels) or nvidia/cu13/lib (CUDA 13). */
+static int phdr_cb(struct dl_phdr_info *info, size_t sz, void *arg)
+{
+    (void)sz;
+    struct nv_search *s = arg;
+    const char *p = info->dlpi_name;
+    const char *nv = p ? strstr(p, "/nvidia/") : NULL;
+    if (!nv || s->h)
+        return s->h != NULL;
+    const char *slash = strrchr(p, '/');
+    char buf[512];
+    static const char *const rel[] = {"%.*s/libcupti.so.13", "%.*s/libcupti.so.12", "%.*s/libcupti.so"};
+    for (int i = 0; i < 3 && !s->h; i++) {
+        snprintf(buf, sizeof buf, rel[i], (int)(slash - p), p);
+        if (access(buf, R_OK) == 0)
+            s->h = try_open(buf);
+    }
+    static const char *const sib[] = {"%.*s/nvidia/cuda_cupti/lib/libcupti.so.12", "%.*s/nvidia/cu13/lib/libcupti.so.13"};
+    for (int i = 0; i < 2 && !s->h; i++) {
+        snprintf(buf, sizeof buf, sib[i], (int)(nv - p), p);
+        if (access(buf, R_OK) == 0)
+            s->h = try_open(buf);
+    }
+    return s->h != NULL;
+}
+
+/* What a cupti_path that names no regular file is ("a FIFO", ...), else
+ * NULL.  Checked before dlopen: its open() of a FIFO blocks until a writer
+ * comes, maybe forever.  A name without '/' is a soname, searched by
+ * dlopen in the library directories. */
+static const char *not_regular(const char *path)
+{
+    struct stat sb;
+    if (!strchr(path, '/') || stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
+        return NULL; /* a missing file: dlopen says so */
+    return S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
+           : S_ISCHR(sb.st_mode) ? "a character device" : S_ISBLK(sb.st_mode) ? "a block device"
+           : S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
+}
+
+static void *find_cupti(void)
+{
+    if (tg_opts.cupti_path[0])
+        return not_regular(tg_opts.cupti_path) ? NULL : try_open(tg_opts.cupti_path);
+    /* a copy already in the process (torch's Kineto links one): use it, two
+     * copies of CUPTI in one process would fight over the driver */
+    static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+    for (int i = 0; i < 3; i++) {
+        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
+        if (h) {
+            snprintf(st_libpath, sizeof st_libpath, "%s (already loaded)", sonames[i]);
+            return h;
+        }
+    }
+    struct nv_search s = {NULL};
+    dl_iterate_phdr(phdr_cb, &s);
+    if (s.h)
+        return s.h;
+    char buf[512];
+    const char *home = getenv("CUDA_HOME");
+    if (home && home[0]) {
+        snprintf(buf, sizeof buf, "%s/extras/CUPTI/lib64/libcupti.so", home);
+        if (access(buf, R_OK) == 0 && (s.h = try_open(buf)))
+            return s.h;
+        snprintf(buf, sizeof buf, "%s/lib64/libcupti.so", home);
+        if (access(buf, R_OK) == 0 && (s.h = try_open(buf)))
+            return s.h;
+    }
+    static const char *const fixed[] = {"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
+                                        "/usr/local/cuda/lib64/libcupti.so", "libcupti.so"};
+    for (int i = 0; i < 3; i++)
+        if ((fixed[i][0] != '/' || access(fixed[i], R_OK) == 0) && (s.h = try_open(fixed[i])))
+            return s.h;
+    return NULL;
+}
+
+static void *sym(const char *name)
+{
+    return tg__real_dlsym()(st_lib, name);
+}
+
+static const char *err_str(CUptiResult r)
+{
+    const char *s = NULL;
+    if (cu.result_string && cu.result_string(r, &s) == CUPTI_SUCCESS && s)
+        return s;
+    return "?";
+}
+
+/* ---- start ------------------------------------------------------------------------ */
+
+static const CUpti_CallbackId drv_cbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,       CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+static const CUpti_CallbackId rt_cbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,   CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,   CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+static void fail(const char *fmt, const char *a, const char *b)
+{
+    atomic_store(&st_state, ST_FAILED);
+    tg__warn(fmt, a, b);
+}
+
+static void start(void)
+{
+    st_lib = find_cupti();
+    if (!st_lib) {
+        const char *kind = tg_opts.cupti_path[0] ? not_regular(tg_opts.cupti_path) : NULL;
+        if (kind)
+            fail("cupti=1: cupti_path %s is not a regular file (%s); going on without GPU intervals",
+                 tg_opts.cupti_path, kind);
+        else if (tg_opts.cupti_path[0])
+            fail("cupti=1: cannot load %s (%s); going on without GPU intervals", tg_opts.cupti_path, dlerror());
+        else
+            fail("cupti=1: no libcupti found (%s%s); going on without GPU intervals; set cupti_path=",
+                 "searched: a loaded copy, the nvidia pip wheels, $CUDA_HOME, /usr/local/cuda", "");
+        return;
+    }
+#define R(f, n) (*(void **)&cu.f = sym(n))
+    R(subscribe, "cuptiSubscribe");
+    R(subscribe_v2, "cuptiSubscribe_v2");
+    R(unsubscribe, "cuptiUnsubscribe");
+    R(enable_callback, "cuptiEnableCallback");
+    R(register_callbacks, "cuptiActivityRegisterCallbacks");
+    R(enable, "cuptiActivityEnable");
+    R(disable, "cuptiActivityDisable");
+    R(flush_all, "cuptiActivityFlushAll");
+    R(next_record, "cuptiActivityGetNextRecord");
+    R(dropped, "cuptiActivityGetNumDroppedRecords");
+    R(get_timestamp, "cuptiGetTimestamp");
+    R(register_ts, "cuptiActivityRegisterTimestampCallback");
+    R(result_string, "cuptiGetResultString");
+#undef R
+    if (!cu.subscribe || !cu.unsubscribe || !cu.enable_callback || !cu.register_callbacks || !cu.enable ||
+        !cu.disable || !cu.flush_all || !cu.next_record) {
+        fail("cupti=1: %s lacks the activity/callback API%s; going on without GPU intervals", st_libpath, "");
+        return;
+    }
+    /* memory, all bounded by cupti_buffer_kb: the activity buffers, and a
+     * kernel store of as many bytes */
+    size_t total = (size_t)tg_opts.cupti_buffer_kb * 1024;
+    st_bufsz = (total / NBUF) & ~(size_t)7;
+    st_cap = total / sizeof(struct tg_gpu_kernel);
+    st_corr = calloc(1, sizeof *st_corr);
+    st_store = calloc(st_cap, sizeof *st_store);
+    st_names = calloc(NAMES, NAME_LEN);
+    for (int i = 0; i < NBUF; i++) {
+        st_buf[i] = aligned_alloc(8, st_bufsz);
+        st_buf_free[i] = st_buf[i] != NULL;
+    }
+    if (!st_corr || !st_store || !st_names) {
+        fail("cupti=1: out of memory for %s%s; going on without GPU intervals", "the buffers", "");
+        return;
+    }
+    char old[256] = "";
+    CUptiResult rc;
+    if (cu.subscribe_v2) {
+        CUpti_SubscriberParams p;
+        memset(&p, 0, sizeof p);
+        p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+        p.subscriberName = "tunerguard";
+        p.oldSubscriberName = old;
+        p.oldSubscriberSize = sizeof old;
+        rc = cu.subscribe_v2(&st_sub, api_cb, NULL, &p);
+    } else {
+        rc = cu.subscribe(&st_sub, api_cb, NULL);
+    }
+    if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        fail("cupti=1: CUPTI already has a subscriber (%s: torch.profiler, Nsight or another tool); "
+             "going on without GPU intervals%s", old[0] ? old : "unnamed", "");
+        return;
+    }
+    if (rc != CUPTI_SUCCESS) {
+        fail("cupti=1: cuptiSubscribe failed (%s)%s; going on without GPU intervals", err_str(rc), "");
+        return;
+    }
+    /* timestamps in our clock when CUPTI lets us (CUPTI 12.x+), else an offset */
+    st_own_clock = cu.register_ts && cu.register_ts(mono_ts) == CUPTI_SUCCESS;
+    if (!st_own_clock && cu.get_timestamp) {
+        uint64_t a = tg_mono_ns(), c = 0;
+        cu.get_timestamp(&c);
+        uint64_t b = tg_mono_ns();
+        st_offset = (int64_t)((a + b) / 2) - (int64_t)c;
+    }
+    for (size_t i = 0; i < sizeof drv_cbids / sizeof *drv_cbids; i++)
+        cu.enable_callback(1, st_sub, CUPTI_CB_DOMAIN_DRIVER_API, drv_cbids[i]);
+    for (size_t i = 0; i < sizeof rt_cbids / sizeof *rt_cbids; i++)
+        cu.enable_callback(1, st_sub, CUPTI_CB_DOMAIN_RUNTIME_API, rt_cbids[i]);
+    rc = cu.register_callbacks(buf_requested, buf_completed);
+    if (rc == CUPTI_SUCCESS)
+        rc = cu.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (rc != CUPTI_SUCCESS) {
+        cu.unsubscribe(st_sub);
+        fail("cupti=1: cannot enable kernel activity records (%s)%s; going on without GPU intervals",
+             err_str(rc), "");
+        return;
+    }
+    atomic_store(&st_state, ST_ACTIVE);
+    /* exit: flush while CUPTI and the driver are still there (atexit runs
+     * before the loader's destructors, and a handler registered now before
+     * the driver's own, registered at cuInit) */
+    atexit(tg_cupti_shutdown);
+    if (tg_opts.verbosity >= 1)
+        tg__warn("cupti=1: GPU intervals from %s (%s timestamps, %d KB of buffers)", st_libpath,
+                 st_own_clock ? "CLOCK_MONOTONIC" : "offset-corrected", tg_opts.cupti_buffer_kb);
+}
+
+int tg_cupti_maybe_start(int check_loaded)
+{
+    if (!tg_opts.cupti || tg_opts.mode == TG_MODE_OFF)
+        return 0;
+    if (atomic_load_explicit(&st_once, memory_order_relaxed))
+        return tg_cupti_active();
+    if (!tg_cuda_active() && !(check_loaded && tg__cuda_lib_loaded()))
+        return 0; /* inert until libcuda shows up */
+    if (atomic_exchange(&st_once, 1))
+        return tg_cupti_active();
+    struct tg_thread *t = tg__self();
+    t->busy++; /* CUPTI's own driver calls are not the program's */
+    start();
+    t->busy--;
+    return tg_cupti_active();
+}
+
+/* ---- flush, verdict, release ---------------------------------------------------- */
+
+static void flush(void)
+{
+    struct tg_thread *t = tg__self();
+    t->busy++;
+    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED); /* buf_completed runs on this thread */
+    t->busy--;
+}
+
+int tg_cupti_verdict(pid_t tid, int dev, uint64_t t0, uint64_t t1, struct tg_gpu_verdict *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!tg_cupti_active())
+        return -1;
+    flush();
+    pthread_mutex_lock(&st_mu);
+    uint64_t first = st_n > st_cap ? st_n - st_cap : 0;
+    if (st_n > st_cap && st_store[first % st_cap].start > t0) {
+        pthread_mutex_unlock(&st_mu);
+        return -1; /* the window's start was overwritten: not enough evidence */
+    }
+    size_t n = 0;
+    for (uint64_t i = first; i < st_n; i++) {
+        const struct tg_gpu_kernel *k = &st_store[i % st_cap];
+        n += k->dev == dev && k->end > t0 && k->start < t1 + 1000000000ull;
+    }
+    struct tg_gpu_kernel *ks = n ? malloc(n * sizeof *ks) : NULL;
+    struct tg_gpu_ival *scratch = n ? malloc(2 * n * sizeof *scratch) : NULL;
+    size_t m = 0;
+    for (uint64_t i = first; ks && scratch && i < st_n && m < n; i++) {
+        const struct tg_gpu_kernel *k = &st_store[i % st_cap];
+        if (k->dev == dev && k->end > t0 && k->start < t1 + 1000000000ull)
+            ks[m++] = *k;
+    }
+    pthread_mutex_unlock(&st_mu);
+    struct tg_gpu_window w = {.tid = tid, .dev = dev, .t0 = t0, .t1 = t1};
+    int rc = ks && scratch ? tg_gpu_verdict(ks, m, &w, scratch, out) : -1;
+    free(ks);
+    free(scratch);
+    return rc;
+}
+
+/* Stop collecting and give CUPTI back.  Any thread. */
+static void release(void)
+{
+    flush();
+    cu.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    cu.unsubscribe(st_sub);
+}
+
+void tg_cupti_shutdown(void)
+{
+    int expect = ST_ACTIVE;
+    if (!atomic_compare_exchange_strong(&st_state, &expect, ST_OFF))
+        goto summary;
+    release();
+summary:
+    if (tg_opts.cupti && tg_opts.verbosity >= 1 && st_lib)
+        tg__warn("cupti=1: %llu kernel records (%llu tied to a host launch), %llu dropped for lack of buffer",
+                 (unsigned long long)atomic_load(&st_kernels), (unsigned long long)atomic_load(&st_correlated),
+                 (unsigned long long)atomic_load(&st_dropped));
+    else if (atomic_load(&st_dropped))
+        tg__warn("cupti=1: CUPTI dropped %llu kernel records (all %d KB of buffers were full); raise cupti_buffer_kb",
+                 (unsigned long long)atomic_load(&st_dropped), tg_opts.cupti_buffer_kb);
+}
+
+void tg_cupti_atfork_child(void)
+{
+    if (atomic_load(&st_state) == ST_ACTIVE)
+        atomic_store(&st_state, ST_FAILED); /* CUPTI does not follow fork: nothing to flush here */
+}
+
+void tg_cupti_stats(struct tg_cupti_stats *o)
+{
+    memset(o, 0, sizeof *o);
+    o->state = atomic_load(&st_state);
+    o->kernels = atomic_load(&st_kernels);
+    o->correlated = atomic_load(&st_correlated);
+    o->dropped = atomic_load(&st_dropped);
+    o->buffers = atomic_load(&st_buffers);
+    snprintf(o->lib, sizeof o->lib, "%s", st_libpath);
+}
+
+/* ---- another CUPTI client arrives (torch.profiler's Kineto, ...) -----------------
+ * CUPTI takes one subscriber per process.  These exports interpose the
+ * program's calls (PLT-bound, as libtorch_cuda's; or dlsym(RTLD_DEFAULT)):
+ * when tunerguard holds CUPTI it lets go first, says so in one line, and
+ * the caller's call then succeeds.  Our own calls use the handle's pointers. */
+
+static void handover(const char *what)
+{
+    int expect = ST_ACTIVE;
+    if (!atomic_compare_exchange_strong(&st_state, &expect, ST_RELEASED))
+        return;
+    release();
+    tg__warn("cupti=1: the program called %s (torch.profiler, Nsight or another CUPTI client): tunerguard "
+             "released CUPTI to it; interference verdicts fall back to launch counts from here on",
+             what);
+}
+
+/* The program's own libcupti, wherever it was loaded.  A library that calls
+ * cuptiSubscribe has libcupti among its dependencies, usually in a local
+ * scope (Python loads extension modules RTLD_LOCAL, and torch's libkineto
+ * pulls libcupti in with them) where dlsym(RTLD_NEXT) does not look.  Two
+ * copies may be loaded (a wheel's and the toolkit's; ours from cupti_path):
+ * the subscription must land in the caller's.  So, in order:
+ *  1. the caller's own scope: the object holding the return address, opened
+ *     with RTLD_NOLOAD, and a lookup on that handle, which searches the
+ *     object and its dependencies (its libcupti), never the preloaded
+ *     tunerguard; an answer that is our own export anyway (a caller in the
+ *     main program, whose handle searches the global scope) is not taken;
+ *  2. the copy tunerguard itself opened (cupti=1);
+ *  3. the first libcupti.so* loaded (dl_iterate_phdr);
+ *  4. RTLD_NEXT.
+ * Not a hot path (a profiler starting); dl_iterate_phdr and dlopen take the
+ * loader's lock, fine here. */
+static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (base && strncmp(base, "libcupti.so", 11) == 0) {
+        *(const char **)data = info->dlpi_name;
+        return 1;
+    }
+    return 0;
+}
+
+/* p is one of tunerguard's exported definitions: the loader's forwarders
+ * (libtunerguard.so, where tg__real_dlsym lives), not this core. */
+static int is_own(void *p)
+{
+    Dl_info me, it;
+    return p && dladdr((void *)tg__real_dlsym, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
+}
+
+static void *caller_sym(const void *ret, const char *name)
+{
+    Dl_info info;
+    /* ret - 1: inside the call instruction, so inside the caller's object */
+    if (!ret || !dladdr((const char *)ret - 1, &info) || !info.dli_fname || !info.dli_fname[0])
+        return NULL;
+    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        return NULL;
+    void *p = tg__real_dlsym()(h, name);
+    dlclose(h); /* NOLOAD took a reference; the object stays loaded */
+    return is_own(p) ? NULL : p;
+}
+
+static void *next_sym(const void *ret, const char *name)
+{
+    void *p = caller_sym(ret, name);
+    if (p)
+        return p;
+    p = st_lib ? sym(name) : NULL;
+    if (p)
+        return p;
+    const char *path = NULL;
+    dl_iterate_phdr(find_cupti_cb, &path);
+    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (h) {
+        p = tg__real_dlsym()(h, name);
+        dlclose(h); /* NOLOAD took a reference; the object stays loaded */
+        if (p)
+            return p;
+    }
+    return tg__real_dlsym()(RTLD_NEXT, name);
+}
+
+CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe(CUpti_SubscriberHandle *s,
+                                                                           CUpti_CallbackFunc cb, void *ud)
+{
+    handover("cuptiSubscribe");
+    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
+        next_sym(__builtin_return_address(0), "cuptiSubscribe");
+    return f ? f(s, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe_v2(CUpti_SubscriberHandle *s,
+                                                                              CUpti_CallbackFunc cb, void *ud,
+                                                                              CUpti_SubscriberParams *p)
+{
+    handover("cuptiSubscribe_v2");
+    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
+        next_sym(__builtin_return_address(0), "cuptiSubscribe_v2");
+    return f ? f(s, cb, ud, p) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+CUptiResult CUPTIAPI
+tg__cupti_fwd_cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
+{
+    handover("cuptiActivityRegisterCallbacks");
+    CUptiResult (*f)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
+        next_sym(__builtin_return_address(0), "cuptiActivityRegisterCallbacks");
+    return f ? f(req, done) : CUPTI_ERROR_NOT_INITIALIZED;
+}

@@ -1,0 +1,494 @@
+/* The guard mechanism.  Where the interpreter honours a function's
+ * vectorcall slot on every call (3.9, 3.10, 3.12+: 3.12's specializer and
+ * inliner check it, and PyFunction_SetVectorcall keeps the function from
+ * being specialized), a guard is the function's own vectorcall: the
+ * function stays in the class dict, so `Class.method` is the very function
+ * object it was (inspect.getsource, __code__, __func__, isfunction, the
+ * signature, `class Duck: run = Class.run`, MagicMock(spec=...) see no
+ * difference), and every call of it, from bytecode or from C, passes through
+ * its trampoline (one per guard slot), which hands its guard to
+ * tg__guard_vcall (guard/session.c).
+ *
+ * Elsewhere (3.11 inlines every Python-to-Python call without looking at
+ * the slot; a Cython function) a guard is a method descriptor
+ * (PyDescr_NewMethod, METH_FASTCALL | METH_KEYWORDS) put on the class in
+ * place of the function.  Like the function it binds to instances,
+ * `Class.method(obj, ...)` works, and `Class.method` read and assigned back
+ * (the save/patch/restore pattern of monkey-patches) is the same descriptor
+ * again; its trampoline passes its guard to tg__guard_entry.  Here too: the
+ * check that a guarded method was replaced by user code (guarded again,
+ * reported at verbosity>=1).
+ *
+ * Everything here runs with the GIL held. */
+#include "guard/guard_internal.h"
+#include "guard/lifecycle.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/py_attr.h"
+#include "core/thread_state.h"
+#include "reports/emit.h"
+#include "reports/fatal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static struct tg_guard guards[TG_MAX_GUARDS];
+static int nguards;
+
+/* ---- replaced methods --------------------------------------------------------
+ *
+ * CPython raises no audit event for a plain class attribute assignment, so
+ * `Autotuner.run = my_locked_run` (seeds/001) is found where it shows: the
+ * replacement, if it chains to the original, calls this guard with the class
+ * attribute no longer being ours.  The check costs one getattr on the class;
+ * it runs on every outermost call for the first 1024 calls of a guard (when
+ * monkey-patches happen: at start-up), then on one outermost call in 64,
+ * drawn at random on the thread (tg__guard_check_replaced,
+ * guard/guard_internal.h). */
+static int install(PyObject *cls, const char *name, const char *why, int marker);
+
+/* Guard cls.<g's name>, now `cur` (the program's own), as a replacement of
+ * g: where it is defined, said at verbosity>=1.  in_call: found from inside
+ * a call of g's guard, whose caller (the frame calling it) may be the
+ * replacement itself, chaining to the original (a wrapper: its calls pass
+ * through from now on); else that is learnt at its first call (session.c,
+ * TG_NESTED).  The caller is busy. */
+static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, int in_call)
+{
+    char where[300] = "";
+    /* Each look-up may fail (a callable object has no __code__): its
+     * error cleared before the next call into the C API. */
+    PyObject *code = tg_py.PyObject_GetAttrString(cur, "__code__");
+    if (!code)
+        tg_py_drop_error();
+    PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
+    if (!file)
+        tg_py_drop_error();
+    PyObject *line = code ? tg_py.PyObject_GetAttrString(code, "co_firstlineno") : NULL;
+    if (!line)
+        tg_py_drop_error();
+    PyObject *qn = tg_py.PyObject_GetAttrString(cur, "__qualname__");
+    const char *fs = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
+    const char *qs = qn ? tg_py.PyUnicode_AsUTF8(qn) : NULL;
+    tg_py_drop_error();
+    PyObject *ls = line ? tg_py.PyObject_Str(line) : NULL;
+    const char *lstr = ls ? tg_py.PyUnicode_AsUTF8(ls) : NULL;
+    if (fs)
+        snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
+    tg_py_drop_error();
+    /* Guard it on the class that holds the attribute now. */
+    if (install(cls, g->name, "replaced by user code", 0) > 0) {
+        struct tg_guard *ng = &guards[nguards - 1];
+        ng->replacement = 1;
+        snprintf(ng->where, sizeof ng->where, "%s", where);
+        if (in_call) {
+            PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
+            PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
+            ng->chains = code && fc == code;
+            if (fc)
+                tg_py.Py_DecRef(fc);
+            if (f)
+                tg_py.Py_DecRef((PyObject *)f);
+        }
+        tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
+        if (tg_opts.verbosity >= 1)
+            tg__report_replaced(g, qs, fs, lstr);
+    }
+    PyObject *objs[] = {ls, qn, line, file, code};
+    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
+        if (objs[i])
+            tg_py.Py_DecRef(objs[i]);
+    tg_py_drop_error();
+}
+
+/* g's class (borrowed), NULL once it is gone. */
+static PyObject *guard_cls(const struct tg_guard *g)
+{
+    if (!g->cls_weak)
+        return g->cls;
+    PyObject *c = tg_py.PyWeakref_GetObject(g->cls);
+    return c && c != tg_py.none ? c : NULL;
+}
+
+void tg__guard_check_replaced_slow(struct tg_guard *g)
+{
+    PyObject *cls = guard_cls(g);
+    if (!cls)
+        return;
+    PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
+    if (!cur) {
+        tg_py_drop_error();
+        return;
+    }
+    if (cur != g->wrapper && !tg_guard_is_ours(cur))
+        guard_replacement(g, cls, cur, 1);
+    tg_py.Py_DecRef(cur);
+}
+
+void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
+{
+    if (tg_opts.mode == TG_MODE_OFF || tg_guard_is_ours(value))
+        return;
+    struct tg_thread *t = tg__self();
+    if (t->busy)
+        return;
+    const char *n = NULL;
+    for (int i = 0; i < nguards; i++) {
+        struct tg_guard *g = &guards[i];
+        PyObject *gc = g->marker ? NULL : guard_cls(g);
+        if (!gc)
+            continue;
+        if (g->pyname != name) {
+            if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
+                tg_py.PyErr_Clear();
+                return;
+            }
+            if (strcmp(n, g->name) != 0)
+                continue;
+        }
+        if (!tg_py.PyType_IsSubtype(cls, gc))
+            continue;
+        t->busy++;
+        guard_replacement(g, cls, value, 0);
+        t->busy--;
+        return;
+    }
+}
+
+/* ---- the trampolines -------------------------------------------------------- */
+
+/* One trampoline per guard slot and kind: 256 of each, named by the slot's
+ * four base-4 digits (tramp_0000 .. tramp_3333; vtramp_ for the vectorcall
+ * slot). */
+#define TG_TRAMP(a, b, c, d)                                                                          \
+    static PyObject *tramp_##a##b##c##d(PyObject *self, PyObject *const *v, Py_ssize_t n, PyObject *k) \
+    {                                                                                                 \
+        return tg__guard_entry(&guards[a * 64 + b * 16 + c * 4 + d], self, v, n, k);                      \
+    }                                                                                                 \
+    static PyObject *vtramp_##a##b##c##d(PyObject *f, PyObject *const *v, size_t n, PyObject *k)       \
+    {                                                                                                 \
+        return tg__guard_vcall(&guards[a * 64 + b * 16 + c * 4 + d], f, v, n, k);                         \
+    }
+#define TG_TRAMP4(a, b, c) TG_TRAMP(a, b, c, 0) TG_TRAMP(a, b, c, 1) TG_TRAMP(a, b, c, 2) TG_TRAMP(a, b, c, 3)
+#define TG_TRAMP16(a, b) TG_TRAMP4(a, b, 0) TG_TRAMP4(a, b, 1) TG_TRAMP4(a, b, 2) TG_TRAMP4(a, b, 3)
+#define TG_TRAMP64(a) TG_TRAMP16(a, 0) TG_TRAMP16(a, 1) TG_TRAMP16(a, 2) TG_TRAMP16(a, 3)
+TG_TRAMP64(0) TG_TRAMP64(1) TG_TRAMP64(2) TG_TRAMP64(3)
+#define TG_REF(p, a, b, c, d) (void *)p##tramp_##a##b##c##d,
+#define TG_REF4(p, a, b, c) TG_REF(p, a, b, c, 0) TG_REF(p, a, b, c, 1) TG_REF(p, a, b, c, 2) TG_REF(p, a, b, c, 3)
+#define TG_REF16(p, a, b) TG_REF4(p, a, b, 0) TG_REF4(p, a, b, 1) TG_REF4(p, a, b, 2) TG_REF4(p, a, b, 3)
+#define TG_REF64(p, a) TG_REF16(p, a, 0) TG_REF16(p, a, 1) TG_REF16(p, a, 2) TG_REF16(p, a, 3)
+static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(, 0) TG_REF64(, 1) TG_REF64(, 2) TG_REF64(, 3)};
+static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) TG_REF64(v, 2) TG_REF64(v, 3)};
+
+/* ---- the vectorcall slot ------------------------------------------------------
+ *
+ * Python's function type, learnt from the first function guarded, and where
+ * its instances keep their vectorcall (the type's tp_vectorcall_offset).
+ * The object header is the one of the versions served (3.9 to 3.13, with a
+ * GIL): the count, then the type; and a type object's tp_vectorcall_offset
+ * follows ob_size, tp_name, tp_basicsize, tp_itemsize and tp_dealloc. */
+static PyObject *function_type; /* borrowed: a static type */
+static Py_ssize_t vc_offset;
+
+static inline PyObject *type_of(PyObject *o)
+{
+    return ((PyObject **)(void *)o)[1];
+}
+
+static inline void **vc_slot(PyObject *func)
+{
+    return (void **)(void *)((char *)func + vc_offset);
+}
+
+/* The vectorcall guard whose trampoline is in value's slot, or NULL. */
+static struct tg_guard *vc_guard_of(PyObject *value)
+{
+    if (!function_type || type_of(value) != function_type)
+        return NULL;
+    void *vc = *vc_slot(value);
+    for (int i = 0; i < nguards; i++)
+        if (guards[i].orig_vc && vtrampolines[i] == vc)
+            return &guards[i];
+    return NULL;
+}
+
+/* Can value (a plain function) be guarded in its vectorcall slot?  Not on
+ * 3.11 (the interpreter never looks at the slot for calls from Python
+ * code), nor where the slot is empty.  Learns function_type/vc_offset. */
+static int vc_usable(PyObject *value)
+{
+    if (tg_py.minor == 11 || tg_py.minor < 9)
+        return 0;
+    if (!function_type) {
+        PyObject *type = type_of(value);
+        Py_ssize_t off = *(Py_ssize_t *)(void *)((char *)type + 7 * sizeof(void *));
+        Py_ssize_t basic = *(Py_ssize_t *)(void *)((char *)type + 4 * sizeof(void *));
+        if (off <= 0 || off + (Py_ssize_t)sizeof(void *) > basic)
+            return 0;
+        function_type = type;
+        vc_offset = off;
+    }
+    return type_of(value) == function_type && *vc_slot(value) != NULL;
+}
+
+/* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
+ * PyFunction_SetVectorcall, which also drops the function's version, so
+ * that the specializing interpreter never inlines it; 3.9/3.10 (no
+ * specializer) write the slot. */
+static void vc_install(struct tg_guard *g, PyObject *func, int i)
+{
+    g->orig_vc = *vc_slot(func);
+    if (tg_py.PyFunction_SetVectorcall)
+        tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
+    else
+        *vc_slot(func) = vtrampolines[i];
+}
+
+/* ---- installing guards ------------------------------------------------------ */
+
+int tg_guard_count(void)
+{
+    return nguards;
+}
+
+const struct tg_guard *tg__guard_at(int i)
+{
+    return i >= 0 && i < nguards ? &guards[i] : NULL;
+}
+
+int tg_guard_is_ours(PyObject *value)
+{
+    for (int i = 0; i < nguards; i++)
+        if (guards[i].wrapper && guards[i].wrapper == value)
+            return 1;
+    return vc_guard_of(value) != NULL;
+}
+
+/* Is module.qualname in cls.__mro__?  Install time only. */
+static int derives_from(PyObject *cls, const char *module, const char *qualname)
+{
+    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
+    Py_ssize_t n = mro ? tg_py.PyTuple_Size(mro) : 0;
+    int found = 0;
+    for (Py_ssize_t i = 0; i < n && !found; i++) {
+        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
+        char mod[64], qual[48];
+        tg_py_attr_str(c, "__module__", mod, sizeof mod);
+        tg_py_attr_str(c, "__qualname__", qual, sizeof qual);
+        found = strcmp(mod, module) == 0 && strcmp(qual, qualname) == 0;
+    }
+    if (mro)
+        tg_py.Py_DecRef(mro);
+    tg_py.PyErr_Clear();
+    return found;
+}
+
+/* See guard/py_guard.h: its type's flags say it is a type (Py_TPFLAGS_TYPE_SUBCLASS,
+ * set on type and every metaclass).  A module or an instance named where a
+ * class belongs (targets=pkg:mod.run) would reach PyDescr_NewMethod, whose
+ * descriptor then crashes the call that type-checks self against it. */
+#define TG_TPFLAGS_TYPE_SUBCLASS (1UL << 31)
+int tg_guard_is_class(PyObject *cls)
+{
+    PyObject *type = tg_py.PyObject_Type(cls);
+    int yes = type && (tg_py.PyType_GetFlags(type) & TG_TPFLAGS_TYPE_SUBCLASS);
+    if (type)
+        tg_py.Py_DecRef(type);
+    return yes;
+}
+
+/* Guard g (slot nguards, filled but for the mechanism) as a method
+ * descriptor put on cls in place of value.  0, or -1 with one line said
+ * (nothing changed then). */
+static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value, const char *tname)
+{
+    g->def.ml_name = g->name;
+    g->def.ml_meth = trampolines[nguards];
+    g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
+    /* "run($self, /, *args, **kwargs)\n--\n\n": what inspect.signature()
+     * reads from a method descriptor; the arguments pass through unchanged. */
+    char doc[sizeof g->doc];
+    snprintf(doc, sizeof doc, "%s($self, /, *args, **kwargs)\n--\n\n", g->name);
+    memcpy(g->doc, doc, sizeof doc);
+    g->def.ml_doc = g->doc;
+    PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
+    if (!wrapper) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not guard %s.%s; it runs unguarded", g->cls_name, g->name);
+        return -1;
+    }
+    g->orig = value;
+    g->orig_is_function = strcmp(tname, "function") == 0;
+    tg_py.Py_IncRef(value);
+    g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
+    nguards++;
+    tg__gstats.guards = nguards;
+    if (tg_py.PyObject_SetAttrString(cls, g->name, wrapper) < 0) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, g->name);
+        nguards--;
+        tg__gstats.guards = nguards;
+        tg_py.Py_DecRef(wrapper);
+        tg_py.Py_DecRef(value);
+        return -1;
+    }
+    return 0;
+}
+
+static int install(PyObject *cls, const char *name, const char *why, int marker)
+{
+    int rc = 0;
+    if (!tg_guard_is_class(cls))
+        return 0; /* said by the caller (targets=: say_unguarded) */
+    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
+    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
+    PyObject *key = tg_py.PyUnicode_FromString(name);
+    PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
+    tg_py.PyErr_Clear();
+    if (!value || tg_guard_is_ours(value))
+        goto done;
+    /* Only plain functions: a staticmethod, classmethod or property is not a
+     * per-instance entry point, and neither is a builtin function put in a
+     * class body (`run = len`): it is no descriptor, so it never binds self,
+     * and a guard, which binds, would hand it one argument too many. */
+    PyObject *type = tg_py.PyObject_Type(value);
+    char tname[64];
+    tg_py_attr_str(type, "__name__", tname, sizeof tname);
+    if (type)
+        tg_py.Py_DecRef(type);
+    if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
+        goto done;
+    if (nguards == TG_MAX_GUARDS) {
+        /* Slots are never reused: a function keeps its slot's trampoline
+         * for its life, which no reference of ours follows, and a bound
+         * method taken from a descriptor guard (`f = tuner.run`,
+         * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at its
+         * slot's trampoline, without holding the descriptor, so no reference
+         * count says when a slot is free.  A program that patches
+         * in a new function over and over fills the table; its later
+         * replacements then run as they are (a wrapper that calls the original
+         * is still guarded there).  One line, not one per replacement. */
+        static int said;
+        if (!said++)
+            tg__warn("more than %d guarded methods; %s and later ones are not guarded", TG_MAX_GUARDS, name);
+        rc = -1;
+        goto done;
+    }
+    struct tg_guard *g = &guards[nguards];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    char qual[96], mod[96];
+    tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+    tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+    snprintf(g->method, sizeof g->method, "%s.%s", qual, name);
+    snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
+    g->orig_code = tg_py.PyObject_GetAttrString(value, "__code__");
+    tg_py.PyErr_Clear();
+    /* The class by a weak reference: a guard keeps neither it nor (through
+     * its dict) the function alive.  Strong where that fails. */
+    g->cls = tg_py.PyWeakref_NewRef(cls, NULL);
+    g->cls_weak = g->cls != NULL;
+    if (!g->cls) {
+        tg_py.PyErr_Clear();
+        g->cls = cls;
+        tg_py.Py_IncRef(cls);
+    }
+    g->clears_args = derives_from(cls, "triton.runtime.autotuner", "Autotuner");
+    g->marker = marker;
+    g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
+    g->marked = g->clears_args || derives_from(cls, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
+    g->pyname = key;
+    tg_py.Py_IncRef(key);
+    if (strcmp(tname, "function") == 0 && vc_usable(value)) {
+        /* The function stays where it is; not referenced (the class holds it). */
+        vc_install(g, value, nguards);
+        nguards++;
+        tg__gstats.guards = nguards;
+    } else if (install_descriptor(g, cls, value, tname) < 0) {
+        tg_py.Py_DecRef(g->cls);
+        tg_py.Py_DecRef(key);
+        if (g->orig_code)
+            tg_py.Py_DecRef(g->orig_code);
+        memset(g, 0, sizeof *g); /* the slot is free again */
+        rc = -1;
+        goto done;
+    }
+    tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
+    if (nguards == 1) { /* a process with something to guard: worth a crash report */
+        tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());
+        tg_fatal_install(1);
+        tg__guard_watch_setattr(); /* and replacements to guard (guard/guard_setattr.c) */
+    }
+    rc = 1;
+done:
+    if (value)
+        tg_py.Py_DecRef(value);
+    if (key)
+        tg_py.Py_DecRef(key);
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    tg_py.PyErr_Clear();
+    return rc;
+}
+
+int tg_guard_install(PyObject *cls, const char *name, const char *why)
+{
+    return install(cls, name, why, 0);
+}
+
+/* The tuning methods of the built-in tuners: a thread inside one is tuning.
+ * Names a class lacks are skipped (another version, another tuner). */
+static const char *const tuning_methods[] = {
+    "_bench", "prune_configs", "check_disk_cache",                        /* triton Autotuner */
+    "benchmark_all_configs", "autotune_to_one_config", "precompile",       /* inductor CachingAutotuner */
+    "coordinate_descent_tuning", "bench",
+};
+
+/* Classes whose tuning methods are guarded as markers (borrowed: the
+ * target table keeps them alive). */
+static PyObject *marker_bases[16];
+static int nmarker_bases;
+
+int tg__guard_has_markers(struct tg_guard *g)
+{
+    if (g->has_markers == 0) {
+        g->has_markers = -1;
+        for (int i = 0; i < nmarker_bases && g->has_markers < 0; i++) {
+            PyObject *cls = guard_cls(g);
+            int r = cls ? tg_py.PyObject_IsSubclass(cls, marker_bases[i]) : 0;
+            if (r < 0)
+                tg_py_drop_error();
+            if (r > 0)
+                g->has_markers = 1;
+        }
+    }
+    return g->has_markers > 0;
+}
+
+void tg_guard_install_markers(PyObject *cls)
+{
+    static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
+    static int nseen;
+    for (int i = 0; i < nseen; i++)
+        if (seen[i] == cls)
+            return;
+    if (nseen < (int)(sizeof seen / sizeof seen[0]))
+        seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
+    int marked = 0;
+    for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
+        marked += install(cls, tuning_methods[i], "tuning method", 1) > 0;
+    if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
+        marker_bases[nmarker_bases++] = cls;
+    if (marked == 0) {
+        /* Another Autotuner than the ones tunerguard knows (a Triton version
+         * whose tuning methods have other names): it is guarded and
+         * serialized all the same; only severity loses its Python evidence. */
+        char qual[96], mod[96];
+        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (_bench, prune_configs, "
+                    "check_disk_cache, benchmark_all_configs, ...): an unknown version; it is guarded and "
+                    "serialized as usual, and a race's severity comes from the CUDA calls alone",
+                 mod, qual);
+    }
+}

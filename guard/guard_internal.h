@@ -1,0 +1,229 @@
+/* Internal to the guard (guard/guard_install.c, guard/session.c,
+ * guard/serialize_wait.c, guard/report_capture.c): the guard record and the
+ * calls between them.
+ *
+ *   guard_install.c   the mechanism: guard records, their trampolines (in
+ *                     the function's vectorcall slot, or a method descriptor
+ *                     put on the class), the replaced-method check
+ *   session.c         the policy of a guarded call: enter / leave on the
+ *                     tuner table, the counts of the exit summary
+ *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
+ *                     that died inside (guard/serialize_wait.h)
+ *   report_capture.c  the reports those find (race, race seen at exit,
+ *                     exception, deadlock, wait timeout, holder died, method
+ *                     replaced): views of threads, handed to reports/emit.h
+ *
+ * Everything here: GIL held (the serialize wait releases it while it
+ * blocks). */
+#ifndef TG_GUARD_INTERNAL_H
+#define TG_GUARD_INTERNAL_H
+
+#include "core/py_api.h"
+#include "detectors/tuner_table.h"
+#include "guard/py_guard.h"
+#include "core/options.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TG_MAX_GUARDS 256 /* == the trampoline table of guard_install.c */
+
+struct tg_guard {
+    void *orig_vc;        /* a guard in the function's vectorcall slot: the
+                             slot's value before (the function itself stays
+                             on the class, unchanged to introspection, and
+                             is not referenced here); NULL for a method
+                             descriptor guard (below) */
+    PyObject *orig;       /* descriptor guard: the original function (strong) */
+    int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
+    PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
+    PyObject *wrapper;    /* descriptor guard: the method descriptor put on
+                             the class (strong); getattr(cls, name) gives this
+                             very object.  NULL for a vectorcall guard */
+    PyObject *cls;        /* the class it was put on: a weak reference to it
+                             (cls_weak; guard_install.c's guard_cls), else the
+                             class (strong) */
+    int cls_weak;
+    PyObject *pyname;     /* name as a str (strong) */
+    uint32_t calls;       /* outermost calls, for the replacement check */
+    PyMethodDef def;
+    char name[48];        /* "run" */
+    char method[112];     /* "Autotuner.run" */
+    char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
+    char doc[96];         /* def.ml_doc: a text signature, so inspect.signature()
+                             of the guarded method works (else ValueError) */
+    int clears_args;      /* the class is Triton's Autotuner or derives from it:
+                             its run()/warmup() end with `self.nargs = None`
+                             (the race seen at exit, tg__check_race_at_exit) */
+    int marker;           /* a tuning method (Autotuner._bench, prune_configs,
+                             ...): its calls only count t->tuning, no session */
+    int tuning_entry;     /* a session method that is itself tuning (warmup) */
+    int replacement;      /* installed on a method user code put on the class
+                             (Autotuner.run = wrapped): a wrapper, maybe */
+    int chains;           /* a replacement seen calling the original (guarded)
+                             on the same instance: the program's own wrapper;
+                             its calls pass through, the original's guard is
+                             where a session starts (a wrapper that takes a
+                             lock first serializes: no race through it) */
+    int said_serializes;  /* verbosity=1 said once that it serializes */
+    char where[300];      /* " by wrapped defined at file:line", "" unknown */
+    int marked;           /* its class has its tuning methods marked: "is the
+                             thread inside tuning?" is t->tuning, never a
+                             frame walk (tg__other_is_tuning) */
+    int has_markers;      /* its class derives from one whose tuning methods
+                             tunerguard guarded (tg_guard_install_markers):
+                             1 yes, -1 no, 0 not looked yet (session.c) */
+};
+
+/* Does g's class derive from a class whose tuning methods are guarded as
+ * markers (a Triton version whose names tunerguard knows)?  Looked up once
+ * per guard (its first call: markers are put on at arming, before).  GIL
+ * held. */
+int tg__guard_has_markers(struct tg_guard *g);
+
+/* The counts of the exit summary (tg_guard_stats); defined in session.c,
+ * written by all three files. */
+extern struct tg_guard_stats tg__gstats;
+
+/* ---- session.c ------------------------------------------------------------ */
+
+/* A call of descriptor guard g: what its trampoline jumps to.  The original
+ * takes self first; a,n,kwnames are the method descriptor's vector without
+ * self. */
+PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
+                          PyObject *kwnames);
+/* A call of vectorcall guard g: what its trampoline, in the function's
+ * vectorcall slot, jumps to with the function's own vectorcall arguments
+ * (self, when there is one, is args[0]). */
+PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames);
+
+/* Is thread tid alive?  tgkill(2) at most every 100 ms per thread (a cache
+ * of recent answers, GIL held): contended entries and exits check their
+ * occupants, and an overlap of tuned calls must not cost a syscall. */
+int tg__tid_alive_cached(pid_t tid);
+
+/* ---- guard_install.c ------------------------------------------------------ */
+
+/* The replacement check of an outermost call (see guard_install.c): every
+ * call for the first 1024 calls of a guard, then one call in 64 at random
+ * (xorshift32 on the thread).  Drawn on the thread once the guard is warm:
+ * g's line is read by every thread's call, and a count written there by
+ * each call made every other thread's next call miss it.  At random, not
+ * every 64th call of the thread: a thread alternating between guards in a
+ * period that divides 64 would check one of them never.  The caller is
+ * busy. */
+void tg__guard_check_replaced_slow(struct tg_guard *g);
+static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread *t)
+{
+    if (__builtin_expect(g->calls < 1024, 0)) {
+        g->calls++;
+    } else {
+        uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        t->replace_rng = x;
+        if ((x & 63) != 0)
+            return;
+    }
+    tg__guard_check_replaced_slow(g);
+}
+
+/* A class attribute assignment `cls.<name> = value` has just been made
+ * (value not NULL): when name is a guarded method's and cls is, or derives
+ * from, the class it was guarded on, value is guarded as its replacement
+ * before anything can call it.  GIL held. */
+void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
+
+/* ---- guard_setattr.c ------------------------------------------------------ */
+
+/* From the first guard on: class attribute assignments reach
+ * tg__guard_class_setattr (type's tp_setattro, hooked; restored at exit).
+ * Once; GIL held. */
+void tg__guard_watch_setattr(void);
+
+/* ---- report_capture.c ----------------------------------------------------- */
+
+/* What a race left for the exception link (see tg__report_exception). */
+struct tg_race_link {
+    pid_t tid;          /* the other thread, 0 when the race is not linked */
+    char name[48];
+    uint64_t seq;       /* its report's seq, 0 if it was a repeat */
+};
+
+/* Thread t enters u while `other` is inside: report it (or count it), and for
+ * a high-severity race link both sessions (*link for t's own occupant).
+ * other is valid on entry only: the report can let other threads run. */
+void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                     const struct tg_occupant *other, int serialized, struct tg_race_link *link);
+
+/* t's outermost call on u returned while a thread that entered during it is
+ * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
+ * before t leaves u, only when u->nocc > 1 and g->clears_args. */
+void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
+                            const struct tg_occupant *mine);
+
+/* t's raced session o ends in the exception that is set: when the race can
+ * have caused it (tg__exception_from_race), report it and add a note to the
+ * exception (3.11+).  The exception stays set. */
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o);
+
+/* ---- exception_link.c ----------------------------------------------------- */
+
+/* The i-th installed guard, NULL past the last (guard_install.c). */
+const struct tg_guard *tg__guard_at(int i);
+
+/* 1 when an exception of type `type` with traceback tb, raised in a call of
+ * g that raced, can be the race's doing: a builtin TypeError, AttributeError
+ * or KeyError whose innermost frame is in a tuner's own package (g's method's,
+ * or another guarded method's: a subclass's run calls Triton's code).  Never
+ * a KeyboardInterrupt, SystemExit, MemoryError, or an exception raised in the
+ * program's own frames.  GIL held. */
+int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *tb);
+
+/* serialize: waiting for u would close a cycle of waits (path[0..n) from
+ * tg_tuner_wait_cycle).  Returns 1 when t should proceed unserialized; under
+ * deadlock=abort the process ends here. */
+int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                        struct tg_tuner **path, int n);
+
+/* n threads died inside u (tids dead[], idents ident[]): their holds were
+ * released; one report each. */
+void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct tg_guard *g, const pid_t *dead,
+                             const unsigned long *ident, int n);
+
+/* serialize: t has waited waited_ns (wait_timeout) for u; stalled_ns > 0:
+ * u's holder has been blocked outside tunerguard that long and t proceeds
+ * unserialized (on_wait_timeout=proceed), 0: the wait goes on. */
+void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                             uint64_t waited_ns, uint64_t stalled_ns);
+
+/* verbosity>=1: guard g's class attribute is now `qual` defined at file:line
+ * (NULLs: unknown).  The caller is busy. */
+void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file, const char *line);
+
+/* Is the thread of occupant o (inside a call of guard g) tuning rather than
+ * on the fast path of a tuned key?  count_launches 0: launches are no
+ * evidence.  C calls only for guards of marked classes; a frame walk for the
+ * others (targets= tuners). */
+int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches);
+
+/* Thread t, not inside u, enters it while others are: is that a low-severity
+ * overlap, only to be counted, without looking at any occupant?  At verbosity
+ * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
+ * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
+ * of u's first line.  GIL held. */
+static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg_guard *g)
+{
+    return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
+}
+
+/* A CUDA hook saw benchmarking evidence (bit: TG_EV_*) in t's unregistered
+ * session (guard/session.c, "The unregistered session"): published on t's
+ * registry slot for threads entering its tuner, which register the session
+ * on its behalf.  Any thread's own hook, without the GIL; reached through
+ * cuda/listener.h. */
+void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+
+#endif

@@ -1,0 +1,46 @@
+/* Guarded methods: every call of a tuner's Python method bracketed with
+ * enter/leave on the tuner table, by a trampoline in the function's own
+ * vectorcall slot (the function stays on the class) or, on 3.11, a C method
+ * descriptor put on the class in its place (guard/guard_install.c).
+ *
+ * All functions: GIL held. */
+#ifndef TG_PY_GUARD_H
+#define TG_PY_GUARD_H
+
+#include "core/py_api.h"
+#include <stdint.h>
+
+/* Guard cls.<name> (found in cls's own __dict__).  Returns 1
+ * if a guard was installed, 0 if there was nothing to guard (absent, already
+ * guarded, not a plain function), -1 on error (one warning printed). */
+int tg_guard_install(PyObject *cls, const char *name, const char *why);
+
+/* Mark the tuning methods of a built-in tuner class (Autotuner._bench,
+ * prune_configs, check_disk_cache; CachingAutotuner.benchmark_all_configs,
+ * ...): a call of one counts its thread as tuning, with no session of its
+ * own, so severity needs no walk of that thread's frames.  GIL held. */
+void tg_guard_install_markers(PyObject *cls);
+
+/* Is `value` a guard object tunerguard made? */
+int tg_guard_is_ours(PyObject *value);
+/* cls is a class (a type, or of a metaclass).  GIL held. */
+int tg_guard_is_class(PyObject *cls);
+
+/* How many guards were installed (0: no guarded call can have happened, so
+ * tg_guard_stats has nothing to say).  GIL held, or no Python thread left
+ * (exit). */
+int tg_guard_count(void);
+
+/* Counts for the exit summary (the reports' own: reports/emit.h). */
+struct tg_guard_stats {
+    uint64_t waits;        /* serialized calls */
+    uint64_t wait_ns;      /* total time they waited */
+    int guards;            /* methods guarded */
+};
+void tg_guard_stats(struct tg_guard_stats *out);
+/* In a fork child: forget the parent's counts (the child reports its own). */
+void tg_guard_atfork_child(void);
+/* Kernels that were contended (serialize mode), comma separated, into buf. */
+void tg_guard_contended(char *buf, int len);
+
+#endif

@@ -1,0 +1,518 @@
+/* serialize's waits: the wait for a tuner's lock and for the process's
+ * turn (both released with the GIL while they block), the turn's slices,
+ * the release of holds of threads that died inside, and the list of kernels
+ * that made a thread wait (the summary).  The guarded call that uses them is
+ * guard/session.c; the locks themselves are detectors/tuner_table.h.
+ *
+ * Everything here runs with the GIL held, except the blocked stretches of
+ * park_until. */
+#include "guard/serialize_wait.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/park.h"
+#include "core/py_attr.h"
+#include "core/thread_state.h"
+#include "reports/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Kernels that made a thread wait (serialize), for the summary. */
+#define TG_MAX_CONTENDED 16
+static char contended[TG_MAX_CONTENDED][64];
+static int ncontended;
+
+/* The kernel's name for the exit line's contended list; for a tuner without
+ * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
+ * reads Python attributes (a property, __getattr__: Python code), with t's
+ * busy raised: t is in a FIFO already, and a guarded call from there would
+ * queue it a second time. */
+static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
+{
+    char k[64];
+    t->busy++;
+    tg_py_kernel_name(inst, k, sizeof k);
+    if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
+        snprintf(k, sizeof k, "%s", method);
+    } else if (strcmp(k, "?") == 0) {
+        PyObject *type = tg_py.PyObject_Type(inst);
+        tg_py_attr_str(type, "__qualname__", k, sizeof k);
+        if (type)
+            tg_py.Py_DecRef(type);
+        tg_py_drop_error();
+    }
+    t->busy--;
+    if (!k[0])
+        return; /* no name at all: not listed */
+    for (int i = 0; i < ncontended; i++)
+        if (strcmp(contended[i], k) == 0)
+            return;
+    if (ncontended < TG_MAX_CONTENDED)
+        snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
+}
+
+/* Liveness of other threads, cached: tid -> when tgkill last said alive.
+ * GIL held.  A thread that dies inside is found at most 100 ms after its
+ * last check (and every waiter re-checks, uncached, once a second). */
+#define TG_ALIVE_SLOTS 64
+#define TG_ALIVE_FRESH_NS 100000000ull
+static struct {
+    pid_t tid;
+    uint64_t at;
+} alive_cache[TG_ALIVE_SLOTS];
+
+static uint64_t coarse_ns(void)
+{
+    struct timespec ts; /* vDSO, a few ns: no syscall */
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int tg__tid_alive_cached(pid_t tid)
+{
+    unsigned i = (unsigned)tid & (TG_ALIVE_SLOTS - 1);
+    uint64_t now = coarse_ns();
+    if (alive_cache[i].tid == tid && now - alive_cache[i].at < TG_ALIVE_FRESH_NS)
+        return 1;
+    int alive = tg_tid_alive(tid);
+    if (alive) {
+        alive_cache[i].tid = tid;
+        alive_cache[i].at = now;
+    }
+    return alive;
+}
+
+/* Release the holds (occupancy, the lock) of threads that died inside u, and
+ * report each.  Returns how many holds were released.  GIL held. */
+int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                     int (*alive)(pid_t))
+{
+    pid_t dead[TG_TUNER_MAX_OCC];
+    unsigned long ident[TG_TUNER_MAX_OCC];
+    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    struct tg_thread *w;
+    int n = tg_tuner_reap(u, alive, dead, ident, TG_TUNER_MAX_OCC, &w);
+    int freed = owner != 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) != owner;
+    if (w && w != t)
+        tg_park_wake(&w->park);
+    if (n > 0)
+        tg__report_holders_died(t, inst, g, dead, ident, n < TG_TUNER_MAX_OCC ? n : TG_TUNER_MAX_OCC);
+    return n + freed;
+}
+
+/* Is u's holder running?  What a waiter past wait_timeout looks at, once a
+ * second, to tell a holder that is busy (benchmarking, compiling) from one
+ * blocked outside tunerguard, in a wait of the program's that may need the
+ * waiter itself (a threading.Lock the waiter holds): tunerguard cannot see
+ * that cycle.  The holder's CPU time (its thread's CPU clock, as
+ * pthread_getcpuclockid makes it, from its tid) and its last CUDA call
+ * (seq; inside: blocked in the driver is running, on the GPU). */
+struct holder_look {
+    pid_t tid;        /* 0: no look yet */
+    uint64_t cpu_ns;
+    uint32_t cuda_seq;
+    uint64_t at;      /* when (tg_mono_ns) */
+    uint64_t since;   /* blocked since then: the first of the looks that saw it idle */
+};
+
+static int thread_cpu_ns(pid_t tid, uint64_t *ns)
+{
+    struct timespec ts; /* Linux: CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED of tid */
+    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6u), &ts) != 0)
+        return -1;
+    *ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return 0;
+}
+
+/* One look at u's holder, now; returns how long it has been blocked outside
+ * tunerguard (ns; 0: running, unknown, or not blocked since the last look):
+ * used under 1 % of a CPU since the last look, made no CUDA call, is in no
+ * driver call and in no wait of tunerguard's (those are seen: a cycle, a
+ * holder that died).  GIL held (the holder's record stays while it holds). */
+static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struct holder_look *lk, uint64_t now)
+{
+    const struct tg_occupant *o = tg_tuner_other(u, t);
+    struct holder_look cur = {0, 0, 0, now, now};
+    if (!o || !o->thread || thread_cpu_ns(o->tid, &cur.cpu_ns) != 0) {
+        *lk = (struct holder_look){0};
+        return 0;
+    }
+    const struct tg_thread *h = o->thread;
+    cur.tid = o->tid;
+    cur.cuda_seq = __atomic_load_n(&h->last.seq, __ATOMIC_ACQUIRE);
+    const int busy = __atomic_load_n(&h->last.inside, __ATOMIC_RELAXED) || h->waiting_for != NULL;
+    const int idle = !busy && lk->tid == cur.tid && cur.cuda_seq == lk->cuda_seq &&
+                     (cur.cpu_ns - lk->cpu_ns) * 100 < now - lk->at;
+    if (idle)
+        cur.since = lk->since;
+    *lk = cur;
+    return idle ? now - cur.since : 0;
+}
+
+/* A waiter leaves u's FIFO without entering (a signal's exception): if the
+ * lock was handed to it meanwhile, pass it on; if it was the one woken for a
+ * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
+static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
+{
+    const int was_head = u->wq_head == t;
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
+    if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
+        tg__unlock_tuner(u, t);
+    else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
+        tg_park_wake(&u->wq_head->park);
+    else if (u == &tg__turn && was_head && u->wq_head)
+        tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (park_until) */
+}
+
+/* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
+ * time goes to the exit line's total (and u's, for a tuner), measured to
+ * this real end.  GIL held. */
+static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
+{
+    const uint64_t dt = tg_mono_ns() - t0;
+    tg__gstats.waits++;
+    tg__gstats.wait_ns += dt;
+    if (u) {
+        u->waits++;
+        u->wait_ns += dt;
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_end(t);
+}
+
+/* One blocked stretch of a wait for lock lk (a tuner's, or the turn): the
+ * GIL released, parked on t's own word, taking lk right where it wakes
+ * (before it asks for the GIL back), until deadline (ns).  Returns 1 with lk
+ * held, else 0 after a signal (*rc EINTR) or at deadline (*rc ETIMEDOUT),
+ * for the caller's checks with the GIL.  GIL held on entry and exit.
+ *
+ * A tuner's lock (sliced 0): a woken waiter that finds it taken counts for
+ * the starvation rule (t0: when the wait began).  The turn (sliced 1), in
+ * its quiet slices: a quiet holder wakes nobody inside its slice
+ * (tg__release_turn), so the time-out is chosen at each wake-up.  The
+ * FIFO's head sleeps until the holder's slice ends, and then finds the turn
+ * free if the holder gave it up for good (the head waited at most a slice
+ * for nothing, two when that release raced its wake-up), or the holder's
+ * next release hands it over and wakes it;
+ * everyone else sleeps until deadline, and a thread that leaves the FIFO as
+ * its head wakes the new head, so that it picks the slice's end. */
+static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, uint64_t t0, int sliced,
+                      int *rc)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+    *rc = 0;
+    if (tg_tuner_try_lock(lk, tid))
+        return 1;
+    int got = 0;
+    PyThreadState *ts = tg_py.PyEval_SaveThread();
+    for (;;) {
+        uint64_t now = tg_mono_ns();
+        if (now >= deadline) {
+            *rc = ETIMEDOUT;
+            break;
+        }
+        uint64_t until = deadline;
+        if (sliced && tg_tuner_is_head(lk, t)) {
+            /* The head: a look at the turn every TG_TURN_LOOK_NS, and one at
+             * the slice's end if that comes sooner.  A quiet holder's
+             * releases wake nobody, so these looks are how the head finds a
+             * holder that stopped calling (the turn free inside the slice),
+             * and how it finds a quiet holder's last release that landed
+             * just after the head's wake at the slice's end found the turn
+             * taken (decided on a clock read before the unlock: it woke
+             * nobody); before, the head then slept until its deadline, the
+             * bypass bound.  Behind a long call this is one futex time-out
+             * and one CAS per look, without the GIL. */
+            uint64_t end = __atomic_load_n(&lk->slice_end, __ATOMIC_RELAXED);
+            uint64_t next = now + TG_TURN_LOOK_NS;
+            if (end > now && end < next)
+                next = end;
+            if (next < until)
+                until = next;
+        }
+        int r = tg_park_wait(&t->park, seen, until - now);
+        seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
+        if (tg_tuner_try_lock(lk, tid)) {
+            got = 1;
+            break;
+        }
+        if (r == EINTR) {
+            *rc = EINTR; /* its handler ran: the caller's checks need the GIL */
+            break;
+        }
+        if (r == 0 && !sliced) /* woken, but a thread that did not wait took it first */
+            tg_tuner_passed_over(lk, tg_mono_ns() - t0);
+    }
+    tg_py.PyEval_RestoreThread(ts);
+    return got;
+}
+
+/* Did a signal handler raise (Ctrl-C)?  Either in our own Python code since
+ * the wait began (the audit hook, a name look-up, a report: the exception
+ * kept on t, core/py_attr.h), or, after a stretch of park_until without the
+ * lock (rc), when the handlers run here.  Then the wait for lk is abandoned
+ * (nothing held; the exception set, or kept for tg__guard_entry) and this
+ * returns 1.  Handlers run in the main thread only, which checks after every
+ * stretch (a signal delivered to another thread does not interrupt its
+ * wait), and the time waited until now counted (wait_done).  GIL held. */
+static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread, uint64_t t0)
+{
+    int raised = t->kept_exc[0] != NULL;
+    if (!raised && (rc == EINTR || main_thread)) {
+        /* The handlers run here, t still in lk's FIFO: a guarded call from one
+         * passes through (busy) instead of queueing t a second time, which
+         * left the FIFO's count wrong and the tuner's entry never given back. */
+        t->busy++;
+        raised = tg_py.PyErr_CheckSignals() < 0;
+        t->busy--;
+    }
+    if (!raised)
+        return 0;
+    abandon_wait(lk, t);
+    wait_done(lk == &tg__turn ? NULL : lk, t, t0);
+    return 1;
+}
+
+/* t's wait for u has lasted wait_timeout (waited_ns), and u's holder has
+ * been blocked outside tunerguard for blocked_ns (0: it runs): report it,
+ * once while the wait goes on (*reported), and once more as t proceeds.
+ * Returns 1 when t proceeds unserialized (on_wait_timeout=proceed and the
+ * holder blocked), 0 when the wait goes on.  GIL held; runs Python code. */
+static int past_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
+                             uint64_t waited_ns, uint64_t blocked_ns, int *reported)
+{
+    const int proceed = blocked_ns > 0 && tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
+    if (*reported && !proceed)
+        return 0;
+    *reported = 1;
+    tg__report_wait_timeout(u, t, inst, g, waited_ns, proceed ? blocked_ns : 0);
+    return proceed;
+}
+
+/* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
+ * lock").  GIL held on entry and exit, released while blocked.  Returns 1
+ * when t holds the lock, 0 when t proceeds unserialized (a cycle of waits
+ * was found and deadlock=proceed, or past wait_timeout the holder is blocked
+ * outside tunerguard and on_wait_timeout=proceed), -1 when a signal handler
+ * raised (Ctrl-C: KeyboardInterrupt is set; the wait was abandoned, nothing
+ * held).
+ *
+ * Blocked, the thread parks on its own word and, when woken, takes the lock
+ * right there, before it asks for the GIL back (as a threading.Lock
+ * does).  It wakes by itself every second to release the holds of threads
+ * that died inside, to look at the holder (holder_blocked_ns) and to report
+ * a wait longer than wait_timeout (past_wait_timeout); the main
+ * thread every 50 ms as well, to run Python's signal handlers (a signal
+ * delivered to another thread does not interrupt its wait), so Ctrl-C ends
+ * the wait within that. */
+int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
+{
+    const uint32_t tid = (uint32_t)t->tid;
+    /* In the FIFO, u stays this instance's entry while Python code runs below
+     * (reports, audit hooks), which lets other threads leave and enter. */
+    tg_tuner_wait_push(u, t);
+    t->waiting_for = u;
+    uint64_t t0 = tg_mono_ns();
+    struct tg_tuner *path[16];
+    int n = tg_tuner_wait_cycle(u, t, path, 16);
+    if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n) && !tg_tuner_try_lock(u, tid)) {
+        abandon_wait(u, t);
+        return 0;
+    }
+    const struct tg_occupant *holder = tg_tuner_other(u, t);
+    pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
+    holder = NULL; /* the audit hooks below are Python code: other threads may run */
+    /* Tell observers (the reproducers' barriers) that this thread is about to
+     * block in tunerguard rather than run.  Only on contention. */
+    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    t->busy--;
+    tg_py_drop_error();
+    if (!u->noted) { /* once per tuner: it reads Python attributes */
+        u->noted = 1;
+        note_contended(t, inst, g ? g->method : NULL);
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    if (wait_interrupted(u, t, 0, 0, t0)) /* in the Python code above, or the report before the wait */
+        return -1;
+    const int main_thread = t->is_main; /* signal handlers run there */
+    const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
+    const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
+    uint64_t last_reap = t0;
+    /* on_wait_timeout=proceed: the holder is looked at from two seconds
+     * before the deadline (none on a short wait's path), so that at the
+     * deadline a look a second old tells whether it is blocked; without one
+     * the verdict waits a look. */
+    const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
+    struct holder_look look = {0};
+    int timed_out = 0, rc;
+    while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
+        if (wait_interrupted(u, t, rc, main_thread, t0))
+            return -1;
+        uint64_t now = tg_mono_ns();
+        if (now - last_reap >= 1000000000ull) {
+            last_reap = now;
+            tg__reap_dead(u, t, inst, g, tg_tid_alive);
+            const int had_look = look.tid != 0;
+            const uint64_t blocked =
+                looks && now + 2000000000ull >= deadline ? holder_blocked_ns(u, t, &look, now) : 0;
+            const int go = now >= deadline && (had_look || !looks) &&
+                           past_wait_timeout(u, t, inst, g, now - t0, blocked, &timed_out);
+            if (wait_interrupted(u, t, 0, 0, t0)) /* in those reports' Python code */
+                return -1;
+            if (go) {
+                abandon_wait(u, t); /* proceeds unserialized, as past a cycle of waits */
+                wait_done(u, t, t0);
+                return 0;
+            }
+        }
+    }
+    tg_tuner_served(u, tg_mono_ns() - t0);
+    tg_tuner_wait_remove(u, t);
+    t->waiting_for = NULL;
+    wait_done(u, t, t0);
+    return 1;
+}
+
+/* ---- the turn -----------------------------------------------------------------
+ *
+ * serialize's lock per tuner is what correctness needs; speed needs more.
+ * Triton's launcher lets the GIL go around every launch, so N threads that
+ * call tuned kernels in a loop hand the GIL around at every launch: that is
+ * why a plain global lock around Autotuner.run (seeds/001) runs faster than
+ * no lock at all (the threads blocked on it leave the GIL to the one
+ * inside).  A lock per tuner keeps one thread per tuner runnable, and those
+ * still fight over the GIL and hand each other their tuners (measured on an
+ * H200, 2 kernels: 0.34-0.51x of no tunerguard at 2-8 threads).
+ *
+ * So the outermost guarded call of a thread first takes the process's turn,
+ * a lock of the same kind as a tuner's (struct tg_tuner tg__turn: CAS, FIFO,
+ * wake-one; handed on in slices, below), then the tuner's own.  A thread
+ * that holds the turn calls tuners inside tuners freely (its nested sessions
+ * take only their tuners' locks).  The turn is only a preference: a thread
+ * that has waited TG_TURN_BYPASS_NS for it goes on without it, to its tuner's
+ * lock alone, so the turn never makes a thread wait for another tuner than
+ * the one it calls for longer than that (a holder benchmarking for seconds
+ * on a cold kernel does not hold up the tuning of other kernels; a holder
+ * waiting inside its tuner for another thread's work is not deadlocked by
+ * that thread's tuner call), and a holder that died is found then too. */
+struct tg_tuner tg__turn;
+
+/* Who gets the turn when others wait: slices (detectors/tuner_table.h,
+ * "Slices") of TG_TURN_SLICE_NS, CPython's own switch interval, shorter with
+ * many waiters so that the FIFO is served within half the bypass bound.
+ * The head looks at the turn every TG_TURN_LOOK_NS (at most 5 ms) whatever
+ * the slice, so that a longer slice (fewer hand-offs, each a thread switch
+ * onto a core idle for the slice: docs/benchmarks.md, tenth session) would
+ * not lengthen what a holder that stops calling can leave unused.
+ *
+ * Quiet slices: a holder that comes back for the turn within
+ * TG_TURN_QUIET_GAP_NS of giving it up (threads calling tuned kernels back
+ * to back) wakes nobody when it gives it up inside its slice.  Waking the
+ * head at every release costs a futex syscall per tuned call and, when the
+ * woken head takes the turn while the holder is a few microseconds from its
+ * next call, a GIL hand-off: measured, 12-18 % of serialize against the
+ * build that woke every time (CPU model, 4 and 8 threads).  The head then
+ * sleeps until the slice's end instead, looking every TG_TURN_LOOK_NS
+ * (park_until).  A holder that stays
+ * away longer (other work between its tuned calls) wakes the head at each
+ * release as before, so the head runs its tuned calls in the holder's
+ * gaps: quiet slices alone, for everyone, cost a mixed workload 21-26 % (CPU
+ * model, 4 threads, 200 us of other work a step).  A holder is quiet when
+ * its last TG_TURN_QUIET_AFTER returns all came within the gap, learnt at
+ * each return (tg__try_turn: one clock read after a contended release), so
+ * a loop with one long gap a step is never quiet; a wrong guess costs the
+ * head at most a look, TG_TURN_LOOK_NS. */
+
+static void turn_slice_start(uint64_t now)
+{
+    tg_tuner_slice_start(&tg__turn, now, TG_TURN_SLICE_NS, TG_TURN_BYPASS_NS / 2);
+}
+
+/* Block for the turn, at most TG_TURN_BYPASS_NS.  GIL held on entry and
+ * exit, released while blocked.  Returns 1 with the turn, 0 without it (gone
+ * on without), -1 when a signal handler raised (the wait abandoned, nothing
+ * held).  inst: the tuner the call is for (the summary's contended list, the
+ * trace). */
+int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
+{
+    uint64_t t0 = tg_mono_ns();
+    if (tg__turn.waiters == 0)
+        turn_slice_start(t0); /* the holder is waited for from now on */
+    tg_tuner_wait_push(&tg__turn, t);
+    pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
+    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
+    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
+    t->busy--;
+    tg_py_drop_error();
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
+    if (u && !u->noted) {
+        u->noted = 1;
+        note_contended(t, inst, method);
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
+    if (wait_interrupted(&tg__turn, t, 0, 0, t0)) /* as in tg__wait_for_tuner */
+        return -1;
+    const int main_thread = t->is_main;
+    int got = 0, rc;
+    for (;;) {
+        uint64_t now = tg_mono_ns();
+        if (now - t0 >= TG_TURN_BYPASS_NS) {
+            got = tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid); /* a last try, then on without it */
+            break;
+        }
+        uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
+        if (main_thread && slice > 50000000ull)
+            slice = 50000000ull; /* signal handlers run in the main thread */
+        if ((got = park_until(&tg__turn, t, now + slice, t0, 1, &rc)))
+            break;
+        if (wait_interrupted(&tg__turn, t, rc, main_thread, t0))
+            return -1;
+    }
+    uint64_t dt = tg_mono_ns() - t0;
+    const int was_head = tg__turn.wq_head == t;
+    tg_tuner_wait_remove(&tg__turn, t);
+    if (got) {
+        turn_slice_start(t0 + dt); /* this thread's slice */
+        t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
+    }
+    /* The new head (this one got the turn, or went on without it as the
+     * head): woken to pick its time-out again, the end of the slice running
+     * now, since a quiet holder's releases wake nobody (park_until). */
+    if ((got || was_head) && tg__turn.wq_head)
+        tg_park_wake(&tg__turn.wq_head->park);
+    if (!got) {
+        /* A holder that died keeps the turn: free it for the others. */
+        pid_t dead[1];
+        unsigned long ident[1];
+        struct tg_thread *w;
+        tg_tuner_reap(&tg__turn, tg_tid_alive, dead, ident, 1, &w);
+        if (w)
+            tg_park_wake(&w->park);
+    }
+    wait_done(NULL, t, t0);
+    return got;
+}
+
+void tg_guard_contended(char *buf, int len)
+{
+    int used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ncontended && used < len; i++)
+        used += snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
+}
+
+void tg__serialize_atfork_child(void)
+{
+    ncontended = 0;
+    memset(&tg__turn, 0, sizeof tg__turn); /* its holder and waiters are the parent's */
+    memset(alive_cache, 0, sizeof alive_cache);
+}

@@ -1,0 +1,645 @@
+/* The session policy of a guarded call.  A call:
+ *
+ *     guard(self, *args, **kw)         (a trampoline, guard/guard_install.c)
+ *         enter(self, this thread)     -- nested / first / race / wait
+ *         original(self, *args, **kw)
+ *         leave(self, this thread)
+ *
+ * The verdict is the tuner table's (detectors/tuner_table.h); the reports
+ * the call may give are filled in guard/report_capture.c, the serialize
+ * waits and the turn in guard/serialize_wait.c.  Here: the guarded call
+ * itself (a hot path) and the counts of the exit summary.
+ *
+ * Everything here runs with the GIL held, except the serialize wait, which
+ * releases it while it blocks. */
+#include "guard/guard_internal.h"
+#include "guard/serialize_wait.h"
+#include "core/clock.h"
+#include "core/insitu.h"
+#include "core/log.h"
+#include "core/park.h"
+#include "core/options.h"
+#include "core/py_attr.h"
+#include "core/thread_state.h"
+#include "reports/trace.h"
+#include "cuda/cuda_hooks.h"
+#include "cuda/cuda_stress.h"
+#include "loader/py_arm.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tg_guard_stats tg__gstats;
+
+/* ---- calling the original ------------------------------------------------ */
+
+typedef PyObject *(*vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
+
+/* f: the function (vectorcall guard) or g->orig (descriptor guard). */
+static inline PyObject *call_orig_(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+    if (g->orig_vc)
+        return ((vectorcall_fn)g->orig_vc)(f, args, (size_t)nargs, kwnames);
+    if (tg_py.PyObject_Vectorcall) /* 3.11+ */
+        return tg_py.PyObject_Vectorcall(f, args, (size_t)nargs, kwnames);
+    if (g->orig_is_function && tg_py._PyFunction_Vectorcall)
+        return tg_py._PyFunction_Vectorcall(f, args, (size_t)nargs, kwnames);
+    /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
+     * helper takes the same vector and kwnames. */
+    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), f, args, nargs, kwnames);
+}
+
+static inline PyObject *call_orig(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
+{
+#ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
+    uint64_t s0 = TG_IS_TICKS();
+    PyObject *r = call_orig_(g, f, args, nargs, kwnames);
+    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    return r;
+#else
+    return call_orig_(g, f, args, nargs, kwnames);
+#endif
+}
+
+/* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
+ * said once.  GIL held. */
+__attribute__((cold, noinline)) static void table_full(void)
+{
+    static int warned;
+    if (!warned) {
+        warned = 1;
+        tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
+    }
+}
+
+/* A call that returns without entering its tuner after a wait it abandoned:
+ * the entry it got is given back if nobody uses it (looked up again: Python
+ * code ran since).  GIL held. */
+static PyObject *leave_unentered(PyObject *inst)
+{
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    if (u)
+        tg_tuner_release_if_unused(u);
+    return NULL;
+}
+
+static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
+                              struct tg_occupant *o, uint32_t epoch, PyObject *res);
+
+/* ---- the unregistered session ------------------------------------------------
+ *
+ * detect mode, a tuned call: with several threads calling the same kernels,
+ * every entry and leave wrote the tuner's shared line (its occupant count
+ * and directory) and found it last written by another thread's CPU: two
+ * cache-line transfers a call, the most of what detect cost the steady state
+ * (docs/benchmarks.md, fifteenth session).  So an outermost call on a tuner
+ * nobody is registered in, by a thread that is not tuning, of a tuner whose
+ * tuning methods are guarded (they say when a thread tunes: a Triton version
+ * whose names tunerguard knows, Inductor's), registers nothing: it reads
+ * the tuner's entry (shared, unwritten while everyone takes this path) and
+ * keeps the session on its own record (quiet_*).  It registers, as the
+ * session it is, as soon as it can matter to another thread:
+ *   - it enters a tuning method (a cold key: prune_configs, _bench, ...),
+ *     or any other guarded call: before that call goes on;
+ *   - it returns and some thread began tuning during the call (the tuning
+ *     epoch moved): then it registers and makes the check at return a
+ *     registered session makes (a tuner left while another thread
+ *     benchmarks in it: the race seen at exit);
+ *   - its own CUDA hooks see it benchmark (a second launch, a synchronize):
+ *     they cannot register it (no GIL), so they publish it on the thread's
+ *     slot of a registry, and the next thread to enter a tuner registers
+ *     the published sessions inside that tuner for their threads (adoption);
+ *     the owner registers at return if nobody did.
+ * A thread that tunes is registered, so another thread entering that tuner
+ * finds it (nocc > 0) and takes the registered path: the race at entry is
+ * found and reported as before.  What is not seen: overlaps of tuned calls
+ * (low severity: counted only at verbosity 0, and verbosity >= 1 takes the
+ * registered path), and these sessions in the tuner block of a fatal-signal
+ * report.  Options that act on sessions (trace, stress, isolate_tuning,
+ * targets= tuners without marked tuning methods) take the registered path. */
+
+/* The registry of threads that have had an unregistered session: a slot
+ * each, claimed at its first (GIL held), never given back.  `evident` says
+ * its current session showed benchmarking evidence in a CUDA hook (set by
+ * the owner's hook without the GIL, cleared by the owner when the session
+ * ends); quiet_evident counts the slots that say so, so that an entering
+ * thread looks at the registry only while one does. */
+#define TG_QUIET_SLOTS 256
+struct quiet_slot {
+    struct tg_thread *t;
+    pid_t tid;                /* copied: the record is read only while it lives */
+    _Atomic uint32_t evident;
+} __attribute__((aligned(64))); /* each written by its own thread only */
+static struct quiet_slot quiet_slots[TG_QUIET_SLOTS];
+static int nquiet_slots;      /* GIL held */
+static _Atomic uint32_t quiet_evident;
+
+static int quiet_eligible(struct tg_guard *g, struct tg_thread *t)
+{
+    if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->tuning_entry && !g->replacement && t->nheld == 0 &&
+          t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
+          !tg_opts.isolate_tuning && !tg_trace_on && tg__guard_has_markers(g)))
+        return 0;
+    if (__builtin_expect(t->quiet_slot <= 0, 0)) {
+        if (t->quiet_slot < 0 || nquiet_slots == TG_QUIET_SLOTS) {
+            t->quiet_slot = -1; /* the registry is full: this thread registers its sessions */
+            return 0;
+        }
+        struct quiet_slot *q = &quiet_slots[nquiet_slots];
+        q->t = t;
+        q->tid = t->tid;
+        t->quiet_slot = ++nquiet_slots;
+    }
+    return 1;
+}
+
+/* The owner's session ended (or registered and ended): its slot no longer
+ * speaks for it.  GIL held. */
+static inline void quiet_clear(struct tg_thread *t)
+{
+    if (t->quiet_slot > 0 &&
+        __builtin_expect(__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
+        __atomic_fetch_sub(&quiet_evident, 1, __ATOMIC_SEQ_CST);
+}
+
+void tg__quiet_evidence(struct tg_thread *t, uint8_t bit)
+{
+    if (t->quiet_slot <= 0)
+        return;
+    if (!__atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
+        __atomic_fetch_add(&quiet_evident, 1, __ATOMIC_SEQ_CST);
+    /* Adopted meanwhile (quiet_adopt read the evidence fields before this
+     * bit was set, maybe): mark the slot it was given, as a registered
+     * session's hook does.  The adopter stores nheld after the slot. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) > 0)
+        tg_tuner_mark_evidence(t, bit);
+}
+
+/* Thread a's unregistered session on inst becomes a registered one: an
+ * occupant of its tuner since it entered, held as an outermost session is.
+ * Called by a itself, or for it by a thread entering inst (quiet_adopt)
+ * while a is blocked without the GIL (in a CUDA call, say: its hooks read
+ * quiet_inst and nheld, stored last).  Returns 0 when the table is full
+ * (the session then stays unguarded).  GIL held. */
+static int quiet_register(struct tg_thread *a, uintptr_t inst)
+{
+    struct tg_tuner *u = tg_tuner_get(inst);
+    if (__builtin_expect(!u, 0)) {
+        table_full();
+        return 0;
+    }
+    struct tg_occupant *o = tg_tuner_enter(u, a, a->quiet_tstate, a->quiet_g, a->quiet_t0, 0);
+    a->held[0] = u;
+    a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
+    __atomic_store_n(&a->quiet_inst, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* Before t enters inst while some unregistered session shows evidence: the
+ * ones inside inst are registered for their threads, so that t's entry finds
+ * them, with their evidence, as it finds any thread inside.  GIL held. */
+__attribute__((cold, noinline)) static void quiet_adopt(uintptr_t inst, const struct tg_thread *t)
+{
+    for (int i = 0; i < nquiet_slots; i++) {
+        struct quiet_slot *q = &quiet_slots[i];
+        if (!__atomic_load_n(&q->evident, __ATOMIC_SEQ_CST) || q->t == t)
+            continue;
+        if (!tg__tid_alive_cached(q->tid)) {
+            /* died inside: nothing to register, and the count it held goes */
+            if (__atomic_exchange_n(&q->evident, 0, __ATOMIC_SEQ_CST))
+                __atomic_fetch_sub(&quiet_evident, 1, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        if (__atomic_load_n(&q->t->quiet_inst, __ATOMIC_RELAXED) == inst)
+            quiet_register(q->t, inst);
+    }
+}
+
+/* An outermost call that registers nothing unless it must (above).  GIL
+ * held. */
+__attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst,
+                                                     PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                                     PyObject *kwnames)
+{
+    if (__builtin_expect(t->last.kind == TG_CUDA_NONE, 0))
+        t->entry_device = tg_cuda_current_device(); /* as a registered entry (below) */
+    t->session_launches = 0;
+    if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
+        t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
+    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
+    t->quiet_g = g;
+    t->quiet_tstate = tg_py.PyThreadState_Get();
+    t->quiet_t0 = tg_ticks();
+    __atomic_store_n(&t->quiet_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
+    t->depth++;
+    const unsigned forks = t->forks;
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(t->forks != forks, 0))
+        return res; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
+    if (t->quiet_inst == (uintptr_t)inst) {
+        /* Still unregistered: unless someone began tuning meanwhile, or its
+         * own hooks saw it benchmark, nothing to look at and nothing to give
+         * back. */
+        if (__builtin_expect(__atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) == epoch &&
+                                 !__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED),
+                             1)) {
+            __atomic_store_n(&t->quiet_inst, 0, __ATOMIC_RELAXED);
+            t->depth--;
+            return res;
+        }
+        if (!quiet_register(t, t->quiet_inst)) {
+            quiet_clear(t);
+            t->depth--;
+            return res;
+        }
+    } else if (t->nheld == 0) {
+        quiet_clear(t);
+        t->depth--; /* registration found the table full: unguarded */
+        return res;
+    }
+    /* Registered, during the call or just now: leave as a registered
+     * session does, with the epoch read at entry. */
+    struct tg_tuner *u = (struct tg_tuner *)t->held[0];
+    struct tg_occupant *o = t->held_slot[0] != 0xff ? &u->occ[t->held_slot[0]] : NULL;
+    return session_exit(g, t, inst, u, o, epoch, res);
+}
+
+/* ---- the guard itself ------------------------------------------------------ */
+
+/* The original takes self first: rebuild the vector [self, args..., kwargs...].
+ * A method descriptor's caller keeps self right before args (descrobject.c
+ * passes args + 1), but that is CPython's detail, so copy: on the stack up to
+ * 32 entries, else one allocation (a call with more than 31 arguments). */
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args0,
+                            Py_ssize_t nargs0, PyObject *kwnames);
+
+PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
+                          PyObject *kwnames)
+{
+#ifdef TG_INSITU
+    const uint64_t is0 = TG_IS_TICKS();
+#endif
+    Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
+    PyObject *stack[32];
+    PyObject **v = stack;
+    if (n + nkw + 1 > 32) {
+        v = malloc(sizeof(PyObject *) * (size_t)(n + nkw + 1));
+        if (!v)
+            return tg_py.PyErr_NoMemory ? tg_py.PyErr_NoMemory() : NULL; /* MemoryError, as the call itself would */
+    }
+    v[0] = self;
+    memcpy(v + 1, a, sizeof(PyObject *) * (size_t)(n + nkw));
+    /* The count of guarded calls the thread is in, and one load after: an
+     * exception of the program's that our own look-ups met inside the call
+     * (a Ctrl-C whose handler ran in one) is raised here (core/py_attr.h). */
+    struct tg_thread *t = tg__self_fast();
+    t->guard_frames++;
+#ifdef TG_INSITU
+    t->insitu_orig = 0; /* stays 0 if the original is not called */
+#endif
+    PyObject *res = guard_call(g, t, g->orig, (PyObject *const *)v, n + 1, kwnames);
+    t->guard_frames--;
+    if (v != stack)
+        free(v);
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0))
+        res = tg_py_raise_kept(t, res);
+#ifdef TG_INSITU
+    /* Nested guarded calls ran inside this one's original and set
+     * insitu_orig before it did: what is there now is this call's. */
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#endif
+    return res;
+}
+
+/* The function's own vector is the original's: self first, nothing to copy. */
+PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *args, size_t nargsf,
+                          PyObject *kwnames)
+{
+#ifdef TG_INSITU
+    const uint64_t is0 = TG_IS_TICKS();
+#endif
+    struct tg_thread *t = tg__self_fast();
+    t->guard_frames++;
+#ifdef TG_INSITU
+    t->insitu_orig = 0;
+#endif
+    PyObject *res = guard_call(g, t, func, args, (Py_ssize_t)(nargsf & ~TG_VECTORCALL_OFFSET), kwnames);
+    t->guard_frames--;
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0))
+        res = tg_py_raise_kept(t, res);
+#ifdef TG_INSITU /* as tg__guard_entry */
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#endif
+    return res;
+}
+
+/* t: the calling thread's record (tg__guard_entry's tg__self()); f: what
+ * call_orig calls (the function, or a descriptor guard's original); args[0]
+ * is self. */
+static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
+        return call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(g->chains, 0)) {
+        /* The program's own wrapper around the original (seeds/001's
+         * `Autotuner.run = wrapped`, calling the original): not where the
+         * shared state is touched, so no session here; the original's guard
+         * starts one.  Note whether another thread is inside now: if this
+         * thread finds the tuner free when it reaches the original, the
+         * wrapper made it wait (a lock), said once at verbosity=1. */
+        struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
+        uintptr_t saved_busy = t->wrapped_busy;
+        const void *saved_by = t->wrapped_by;
+        if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
+            t->wrapped_busy = (uintptr_t)args[0];
+            t->wrapped_by = g;
+        }
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
+        t->wrapped_busy = saved_busy;
+        t->wrapped_by = saved_by;
+        return res;
+    }
+    if (g->marker) {
+        /* A tuning method (Autotuner._bench, ...): no session, only the
+         * evidence that this thread is tuning (tg__other_is_tuning).  An
+         * unregistered session becomes a registered one first, so that the
+         * evidence lands on its tuner where entering threads look. */
+        if (__builtin_expect(t->quiet_inst != 0, 0))
+            quiet_register(t, t->quiet_inst);
+        if (t->tuning++ == 0) {
+            tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
+            tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
+        }
+        t->session_tuned = 1;
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
+        t->tuning--;
+        return res;
+    }
+    if (__builtin_expect(tg_arm_pending, 0))
+        tg_arm_process_pending();
+    if (t->depth == 0) {
+        t->busy++;
+        tg__guard_check_replaced(g, t);
+        t->busy--;
+    }
+
+    PyObject *inst = args[0];
+    if (__builtin_expect(__atomic_load_n(&quiet_evident, __ATOMIC_SEQ_CST) != 0, 0))
+        quiet_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
+    if (__builtin_expect(t->quiet_inst != 0, 0)) {
+        quiet_register(t, t->quiet_inst); /* a guarded call inside an unregistered session: the session registers first */
+    } else if (quiet_eligible(g, t)) {
+        const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
+        if (!q || (q->nocc == 0 && q->waiters == 0))
+            return quiet_call(g, t, inst, f, args, nargs, kwnames);
+    }
+    struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
+    if (__builtin_expect(!u, 0)) {
+        table_full();
+        return call_orig(g, f, args, nargs, kwnames);
+    }
+
+    /* A thread that has made no CUDA call yet (cold cache: the first tunings
+     * compile before they launch) is known by its current device, taken at
+     * each outermost entry (it may switch devices).  After the thread's first
+     * recorded CUDA call this is one load; before it, an atomic load while
+     * libcuda is not in use, else two driver calls (reads of the driver's
+     * thread state), on outermost entries only. */
+    if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
+        t->entry_device = tg_cuda_current_device();
+    struct tg_race_link link = {0};
+    int reported = 0; /* the race this call was about to have: reported before the turn's wait */
+    if (tg_opts.mode == TG_MODE_SERIALIZE && t->nheld == 0 && !tg__try_turn(t)) {
+        /* serialize, outermost: the turn first (guard/serialize_wait.h).  Someone inside this
+         * very tuner is the race this wait prevents: said now, as a wait for
+         * the tuner would. */
+        const struct tg_occupant *other = u->nocc > 0 ? tg_tuner_other(u, t) : NULL;
+        if (other && tg__reap_dead(u, t, inst, g, tg__tid_alive_cached))
+            other = tg_tuner_other(u, t);
+        if (other) {
+            tg__report_race(u, inst, g, t, other, 1, &link);
+            tg_stress_wake();
+            reported = 1;
+        }
+        if (tg__wait_for_turn(t, inst, g->method) < 0)
+            return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
+        u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
+        if (__builtin_expect(!u, 0)) {
+            tg__release_turn(t);
+            table_full();
+            return call_orig(g, f, args, nargs, kwnames);
+        }
+    }
+    enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
+    /* Contended entry: is every thread inside alive?  A thread that died
+     * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
+     * at most every 100 ms per thread (tg__tid_alive_cached): contended
+     * entries are the common case of tuned calls from several threads. */
+    if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && tg__reap_dead(u, t, inst, g, tg__tid_alive_cached))
+        v = tg_tuner_decide(u, t, tg_opts.mode);
+    if (v == TG_NESTED) { /* (t->nheld > 0: no turn was taken above) */
+        struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+        if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
+            /* A replacement calling the original on the same instance: the
+             * program's own wrapper; its later calls pass through. */
+            struct tg_guard *w = (struct tg_guard *)no->method;
+            if (!w->chains)
+                tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
+            w->chains = 1;
+        }
+        const unsigned forks = t->forks;
+        t->depth++;
+        PyObject *res = call_orig(g, f, args, nargs, kwnames);
+        if (__builtin_expect(t->forks != forks, 0))
+            return res; /* forked inside, and this is the child: see below */
+        t->depth--;
+        if (no)
+            tg_tuner_leave(u, t);
+        return res;
+    }
+    /* The common case of several threads calling tuned kernels, decided on
+     * u's first line alone: nobody inside shows evidence, so this is a
+     * low-severity overlap, only counted (tg__report_race says the same after
+     * looking at the occupants).  No Python code runs on its way in, so u
+     * needs no second look-up. */
+    const int quiet = v == TG_RACE && tg__overlap_is_quiet(u, g);
+    if (v != TG_FIRST) {
+        if (quiet) {
+            u->overlaps++;
+            tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
+        }
+        const struct tg_occupant *other = reported || quiet ? NULL : tg_tuner_other(u, t);
+        if (other) { /* none: a woken waiter owns the lock and has not entered yet */
+            tg__report_race(u, inst, g, t, other, v == TG_WAIT, &link);
+            tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */
+            /* The report ran Python code: the entry may have been given back. */
+            u = tg_tuner_get((uintptr_t)inst);
+            if (__builtin_expect(!u, 0)) {
+                if (t->nheld == 0)
+                    tg__release_turn(t);
+                table_full();
+                return call_orig(g, f, args, nargs, kwnames);
+            }
+        }
+        if (v == TG_WAIT) {
+            if (tg__wait_for_tuner(u, t, inst, g) < 0) {
+                if (t->nheld == 0)
+                    tg__release_turn(t);
+                return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
+            }
+        } else if (!quiet && tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
+            link.tid = 0; /* the report let the other thread finish: no overlap left */
+    }
+    if (v != TG_FIRST && !quiet) {
+        /* The report and the wait let other threads run: the entry may have
+         * been given back meanwhile (detectors/tuner_table.h). */
+        u = tg_tuner_get((uintptr_t)inst);
+        if (__builtin_expect(!u, 0)) {
+            if (t->nheld == 0)
+                tg__release_turn(t);
+            table_full();
+            return call_orig(g, f, args, nargs, kwnames);
+        }
+    }
+    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
+        /* A signal handler's exception came out of our own Python code above
+         * (a report, a wait's audit hook): the program interrupted this call,
+         * so it is not made.  What the entry took is given back (u's lock in
+         * serialize, the turn); tg__guard_entry raises the exception. */
+        tg__unlock_tuner(u, t);
+        if (t->nheld == 0)
+            tg__release_turn(t);
+        return leave_unentered(inst);
+    }
+    if (t->nheld == 0) {
+        /* The evidence line is written only where it changes (core/thread_state.h). */
+        t->session_launches = 0;
+        if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
+            t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
+    }
+    if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && v == TG_FIRST && t->wrapped_by) {
+        /* Entered the wrapper while another thread was inside, and found the
+         * tuner free here: the wrapper serialized it. */
+        struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
+        if (!w->said_serializes) {
+            w->said_serializes = 1;
+            const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
+            tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
+                        "that came in while another was inside waited in it): no race through it", w->method, where);
+        }
+        t->wrapped_busy = 0;
+    }
+    /* Read before this session's entry time: an occupant that enters after
+     * it and tunes, or enters already tuning (a tuner called from another's
+     * benchmark), moves the epoch after this read, since entries hold the
+     * GIL from here to tg_tuner_enter (the exit check below). */
+    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
+    if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
+        tg_tuning_seen();
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
+    if (o && link.tid) {
+        o->raced_tid = link.tid;
+        snprintf(o->raced_name, sizeof o->raced_name, "%s", link.name);
+        o->race_seq = link.seq;
+    }
+    if (t->nheld < TG_MAX_HELD) {
+        t->held[t->nheld] = u;
+        t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
+    }
+    t->nheld++;
+    t->depth++;
+    if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
+        if (t->tuning++ == 0) {
+            tg_tuning_seen();
+            tg_tuner_mark_evidence(t, TG_EV_TUNING);
+        }
+    }
+    if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
+        char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
+        tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
+
+    const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(t->forks != forks, 0)) {
+        /* fork() inside the call, and this is the child: the tables, the
+         * turn and t's holds were reset at fork (nothing of the parent's is
+         * held here), so this frame has nothing to give back; only its own
+         * count of tuning frames, which the fork kept. */
+        if (g->tuning_entry)
+            t->tuning--;
+        return res;
+    }
+
+    return session_exit(g, t, inst, u, o, epoch, res);
+}
+
+/* The end of a registered session's outermost or nested level: the checks
+ * at return, then the entry left.  epoch: tg__tuning_epoch when the session
+ * began.  GIL held. */
+static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
+                              struct tg_occupant *o, uint32_t epoch, PyObject *res)
+{
+    /* Another thread inside: did this return run under its benchmarking?
+     * Only a call that returned (an exception may leave before the tuner's
+     * own `self.nargs = None`), and, for a marked tuner, only when some
+     * thread began tuning during the call: overlapping tuned calls, the
+     * common case with several threads, look at nobody else's record. */
+    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL &&
+        (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
+        tg__check_race_at_exit(u, inst, g, t, o);
+    if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
+        tg__report_exception(inst, g, t, o);
+    if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
+        t->tuning--;
+    t->depth--;
+    t->nheld--;
+    tg__unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
+    tg_tuner_leave_at(u, t, o);
+    if (t->nheld == 0)
+        tg__release_turn(t); /* no-op unless this thread holds the turn */
+    if (t->nheld == 0) {
+        tg_tuning_session_end(t, inst); /* cuda/cuda_stress.h */
+        quiet_clear(t); /* an adopted session's published evidence */
+    }
+    if (__builtin_expect(tg_trace_on, 0))
+        tg_trace_session_end(t);
+    return res;
+}
+
+/* ---- the summary ----------------------------------------------------------- */
+
+/* fork child: what the parent saw is the parent's to report. */
+void tg_guard_atfork_child(void)
+{
+    int guards_kept = tg__gstats.guards;
+    memset(&tg__gstats, 0, sizeof tg__gstats);
+    tg__gstats.guards = guards_kept;
+    /* The other threads are gone: their sessions too.  The forking thread's
+     * slot stays its own. */
+    for (int i = 0; i < nquiet_slots; i++)
+        __atomic_store_n(&quiet_slots[i].evident, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&quiet_evident, 0, __ATOMIC_RELAXED);
+    tg__serialize_atfork_child();
+}
+
+void tg_guard_stats(struct tg_guard_stats *out)
+{
+    *out = tg__gstats;
+}

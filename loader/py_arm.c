@@ -1,0 +1,525 @@
+/* Arming: from the audit hook to guarded methods.  This file is the loader's
+ * part (libtunerguard.so, in every Python process); what runs once a target
+ * module is there is the core's (guard/py_arm_guard.c, libtunerguard_core.so,
+ * loaded then: loader/core_api.h).
+ *
+ *   constructor      -> PySys_AddAuditHook(audit_hook)        (before Py_Initialize)
+ *   cpython.run_*    -> arm(): install the meta-path finder, guard targets
+ *                       already imported (by site, .pth files, sitecustomize)
+ *   finder           -> a target module is about to execute: wrap its
+ *                       loader's exec_module so we guard right after it ran
+ *   "import" event   -> fallback when the finder is bypassed: the module is
+ *                       pending and guarded at the next chance
+ *   __init_subclass__ on each guarded base -> guard overrides in subclasses
+ *                       defined later (flash-linear-attention's CachedAutotuner)
+ *   a guarded call that finds its class attribute replaced (seeds/001's lock
+ *                       patch) guards the new one too (guard/guard_install.c)
+ *
+ * In a process that imports no target, only this file's code runs: the core
+ * is never loaded.  Every function here runs with the GIL held, from the
+ * audit hook, the finder, a pending call or a guarded call.  None leaves an
+ * exception set. */
+#include "loader/py_arm.h"
+#include "loader/py_arm_internal.h"
+#include "core/startup.h"
+#include "loader/core_api.h"
+#include "core/log.h"
+#include "core/options.h"
+#include "core/process.h"
+#include "core/py_api.h"
+#include "core/thread_state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The text that arming, the audit hook and the finder's negative answer
+ * read in every Python process, target or not: in RELRO, not .rodata
+ * (TG_STARTUP_RODATA, core/startup.h).  Text only the target path, a
+ * report or a warning reads stays ordinary literals. */
+#define TG_STARTUP_TEXT(var, text) static const char var[] TG_STARTUP_RODATA = text
+TG_STARTUP_TEXT(ev_run_prefix, "cpython.run_");
+TG_STARTUP_TEXT(ev_import, "import");
+TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
+TG_STARTUP_TEXT(txt_sys, "sys");
+TG_STARTUP_TEXT(txt_meta_path, "meta_path");
+TG_STARTUP_TEXT(txt_find_spec, "find_spec");
+TG_STARTUP_TEXT(txt_invalidate_caches, "invalidate_caches");
+TG_STARTUP_TEXT(txt_finder_name, "tunerguard.Finder");
+TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
+                                "modules are imported; finds nothing itself.");
+
+/* Built-in targets; targets= adds to them. */
+static const char builtin_targets[][64] TG_STARTUP_RODATA = {
+    "triton.runtime.autotuner:Autotuner.run",
+    "triton.runtime.autotuner:Autotuner.warmup",
+    "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
+};
+
+_Static_assert(sizeof builtin_targets / sizeof builtin_targets[0] + TG_TARGETS_MAX <= TG_MAX_TARGETS,
+               "the arming table holds the built-in targets and as many as targets= may name");
+
+struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
+int tg__arm_ntargets;
+int tg__arm_module_pending;
+PyObject *tg__arm_finder_self;
+
+volatile int tg_arm_pending;
+/* Written at arming in every Python process: in .data (TG_STARTUP_DATA,
+ * core/startup.h), not a .bss page of their own. */
+static int armed TG_STARTUP_DATA;
+static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
+
+/* ---- targets ---------------------------------------------------------------- */
+
+/* snprintf(dst, size, "%s", src) without snprintf (a libc function, and its
+ * format a .rodata literal, in a process that imports no target). */
+TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
+{
+    size_t n = 0;
+    while (src[n] && n + 1 < size) {
+        dst[n] = src[n];
+        n++;
+    }
+    dst[n] = '\0';
+}
+
+/* spec: one entry the option parser accepted (core/options.c: at most
+ * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
+ * dropped or cut here. */
+TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
+{
+    char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
+    if (tg__arm_ntargets == TG_MAX_TARGETS || len >= sizeof buf)
+        return; /* unreachable: refused at parsing */
+    memcpy(buf, spec, len);
+    buf[len] = '\0';
+    char *colon = strchr(buf, ':');
+    char *dot = colon ? strrchr(colon, '.') : NULL;
+    if (!colon || !dot) /* the option parser already refused such input */
+        return;
+    *colon = '\0';
+    *dot = '\0';
+    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
+    copy_cut(t->module, sizeof t->module, buf);
+    copy_cut(t->cls, sizeof t->cls, colon + 1);
+    copy_cut(t->method, sizeof t->method, dot + 1);
+    t->user = user;
+    if (say && user && strcmp(t->module, "__main__") == 0) {
+        /* arming runs before the script does, and the script is never
+         * imported after: its classes are not seen */
+        tg__warn("targets=%s:%s.%s: classes of the script itself (__main__) cannot be guarded; define %s in "
+                 "a module and name that module", t->module, t->cls, t->method, t->cls);
+        t->said = 1;
+    }
+}
+
+/* say: warn about targets that can never be guarded (not where tunerguard
+ * does not serve the interpreter: one line says that). */
+TG_STARTUP static void parse_targets(int say)
+{
+    if (tg__arm_ntargets)
+        return;
+    for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
+        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0, say);
+    const char *p = tg_opts.targets;
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        add_target(p, len, 1, say);
+        p = end ? end + 1 : p + len;
+    }
+}
+
+TG_STARTUP static int is_target_module(const char *name)
+{
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (strcmp(tg__arm_targets[i].module, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* Guard every target of module `name` if its class exists now.  Returns the
+ * number of targets of that module still not found.  executed: the module
+ * ran to its end (else its import spec says).  A module not imported (yet)
+ * is the loader's answer; one that is there loads the core, which guards
+ * (no core: one line said, nothing guarded, 0). */
+TG_STARTUP static int arm_module(const char *name, int executed)
+{
+    PyObject *mods = tg_py.PyImport_GetModuleDict();
+    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    tg_py.PyErr_Clear();
+    if (!mod) {
+        int missing = 0;
+        for (int i = 0; i < tg__arm_ntargets; i++)
+            missing += !tg__arm_targets[i].base && strcmp(tg__arm_targets[i].module, name) == 0;
+        return missing;
+    }
+    /* A target's module is there: the rest of the API table, before any of
+     * it is called (core/py_api.h).  Missing parts: nothing to guard. */
+    if (tg_py_resolve_guards() < 0)
+        return 0;
+    const struct tg_core_api *core = tg_core_load();
+    return core ? core->arm_guard_module(name, mod, executed) : 0;
+}
+
+TG_STARTUP static void arm_loaded_modules(void)
+{
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (!tg__arm_targets[i].base)
+            arm_module(tg__arm_targets[i].module, 0);
+}
+
+/* The meta-path finder's find_spec(name, path, target=None): for target
+ * modules only, the core asks the finders after us for the spec and wraps
+ * its loader's exec_module; for everything else None at once, here in the
+ * loader.  tg__arm_finder_self
+ * only tells our own finder apart in sys.meta_path: no reference of ours
+ * (the list holds the finder), so that at finalization the finder and its
+ * class go with sys.meta_path.  A finder of ours kept alive to the end
+ * pinned the obmalloc arena it was made in, which then stayed resident
+ * through finalization: +120 KiB of peak RSS in `python -c pass`
+ * (docs/benchmarks.md, "Start-up cost"). */
+
+/* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
+TG_STARTUP static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
+{
+    if (i < nargs)
+        return args[i];
+    Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        const char *n = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(kwnames, k));
+        if (n && strcmp(n, kw) == 0)
+            return args[nargs + k];
+    }
+    tg_py.PyErr_Clear();
+    return tg_py.none;
+}
+
+TG_STARTUP static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    (void)self;
+    PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
+    const char *name = fullname != tg_py.none ? tg_py.PyUnicode_AsUTF8(fullname) : NULL;
+    if (!name || !is_target_module(name) || tg_py_resolve_guards() < 0) {
+        tg_py.PyErr_Clear();
+        tg_py.Py_IncRef(tg_py.none);
+        return tg_py.none;
+    }
+    const struct tg_core_api *core = tg_core_load();
+    if (!core) { /* said once; the import goes on unguarded */
+        tg_py.Py_IncRef(tg_py.none);
+        return tg_py.none;
+    }
+    return core->arm_find_target_spec(fullname, vc_arg(args, nargs, kwnames, 1, "path"),
+                                      vc_arg(args, nargs, kwnames, 2, "target"));
+}
+/* importlib.invalidate_caches() calls this on every finder that has it. */
+TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    tg_py.Py_IncRef(tg_py.none);
+    return tg_py.none;
+}
+
+TG_STARTUP static PyObject *finder_repr(PyObject *self)
+{
+    (void)self;
+    return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
+}
+
+/* The finder's type, made from a spec (PyType_FromSpec: stable since 3.2, no
+ * import, no module): an ordinary hashable object with find_spec and
+ * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
+ * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
+static PyMethodDef finder_methods[] = {
+    {txt_find_spec, (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
+     "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
+    {txt_invalidate_caches, (void *)invalidate_caches, TG_METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+struct tg_type_slot {
+    int slot;
+    void *pfunc;
+};
+struct tg_type_spec {
+    const char *name;
+    int basicsize, itemsize; /* 0: object's */
+    unsigned int flags;
+    struct tg_type_slot *slots;
+};
+#define TG_TP_DOC 56
+#define TG_TP_METHODS 64
+#define TG_TP_REPR 66
+#define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
+static struct tg_type_slot finder_slots[] = {
+    {TG_TP_DOC, (void *)txt_finder_doc},
+    {TG_TP_METHODS, finder_methods},
+    {TG_TP_REPR, (void *)finder_repr},
+    {0, NULL},
+};
+static struct tg_type_spec finder_spec = {txt_finder_name, 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
+
+TG_STARTUP static void install_finder(void)
+{
+    PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
+    PyObject *noargs = type ? tg_py.PyTuple_Pack(0) : NULL;
+    /* PyObject_Call, not PyObject_CallObject: the same window reason as
+     * tg_py_decref */
+    PyObject *finder = noargs ? tg_py.PyObject_Call(type, noargs, NULL) : NULL;
+    if (noargs)
+        tg_py_decref(noargs);
+    PyObject *sys = tg_py.PyImport_AddModule(txt_sys); /* borrowed; always there */
+    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, txt_meta_path) : NULL;
+    if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
+        tg__arm_finder_self = finder; /* identity only: the list holds it */
+    } else {
+        tg_py.PyErr_Clear();
+        tg__info(1, "could not add the import finder; targets are found through audit events only");
+    }
+    if (finder)
+        tg_py_decref(finder);
+    if (meta)
+        tg_py_decref(meta);
+    if (type)
+        tg_py_decref(type); /* the instance holds its type */
+    tg_py.PyErr_Clear();
+}
+
+/* ---- pending modules ---------------------------------------------------------------- */
+
+TG_STARTUP void tg_arm_process_pending(void)
+{
+    struct tg_thread *t = tg__self_busy();
+    if (t->busy)
+        return;
+    /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
+     * then); nothing imported now needs guarding. */
+    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
+    if (fin && fin()) {
+        tg_arm_pending = tg__arm_module_pending = 0;
+        return;
+    }
+    t->busy++;
+    tg_arm_pending = 0;
+    int still = 0;
+    if (tg__arm_module_pending) {
+        tg__arm_module_pending = 0;
+        for (int i = 0; i < tg__arm_ntargets; i++)
+            if (!tg__arm_targets[i].base && arm_module(tg__arm_targets[i].module, 0) > 0) {
+                PyObject *mods = tg_py.PyImport_GetModuleDict();
+                if (mods && tg_py.PyDict_GetItemString(mods, tg__arm_targets[i].module))
+                    still = 1; /* importing now: the class is not defined yet */
+            }
+        tg__arm_module_pending = still;
+        tg_arm_pending = tg_arm_pending || still;
+    }
+    tg_py.PyErr_Clear();
+    t->busy--;
+}
+
+/* ---- the audit hook ---------------------------------------------------------------------- */
+
+TG_STARTUP static void arm(void)
+{
+    armed = 1;
+    /* cpython.run_* is raised by the main interpreter only (Modules/main.c).
+     * Kept to tell a subinterpreter's events apart without calling
+     * PyInterpreterState_Main on each event (see tg_py_decref on why). */
+    if (tg_py.PyInterpreterState_Get)
+        main_interp = tg_py.PyInterpreterState_Get();
+    if (tg_py_resolve() < 0)
+        return;
+    /* Relative report paths: the directory the program started in.  The
+     * rest of the report set-up (tg_activate) waits for the core. */
+    tg_proc_setup();
+    tg_proc_arm();
+    if (tg_core_needed_at_start())
+        tg_activate();
+    struct tg_thread *t = tg__self_busy();
+    t->busy++;
+    parse_targets(1);
+    install_finder();
+    arm_loaded_modules();
+    tg_core_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
+    t->busy--;
+}
+
+/* An interpreter tunerguard does not serve (older than 3.9, free-threaded):
+ * no finder, nothing guarded; one line when a target module is imported,
+ * where the program would have been guarded.  The "import" event has the
+ * module's name in args[0] on every version with audit hooks (3.8+). */
+TG_STARTUP static void parse_targets_quietly(void)
+{
+    parse_targets(0);
+}
+
+TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
+{
+    static int said;
+    static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
+    if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, ev_import) != 0)
+        return;
+    if (tg_py_resolve_unsupported() < 0)
+        return;
+    pthread_once(&once, parse_targets_quietly);
+    const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+    tg_py.PyErr_Clear();
+    if (!name || !is_target_module(name) || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        return;
+    if (tg_py.free_threaded)
+        tg__warn("%s imported, but this Python (%s) is a free-threaded build, which tunerguard does not serve: "
+                 "its tuners run unguarded", name, tg_py.version);
+    else
+        tg__warn("%s imported, but this Python (%s) is older than 3.9, which tunerguard does not serve: "
+                 "its tuners run unguarded", name, tg_py.version);
+}
+
+TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    if (event[0] != 'c' && event[0] != 'i')
+        return 0;
+    if (!tg_py.supported) {
+        unsupported_event(event, args);
+        return 0;
+    }
+    struct tg_thread *t = tg__self_busy();
+    if (t->busy)
+        return 0;
+    if (!armed) {
+        /* Arm once the interpreter is about to run user code. */
+        if (strncmp(event, ev_run_prefix, sizeof ev_run_prefix - 1) == 0 && tg_py_resolve() == 0 &&
+            tg_py.Py_IsInitialized())
+            arm();
+        return 0;
+    }
+    /* The hook fires in every interpreter; guards, targets and the finder
+     * belong to the main one.  A subinterpreter is left alone (its objects
+     * must not become our targets), with one line once per process. */
+    if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
+        static int said;
+        const char *name = event[0] == 'i' && strcmp(event, ev_import) == 0
+                               ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
+        if (name && is_target_module(name) && !said++)
+            tg__warn("%s imported in a subinterpreter: subinterpreters are not supported, their tuner calls "
+                     "run unguarded (the main interpreter stays guarded)", name);
+        tg_py.PyErr_Clear();
+        return 0;
+    }
+    if (strcmp(event, ev_import) == 0) {
+        const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+        if (name && is_target_module(name)) {
+            tg__arm_module_pending = 1;
+            tg_arm_pending = 1;
+        }
+        tg_py.PyErr_Clear();
+    } else if (strcmp(event, ev_clear_hooks) == 0) {
+        tg_arm_exit_summary();
+        return 0;
+    }
+    if (tg_opts.cupti)
+        tg_core_cupti_maybe_start(0); /* once libcuda was seen; one load after that */
+    if (tg_arm_pending)
+        tg_arm_process_pending();
+    return 0;
+}
+
+TG_STARTUP void tg_arm_exit_summary(void)
+{
+    const struct tg_core_api *core = tg_core_loaded();
+    if (core) /* else nothing was reported, traced or serialized */
+        core->arm_exit_summary();
+}
+
+/* The audit hook's list entry is allocated now, before Py_Initialize, with
+ * the raw allocator of the moment (malloc), and freed at finalization with
+ * the one Python configured meanwhile.  Where that one has the debug hooks
+ * (PYTHONMALLOC=debug and the *_debug ones, -X dev, PYTHONDEVMODE), the free
+ * found no debug header and Python aborted at exit: every process, target
+ * or not.  So, where argv and the environment say the debug hooks are
+ * coming, the entry is allocated under them (PyMem_SetupDebugHooks, then the
+ * allocators put back as they were); the debug free then finds the block
+ * its own.  As Python's pre-configuration decides: PYTHONMALLOC unless -E or
+ * -I, else dev mode.  A debug build with PYTHONMALLOC=malloc (the reverse)
+ * is not handled. */
+static const struct {
+    char malloc_env[sizeof "PYTHONMALLOC"], devmode_env[sizeof "PYTHONDEVMODE"], dev[sizeof "dev"], debug[sizeof "debug"];
+    char get[sizeof "PyMem_GetAllocator"], set[sizeof "PyMem_SetAllocator"], hooks[sizeof "PyMem_SetupDebugHooks"];
+} mem_names TG_STARTUP_RODATA = {"PYTHONMALLOC", "PYTHONDEVMODE", "dev", "debug", "PyMem_GetAllocator", "PyMem_SetAllocator",
+                                 "PyMem_SetupDebugHooks"};
+
+/* PYTHONMALLOC=debug, malloc_debug, pymalloc_debug, mimalloc_debug */
+TG_STARTUP static int ends_in_debug(const char *s)
+{
+    size_t n = strlen(s), k = sizeof mem_names.debug - 1;
+    return n >= k && strcmp(s + n - k, mem_names.debug) == 0;
+}
+
+/* 1: Python will run with the debug hooks on its allocators (argv and the
+ * environment say so), 0: it will not, or they do not say. */
+TG_STARTUP static int debug_hooks_coming(int argc, char **argv)
+{
+    int ignore_env = 0, dev = 0;
+    for (int i = 1; argv && i < argc && argv[i]; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1] || (a[1] == '-' && !a[2]))
+            break; /* the script, "-" (stdin) or "--": options end */
+        if (a[1] == '-')
+            continue; /* --help, --version, --check-hash-based-pycs VALUE (close enough) */
+        for (const char *p = a + 1; *p; p++) {
+            if (*p == 'E' || *p == 'I') {
+                ignore_env = 1;
+            } else if (*p == 'X' || *p == 'W' || *p == 'c' || *p == 'm') {
+                const char *val = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                if (*p == 'X' && val && strcmp(val, mem_names.dev) == 0)
+                    dev = 1;
+                if (*p == 'c' || *p == 'm')
+                    goto done; /* the rest is the program's */
+                break;
+            }
+        }
+    }
+done:;
+    const char *pm = ignore_env ? NULL : getenv(mem_names.malloc_env);
+    if (pm && *pm)
+        return ends_in_debug(pm);
+    const char *dm = ignore_env ? NULL : getenv(mem_names.devmode_env);
+    return dev || (dm && *dm);
+}
+
+struct tg_mem_allocator { /* PyMemAllocatorEx, the same since 3.5 */
+    void *ctx;
+    void *(*malloc)(void *, size_t);
+    void *(*calloc)(void *, size_t, size_t);
+    void *(*realloc)(void *, void *, size_t);
+    void (*free)(void *, void *);
+};
+
+TG_STARTUP void tg_arm_init(int argc, char **argv)
+{
+    if (tg_py_resolve_hook() < 0)
+        return;
+    void (*get)(int, struct tg_mem_allocator *) = NULL;
+    void (*set)(int, struct tg_mem_allocator *) = NULL;
+    void (*hooks)(void) = NULL;
+    if (debug_hooks_coming(argc, argv)) {
+        get = (void (*)(int, struct tg_mem_allocator *))tg_py_symbol(mem_names.get);
+        set = (void (*)(int, struct tg_mem_allocator *))tg_py_symbol(mem_names.set);
+        hooks = (void (*)(void))tg_py_symbol(mem_names.hooks);
+    }
+    struct tg_mem_allocator saved[3]; /* PYMEM_DOMAIN_RAW, _MEM, _OBJ */
+    if (get && set && hooks) {
+        for (int d = 0; d < 3; d++)
+            get(d, &saved[d]);
+        hooks(); /* no-op where they are on already (a debug build) */
+    }
+    /* Legal before Py_Initialize, on 3.9 to 3.13, shared or static. */
+    tg_py.PySys_AddAuditHook(audit_hook, NULL);
+    if (get && set && hooks)
+        for (int d = 0; d < 3; d++)
+            set(d, &saved[d]);
+}
+

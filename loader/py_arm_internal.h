@@ -1,0 +1,53 @@
+/* Arming, split in two: what the loader keeps (loader/py_arm.c: the audit hook,
+ * the targets' names, the finder and its negative answer, pending modules)
+ * and what runs only once a target module is there, in the core library
+ * (guard/py_arm_guard.c: finding the classes, guarding them and their
+ * subclasses, the finder's positive answer, the exit summary).
+ *
+ * The state below is the loader's (defined in loader/py_arm.c, exported to the
+ * core through the loader's tg__* names, loader/tunerguard.map).  Every access
+ * is with the GIL held. */
+#ifndef TG_PY_ARM_INTERNAL_H
+#define TG_PY_ARM_INTERNAL_H
+
+#include "core/options.h"
+#include "core/py_api.h"
+
+#define TG_MAX_TARGETS (3 + TG_TARGETS_MAX) /* the built-in ones, then targets= */
+struct tg__arm_target {
+    char module[TG_TARGET_MODULE_MAX + 1];
+    char cls[TG_TARGET_CLASS_MAX + 1];   /* qualname inside the module, may be dotted */
+    char method[TG_TARGET_METHOD_MAX + 1];
+    PyObject *base;    /* the class once found (strong reference) */
+    int user;          /* from targets= (not built in): a target that guards
+                          nothing is the user's mistake, said once */
+    int said;
+};
+extern struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
+extern int tg__arm_ntargets;
+/* An "import" event named a target module (or a loader could not be
+ * annotated): guard at the next chance (tg_arm_pending is set with it). */
+extern int tg__arm_module_pending;
+/* Our finder in sys.meta_path, for identity only (no reference held). */
+extern PyObject *tg__arm_finder_self;
+
+/* ---- the core's part (guard/py_arm_guard.c), reached through the core's
+ * table (loader/core_api.h) ---- */
+
+/* Guard every target of module `name`, which is in sys.modules (mod,
+ * borrowed).  Returns the number of its targets whose class is not found
+ * yet.  executed: the module ran to its end (else its import spec says).
+ * Loads libunwind with the first class found. */
+int tg__arm_guard_module(const char *name, PyObject *mod, int executed);
+
+/* The finder's answer for a target module: the spec the finders after ours
+ * give, its loader's exec_module wrapped to guard right after it ran; None
+ * (a new reference) when no other finder knows the name.  Borrowed
+ * arguments; new reference returned; no exception left set. */
+PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject *target);
+
+/* The exit summary proper (tg_arm_exit_summary, py_arm.h, calls it when the
+ * core is loaded: without it nothing was reported or serialized). */
+void tg__arm_exit_summary_core(void);
+
+#endif
