@@ -34,7 +34,7 @@ autotuned kernels (8 configs each, keyed on n, a different n per thread).
                    C method descriptor alone costs a call.  A
                    phase's neighbours ran within a second of it in the same
                    process, so the spread of fresh processes (docs/
-                   benchmarks.md, tenth session) stays out of the ratios.
+                   benchmarks.md) stays out of the ratios.
   --lock           the five-line global lock of seeds/001 around
                    Autotuner.run (what users do instead).
   --other-us N     a mixed workload: after each step N us of other work
@@ -272,8 +272,7 @@ def williams(n):
     rounds (of tg, none, lock: tg after lock in two rounds of three, none
     after tg in all), so whatever a phase leaves to the next (a lock's
     sleepers, a turn's slices, caches) fell mostly on one phase: the A/A
-    control (tg = none without the preload) read 0.97-0.99 on the H200,
-    eleventh session.  Use a multiple of the row count as rounds."""
+    control (tg = none without the preload) read 0.97-0.99 on the H200.  Use a multiple of the row count as rounds."""
     first, lo, hi = [0], 1, n - 1
     while len(first) < n:
         first.append(lo)
@@ -440,7 +439,7 @@ elif a.phase == "steady":
         alone launches both kernels through their JITFunction (kernel.fn: no
         Autotuner.run, so neither the lock nor tunerguard's guard), one
         config, calls/s.  Fresh processes of one build spread widely on the
-        H200 machine (27k-44k calls/s for one thread, seventh session), and
+        H200 machine (27k-44k calls/s for one thread), and
         a process is about as fast throughout: a cell's calls/s over its own
         raw rate takes that factor out (serialize_bench.py, "adjusted")."""
         n, (x, y, z) = ns[0], bufs[0]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The serialize benchmark's whole GPU measurement, in two device commands of
-# under 10 minutes each (issue 13's targets: medians of rounds at 2, 4 and 8
+# under 10 minutes each (the targets: medians of rounds at 2, 4 and 8
 # threads, the cold start, each key tuned once).
 #
 #   bash bench/serialize_gpu.sh small OUT   # 2 threads, 12 rounds (~9 min): the row nearest its target
@@ -17,7 +17,7 @@
 # Carry build/libtunerguard.so and build/libtunerguard_core.so.  Each writes
 # OUT/<part>.json (every cell, rewritten after each) and OUT/<part>.md (the
 # tables).  Why 12 rounds at 2 threads: fresh processes of one thread alone
-# spread from 27k to 44k calls/s on the H200 machine (seventh session), and
+# spread from 27k to 44k calls/s on the H200 machine, and
 # 4 rounds left serialize / best anywhere from 0.92x to 1.11x run to run.
 # Each cell also measures its process's raw speed (serialize_cell.py, raw_rate:
 # both kernels through kernel.fn, no tuner in the call); the "adjusted" table

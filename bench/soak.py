@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak test of serialize mode (issue 6 item 6).
+"""Soak test of serialize mode.
 
     soak.py --lib build/libtunerguard.so [--python EXE] [--threads 64]
             [--instances 100] [--calls 10000] [--seed 1] [--nest 0.2]

@@ -51,7 +51,7 @@ struct tg_thread {
      * aligned: see `tuning`).  A launch runs after the program's own work
      * has evicted tunerguard's data from the CPU's near caches, and with the
      * GIL released, where whatever it costs delays the launching thread's
-     * return to the GIL (docs/benchmarks.md, fifteenth session): of its
+     * return to the GIL (docs/benchmarks.md): of its
      * own, it touches this line, `last`'s first and its counter row. */
     pid_t tid;                /* gettid(), 0 until first use */
     int busy;                 /* >0 while tunerguard itself runs on this thread:

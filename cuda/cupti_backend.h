@@ -1,4 +1,4 @@
-/* The opt-in CUPTI backend (cupti=1, issue 8; docs/cupti.md).
+/* The opt-in CUPTI backend (cupti=1; docs/cupti.md).
  *
  * libcupti is never linked: it is dlopen'ed on demand (cupti_path, else a
  * copy already loaded, else next to the loaded NVIDIA pip libraries, else

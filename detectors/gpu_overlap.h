@@ -1,4 +1,4 @@
-/* GPU-side truth for the tuning-interference verdict (issue 8), pure logic:
+/* GPU-side truth for the tuning-interference verdict, pure logic:
  * no dlsym, no I/O, no lock, no allocation (callers hand in the arrays).
  *
  * Inputs come from the CUPTI backend (cuda/cupti_backend.c):

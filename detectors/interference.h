@@ -1,4 +1,4 @@
-/* Tuning-interference detector (issue 3 item 4): while a thread benchmarks a
+/* Tuning-interference detector: while a thread benchmarks a
  * kernel on device D, count the kernels OTHER threads launch on D.  Their
  * work shares the GPU with the benchmark, so the timings (and the config that
  * wins, cached to disk) are wrong.

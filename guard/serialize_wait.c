@@ -410,7 +410,7 @@ struct tg_tuner tg__turn;
  * many waiters so that the FIFO is served within half the bypass bound.
  * The head looks at the turn every TG_TURN_LOOK_NS (at most 5 ms) whatever
  * the slice, so that a longer slice (fewer hand-offs, each a thread switch
- * onto a core idle for the slice: docs/benchmarks.md, tenth session) would
+ * onto a core idle for the slice: docs/benchmarks.md) would
  * not lengthen what a holder that stops calling can leave unused.
  *
  * Quiet slices: a holder that comes back for the turn within

@@ -20,7 +20,7 @@
  * (park_until): a quiet holder that stopped calling tuned kernels inside its
  * slice leaves the turn free for at most this long, however long the slice.
  * With the default slice the two are one; a build with a longer slice
- * (fewer hand-offs: docs/benchmarks.md, tenth session) keeps this bound and
+ * (fewer hand-offs: docs/benchmarks.md) keeps this bound and
  * pays only these timed wake-ups of the head, each a futex time-out and a
  * CAS without the GIL. */
 #ifndef TG_TURN_LOOK_NS

@@ -99,7 +99,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
  * every entry and leave wrote the tuner's shared line (its occupant count
  * and directory) and found it last written by another thread's CPU: two
  * cache-line transfers a call, the most of what detect cost the steady state
- * (docs/benchmarks.md, fifteenth session).  So an outermost call on a tuner
+ * (docs/benchmarks.md).  So an outermost call on a tuner
  * nobody is registered in, by a thread that is not tuning, of a tuner whose
  * tuning methods are guarded (they say when a thread tunes: a Triton version
  * whose names tunerguard knows, Inductor's), registers nothing: it reads

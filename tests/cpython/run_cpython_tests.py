@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPython's own regression tests as a judge of the preload (issue 16 item 2).
+"""CPython's own regression tests as a judge of the preload.
 
   run_cpython_tests.py --python EXE --lib LIB [--full] [--only MODULE,...] [--keep]
 

@@ -1,6 +1,6 @@
 /* dlerror() at the start of main: nothing pending, tunerguard's constructor
- * included (it asks whether the process is Python without a failing dlsym;
- * issue 16: "undefined symbol: PySys_AddAuditHook" was left here).
+ * included (it asks whether the process is Python without a failing dlsym,
+ * which would leave "undefined symbol: PySys_AddAuditHook" here).
  *
  * dlerror() around dlsym on the libcuda handle, tunerguard preloaded or not:
  * the first successful lookup on libcuda is where tunerguard resolves its

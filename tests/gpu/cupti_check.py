@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""cupti=1 on the GPU machine (issue 8), one command, one JSON document on stdout:
+"""cupti=1 on the GPU machine, one command, one JSON document on stdout:
 
   python3 tests/gpu/cupti_check.py --lib build/libtunerguard.so [--out DIR]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""isolate_tuning on a real GPU (issue 6 item 2): how much do benchmark timings
+"""isolate_tuning on a real GPU: how much do benchmark timings
 and the chosen config move when another thread hammers the same GPU while an
 autotuned kernel is tuned, with and without tunerguard's isolate_tuning=1?
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wheel built on the CPU machine, installed and used on the GPU machine
-# (issue 17, step 4).  Run from the repository root there:
+#.  Run from the repository root there:
 #
 #   bash tests/gpu/pip_check.sh [WHEEL] [OUTDIR]
 #

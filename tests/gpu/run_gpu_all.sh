@@ -18,7 +18,7 @@ say "== versions: $($py -c 'import sys,torch,triton; print(sys.version.split()[0
 # ISO_RUNS=N: only the isolate_tuning measurement (it takes minutes), plus one
 # stress=1 report kept to show the thread inside blocked in its synchronize.
 if [ "${ISO_RUNS:-0}" -gt 0 ]; then
-    say "== isolate_tuning (issue 6), $ISO_RUNS runs per variant"
+    say "== isolate_tuning, $ISO_RUNS runs per variant"
     iso=$(mktemp -d)
     timeout 420 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$ISO_RUNS" --out "$iso" 2>&1 | tail -n 40 | tee -a "$checks"
     cp "$iso/summary.json" "$out/isolate_summary.json" 2>/dev/null
@@ -30,7 +30,7 @@ if [ "${ISO_RUNS:-0}" -gt 0 ]; then
     exit 0
 fi
 
-say "== CUDA counts (issue 3): N Triton launches, M synchronizes, one matmul"
+say "== CUDA counts: N Triton launches, M synchronizes, one matmul"
 work=$(mktemp -d)
 (cd "$work" && TRITON_CACHE_DIR="$work/c" LD_PRELOAD="$lib" "$py" "$here/cuda_counts.py") 2>&1 | tee -a "$checks"
 
@@ -43,7 +43,7 @@ for round in 1 2 3; do
     done
 done
 
-say "== stress=1 (issue 6): 2 threads, 2 configs, detect; then a race-free script"
+say "== stress=1: 2 threads, 2 configs, detect; then a race-free script"
 for i in 1 2 3 4 5; do
     w=$(mktemp -d)
     (cd "$w" && TRITON_CACHE_DIR="$w/c" LD_PRELOAD="$lib" TUNERGUARD_OPTIONS="stress=1:log_path=$w/tg" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5 on a machine with two GPUs: threads on different devices sharing one
+# On a machine with two GPUs: threads on different devices sharing one
 # autotuner (the seeds' configuration).  DEV2=0 in the environment puts both
 # threads on device 0 (two streams), for a machine with one GPU.  Three parts,
 # each one device call:

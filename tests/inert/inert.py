@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A Python process that imports no target is left as it was (issue 16 item 1).
+"""A Python process that imports no target is left as it was.
 
   inert.py --python EXE --lib LIB [--model DIR]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An interpreter tunerguard does not serve (older than 3.9) gets one line, once,
-when a target module is imported, and nothing else changes (issue 15 item 4).
+when a target module is imported, and nothing else changes.
 
   unsupported.py --python EXE --lib LIB [--no-audit]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lifecycle tests (issue 6 item 4) on one interpreter: exceptions inside
+"""Lifecycle tests on one interpreter: exceptions inside
 sessions, fork while a tuner is held (serialize, several children), os.fork
 and multiprocessing spawn/forkserver/fork children that arm and report on
 their own, subinterpreters left alone with one line.

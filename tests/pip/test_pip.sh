@@ -1,5 +1,5 @@
 #!/bin/sh
-# The pip way, as a user meets it (issue 17):
+# The pip way, as a user meets it:
 #   sh tests/pip/test_pip.sh SOURCE_DIR
 # From a copy of the clean tree (tracked and untracked-but-not-ignored files;
 # no build/), with Debian's /usr/bin/python3 (python3-pip, python3-venv):
