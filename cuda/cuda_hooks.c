@@ -46,7 +46,6 @@ static const unsigned char tg__cuda_kinds[TG_CUDA_NFN] = {
 
 /* real[i] = dlsym(libcuda, names[i]); NULL until resolved or if absent */
 static void *_Atomic tg__cuda_real_tab[TG_CUDA_NFN];
-static _Atomic int tg__cuda_ready;
 
 /* ---- the wrappers ------------------------------------------------------------------ */
 
@@ -168,11 +167,6 @@ int tg_cuda_fn_index(const char *name)
     return -1;
 }
 
-int tg_cuda_active(void)
-{
-    return atomic_load_explicit(&tg__cuda_ready, memory_order_acquire);
-}
-
 void *tg__cuda_wrapper(unsigned fn)
 {
     return fn < TG_CUDA_NFN ? tg__cuda_wrappers[fn] : NULL;
@@ -182,31 +176,6 @@ void *tg__cuda_real(unsigned fn)
 {
     return fn < TG_CUDA_NFN ? atomic_load_explicit(&tg__cuda_real_tab[fn], memory_order_relaxed)
                             : NULL;
-}
-
-const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
-{
-    if (!buf || n == 0)
-        return buf;
-    buf[0] = '\0';
-    if (!func || !tg_cuda_active())
-        return buf;
-    CUresult (*fget)(const char **, CUfunction) = TG__SUP(func_get_name);
-    CUresult (*kget)(const char **, CUkernel) = TG__SUP(kernel_get_name);
-    const char *name = NULL;
-    struct tg_thread *t = tg__self();
-    t->busy++; /* nothing the driver does for us is recorded */
-    if (fget && fget(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
-        name = NULL;
-    if (!name && kget && kget(&name, (CUkernel)(uintptr_t)func) != CUDA_SUCCESS)
-        name = NULL;
-    t->busy--;
-    if (name) {
-        size_t len = strnlen(name, n - 1);
-        memcpy(buf, name, len);
-        buf[len] = '\0';
-    }
-    return buf;
 }
 
 /* ---- init ------------------------------------------------------------------------------- */

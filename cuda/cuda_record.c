@@ -100,3 +100,38 @@ void tg__cuda_record_atfork_child(void)
             atomic_store_explicit(&tg__cuda_counts[s][f], 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&tg__cuda_gen, 1, memory_order_relaxed);
 }
+
+/* ---- queries every part of the CUDA side makes (cuda/cuda_hooks.h) ------------ */
+
+/* Set once the driver's functions are resolved (cuda/cuda_hooks.c). */
+_Atomic int tg__cuda_ready;
+
+int tg_cuda_active(void)
+{
+    return atomic_load_explicit(&tg__cuda_ready, memory_order_acquire);
+}
+
+const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
+{
+    if (!buf || n == 0)
+        return buf;
+    buf[0] = '\0';
+    if (!func || !tg_cuda_active())
+        return buf;
+    CUresult (*fget)(const char **, CUfunction) = TG__SUP(func_get_name);
+    CUresult (*kget)(const char **, CUkernel) = TG__SUP(kernel_get_name);
+    const char *name = NULL;
+    struct tg_thread *t = tg__self();
+    t->busy++; /* nothing the driver does for us is recorded */
+    if (fget && fget(&name, (CUfunction)(uintptr_t)func) != CUDA_SUCCESS)
+        name = NULL;
+    if (!name && kget && kget(&name, (CUkernel)(uintptr_t)func) != CUDA_SUCCESS)
+        name = NULL;
+    t->busy--;
+    if (name) {
+        size_t len = strnlen(name, n - 1);
+        memcpy(buf, name, len);
+        buf[len] = '\0';
+    }
+    return buf;
+}

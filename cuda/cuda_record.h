@@ -78,6 +78,9 @@ struct tg__cuda_support {
     CUresult (*_Atomic func_get_name)(const char **, CUfunction);
     CUresult (*_Atomic kernel_get_name)(const char **, CUkernel);
 };
+/* 1 once the driver's functions are resolved (tg_cuda_active): set by
+ * cuda/cuda_hooks.c, defined in cuda/cuda_record.c. */
+extern _Atomic int tg__cuda_ready;
 extern struct tg__cuda_support tg__cuda_sup;
 #define TG__SUP(field) atomic_load_explicit(&tg__cuda_sup.field, memory_order_relaxed)
 

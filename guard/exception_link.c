@@ -76,7 +76,8 @@ static void innermost_file(PyObject *tb, char *dst, size_t len)
     tg_py_drop_error();
 }
 
-int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *tb)
+int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *tb,
+                            const struct tg_guard *(*guard_at)(int i))
 {
     char name[64], mod[32], file[400];
     tg_py_attr_str(type, "__name__", name, sizeof name);
@@ -92,7 +93,7 @@ int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *
     if (in_package(g, file))
         return 1;
     const struct tg_guard *h;
-    for (int i = 0; (h = tg__guard_at(i)) != NULL; i++)
+    for (int i = 0; guard_at && (h = guard_at(i)) != NULL; i++)
         if (h != g && in_package(h, file))
             return 1;
     return 0;

@@ -340,7 +340,6 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
-    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString(name);
     PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;

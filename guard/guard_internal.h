@@ -102,6 +102,8 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
  * of recent answers, GIL held): contended entries and exits check their
  * occupants, and an overlap of tuned calls must not cost a syscall. */
 int tg__tid_alive_cached(pid_t tid);
+/* In a fork child: forget the parent's threads (report_capture.c). */
+void tg__alive_atfork_child(void);
 
 /* ---- guard_install.c ------------------------------------------------------ */
 
@@ -165,22 +167,25 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
                             const struct tg_occupant *mine);
 
 /* t's raced session o ends in the exception that is set: when the race can
- * have caused it (tg__exception_from_race), report it and add a note to the
- * exception (3.11+).  The exception stays set. */
-void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o);
-
-/* ---- exception_link.c ----------------------------------------------------- */
+ * have caused it (tg__exception_from_race; guard_at: the installed guards),
+ * report it and add a note to the exception (3.11+).  The exception stays set. */
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
+                          const struct tg_guard *(*guard_at)(int i));
 
 /* The i-th installed guard, NULL past the last (guard_install.c). */
 const struct tg_guard *tg__guard_at(int i);
 
+/* ---- exception_link.c ----------------------------------------------------- */
+
 /* 1 when an exception of type `type` with traceback tb, raised in a call of
  * g that raced, can be the race's doing: a builtin TypeError, AttributeError
  * or KeyError whose innermost frame is in a tuner's own package (g's method's,
- * or another guarded method's: a subclass's run calls Triton's code).  Never
- * a KeyboardInterrupt, SystemExit, MemoryError, or an exception raised in the
- * program's own frames.  GIL held. */
-int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *tb);
+ * or another guarded method's, guard_at(0), guard_at(1), ... until NULL: a
+ * subclass's run calls Triton's code).  Never a KeyboardInterrupt,
+ * SystemExit, MemoryError, or an exception raised in the program's own
+ * frames.  GIL held. */
+int tg__exception_from_race(const struct tg_guard *g, PyObject *type, PyObject *tb,
+                            const struct tg_guard *(*guard_at)(int i));
 
 /* serialize: waiting for u would close a cycle of waits (path[0..n) from
  * tg_tuner_wait_cycle).  Returns 1 when t should proceed unserialized; under

@@ -23,6 +23,7 @@
 #include "core/py_api.h"
 #include "core/py_attr.h"
 #include "guard/py_guard.h"
+#include "guard/lifecycle.h"
 #include "detectors/tuner_table.h"
 #include "core/thread_state.h"
 
@@ -162,6 +163,7 @@ static void hook_subclasses(PyObject *base)
 /* Guard, on cls, every target method whose target class is `base`. */
 static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
 {
+    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     for (int i = 0; i < tg__arm_ntargets; i++)
         if (tg__arm_targets[i].base == base)
             tg_guard_install(cls, tg__arm_targets[i].method, why);

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+struct tg_guard_stats tg__gstats; /* guard/guard_internal.h */
+
 /* Kernels that made a thread wait (serialize), for the summary. */
 #define TG_MAX_CONTENDED 16
 static char contended[TG_MAX_CONTENDED][64];
@@ -53,37 +55,6 @@ static void note_contended(struct tg_thread *t, PyObject *inst, const char *meth
             return;
     if (ncontended < TG_MAX_CONTENDED)
         snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
-}
-
-/* Liveness of other threads, cached: tid -> when tgkill last said alive.
- * GIL held.  A thread that dies inside is found at most 100 ms after its
- * last check (and every waiter re-checks, uncached, once a second). */
-#define TG_ALIVE_SLOTS 64
-#define TG_ALIVE_FRESH_NS 100000000ull
-static struct {
-    pid_t tid;
-    uint64_t at;
-} alive_cache[TG_ALIVE_SLOTS];
-
-static uint64_t coarse_ns(void)
-{
-    struct timespec ts; /* vDSO, a few ns: no syscall */
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int tg__tid_alive_cached(pid_t tid)
-{
-    unsigned i = (unsigned)tid & (TG_ALIVE_SLOTS - 1);
-    uint64_t now = coarse_ns();
-    if (alive_cache[i].tid == tid && now - alive_cache[i].at < TG_ALIVE_FRESH_NS)
-        return 1;
-    int alive = tg_tid_alive(tid);
-    if (alive) {
-        alive_cache[i].tid = tid;
-        alive_cache[i].at = now;
-    }
-    return alive;
 }
 
 /* Release the holds (occupancy, the lock) of threads that died inside u, and
@@ -514,5 +485,5 @@ void tg__serialize_atfork_child(void)
 {
     ncontended = 0;
     memset(&tg__turn, 0, sizeof tg__turn); /* its holder and waiters are the parent's */
-    memset(alive_cache, 0, sizeof alive_cache);
+    tg__alive_atfork_child();
 }

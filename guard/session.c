@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct tg_guard_stats tg__gstats;
 
 /* ---- calling the original ------------------------------------------------ */
 
@@ -605,7 +604,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
-        tg__report_exception(inst, g, t, o);
+        tg__report_exception(inst, g, t, o, tg__guard_at);
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
         t->tuning--;
     t->depth--;
