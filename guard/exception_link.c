@@ -20,12 +20,11 @@
  * (__main__: the program's frames, whatever class they are in). */
 static void tuner_root(const struct tg_guard *g, char *dst, size_t len)
 {
-    char mod[160];
     dst[0] = '\0';
     if (!g || !g->orig_code)
         return;
+    const char *mod = g->fn_module;
     tg_py_attr_str(g->orig_code, "co_filename", dst, len);
-    tg_py_attr_str(g->orig, "__module__", mod, sizeof mod);
     if (strcmp(mod, "__main__") == 0) {
         dst[0] = '\0';
         return;

@@ -383,6 +383,7 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     snprintf(g->cls_name, sizeof g->cls_name, "%s.%s", mod, qual);
     g->orig_code = tg_py.PyObject_GetAttrString(value, "__code__");
     tg_py.PyErr_Clear();
+    tg_py_attr_str(value, "__module__", g->fn_module, sizeof g->fn_module);
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
     g->cls = tg_py.PyWeakref_NewRef(cls, NULL);

@@ -37,6 +37,7 @@ struct tg_guard {
     PyObject *orig;       /* descriptor guard: the original function (strong) */
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
+    char fn_module[96];   /* the guarded function's __module__ ("" if none) */
     PyObject *wrapper;    /* descriptor guard: the method descriptor put on
                              the class (strong); getattr(cls, name) gives this
                              very object.  NULL for a vectorcall guard */
