@@ -103,7 +103,7 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
  * of recent answers, GIL held): contended entries and exits check their
  * occupants, and an overlap of tuned calls must not cost a syscall. */
 int tg__tid_alive_cached(pid_t tid);
-/* In a fork child: forget the parent's threads (report_capture.c). */
+/* In a fork child: forget the parent's threads (alive.c). */
 void tg__alive_atfork_child(void);
 
 /* ---- guard_install.c ------------------------------------------------------ */

@@ -348,6 +348,272 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
     return res;
 }
 
+/* ---- the guarded call, phase by phase -------------------------------------------
+ *
+ * guard_call: the calls that start no session (pass-through, the program's
+ * own wrapper, a tuning method, detect's unregistered session), then the way
+ * into a registered session: serialize's turn (take_turn), the verdict and
+ * what it asks, a report and a wait (decide), and the session itself
+ * (run_session).  A phase that cannot go on ends the call one of two ways:
+ * the instance has no entry in a full table (pass_through_full), or a signal
+ * handler raised while it waited (interrupted).  Everything here: GIL held,
+ * t the calling thread's own record. */
+
+/* Why an entry stopped before its session began. */
+enum tg_entry_end {
+    TG_ENTRY_GO,          /* on to the session */
+    TG_ENTRY_NESTED,      /* t is inside the instance already: a nested level */
+    TG_ENTRY_FULL,        /* no entry for the instance (table full): pass through */
+    TG_ENTRY_INTERRUPTED, /* a signal handler raised: the call is not made */
+};
+
+/* What the entry learned on its way in. */
+struct tg_entry {
+    struct tg_tuner *u;        /* the instance's entry, looked up again after Python code ran */
+    enum tg_verdict v;
+    int quiet;                 /* a low-severity overlap, only counted */
+    int reported;              /* the race was reported before the turn's wait */
+    struct tg_race_link link;  /* the race this call had, for its session */
+};
+
+/* The instance's entry again, after Python code ran (a report, a wait: the
+ * entry may have been given back meanwhile, detectors/tuner_table.h). */
+static enum tg_entry_end relook(struct tg_entry *e, PyObject *inst)
+{
+    e->u = tg_tuner_get((uintptr_t)inst);
+    return __builtin_expect(e->u != NULL, 1) ? TG_ENTRY_GO : TG_ENTRY_FULL;
+}
+
+/* The one bail-out: the table is full, the call runs unguarded (the turn,
+ * if this outermost call took it, given back). */
+static PyObject *pass_through_full(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
+                                   Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (t->nheld == 0)
+        tg__release_turn(t);
+    table_full();
+    return call_orig(g, f, args, nargs, kwnames);
+}
+
+/* A signal handler's exception came out of our own Python code (a wait, a
+ * report, a wait's audit hook): the program interrupted this call, so it is
+ * not made.  What the entry took is given back (u's lock in serialize, the
+ * turn); tg__guard_entry raises the exception. */
+static PyObject *interrupted(const struct tg_entry *e, struct tg_thread *t, PyObject *inst)
+{
+    if (e->u)
+        tg__unlock_tuner(e->u, t);
+    if (t->nheld == 0)
+        tg__release_turn(t);
+    return leave_unentered(inst);
+}
+
+/* The program's own wrapper around the original (seeds/001's
+ * `Autotuner.run = wrapped`, calling the original): not where the shared
+ * state is touched, so no session here; the original's guard starts one.
+ * Note whether another thread is inside now: if this thread finds the tuner
+ * free when it reaches the original, the wrapper made it wait (a lock), said
+ * once at verbosity=1. */
+static PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
+                              Py_ssize_t nargs, PyObject *kwnames)
+{
+    struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
+    uintptr_t saved_busy = t->wrapped_busy;
+    const void *saved_by = t->wrapped_by;
+    if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
+        t->wrapped_busy = (uintptr_t)args[0];
+        t->wrapped_by = g;
+    }
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    t->wrapped_busy = saved_busy;
+    t->wrapped_by = saved_by;
+    return res;
+}
+
+/* A tuning method (Autotuner._bench, ...): no session, only the evidence
+ * that this thread is tuning (tg__other_is_tuning).  An unregistered session
+ * becomes a registered one first, so that the evidence lands on its tuner
+ * where entering threads look. */
+static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
+                             Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (__builtin_expect(t->quiet_inst != 0, 0))
+        quiet_register(t, t->quiet_inst);
+    if (t->tuning++ == 0) {
+        tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
+        tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
+    }
+    t->session_tuned = 1;
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    t->tuning--;
+    return res;
+}
+
+/* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
+ * Someone inside this very tuner is the race this wait prevents: said now,
+ * as a wait for the tuner would. */
+static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
+{
+    if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || tg__try_turn(t))
+        return TG_ENTRY_GO;
+    const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
+    if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
+        other = tg_tuner_other(e->u, t);
+    if (other) {
+        tg__report_race(e->u, inst, g, t, other, 1, &e->link);
+        tg_stress_wake();
+        e->reported = 1;
+    }
+    e->u = NULL; /* Python code runs from here: looked up again */
+    if (tg__wait_for_turn(t, inst, g->method) < 0)
+        return TG_ENTRY_INTERRUPTED;
+    return relook(e, inst);
+}
+
+/* The verdict on the instance and what it asks: nothing (first in), a
+ * nested level, a low-severity overlap (counted), or a race, reported, and in
+ * serialize a wait for the tuner. */
+static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
+{
+    e->v = tg_tuner_decide(e->u, t, tg_opts.mode);
+    /* Contended entry: is every thread inside alive?  A thread that died
+     * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
+     * at most every 100 ms per thread (tg__tid_alive_cached): contended
+     * entries are the common case of tuned calls from several threads. */
+    if (__builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) &&
+        tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
+        e->v = tg_tuner_decide(e->u, t, tg_opts.mode);
+    if (e->v == TG_NESTED) /* (t->nheld > 0: no turn was taken) */
+        return TG_ENTRY_NESTED;
+    if (e->v == TG_FIRST)
+        return TG_ENTRY_GO;
+    /* The common case of several threads calling tuned kernels, decided on
+     * u's first line alone: nobody inside shows evidence, so this is a
+     * low-severity overlap, only counted (tg__report_race says the same after
+     * looking at the occupants).  No Python code runs on its way in, so u
+     * needs no second look-up. */
+    e->quiet = e->v == TG_RACE && tg__overlap_is_quiet(e->u, g);
+    if (e->quiet) {
+        e->u->overlaps++;
+        tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
+        return TG_ENTRY_GO;
+    }
+    const struct tg_occupant *other = e->reported ? NULL : tg_tuner_other(e->u, t);
+    if (other) { /* none: a woken waiter owns the lock and has not entered yet */
+        tg__report_race(e->u, inst, g, t, other, e->v == TG_WAIT, &e->link);
+        tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */
+        if (relook(e, inst) != TG_ENTRY_GO) /* the report ran Python code */
+            return TG_ENTRY_FULL;
+    }
+    if (e->v == TG_WAIT) {
+        if (tg__wait_for_tuner(e->u, t, inst, g) < 0)
+            return TG_ENTRY_INTERRUPTED;
+    } else if (tg_tuner_decide(e->u, t, tg_opts.mode) == TG_FIRST) {
+        e->link.tid = 0; /* the report let the other thread finish: no overlap left */
+    }
+    return relook(e, inst);
+}
+
+/* A nested level on an instance t is inside already (a subclass's run calling
+ * super().run(), run calling warmup): depth, never a race. */
+static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_tuner *u, PyObject *f,
+                             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+    if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
+        /* A replacement calling the original on the same instance: the
+         * program's own wrapper; its later calls pass through. */
+        struct tg_guard *w = (struct tg_guard *)no->method;
+        if (!w->chains)
+            tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
+        w->chains = 1;
+    }
+    const unsigned forks = t->forks;
+    t->depth++;
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(t->forks != forks, 0))
+        return res; /* forked inside, and this is the child: see run_session */
+    t->depth--;
+    if (no)
+        tg_tuner_leave(u, t);
+    return res;
+}
+
+/* Entered the wrapper while another thread was inside, and found the tuner
+ * free here: the wrapper serialized it (said once, at verbosity=1). */
+static void note_wrapper_serializes(struct tg_thread *t)
+{
+    struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
+    if (!w->said_serializes) {
+        w->said_serializes = 1;
+        const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
+        tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
+                    "that came in while another was inside waited in it): no race through it", w->method, where);
+    }
+    t->wrapped_busy = 0;
+}
+
+/* The registered session: entered, the original called, left
+ * (session_exit). */
+static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_entry *e,
+                             PyObject *f, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    struct tg_tuner *u = e->u;
+    if (t->nheld == 0) {
+        /* The evidence line is written only where it changes (core/thread_state.h). */
+        t->session_launches = 0;
+        if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
+            t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
+    }
+    if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && e->v == TG_FIRST && t->wrapped_by)
+        note_wrapper_serializes(t);
+    /* Read before this session's entry time: an occupant that enters after
+     * it and tunes, or enters already tuning (a tuner called from another's
+     * benchmark), moves the epoch after this read, since entries hold the
+     * GIL from here to tg_tuner_enter (the exit check in session_exit). */
+    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
+    if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
+        tg_tuning_seen();
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
+    if (o && e->link.tid) {
+        o->raced_tid = e->link.tid;
+        snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
+        o->race_seq = e->link.seq;
+    }
+    if (t->nheld < TG_MAX_HELD) {
+        t->held[t->nheld] = u;
+        t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
+    }
+    t->nheld++;
+    t->depth++;
+    if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
+        if (t->tuning++ == 0) {
+            tg_tuning_seen();
+            tg_tuner_mark_evidence(t, TG_EV_TUNING);
+        }
+    }
+    if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
+        char k_[128];
+        t->busy++;
+        tg_py_kernel_name(inst, k_, sizeof k_);
+        t->busy--;
+        tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst);
+    }
+
+    const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
+    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(t->forks != forks, 0)) {
+        /* fork() inside the call, and this is the child: the tables, the
+         * turn and t's holds were reset at fork (nothing of the parent's is
+         * held here), so this frame has nothing to give back; only its own
+         * count of tuning frames, which the fork kept. */
+        if (g->tuning_entry)
+            t->tuning--;
+        return res;
+    }
+    return session_exit(g, t, inst, u, o, epoch, res);
+}
+
 /* t: the calling thread's record (tg__guard_entry's tg__self()); f: what
  * call_orig calls (the function, or a descriptor guard's original); args[0]
  * is self. */
@@ -356,41 +622,10 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
 {
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
         return call_orig(g, f, args, nargs, kwnames);
-    if (__builtin_expect(g->chains, 0)) {
-        /* The program's own wrapper around the original (seeds/001's
-         * `Autotuner.run = wrapped`, calling the original): not where the
-         * shared state is touched, so no session here; the original's guard
-         * starts one.  Note whether another thread is inside now: if this
-         * thread finds the tuner free when it reaches the original, the
-         * wrapper made it wait (a lock), said once at verbosity=1. */
-        struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
-        uintptr_t saved_busy = t->wrapped_busy;
-        const void *saved_by = t->wrapped_by;
-        if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
-            t->wrapped_busy = (uintptr_t)args[0];
-            t->wrapped_by = g;
-        }
-        PyObject *res = call_orig(g, f, args, nargs, kwnames);
-        t->wrapped_busy = saved_busy;
-        t->wrapped_by = saved_by;
-        return res;
-    }
-    if (g->marker) {
-        /* A tuning method (Autotuner._bench, ...): no session, only the
-         * evidence that this thread is tuning (tg__other_is_tuning).  An
-         * unregistered session becomes a registered one first, so that the
-         * evidence lands on its tuner where entering threads look. */
-        if (__builtin_expect(t->quiet_inst != 0, 0))
-            quiet_register(t, t->quiet_inst);
-        if (t->tuning++ == 0) {
-            tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
-            tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
-        }
-        t->session_tuned = 1;
-        PyObject *res = call_orig(g, f, args, nargs, kwnames);
-        t->tuning--;
-        return res;
-    }
+    if (__builtin_expect(g->chains, 0))
+        return wrapper_call(g, t, f, args, nargs, kwnames);
+    if (g->marker)
+        return marker_call(g, t, f, args, nargs, kwnames);
     if (__builtin_expect(tg_arm_pending, 0))
         tg_arm_process_pending();
     if (t->depth == 0) {
@@ -409,184 +644,34 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
         if (!q || (q->nocc == 0 && q->waiters == 0))
             return quiet_call(g, t, inst, f, args, nargs, kwnames);
     }
-    struct tg_tuner *u = tg_tuner_get((uintptr_t)inst);
-    if (__builtin_expect(!u, 0)) {
-        table_full();
-        return call_orig(g, f, args, nargs, kwnames);
-    }
 
+    struct tg_entry e = {0};
+    enum tg_entry_end end = relook(&e, inst);
     /* A thread that has made no CUDA call yet (cold cache: the first tunings
      * compile before they launch) is known by its current device, taken at
      * each outermost entry (it may switch devices).  After the thread's first
      * recorded CUDA call this is one load; before it, an atomic load while
      * libcuda is not in use, else two driver calls (reads of the driver's
      * thread state), on outermost entries only. */
-    if (__builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
+    if (end == TG_ENTRY_GO && __builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
         t->entry_device = tg_cuda_current_device();
-    struct tg_race_link link = {0};
-    int reported = 0; /* the race this call was about to have: reported before the turn's wait */
-    if (tg_opts.mode == TG_MODE_SERIALIZE && t->nheld == 0 && !tg__try_turn(t)) {
-        /* serialize, outermost: the turn first (guard/serialize_wait.h).  Someone inside this
-         * very tuner is the race this wait prevents: said now, as a wait for
-         * the tuner would. */
-        const struct tg_occupant *other = u->nocc > 0 ? tg_tuner_other(u, t) : NULL;
-        if (other && tg__reap_dead(u, t, inst, g, tg__tid_alive_cached))
-            other = tg_tuner_other(u, t);
-        if (other) {
-            tg__report_race(u, inst, g, t, other, 1, &link);
-            tg_stress_wake();
-            reported = 1;
-        }
-        if (tg__wait_for_turn(t, inst, g->method) < 0)
-            return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
-        u = tg_tuner_get((uintptr_t)inst); /* Python code ran */
-        if (__builtin_expect(!u, 0)) {
-            tg__release_turn(t);
-            table_full();
-            return call_orig(g, f, args, nargs, kwnames);
-        }
+    if (end == TG_ENTRY_GO)
+        end = take_turn(&e, g, t, inst);
+    if (end == TG_ENTRY_GO)
+        end = decide(&e, g, t, inst);
+    if (end == TG_ENTRY_GO && __builtin_expect(t->kept_exc[0] != NULL, 0))
+        end = TG_ENTRY_INTERRUPTED; /* our own Python code above met the program's signal handler */
+    switch (end) {
+    case TG_ENTRY_GO:
+        return run_session(g, t, inst, &e, f, args, nargs, kwnames);
+    case TG_ENTRY_NESTED:
+        return nested_call(g, t, e.u, f, args, nargs, kwnames);
+    case TG_ENTRY_FULL:
+        return pass_through_full(g, t, f, args, nargs, kwnames);
+    case TG_ENTRY_INTERRUPTED:
+        return interrupted(&e, t, inst);
     }
-    enum tg_verdict v = tg_tuner_decide(u, t, tg_opts.mode);
-    /* Contended entry: is every thread inside alive?  A thread that died
-     * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
-     * at most every 100 ms per thread (tg__tid_alive_cached): contended
-     * entries are the common case of tuned calls from several threads. */
-    if (__builtin_expect(v == TG_RACE || v == TG_WAIT, 0) && tg__reap_dead(u, t, inst, g, tg__tid_alive_cached))
-        v = tg_tuner_decide(u, t, tg_opts.mode);
-    if (v == TG_NESTED) { /* (t->nheld > 0: no turn was taken above) */
-        struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
-        if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
-            /* A replacement calling the original on the same instance: the
-             * program's own wrapper; its later calls pass through. */
-            struct tg_guard *w = (struct tg_guard *)no->method;
-            if (!w->chains)
-                tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
-            w->chains = 1;
-        }
-        const unsigned forks = t->forks;
-        t->depth++;
-        PyObject *res = call_orig(g, f, args, nargs, kwnames);
-        if (__builtin_expect(t->forks != forks, 0))
-            return res; /* forked inside, and this is the child: see below */
-        t->depth--;
-        if (no)
-            tg_tuner_leave(u, t);
-        return res;
-    }
-    /* The common case of several threads calling tuned kernels, decided on
-     * u's first line alone: nobody inside shows evidence, so this is a
-     * low-severity overlap, only counted (tg__report_race says the same after
-     * looking at the occupants).  No Python code runs on its way in, so u
-     * needs no second look-up. */
-    const int quiet = v == TG_RACE && tg__overlap_is_quiet(u, g);
-    if (v != TG_FIRST) {
-        if (quiet) {
-            u->overlaps++;
-            tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
-        }
-        const struct tg_occupant *other = reported || quiet ? NULL : tg_tuner_other(u, t);
-        if (other) { /* none: a woken waiter owns the lock and has not entered yet */
-            tg__report_race(u, inst, g, t, other, v == TG_WAIT, &link);
-            tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */
-            /* The report ran Python code: the entry may have been given back. */
-            u = tg_tuner_get((uintptr_t)inst);
-            if (__builtin_expect(!u, 0)) {
-                if (t->nheld == 0)
-                    tg__release_turn(t);
-                table_full();
-                return call_orig(g, f, args, nargs, kwnames);
-            }
-        }
-        if (v == TG_WAIT) {
-            if (tg__wait_for_tuner(u, t, inst, g) < 0) {
-                if (t->nheld == 0)
-                    tg__release_turn(t);
-                return leave_unentered(inst); /* a signal handler raised (KeyboardInterrupt): nothing held */
-            }
-        } else if (!quiet && tg_tuner_decide(u, t, tg_opts.mode) == TG_FIRST)
-            link.tid = 0; /* the report let the other thread finish: no overlap left */
-    }
-    if (v != TG_FIRST && !quiet) {
-        /* The report and the wait let other threads run: the entry may have
-         * been given back meanwhile (detectors/tuner_table.h). */
-        u = tg_tuner_get((uintptr_t)inst);
-        if (__builtin_expect(!u, 0)) {
-            if (t->nheld == 0)
-                tg__release_turn(t);
-            table_full();
-            return call_orig(g, f, args, nargs, kwnames);
-        }
-    }
-    if (__builtin_expect(t->kept_exc[0] != NULL, 0)) {
-        /* A signal handler's exception came out of our own Python code above
-         * (a report, a wait's audit hook): the program interrupted this call,
-         * so it is not made.  What the entry took is given back (u's lock in
-         * serialize, the turn); tg__guard_entry raises the exception. */
-        tg__unlock_tuner(u, t);
-        if (t->nheld == 0)
-            tg__release_turn(t);
-        return leave_unentered(inst);
-    }
-    if (t->nheld == 0) {
-        /* The evidence line is written only where it changes (core/thread_state.h). */
-        t->session_launches = 0;
-        if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
-            t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
-    }
-    if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && v == TG_FIRST && t->wrapped_by) {
-        /* Entered the wrapper while another thread was inside, and found the
-         * tuner free here: the wrapper serialized it. */
-        struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
-        if (!w->said_serializes) {
-            w->said_serializes = 1;
-            const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
-            tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
-                        "that came in while another was inside waited in it): no race through it", w->method, where);
-        }
-        t->wrapped_busy = 0;
-    }
-    /* Read before this session's entry time: an occupant that enters after
-     * it and tunes, or enters already tuning (a tuner called from another's
-     * benchmark), moves the epoch after this read, since entries hold the
-     * GIL from here to tg_tuner_enter (the exit check below). */
-    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
-    if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
-        tg_tuning_seen();
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
-    if (o && link.tid) {
-        o->raced_tid = link.tid;
-        snprintf(o->raced_name, sizeof o->raced_name, "%s", link.name);
-        o->race_seq = link.seq;
-    }
-    if (t->nheld < TG_MAX_HELD) {
-        t->held[t->nheld] = u;
-        t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
-    }
-    t->nheld++;
-    t->depth++;
-    if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
-        if (t->tuning++ == 0) {
-            tg_tuning_seen();
-            tg_tuner_mark_evidence(t, TG_EV_TUNING);
-        }
-    }
-    if (__builtin_expect(tg_trace_on, 0)) { /* trace=1: the session's slice */
-        char k_[128]; t->busy++; tg_py_kernel_name(inst, k_, sizeof k_); t->busy--;
-        tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst); }
-
-    const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
-    if (__builtin_expect(t->forks != forks, 0)) {
-        /* fork() inside the call, and this is the child: the tables, the
-         * turn and t's holds were reset at fork (nothing of the parent's is
-         * held here), so this frame has nothing to give back; only its own
-         * count of tuning frames, which the fork kept. */
-        if (g->tuning_entry)
-            t->tuning--;
-        return res;
-    }
-
-    return session_exit(g, t, inst, u, o, epoch, res);
+    return NULL; /* not reached: every case returns */
 }
 
 /* The end of a registered session's outermost or nested level: the checks
