@@ -1,4 +1,4 @@
-/* The record of one report: what capture fills (shim/, GIL held, or the
+/* The record of one report: what capture fills (guard/, GIL held, or the
  * fatal-signal path) and what every consumer reads: the writers
  * (reports/report.h), the suppressions (detectors/suppress.h), the trace.
  * Plain data, every string a fixed-size buffer inside the struct, so a

@@ -59,7 +59,7 @@ unsigned long long tg_cuda_count(unsigned fn);
 /* The row whose name is `name`, -1 if none. */
 int tg_cuda_fn_index(const char *name);
 
-/* ---- interception internals (shim/interpose_*.c and unit tests) ------------- */
+/* ---- interception internals (loader/interpose_*.c and unit tests) ------------- */
 
 /* tg__real_dlsym, the dlsym every look-up of ours uses: core/real_sym.h. */
 

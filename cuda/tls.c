@@ -1,4 +1,4 @@
-/* The shim's thread-locals (the CUDA hooks' recording state, the stress and
+/* The CUDA side's thread-locals (the hooks' recording state, the stress and
  * CUPTI session clocks).  In the loader (libtunerguard.so), which the
  * dynamic loader maps at start-up, so initial-exec TLS always has its static
  * block there; the core library, dlopen'd late, has none of its own

@@ -1,7 +1,7 @@
 /* The writers that turn a report (struct tg_report, core/report_record.h)
  * into text (ThreadSanitizer-shaped) and JSON Lines, and the sink.
  *
- * Capture (shim/, GIL held) fills a struct tg_report; the writers only read
+ * Capture (guard/, GIL held) fills a struct tg_report; the writers only read
  * it.  All strings are fixed-size buffers inside the struct, so writing never
  * allocates.  The writers use write(2) and hand-formatted numbers only: they
  * are async-signal-safe, so the fatal-signal path can use them too. */

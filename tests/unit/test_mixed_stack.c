@@ -197,7 +197,7 @@ Test(mixed, writers_print_the_mixed_view)
     snprintf(e->native_sym[1], TG_SYM_LEN, "_PyEval_EvalFrameDefault+0x52 (" PY "+0x1b0052)");
     snprintf(e->native_sym[2], TG_SYM_LEN, "_PyFunction_Vectorcall+0x10 (" PY "+0x1b0010)");
     snprintf(e->native_sym[3], TG_SYM_LEN, "_PyEval_EvalFrameDefault.cold+0x5 (" PY "+0x1b1000)");
-    snprintf(e->native_file[0], TG_SRC_LEN, "shim/py_guard.c");
+    snprintf(e->native_file[0], TG_SRC_LEN, "guard/session.c");
     e->native_line[0] = 412;
     int rc;
     char *txt = fx_capture(tg_report_write_text, &r, &rc);
@@ -212,7 +212,7 @@ Test(mixed, writers_print_the_mixed_view)
     cr_assert_eq(rc, 0);
     const char *wantj =
         "\"mixed\":[{\"kind\":\"native\",\"index\":0,\"pc\":\"0x7f3a10003a1c\","
-        "\"symbol\":\"tg_guard_call+0x1a (libtunerguard.so+0x3a1c)\",\"file\":\"shim/py_guard.c\",\"line\":412},"
+        "\"symbol\":\"tg_guard_call+0x1a (libtunerguard.so+0x3a1c)\",\"file\":\"guard/session.c\",\"line\":412},"
         "{\"kind\":\"python\",\"index\":0,\"func\":\"run\",";
     cr_assert(strstr(js, wantj), "jsonl lacks:\n%s\n---- got:\n%s", wantj, js);
     cr_assert(strstr(js, "{\"kind\":\"python\",\"index\":3,\"func\":\"run\",\"file\":\"/usr/lib/python3.11/threading.py\",\"line\":975}]"));
