@@ -22,6 +22,8 @@
 #include "detectors/tuner_table.h"
 #include "guard/py_guard.h"
 #include "core/options.h"
+#include "core/insitu.h"
+#include "core/thread_state.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -231,5 +233,62 @@ static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg
  * on its behalf.  Any thread's own hook, without the GIL; reached through
  * cuda/listener.h. */
 void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+
+/* ---- calling the original (session.c, quiet.c) --------------------------- */
+
+typedef PyObject *(*tg__vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
+
+/* f: the function (vectorcall guard) or g->orig (descriptor guard). */
+static inline PyObject *tg__call_orig_(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+    if (g->orig_vc)
+        return ((tg__vectorcall_fn)g->orig_vc)(f, args, (size_t)nargs, kwnames);
+    if (tg_py.PyObject_Vectorcall) /* 3.11+ */
+        return tg_py.PyObject_Vectorcall(f, args, (size_t)nargs, kwnames);
+    if (g->orig_is_function && tg_py._PyFunction_Vectorcall)
+        return tg_py._PyFunction_Vectorcall(f, args, (size_t)nargs, kwnames);
+    /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
+     * helper takes the same vector and kwnames. */
+    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), f, args, nargs, kwnames);
+}
+
+static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
+{
+#ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
+    uint64_t s0 = TG_IS_TICKS();
+    PyObject *r = tg__call_orig_(g, f, args, nargs, kwnames);
+    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    return r;
+#else
+    return tg__call_orig_(g, f, args, nargs, kwnames);
+#endif
+}
+
+/* ---- detect's unregistered session (quiet.c) ----------------------------- */
+
+/* Slots of the registry that say their session showed evidence: an
+ * entering thread looks at the registry only while one does. */
+extern _Atomic uint32_t tg__quiet_evident;
+/* t's slot of the registry, claimed at its first unregistered session: 1,
+ * or 0 when the registry is full (t then registers its sessions).  GIL held. */
+int tg__quiet_slot(struct tg_thread *t);
+/* An outermost call that registers nothing unless it must.  0: done, *resp
+ * is the call's result; 1: it registered, and the caller leaves as a
+ * registered session does (session_exit, with *epochp).  GIL held. */
+int tg__quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
+                   Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
+/* Thread a's unregistered session on inst becomes a registered one; 0 when
+ * the table is full.  GIL held. */
+int tg__quiet_register(struct tg_thread *a, uintptr_t inst);
+/* Register the evident unregistered sessions inside inst for their threads,
+ * before t enters it.  GIL held. */
+void tg__quiet_adopt(uintptr_t inst, const struct tg_thread *t);
+/* The owner's session ended: its slot no longer speaks for it.  GIL held. */
+void tg__quiet_clear(struct tg_thread *t);
+void tg__quiet_atfork_child(void);
+/* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
+void tg__table_full(void);
 
 #endif

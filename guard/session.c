@@ -35,49 +35,6 @@
 #include <unistd.h>
 
 
-/* ---- calling the original ------------------------------------------------ */
-
-typedef PyObject *(*vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
-
-/* f: the function (vectorcall guard) or g->orig (descriptor guard). */
-static inline PyObject *call_orig_(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
-                                   PyObject *kwnames)
-{
-    if (g->orig_vc)
-        return ((vectorcall_fn)g->orig_vc)(f, args, (size_t)nargs, kwnames);
-    if (tg_py.PyObject_Vectorcall) /* 3.11+ */
-        return tg_py.PyObject_Vectorcall(f, args, (size_t)nargs, kwnames);
-    if (g->orig_is_function && tg_py._PyFunction_Vectorcall)
-        return tg_py._PyFunction_Vectorcall(f, args, (size_t)nargs, kwnames);
-    /* 3.9/3.10: PyObject_Vectorcall is an inline there; this exported
-     * helper takes the same vector and kwnames. */
-    return tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), f, args, nargs, kwnames);
-}
-
-static inline PyObject *call_orig(struct tg_guard *g, PyObject *f, PyObject *const *args, Py_ssize_t nargs,
-                                  PyObject *kwnames)
-{
-#ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
-    uint64_t s0 = TG_IS_TICKS();
-    PyObject *r = call_orig_(g, f, args, nargs, kwnames);
-    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
-    return r;
-#else
-    return call_orig_(g, f, args, nargs, kwnames);
-#endif
-}
-
-/* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
- * said once.  GIL held. */
-__attribute__((cold, noinline)) static void table_full(void)
-{
-    static int warned;
-    if (!warned) {
-        warned = 1;
-        tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
-    }
-}
-
 /* A call that returns without entering its tuner after a wait it abandoned:
  * the entry it got is given back if nobody uses it (looked up again: Python
  * code ran since).  GIL held. */
@@ -92,185 +49,17 @@ static PyObject *leave_unentered(PyObject *inst)
 static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
                               struct tg_occupant *o, uint32_t epoch, PyObject *res);
 
-/* ---- the unregistered session ------------------------------------------------
- *
- * detect mode, a tuned call: with several threads calling the same kernels,
- * every entry and leave wrote the tuner's shared line (its occupant count
- * and directory) and found it last written by another thread's CPU: two
- * cache-line transfers a call, the most of what detect cost the steady state
- * (docs/benchmarks.md).  So an outermost call on a tuner
- * nobody is registered in, by a thread that is not tuning, of a tuner whose
- * tuning methods are guarded (they say when a thread tunes: a Triton version
- * whose names tunerguard knows, Inductor's), registers nothing: it reads
- * the tuner's entry (shared, unwritten while everyone takes this path) and
- * keeps the session on its own record (quiet_*).  It registers, as the
- * session it is, as soon as it can matter to another thread:
- *   - it enters a tuning method (a cold key: prune_configs, _bench, ...),
- *     or any other guarded call: before that call goes on;
- *   - it returns and some thread began tuning during the call (the tuning
- *     epoch moved): then it registers and makes the check at return a
- *     registered session makes (a tuner left while another thread
- *     benchmarks in it: the race seen at exit);
- *   - its own CUDA hooks see it benchmark (a second launch, a synchronize):
- *     they cannot register it (no GIL), so they publish it on the thread's
- *     slot of a registry, and the next thread to enter a tuner registers
- *     the published sessions inside that tuner for their threads (adoption);
- *     the owner registers at return if nobody did.
- * A thread that tunes is registered, so another thread entering that tuner
- * finds it (nocc > 0) and takes the registered path: the race at entry is
- * found and reported as before.  What is not seen: overlaps of tuned calls
- * (low severity: counted only at verbosity 0, and verbosity >= 1 takes the
- * registered path), and these sessions in the tuner block of a fatal-signal
- * report.  Options that act on sessions (trace, stress, isolate_tuning,
- * targets= tuners without marked tuning methods) take the registered path. */
-
-/* The registry of threads that have had an unregistered session: a slot
- * each, claimed at its first (GIL held), never given back.  `evident` says
- * its current session showed benchmarking evidence in a CUDA hook (set by
- * the owner's hook without the GIL, cleared by the owner when the session
- * ends); quiet_evident counts the slots that say so, so that an entering
- * thread looks at the registry only while one does. */
-#define TG_QUIET_SLOTS 256
-struct quiet_slot {
-    struct tg_thread *t;
-    pid_t tid;                /* copied: the record is read only while it lives */
-    _Atomic uint32_t evident;
-} __attribute__((aligned(64))); /* each written by its own thread only */
-static struct quiet_slot quiet_slots[TG_QUIET_SLOTS];
-static int nquiet_slots;      /* GIL held */
-static _Atomic uint32_t quiet_evident;
-
+/* Whether this outermost call may run as detect's unregistered session
+ * (guard/quiet.c): a tuned call of a tuner whose tuning methods are guarded,
+ * by a thread that is not tuning, with no option that acts on sessions.
+ * Claims the thread's registry slot the first time.  GIL held. */
 static int quiet_eligible(struct tg_guard *g, struct tg_thread *t)
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->tuning_entry && !g->replacement && t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
           !tg_opts.isolate_tuning && !tg_trace_on && tg__guard_has_markers(g)))
         return 0;
-    if (__builtin_expect(t->quiet_slot <= 0, 0)) {
-        if (t->quiet_slot < 0 || nquiet_slots == TG_QUIET_SLOTS) {
-            t->quiet_slot = -1; /* the registry is full: this thread registers its sessions */
-            return 0;
-        }
-        struct quiet_slot *q = &quiet_slots[nquiet_slots];
-        q->t = t;
-        q->tid = t->tid;
-        t->quiet_slot = ++nquiet_slots;
-    }
-    return 1;
-}
-
-/* The owner's session ended (or registered and ended): its slot no longer
- * speaks for it.  GIL held. */
-static inline void quiet_clear(struct tg_thread *t)
-{
-    if (t->quiet_slot > 0 &&
-        __builtin_expect(__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
-        __atomic_fetch_sub(&quiet_evident, 1, __ATOMIC_SEQ_CST);
-}
-
-void tg__quiet_evidence(struct tg_thread *t, uint8_t bit)
-{
-    if (t->quiet_slot <= 0)
-        return;
-    if (!__atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
-        __atomic_fetch_add(&quiet_evident, 1, __ATOMIC_SEQ_CST);
-    /* Adopted meanwhile (quiet_adopt read the evidence fields before this
-     * bit was set, maybe): mark the slot it was given, as a registered
-     * session's hook does.  The adopter stores nheld after the slot. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) > 0)
-        tg_tuner_mark_evidence(t, bit);
-}
-
-/* Thread a's unregistered session on inst becomes a registered one: an
- * occupant of its tuner since it entered, held as an outermost session is.
- * Called by a itself, or for it by a thread entering inst (quiet_adopt)
- * while a is blocked without the GIL (in a CUDA call, say: its hooks read
- * quiet_inst and nheld, stored last).  Returns 0 when the table is full
- * (the session then stays unguarded).  GIL held. */
-static int quiet_register(struct tg_thread *a, uintptr_t inst)
-{
-    struct tg_tuner *u = tg_tuner_get(inst);
-    if (__builtin_expect(!u, 0)) {
-        table_full();
-        return 0;
-    }
-    struct tg_occupant *o = tg_tuner_enter(u, a, a->quiet_tstate, a->quiet_g, a->quiet_t0, 0);
-    a->held[0] = u;
-    a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
-    __atomic_store_n(&a->quiet_inst, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
-    return 1;
-}
-
-/* Before t enters inst while some unregistered session shows evidence: the
- * ones inside inst are registered for their threads, so that t's entry finds
- * them, with their evidence, as it finds any thread inside.  GIL held. */
-__attribute__((cold, noinline)) static void quiet_adopt(uintptr_t inst, const struct tg_thread *t)
-{
-    for (int i = 0; i < nquiet_slots; i++) {
-        struct quiet_slot *q = &quiet_slots[i];
-        if (!__atomic_load_n(&q->evident, __ATOMIC_SEQ_CST) || q->t == t)
-            continue;
-        if (!tg__tid_alive_cached(q->tid)) {
-            /* died inside: nothing to register, and the count it held goes */
-            if (__atomic_exchange_n(&q->evident, 0, __ATOMIC_SEQ_CST))
-                __atomic_fetch_sub(&quiet_evident, 1, __ATOMIC_SEQ_CST);
-            continue;
-        }
-        if (__atomic_load_n(&q->t->quiet_inst, __ATOMIC_RELAXED) == inst)
-            quiet_register(q->t, inst);
-    }
-}
-
-/* An outermost call that registers nothing unless it must (above).  GIL
- * held. */
-__attribute__((noinline)) static PyObject *quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst,
-                                                     PyObject *f, PyObject *const *args, Py_ssize_t nargs,
-                                                     PyObject *kwnames)
-{
-    if (__builtin_expect(t->last.kind == TG_CUDA_NONE, 0))
-        t->entry_device = tg_cuda_current_device(); /* as a registered entry (below) */
-    t->session_launches = 0;
-    if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
-        t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
-    const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
-    t->quiet_g = g;
-    t->quiet_tstate = tg_py.PyThreadState_Get();
-    t->quiet_t0 = tg_ticks();
-    __atomic_store_n(&t->quiet_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
-    t->depth++;
-    const unsigned forks = t->forks;
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
-    if (__builtin_expect(t->forks != forks, 0))
-        return res; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
-    if (t->quiet_inst == (uintptr_t)inst) {
-        /* Still unregistered: unless someone began tuning meanwhile, or its
-         * own hooks saw it benchmark, nothing to look at and nothing to give
-         * back. */
-        if (__builtin_expect(__atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) == epoch &&
-                                 !__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED),
-                             1)) {
-            __atomic_store_n(&t->quiet_inst, 0, __ATOMIC_RELAXED);
-            t->depth--;
-            return res;
-        }
-        if (!quiet_register(t, t->quiet_inst)) {
-            quiet_clear(t);
-            t->depth--;
-            return res;
-        }
-    } else if (t->nheld == 0) {
-        quiet_clear(t);
-        t->depth--; /* registration found the table full: unguarded */
-        return res;
-    }
-    /* Registered, during the call or just now: leave as a registered
-     * session does, with the epoch read at entry. */
-    struct tg_tuner *u = (struct tg_tuner *)t->held[0];
-    struct tg_occupant *o = t->held_slot[0] != 0xff ? &u->occ[t->held_slot[0]] : NULL;
-    return session_exit(g, t, inst, u, o, epoch, res);
+    return tg__quiet_slot(t);
 }
 
 /* ---- the guard itself ------------------------------------------------------ */
@@ -391,8 +180,8 @@ static PyObject *pass_through_full(struct tg_guard *g, struct tg_thread *t, PyOb
 {
     if (t->nheld == 0)
         tg__release_turn(t);
-    table_full();
-    return call_orig(g, f, args, nargs, kwnames);
+    tg__table_full();
+    return tg__call_orig(g, f, args, nargs, kwnames);
 }
 
 /* A signal handler's exception came out of our own Python code (a wait, a
@@ -424,7 +213,7 @@ static PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject 
         t->wrapped_busy = (uintptr_t)args[0];
         t->wrapped_by = g;
     }
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     t->wrapped_busy = saved_busy;
     t->wrapped_by = saved_by;
     return res;
@@ -438,13 +227,13 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
                              Py_ssize_t nargs, PyObject *kwnames)
 {
     if (__builtin_expect(t->quiet_inst != 0, 0))
-        quiet_register(t, t->quiet_inst);
+        tg__quiet_register(t, t->quiet_inst);
     if (t->tuning++ == 0) {
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
     }
     t->session_tuned = 1;
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     t->tuning--;
     return res;
 }
@@ -530,7 +319,7 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     }
     const unsigned forks = t->forks;
     t->depth++;
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(t->forks != forks, 0))
         return res; /* forked inside, and this is the child: see run_session */
     t->depth--;
@@ -601,7 +390,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     }
 
     const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
-    PyObject *res = call_orig(g, f, args, nargs, kwnames);
+    PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(t->forks != forks, 0)) {
         /* fork() inside the call, and this is the child: the tables, the
          * turn and t's holds were reset at fork (nothing of the parent's is
@@ -621,7 +410,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
                             Py_ssize_t nargs, PyObject *kwnames)
 {
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
-        return call_orig(g, f, args, nargs, kwnames);
+        return tg__call_orig(g, f, args, nargs, kwnames);
     if (__builtin_expect(g->chains, 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
@@ -635,14 +424,23 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
     }
 
     PyObject *inst = args[0];
-    if (__builtin_expect(__atomic_load_n(&quiet_evident, __ATOMIC_SEQ_CST) != 0, 0))
-        quiet_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
+    if (__builtin_expect(__atomic_load_n(&tg__quiet_evident, __ATOMIC_SEQ_CST) != 0, 0))
+        tg__quiet_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
     if (__builtin_expect(t->quiet_inst != 0, 0)) {
-        quiet_register(t, t->quiet_inst); /* a guarded call inside an unregistered session: the session registers first */
+        tg__quiet_register(t, t->quiet_inst); /* a guarded call inside an unregistered session: the session registers first */
     } else if (quiet_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
-        if (!q || (q->nocc == 0 && q->waiters == 0))
-            return quiet_call(g, t, inst, f, args, nargs, kwnames);
+        if (!q || (q->nocc == 0 && q->waiters == 0)) {
+            PyObject *res;
+            uint32_t epoch;
+            if (!tg__quiet_call(g, t, inst, f, args, nargs, kwnames, &res, &epoch))
+                return res;
+            /* Registered, during the call or just now: leave as a registered
+             * session does, with the epoch read at entry. */
+            struct tg_tuner *u = (struct tg_tuner *)t->held[0];
+            struct tg_occupant *o = t->held_slot[0] != 0xff ? &u->occ[t->held_slot[0]] : NULL;
+            return session_exit(g, t, inst, u, o, epoch, res);
+        }
     }
 
     struct tg_entry e = {0};
@@ -700,7 +498,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) {
         tg_tuning_session_end(t, inst); /* cuda/cuda_stress.h */
-        quiet_clear(t); /* an adopted session's published evidence */
+        tg__quiet_clear(t); /* an adopted session's published evidence */
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
@@ -715,11 +513,7 @@ void tg_guard_atfork_child(void)
     int guards_kept = tg__gstats.guards;
     memset(&tg__gstats, 0, sizeof tg__gstats);
     tg__gstats.guards = guards_kept;
-    /* The other threads are gone: their sessions too.  The forking thread's
-     * slot stays its own. */
-    for (int i = 0; i < nquiet_slots; i++)
-        __atomic_store_n(&quiet_slots[i].evident, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&quiet_evident, 0, __ATOMIC_RELAXED);
+    tg__quiet_atfork_child();
     tg__serialize_atfork_child();
 }
 

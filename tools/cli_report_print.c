@@ -287,6 +287,56 @@ static void *xcalloc(size_t n, size_t size)
     return p;
 }
 
+/* One kernel's entry of the JSON summary: its races, processes, ranks and
+ * first race.  vals: scratch of st->nraces longs. */
+static void put_kernel_json(struct cli_buf *bp, const struct state *st, const char *kernel, size_t k,
+                            const struct race *first, int n, int h, int s, long *vals)
+{
+    cli_buf_printf(bp, "%s{\"kernel\":", k ? "," : "");
+    cli_jput_str(bp, first->unnamed ? NULL : kernel);
+    cli_buf_puts(bp, ",\"tuner\":"); /* a tuner without a kernel name: its method */
+    cli_jput_str(bp, first->unnamed ? kernel : NULL);
+    cli_buf_printf(bp, ",\"races\":%d,\"high\":%d,\"low\":%d,\"serialized\":%d,\"pids\":", n, h, n - h, s);
+    put_longs(bp, vals, distinct(st, kernel, 0, vals, st->nraces), 1);
+    cli_buf_puts(bp, ",\"ranks\":");
+    put_longs(bp, vals, distinct(st, kernel, 1, vals, st->nraces), 1);
+    cli_buf_puts(bp, ",\"first\":{\"ts_ns\":");
+    if (first->ts >= 0)
+        cli_buf_printf(bp, "%lld", first->ts);
+    else
+        cli_buf_puts(bp, "null");
+    char when[32];
+    cli_buf_puts(bp, ",\"time\":");
+    cli_jput_str(bp, *local_time(first->wall, when, sizeof when) ? when : NULL);
+    cli_buf_printf(bp, ",\"pid\":%ld,\"file\":", first->pid);
+    cli_jput_str(bp, first->file);
+    cli_buf_puts(bp, ",\"location\":");
+    cli_jput_str(bp, first->where);
+    cli_buf_puts(bp, "}}");
+}
+
+/* One kernel's block of the text summary. */
+static void put_kernel_text(struct cli_buf *bp, const struct state *st, const char *kernel, const struct race *first,
+                            int n, int h, int s, long *vals)
+{
+    cli_buf_printf(bp, "\n%s '%s'%s: %d race%s (%d high, %d low, %d serialized)\n", first->unnamed ? "tuner" : "kernel",
+                   esc(kernel), first->unnamed ? " (no kernel name)" : "", n, n == 1 ? "" : "s", h, n - h, s);
+    cli_buf_puts(bp, "  processes: ");
+    put_longs(bp, vals, distinct(st, kernel, 0, vals, st->nraces), 0);
+    size_t nr = distinct(st, kernel, 1, vals, st->nraces);
+    if (nr) { /* no rank: no field */
+        cli_buf_puts(bp, "   ranks: ");
+        put_longs(bp, vals, nr, 0);
+    }
+    char when[32];
+    cli_buf_puts(bp, "\n  first: ");
+    if (*local_time(first->wall, when, sizeof when))
+        cli_buf_printf(bp, "%s, ", when);
+    cli_buf_printf(bp, "pid %ld in %s\n", first->pid, esc(first->file));
+    if (first->where && *first->where)
+        cli_buf_printf(bp, "  at: %s\n", esc(first->where));
+}
+
 void cli_report_print(const struct state *st, int as_json)
 {
     size_t nreports = st->nreports;
@@ -363,47 +413,10 @@ void cli_report_print(const struct state *st, int as_json)
             if (earlier(r, first))
                 first = r;
         }
-        if (as_json) {
-            cli_buf_printf(&b, "%s{\"kernel\":", k ? "," : "");
-            cli_jput_str(&b, first->unnamed ? NULL : kernels[k]);
-            cli_buf_puts(&b, ",\"tuner\":"); /* a tuner without a kernel name: its method */
-            cli_jput_str(&b, first->unnamed ? kernels[k] : NULL);
-            cli_buf_printf(&b, ",\"races\":%d,\"high\":%d,\"low\":%d,\"serialized\":%d,\"pids\":", n, h, n - h, s);
-            put_longs(&b, vals, distinct(st, kernels[k], 0, vals, st->nraces), 1);
-            cli_buf_puts(&b, ",\"ranks\":");
-            put_longs(&b, vals, distinct(st, kernels[k], 1, vals, st->nraces), 1);
-            cli_buf_puts(&b, ",\"first\":{\"ts_ns\":");
-            if (first->ts >= 0)
-                cli_buf_printf(&b, "%lld", first->ts);
-            else
-                cli_buf_puts(&b, "null");
-            char when[32];
-            cli_buf_puts(&b, ",\"time\":");
-            cli_jput_str(&b, *local_time(first->wall, when, sizeof when) ? when : NULL);
-            cli_buf_printf(&b, ",\"pid\":%ld,\"file\":", first->pid);
-            cli_jput_str(&b, first->file);
-            cli_buf_puts(&b, ",\"location\":");
-            cli_jput_str(&b, first->where);
-            cli_buf_puts(&b, "}}");
-        } else {
-            cli_buf_printf(&b, "\n%s '%s'%s: %d race%s (%d high, %d low, %d serialized)\n",
-                           first->unnamed ? "tuner" : "kernel", esc(kernels[k]),
-                           first->unnamed ? " (no kernel name)" : "", n, n == 1 ? "" : "s", h, n - h, s);
-            cli_buf_puts(&b, "  processes: ");
-            put_longs(&b, vals, distinct(st, kernels[k], 0, vals, st->nraces), 0);
-            size_t nr = distinct(st, kernels[k], 1, vals, st->nraces);
-            if (nr) { /* no rank: no field */
-                cli_buf_puts(&b, "   ranks: ");
-                put_longs(&b, vals, nr, 0);
-            }
-            char when[32];
-            cli_buf_puts(&b, "\n  first: ");
-            if (*local_time(first->wall, when, sizeof when))
-                cli_buf_printf(&b, "%s, ", when);
-            cli_buf_printf(&b, "pid %ld in %s\n", first->pid, esc(first->file));
-            if (first->where && *first->where)
-                cli_buf_printf(&b, "  at: %s\n", esc(first->where));
-        }
+        if (as_json)
+            put_kernel_json(&b, st, kernels[k], k, first, n, h, s, vals);
+        else
+            put_kernel_text(&b, st, kernels[k], first, n, h, s, vals);
     }
     if (as_json) {
         cli_buf_puts(&b, "],\"fatal\":[");

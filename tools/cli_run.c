@@ -198,7 +198,17 @@ static void absolute(const char *cwd, const char *p, char *out, size_t n)
         snprintf(out, n, "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", p);
 }
 
-int cli_run(int argc, char **argv)
+/* run's flags, up to the program. */
+struct run_args {
+    const char *mode, *report_dir;
+    int stress, trace;
+    struct cli_buf extra; /* ":K=V" per --option */
+    int prog;             /* argv index of the program */
+};
+
+/* Parse run's flags into *ra.  -1 on success; else the exit status to
+ * return (help printed, or a usage error said). */
+static int parse_run_args(int argc, char **argv, struct run_args *ra)
 {
     const char *mode = NULL, *report_dir = NULL;
     int stress = 0, trace = 0;
@@ -237,6 +247,21 @@ int cli_run(int argc, char **argv)
     }
     if (i >= argc)
         return cli_usage("run", "no program given");
+    *ra = (struct run_args){.mode = mode, .report_dir = report_dir, .stress = stress, .trace = trace,
+                            .extra = extra, .prog = i};
+    return -1;
+}
+
+int cli_run(int argc, char **argv)
+{
+    struct run_args ra = {0};
+    int done = parse_run_args(argc, argv, &ra);
+    if (done >= 0)
+        return done;
+    const char *mode = ra.mode, *report_dir = ra.report_dir;
+    int stress = ra.stress, trace = ra.trace;
+    struct cli_buf extra = ra.extra;
+    int i = ra.prog;
 
     char lib[4096];
     if (cli_find_lib(lib, sizeof lib) < 0) {
