@@ -42,7 +42,6 @@ int tg_log_stderr_moved(void)
  * neither be split in two nor drive the terminal. */
 static void vline(const char *fmt, va_list ap)
 {
-    static const char hex[] = "0123456789abcdef";
     char raw[1024], buf[1280];
     if (stderr_closed)
         return;                      /* fd 2 is the program's own file */
@@ -50,17 +49,8 @@ static void vline(const char *fmt, va_list ap)
     int m = vsnprintf(raw, sizeof raw, fmt, ap);
     size_t rlen = m < 0 ? 0 : (size_t)m < sizeof raw ? (size_t)m : sizeof raw - 1;
     size_t len = (size_t)snprintf(buf, sizeof buf, "tunerguard: ");
-    for (size_t i = 0; i < rlen && len + 5 < sizeof buf; i++) {
-        unsigned char c = (unsigned char)raw[i];
-        if (c < 0x20 || c == 0x7f) {
-            buf[len++] = '\\';
-            buf[len++] = 'x';
-            buf[len++] = hex[c >> 4];
-            buf[len++] = hex[c & 15];
-        } else {
-            buf[len++] = (char)c;
-        }
-    }
+    tg_options_escape(raw, rlen, buf + len, sizeof buf - len - 1); /* control bytes as \xNN */
+    len += strlen(buf + len);
     buf[len++] = '\n';
     const char *p = buf;
     while (len > 0) {
