@@ -64,6 +64,19 @@ static int quiet_eligible(struct tg_guard *g, struct tg_thread *t)
 
 /* ---- the guard itself ------------------------------------------------------ */
 
+#ifdef TG_INSITU
+/* The profile build (core/insitu.h): a guarded call's own cycles, the
+ * original's apart.  Nested guarded calls ran inside this one's original and
+ * set insitu_orig before it did: what is there now is this call's. */
+static inline void insitu_count(struct tg_thread *t, uint64_t is0)
+{
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+}
+#endif
+
 /* The original takes self first: rebuild the vector [self, args..., kwargs...].
  * A method descriptor's caller keeps self right before args (descrobject.c
  * passes args + 1), but that is CPython's detail, so copy: on the stack up to
@@ -102,12 +115,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
 #ifdef TG_INSITU
-    /* Nested guarded calls ran inside this one's original and set
-     * insitu_orig before it did: what is there now is this call's. */
-    const uint64_t wall = TG_IS_TICKS() - is0;
-    tg__insitu_add(t, TG_IS_GCALLS, 1);
-    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
-    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+    insitu_count(t, is0);
 #endif
     return res;
 }
@@ -128,11 +136,8 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
     t->guard_frames--;
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
-#ifdef TG_INSITU /* as tg__guard_entry */
-    const uint64_t wall = TG_IS_TICKS() - is0;
-    tg__insitu_add(t, TG_IS_GCALLS, 1);
-    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
-    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+#ifdef TG_INSITU
+    insitu_count(t, is0);
 #endif
     return res;
 }
