@@ -9,7 +9,8 @@ unless --root says otherwise (`tools/dev sid-root` makes it once with
 debootstrap).  COMMAND runs chrooted there in a mount namespace of its own
 (unshare --mount, propagation private): each --bind PATH (the checkout, the
 build) is bind-mounted at the same path inside the root, with /proc, /dev
-(recursively) and a fresh tmpfs on /tmp; it starts in the same working
+(recursively) and a fresh tmpfs on /tmp (mounted first, so a bind under /tmp
+stays visible); it starts in the same working
 directory where that is inside a bind, else in /.  Nothing is mounted outside that
 namespace, so every mount goes away with the command, however it ends; the
 only trace in the root is the empty directories the bind targets need.
@@ -45,14 +46,15 @@ SETUP = r'''
 root=$1; cwd=$2; shift 2
 fail() { echo "run_in_root: SKIPPED: $1" >&2; exit 77; }
 mount --make-rprivate / 2>/dev/null || true
+mount -t proc proc "$root/proc" || fail "cannot mount /proc in $root"
+mount --rbind /dev "$root/dev" || fail "cannot bind-mount /dev in $root"
+mount -t tmpfs -o mode=1777 tmpfs "$root/tmp" || fail "cannot mount a tmpfs on $root/tmp"
+# The binds last: a checkout under /tmp lands on the tmpfs, not under it.
 while [ "$1" != -- ]; do
     mkdir -p "$root$1" && mount --bind "$1" "$root$1" || fail "cannot bind-mount $1 into $root"
     shift
 done
 shift
-mount -t proc proc "$root/proc" || fail "cannot mount /proc in $root"
-mount --rbind /dev "$root/dev" || fail "cannot bind-mount /dev in $root"
-mount -t tmpfs -o mode=1777 tmpfs "$root/tmp" || fail "cannot mount a tmpfs on $root/tmp"
 exec chroot "$root" /bin/sh -c 'cd "$0" 2>/dev/null || cd /; exec "$@"' "$cwd" "$@"
 '''
 
