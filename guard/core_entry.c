@@ -84,6 +84,7 @@ static const struct tg_core_api api = {
     .arm_guard_module = tg__arm_guard_module,
     .arm_find_target_spec = tg__arm_find_target_spec,
     .arm_exit_summary = tg__arm_exit_summary_core,
+    .arm_finalizing = tg__arm_finalizing_core,
     .cupti_maybe_start = tg_cupti_maybe_start,
     .cuda_wrap = tg__cuda_wrap,
     .cuda_init_loaded = tg__cuda_init_loaded,

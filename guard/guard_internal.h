@@ -144,9 +144,13 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
 /* ---- guard_setattr.c ------------------------------------------------------ */
 
 /* From the first guard on: class attribute assignments reach
- * tg__guard_class_setattr (type's tp_setattro, hooked; restored at exit).
+ * tg__guard_class_setattr (type's tp_setattro, hooked; given back when the
+ * interpreter finalizes).
  * Once; GIL held. */
 void tg__guard_watch_setattr(void);
+/* Give type's tp_setattro back (and everything switched with it).  When
+ * the interpreter finalizes, objects still alive; GIL held; idempotent. */
+void tg__guard_unwatch_setattr(void);
 
 /* ---- report_capture.c ----------------------------------------------------- */
 

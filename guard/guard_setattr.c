@@ -15,8 +15,8 @@
  *   - the d_wrapped of type.__dict__['__setattr__'] and ['__delattr__']
  *     (what `type.__setattr__(cls, name, value)` and a metaclass's
  *     `super().__setattr__` / `super().__delattr__` call: Enum's).
- * At exit (an atexit function of Python's, before finalization) all three
- * go back to the original.  Nothing is hooked when any of them does not look
+ * When the interpreter finalizes (the audit hooks' clearing, while objects
+ * still live: loader/py_arm.c) all three go back to the original.  Nothing is hooked when any of them does not look
  * as expected.
  *
  * The layouts read, the same on 3.9 to 3.13 with a GIL: a type object's
@@ -86,18 +86,12 @@ static void switch_all(setattro_fn from, setattro_fn to)
             *wrapped_of(wrappers[i]) = to;
 }
 
-/* atexit: everything back as it was. */
-static PyObject *unwatch(PyObject *self, PyObject *unused)
+void tg__guard_unwatch_setattr(void)
 {
-    (void)self;
-    (void)unused;
-    if (orig_setattro)
-        switch_all(hook, orig_setattro);
-    tg_py.Py_IncRef(tg_py.none);
-    return tg_py.none;
+    static int done;
+    if (orig_setattro && !done++)
+        switch_all(hook, orig_setattro); /* orig_setattro stays: a slot missed here still calls it */
 }
-
-static PyMethodDef unwatch_def = {"_tunerguard_unwatch", (void *)unwatch, TG_METH_NOARGS, NULL};
 
 /* Is w one of type's own wrappers of the slot, holding the original? */
 static int wrapper_as_expected(PyObject *w)
@@ -133,20 +127,15 @@ void tg__guard_watch_setattr(void)
             tg_py.Py_DecRef(key);
     }
     subclasses_of = tg_py.PyObject_GetAttrString(type_type, "__subclasses__");
-    PyObject *atexit = tg_py.PyImport_ImportModule("atexit");
-    PyObject *fn = tg_py.PyCFunction_NewEx(&unwatch_def, NULL, NULL);
-    PyObject *reg = atexit && fn ? tg_py.PyObject_CallMethod(atexit, "register", "O", fn) : NULL;
     tg_py.PyErr_Clear();
-    if (orig_setattro && wrappers_ok && subclasses_of && reg) {
+    if (orig_setattro && wrappers_ok && subclasses_of) {
         switch_all(orig_setattro, hook);
     } else {
         tg__info(1, "cannot watch class attribute assignments; a guarded method replaced by the program is "
                     "guarded at its first call through the original");
         orig_setattro = NULL;
     }
-    PyObject *objs[] = {reg, fn, atexit, dict};
-    for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++)
-        if (objs[i])
-            tg_py.Py_DecRef(objs[i]);
+    if (dict)
+        tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();
 }

@@ -22,6 +22,7 @@
 #include "core/options.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "guard/guard_internal.h"
 #include "guard/py_guard.h"
 #include "guard/lifecycle.h"
 #include "detectors/tuner_table.h"
@@ -453,6 +454,12 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
 void tg_arm_atfork_child(void)
 {
     summary_done = 0;
+}
+
+void tg__arm_finalizing_core(void)
+{
+    tg__guard_unwatch_setattr();
+    tg__arm_exit_summary_core();
 }
 
 void tg__arm_exit_summary_core(void)

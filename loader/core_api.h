@@ -73,6 +73,7 @@ struct tg_core_api {
     int (*arm_guard_module)(const char *name, PyObject *mod, int executed);
     PyObject *(*arm_find_target_spec)(PyObject *fullname, PyObject *path, PyObject *target);
     void (*arm_exit_summary)(void);
+    void (*arm_finalizing)(void);               /* the interpreter finalizes, objects still alive */
     int (*cupti_maybe_start)(int check_loaded);
     void *(*cuda_wrap)(void *p);
     int (*cuda_init_loaded)(void);

@@ -417,7 +417,9 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         }
         tg_py.PyErr_Clear();
     } else if (strcmp(event, ev_clear_hooks) == 0) {
-        tg_arm_exit_summary();
+        const struct tg_core_api *core = tg_core_loaded();
+        if (core) /* else nothing was guarded, reported, traced or serialized */
+            core->arm_finalizing();
         return 0;
     }
     if (tg_opts.cupti)

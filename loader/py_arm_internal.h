@@ -49,5 +49,9 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
 /* The exit summary proper (tg_arm_exit_summary, py_arm.h, calls it when the
  * core is loaded: without it nothing was reported or serialized). */
 void tg__arm_exit_summary_core(void);
+/* The interpreter finalizes (its audit hooks are being cleared; objects
+ * still alive, GIL held): what tunerguard changed in it goes back, then the
+ * exit summary. */
+void tg__arm_finalizing_core(void);
 
 #endif

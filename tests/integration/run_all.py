@@ -1092,8 +1092,9 @@ def check_guard_identity(ctx):
     isfunction, the signature, a class that borrows it, MagicMock(spec=)),
     and stays guarded.  3.11 (a method descriptor there): only guarded."""
     res = ctx.run_py('''
-        import inspect
+        import atexit, inspect
         from unittest import mock
+        n_atexit = atexit._ncallbacks()
         from triton.runtime.autotuner import Autotuner
         import triton.runtime.autotuner as mod
         print("GUARDED", is_guarded(Autotuner), is_guarded(Autotuner, "warmup"))
@@ -1117,9 +1118,11 @@ def check_guard_identity(ctx):
         probe("DUCK", lambda: Duck().run(1))
         probe("MOCK", lambda: type(mock.MagicMock(spec=Autotuner).run(1)).__name__)
         race_once(Autotuner(my_kernel))
+        print("ATEXIT", atexit._ncallbacks() - n_atexit)
         print("DONE")
     ''', options=opts())
     expect(res.rc == 0 and "DONE" in res.out and "GUARDED True True" in res.out, "program ran, guarded", res)
+    expect("ATEXIT 0" in res.out, "no atexit function of tunerguard's", res)
     _, text = only_report(res)
     expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1, "the race is reported", res)
     if "MINOR 11" in res.out:
