@@ -128,24 +128,7 @@ int clock_gettime(clockid_t clk, struct timespec *ts)
 
 /* ---- the GIL and the rest of the C API the waits use ------------------------ */
 
-static pthread_mutex_t gil = PTHREAD_MUTEX_INITIALIZER;
-static PyThreadState *save_thread(void)
-{
-    pthread_mutex_unlock(&gil);
-    return (PyThreadState *)&gil;
-}
-static void restore_thread(PyThreadState *ts)
-{
-    (void)ts;
-    pthread_mutex_lock(&gil);
-}
-static int audit(const char *e, const char *f, ...)
-{
-    (void)e;
-    (void)f;
-    return 0;
-}
-static void err_clear(void) {}
+#include "fake_gil.h"
 static int check_signals(void) { return 0; }
 
 static void setup(void)

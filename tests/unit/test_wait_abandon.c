@@ -25,24 +25,7 @@
 #include "detectors/tuner_table.h"
 #include "guard/serialize_wait.h"
 
-static pthread_mutex_t gil = PTHREAD_MUTEX_INITIALIZER;
-static PyThreadState *save_thread(void)
-{
-    pthread_mutex_unlock(&gil);
-    return (PyThreadState *)&gil;
-}
-static void restore_thread(PyThreadState *ts)
-{
-    (void)ts;
-    pthread_mutex_lock(&gil);
-}
-static int audit(const char *e, const char *f, ...)
-{
-    (void)e;
-    (void)f;
-    return 0;
-}
-static void err_clear(void) {}
+#include "fake_gil.h"
 
 static struct tg_tuner u;
 static struct tg_thread *holder;               /* this test's thread: holds u until the signal check */
