@@ -126,8 +126,14 @@ static void hook_subclasses(PyObject *base)
     for (int i = 0; i < nbases; i++)
         if (bases[i].cls == base)
             return;
-    if (nbases == TG_MAX_BASES)
+    if (nbases == TG_MAX_BASES) {
+        static int said;
+        if (!said)
+            tg__warn("cannot watch subclasses of more than %d guarded classes; overrides defined later in "
+                     "subclasses of the others run unguarded", TG_MAX_BASES);
+        said = 1;
         return;
+    }
     struct base *b = &bases[nbases];
     memset(b, 0, sizeof *b);
     b->cls = base;
@@ -294,6 +300,76 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
         tg_py.Py_DecRef(dict);
 }
 
+/* Guard cls, the class of the targets whose base it is (set before): its
+ * target methods, Triton's tuning methods on a built-in target's class, its
+ * subclasses now and later. */
+static void arm_class(PyObject *cls, int user, const char *why)
+{
+    guard_family_methods(cls, cls, why);
+    if (!user)
+        tg_guard_install_markers(cls);
+    for (int j = 0; j < tg__arm_ntargets; j++) /* the targets sharing the class */
+        if (tg__arm_targets[j].base == cls)
+            say_unguarded(&tg__arm_targets[j], cls);
+    guard_existing_subclasses(cls, cls, 0);
+    if (family_guarded(cls))
+        hook_subclasses(cls); /* not for a class that refused its guard: nothing of it to follow */
+}
+
+/* Is there a target entry for module:qual.method whose class is cls? */
+static int has_target(const struct tg__arm_target *t, PyObject *cls)
+{
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (tg__arm_targets[i].base == cls && strcmp(tg__arm_targets[i].module, t->module) == 0 &&
+            strcmp(tg__arm_targets[i].cls, t->cls) == 0 && strcmp(tg__arm_targets[i].method, t->method) == 0)
+            return 1;
+    return 0;
+}
+
+/* Module `name` ran again (importlib.reload, or imported anew after its
+ * sys.modules entry was deleted): its classes are new objects, which the
+ * targets found before do not name.  Each target class that is a new class
+ * gets an entry of its own, guarded as the first one was; the old classes
+ * stay guarded for the instances made from them.  One line when the table
+ * is full.  GIL held; the thread is busy. */
+static void arm_reloaded(const char *name, PyObject *mod)
+{
+    const int n = tg__arm_ntargets;
+    for (int i = 0; i < n; i++) {
+        struct tg__arm_target *t = &tg__arm_targets[i];
+        if (!t->base || strcmp(t->module, name) != 0)
+            continue;
+        PyObject *cls = get_dotted(mod, t->cls);
+        if (!cls || cls == t->base || !tg_guard_is_class(cls) || has_target(t, cls)) {
+            if (cls)
+                tg_py.Py_DecRef(cls);
+            continue;
+        }
+        if (tg__arm_ntargets == TG_MAX_TARGETS) {
+            static int said;
+            if (!said)
+                tg__warn("%s was run again (a reload): the table of guarded targets is full (%d), so its new "
+                         "class %s runs unguarded", name, TG_MAX_TARGETS, t->cls);
+            said = 1;
+            tg_py.Py_DecRef(cls);
+            continue;
+        }
+        struct tg__arm_target *nt = &tg__arm_targets[tg__arm_ntargets++];
+        *nt = *t;
+        nt->base = cls; /* keeps the reference */
+        nt->said = 0;
+    }
+    for (int i = n; i < tg__arm_ntargets; i++) { /* each new class once */
+        int first = 1;
+        for (int j = n; j < i && first; j++)
+            first = tg__arm_targets[j].base != tg__arm_targets[i].base;
+        if (first) {
+            tg__info(2, "%s ran again: guarding its new class %s", name, tg__arm_targets[i].cls);
+            arm_class(tg__arm_targets[i].base, tg__arm_targets[i].user, "target, module run again");
+        }
+    }
+}
+
 /* See loader/py_arm_internal.h.  The loader resolved the rest of the API
  * table (tg_py_resolve_guards) before calling. */
 int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
@@ -345,16 +421,10 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
                 tg__arm_targets[j].base = cls;
                 tg_py.Py_IncRef(cls);
             }
-        guard_family_methods(cls, cls, "target");
-        if (!t->user)
-            tg_guard_install_markers(cls);
-        for (int j = 0; j < tg__arm_ntargets; j++) /* t and the targets sharing its class */
-            if (tg__arm_targets[j].base == cls)
-                say_unguarded(&tg__arm_targets[j], cls);
-        guard_existing_subclasses(cls, cls, 0);
-        if (family_guarded(cls))
-            hook_subclasses(cls); /* not for a class that refused its guard: nothing of it to follow */
+        arm_class(cls, t->user, "target");
     }
+    if (mod && executed)
+        arm_reloaded(name, mod);
     tg_py.PyErr_Clear();
     if (mod)
         tg_py.Py_DecRef(mod);

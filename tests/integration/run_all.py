@@ -813,6 +813,32 @@ def check_import_importlib(ctx):
     expect(text.count("WARNING: tunerguard") == 1, "race reported", res)
 
 
+def check_import_module_run_again(ctx):
+    """The target module runs again (importlib.reload; deleted from
+    sys.modules and imported anew): its new Autotuner class, a subclass of
+    it defined after, and the class of the first import are all guarded, and
+    a race on the new class is reported."""
+    for how in ("importlib.reload(A)", "(sys.modules.pop('triton.runtime.autotuner'), "
+                "importlib.import_module('triton.runtime.autotuner'))[1]"):
+        res = ctx.run_py('''
+            import importlib, sys
+            A = importlib.import_module("triton.runtime.autotuner")
+            Old = A.Autotuner
+            B = %s
+            assert B.Autotuner is not Old, "the module did not run again"
+            class Sub(B.Autotuner):
+                def run(self, *a, **k):
+                    return super().run(*a, **k)
+            print("GUARDED", is_guarded(Old), is_guarded(B.Autotuner), is_guarded(Sub))
+            race_once(Sub(my_kernel))
+            print("DONE")
+        ''' % how, options=opts())
+        expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+        expect("GUARDED True True True" in res.out, "old class, new class and its subclass guarded", res)
+        _, text = only_report(res)
+        expect(text.count("WARNING: tunerguard") == 1, "the race on the new class reported", res)
+
+
 SUB_PROG = '''
     from triton.runtime.autotuner import Autotuner
     class CachedAutotuner(Autotuner):
@@ -2065,7 +2091,7 @@ CHECKS = {
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],
-    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_subclass_race,
+    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet,
