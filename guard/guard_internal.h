@@ -148,9 +148,20 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
  * interpreter finalizes).
  * Once; GIL held. */
 void tg__guard_watch_setattr(void);
-/* Give type's tp_setattro back (and everything switched with it).  When
- * the interpreter finalizes, objects still alive; GIL held; idempotent. */
+/* Give type's tp_setattro and tp_new back (and everything switched with
+ * them).  When the interpreter finalizes, objects still alive; GIL held;
+ * idempotent. */
 void tg__guard_unwatch_setattr(void);
+
+/* Classes made from here on reach tg__guard_class_made (type's tp_new,
+ * hooked; given back with tp_setattro).  Returns 1 when it is on.  GIL
+ * held; the first call hooks, later ones answer. */
+int tg__guard_watch_new(void);
+
+/* A class was just made (type.__new__ with three arguments, any
+ * metaclass): the overrides of a guarded family it derives from are guarded
+ * (py_arm_guard.c).  GIL held. */
+void tg__guard_class_made(PyObject *cls);
 
 /* ---- report_capture.c ----------------------------------------------------- */
 

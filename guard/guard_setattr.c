@@ -19,9 +19,18 @@
  * still live: loader/py_arm.c) all three go back to the original.  Nothing is hooked when any of them does not look
  * as expected.
  *
- * The layouts read, the same on 3.9 to 3.13 with a GIL: a type object's
- * tp_setattro is its 20th pointer-sized field; a wrapper descriptor is a
- * PyDescr_COMMON (header, d_type, d_name, d_qualname), d_base, d_wrapped.
+ * The subclass watch: a class made from a guarded one (`class
+ * Mine(Autotuner)`, also later) has its overrides guarded as it is made.
+ * type's tp_new is hooked the same way (type's own slot and every metaclass
+ * that inherited it; type.__new__ reads the slot of type at each call), so
+ * that nothing is put in a guarded class's __dict__ (an __init_subclass__
+ * would be seen by vars() and inspect); tg__guard_class_made (py_arm_guard.c)
+ * gets each class made.  Given back with the other hook.
+ *
+ * The layouts read, the same on 3.9 to 3.14 with a GIL: a type object's
+ * tp_setattro is its 20th pointer-sized field and tp_new its 40th; a wrapper
+ * descriptor is a PyDescr_COMMON (header, d_type, d_name, d_qualname),
+ * d_base, d_wrapped.
  *
  * Everything here: GIL held. */
 #include "guard/guard_internal.h"
@@ -33,8 +42,11 @@
 #include <string.h>
 
 typedef int (*setattro_fn)(PyObject *, PyObject *, PyObject *);
+typedef PyObject *(*new_fn)(PyObject *, PyObject *, PyObject *);
+typedef void (*any_fn)(void);
 
 static setattro_fn orig_setattro;
+static new_fn orig_new;
 static PyObject *type_type;       /* &PyType_Type */
 /* type.__dict__['__setattr__'] and ['__delattr__'] (strong): both wrap
  * tp_setattro */
@@ -42,9 +54,18 @@ static const char *const wrapper_names[2] = {"__setattr__", "__delattr__"};
 static PyObject *wrappers[2];
 static PyObject *subclasses_of;   /* type.__subclasses__, unbound (strong) */
 
+#define TG_SLOT_SETATTRO 19
+#define TG_SLOT_NEW 39
+
+/* The slot at pointer-sized field `index` of a type object. */
+static inline any_fn *slot_at(PyObject *type, int index)
+{
+    return (any_fn *)(void *)((char *)type + (size_t)index * sizeof(void *));
+}
+
 static inline setattro_fn *slot_of(PyObject *type)
 {
-    return (setattro_fn *)(void *)((char *)type + 19 * sizeof(void *));
+    return (setattro_fn *)(void *)slot_at(type, TG_SLOT_SETATTRO);
 }
 
 static inline setattro_fn *wrapped_of(PyObject *wrapper)
@@ -60,12 +81,22 @@ static int hook(PyObject *cls, PyObject *name, PyObject *value)
     return rc;
 }
 
-/* Every metaclass under t (t included) whose slot is `from` gets `to`.
- * type.__subclasses__(t): the metaclasses made from t, directly. */
-static void retarget(PyObject *t, setattro_fn from, setattro_fn to, int depth)
+/* type(name, bases, namespace) made a class: handed on.  Any other call
+ * (type(x), a failure) is type's own business. */
+static PyObject *new_hook(PyObject *meta, PyObject *args, PyObject *kwds)
 {
-    if (*slot_of(t) == from)
-        *slot_of(t) = to;
+    PyObject *made = orig_new(meta, args, kwds);
+    if (made && args && tg_py.PyTuple_Size(args) == 3)
+        tg__guard_class_made(made);
+    return made;
+}
+
+/* Every metaclass under t (t included) whose slot `index` is `from` gets
+ * `to`.  type.__subclasses__(t): the metaclasses made from t, directly. */
+static void retarget(PyObject *t, int index, any_fn from, any_fn to, int depth)
+{
+    if (*slot_at(t, index) == from)
+        *slot_at(t, index) = to;
     if (depth > 32)
         return;
     PyObject *subs = tg_py.PyObject_CallFunctionObjArgs(subclasses_of, t, NULL);
@@ -74,13 +105,13 @@ static void retarget(PyObject *t, setattro_fn from, setattro_fn to, int depth)
         return;
     }
     for (Py_ssize_t i = 0, n = tg_py.PyList_Size(subs); i < n; i++)
-        retarget(tg_py.PyList_GetItem(subs, i), from, to, depth + 1);
+        retarget(tg_py.PyList_GetItem(subs, i), index, from, to, depth + 1);
     tg_py.Py_DecRef(subs);
 }
 
 static void switch_all(setattro_fn from, setattro_fn to)
 {
-    retarget(type_type, from, to, 0);
+    retarget(type_type, TG_SLOT_SETATTRO, (any_fn)from, (any_fn)to, 0);
     for (int i = 0; i < 2; i++)
         if (*wrapped_of(wrappers[i]) == from)
             *wrapped_of(wrappers[i]) = to;
@@ -89,8 +120,31 @@ static void switch_all(setattro_fn from, setattro_fn to)
 void tg__guard_unwatch_setattr(void)
 {
     static int done;
-    if (orig_setattro && !done++)
-        switch_all(hook, orig_setattro); /* orig_setattro stays: a slot missed here still calls it */
+    if (done++)
+        return;
+    /* the originals stay: a slot missed here still calls them */
+    if (orig_setattro)
+        switch_all(hook, orig_setattro);
+    if (orig_new)
+        retarget(type_type, TG_SLOT_NEW, (any_fn)new_hook, (any_fn)orig_new, 0);
+}
+
+int tg__guard_watch_new(void)
+{
+    static int done, on;
+    if (done++)
+        return on;
+    tg__guard_watch_setattr(); /* type and type.__subclasses__ */
+    if (!type_type || !subclasses_of)
+        return 0;
+    orig_new = *(new_fn *)(void *)slot_at(type_type, TG_SLOT_NEW);
+    if (!orig_new) {
+        tg__info(1, "cannot watch classes as they are made: type has no tp_new");
+        return 0;
+    }
+    retarget(type_type, TG_SLOT_NEW, (any_fn)orig_new, (any_fn)new_hook, 0);
+    on = 1;
+    return 1;
 }
 
 /* Is w one of type's own wrappers of the slot, holding the original? */

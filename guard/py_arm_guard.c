@@ -121,6 +121,23 @@ static PyObject *init_subclass_hook(PyObject *capsule, PyObject *args, PyObject 
     return chained;
 }
 
+/* See guard/guard_internal.h.  Each watched base cls derives from (cls
+ * itself aside: a reloaded module's class is armed as a target). */
+void tg__guard_class_made(PyObject *cls)
+{
+    struct tg_thread *t = tg__self();
+    if (t->busy || tg_opts.mode == TG_MODE_OFF)
+        return;
+    t->busy++;
+    for (int i = 0; i < nbases; i++)
+        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls))
+            guard_family_methods(cls, bases[i].cls, "subclass defined");
+    t->busy--;
+}
+
+/* Watch base's subclasses made from now on: type's tp_new hooked
+ * (guard_setattr.c), else, where that cannot be, an __init_subclass__ put
+ * on base (seen by vars() and inspect). */
 static void hook_subclasses(PyObject *base)
 {
     for (int i = 0; i < nbases; i++)
@@ -138,6 +155,10 @@ static void hook_subclasses(PyObject *base)
     memset(b, 0, sizeof *b);
     b->cls = base;
     tg_py.Py_IncRef(base);
+    if (tg__guard_watch_new()) {
+        nbases++; /* classes made from it reach tg__guard_class_made */
+        return;
+    }
     PyObject *dict = tg_py.PyObject_GetAttrString(base, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString("__init_subclass__");
     b->orig_init_subclass = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
