@@ -10,10 +10,13 @@
  *                       loader's exec_module so we guard right after it ran
  *   "import" event   -> fallback when the finder is bypassed: the module is
  *                       pending and guarded at the next chance
- *   __init_subclass__ on each guarded base -> guard overrides in subclasses
- *                       defined later (flash-linear-attention's CachedAutotuner)
- *   a guarded call that finds its class attribute replaced (seeds/001's lock
- *                       patch) guards the new one too (guard/guard_install.c)
+ *   type's tp_new    -> a class made from a guarded one: its overrides are
+ *                       guarded (flash-linear-attention's CachedAutotuner;
+ *                       guard/guard_setattr.c)
+ *   type's tp_setattro -> a guarded method replaced on its class (seeds/001's
+ *                       lock patch): the new one is guarded too
+ *   the finder again -> a target module run again (importlib.reload): its new
+ *                       classes are guarded as the first ones were
  *
  * In a process that imports no target, only this file's code runs: the core
  * is never loaded.  Every function here runs with the GIL held, from the
