@@ -141,6 +141,9 @@ struct tg_report {
     int seen_at_exit;          /* TG_REPORT_RACE: seen when the thread inside returned
                                   (clearing the tuner's arguments) while the entering
                                   thread was benchmarking, not at the entry */
+    int declared;              /* the tuner was declared with targets= (none of the built-in ones) */
+    char step[64];             /* TG_REPORT_RACE on a declared tuner: the tuning step (tuning=)
+                                  the thread inside was in, "Tuner.measure"; "" none */
     char tuner_class[96];      /* e.g. "triton.runtime.autotuner.Autotuner" */
     char method[64];           /* e.g. "Autotuner.run" */
     char kernel[128];          /* kernel function name, "?" if unknown */

@@ -73,6 +73,13 @@ struct tg_guard {
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
                              frame walk (tg__other_is_tuning) */
+    int declared;         /* installed for a targets= entry (or a subclass's
+                             override of one) on a class that derives from no
+                             built-in tuner: a tuner the user declared.  Its
+                             overlaps are races (high severity) unless its
+                             tuning step is named (tuning=: then it is also
+                             marked, and they are races while a thread inside
+                             is in that step) */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
                              1 yes, -1 no, 0 not looked yet (session.c) */

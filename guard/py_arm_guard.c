@@ -167,7 +167,7 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
     tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     for (int i = 0; i < tg__arm_ntargets; i++)
         if (tg__arm_targets[i].base == base)
-            tg_guard_install(cls, tg__arm_targets[i].method, why);
+            tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
 }
 
 /* Is a target method of base guarded on base itself? */
@@ -348,6 +348,8 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
         guard_family_methods(cls, cls, "target");
         if (!t->user)
             tg_guard_install_markers(cls);
+        else
+            tg_guard_install_tuning_steps(cls, t->module, t->cls);
         for (int j = 0; j < tg__arm_ntargets; j++) /* t and the targets sharing its class */
             if (tg__arm_targets[j].base == cls)
                 say_unguarded(&tg__arm_targets[j], cls);
