@@ -133,6 +133,8 @@ struct tg_itf_report {
 struct tg_report {
     enum tg_report_kind kind;
     uint64_t seq;              /* 1, 2, ... within this process */
+    uint32_t dedup_ref;        /* set by tg_emit (reports/emit.h): the de-duplication slot
+                                  of a written or repeated report + 1, 0 none */
     pid_t pid;
     int rank;                  /* tg_proc_rank(): $RANK, -1 if unset or not a rank */
     const char *mode;          /* "detect" | "serialize" */

@@ -289,7 +289,13 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decided before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call. */
-    if (tg_opts.verbosity < 1 && !tuning && !(g->declared && !g->marked)) {
+    /* A declared tuner's race: every overlap, or one in its tuning step.  The
+     * same race seen before is counted without its capture (race_again.c). */
+    const int declared_race = g->declared && (tuning != NULL || !g->marked);
+    const uint64_t again_key = declared_race ? tg__race_key(inst, g, t, other, serialized) : 0;
+    if (again_key && tg__race_again(again_key, t, other, serialized, link))
+        return;
+    if (tg_opts.verbosity < 1 && !tuning && !declared_race) {
         u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
@@ -306,7 +312,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     view_self_c(e, t, "at entry");
     /* A declared tuner (targets=): every overlap is a race, unless its
      * tuning step is named (marked): then while a thread inside is in it. */
-    int high = g->declared ? tuning != NULL || !g->marked : in->benchmarking;
+    int high = g->declared ? declared_race : in->benchmarking;
     char step[sizeof r->step] = "";
     if (g->declared && tuning && other->thread->tuning > 0 && other->thread->tuning_step)
         snprintf(step, sizeof step, "%s", ((const struct tg_guard *)other->thread->tuning_step)->method);
@@ -332,6 +338,8 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
 
     enum tg_emit_status st;
     uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
+    if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT))
+        tg__race_remember(again_key, serialized, r->dedup_ref, e->name, in->name);
     if (st == TG_EMIT_SUPPRESSED) { /* suppressions=: neither reported nor counted, nor linked */
         struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
         if (mo && mo->raced_tid == t->tid) /* marked above: its exception must not name this race */

@@ -521,6 +521,7 @@ void tg_guard_atfork_child(void)
     tg__gstats.guards = guards_kept;
     tg__quiet_atfork_child();
     tg__serialize_atfork_child();
+    tg__race_again_atfork_child();
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

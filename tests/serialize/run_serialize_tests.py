@@ -306,6 +306,15 @@ def declared_tuner_checks(args, check):
           p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
           and rs[0]["tuning_step"] == "HomeTuner.measure"
           and "was inside it in its tuning step HomeTuner.measure" in text, p, text)
+    # Two threads calling it in a loop: one report, every later overlap
+    # counted as its repeat (decided before the capture: race_again.c).
+    loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")
+    p, text, jsonl = run(args, loop, f"mode=detect:targets=tgfix.tuners:Tuner.run", ["0.3"])
+    recs = [json.loads(x) for x in jsonl]
+    seen = re.search(r"1 race reported \((\d+) seen\)", p.stderr)
+    check("a declared tuner called in a loop by two threads: one race report, the others counted as its repeats",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["race", "repeats"] and seen
+          and recs[1]["repeats"] == int(seen.group(1)) - 1 > 0, p, text)
     supp = os.path.join(tempfile.mkdtemp(prefix="tg-ser-"), "supp.txt")
     with open(supp, "w") as f:
         f.write("race:^HomeTuner.run$\n")
