@@ -325,7 +325,7 @@ TG_STARTUP static const char *find_char(const char *s, size_t n, char c)
 /* One entry e[0..n) of targets=: 0 when valid; -1 when it is not
  * module:Class.method (the caller says so); -2 with err filled when a name
  * is longer than tunerguard holds. */
-TG_STARTUP static int target_entry_bad(const char *e, size_t n, char *err, size_t errlen)
+TG_STARTUP static int target_entry_bad(const char *key, const char *e, size_t n, char *err, size_t errlen)
 {
     char ebuf[400];
     const char *colon = find_char(e, n, ':');
@@ -347,14 +347,15 @@ TG_STARTUP static int target_entry_bad(const char *e, size_t n, char *err, size_
         what = "method name", max = TG_TARGET_METHOD_MAX;
     if (!what)
         return 0;
-    snprintf(err, errlen, "bad value for option 'targets': in '%s' the %s is %zu bytes, more than the %d tunerguard "
-             "holds", tg_options_escape(e, n, ebuf, sizeof ebuf), what, have, max);
+    snprintf(err, errlen, "bad value for option '%s': in '%s' the %s is %zu bytes, more than the %d tunerguard "
+             "holds", key, tg_options_escape(e, n, ebuf, sizeof ebuf), what, have, max);
     return -2;
 }
 
-/* targets: "module:Class.method[,module:Class.method...]", at most
- * TG_TARGETS_MAX entries.  0, or -1 with err filled. */
-TG_STARTUP static int check_targets(const char *v, char *err, size_t errlen)
+/* targets= or tuning= (key): "module:Class.method[,module:Class.method...]",
+ * at most TG_TARGETS_MAX entries (aside: what the count leaves out, said
+ * with it).  0, or -1 with err filled. */
+TG_STARTUP static int check_targets(const char *key, const char *aside, const char *v, char *err, size_t errlen)
 {
     if (!*v)
         return 0;
@@ -362,13 +363,13 @@ TG_STARTUP static int check_targets(const char *v, char *err, size_t errlen)
     for (const char *p = v;; count++) {
         const char *end = strchr(p, ',');
         size_t n = end ? (size_t)(end - p) : strlen(p);
-        int rc = target_entry_bad(p, n, err, errlen);
+        int rc = target_entry_bad(key, p, n, err, errlen);
         if (rc == -2)
             return -1;
         if (rc < 0) {
             char vbuf[400];
-            snprintf(err, errlen, "bad value '%s' for option 'targets' (valid: module:Class.method[,module:Class.method...])",
-                     tg_options_escape(v, strlen(v), vbuf, sizeof vbuf));
+            snprintf(err, errlen, "bad value '%s' for option '%s' (valid: module:Class.method[,module:Class.method...])",
+                     tg_options_escape(v, strlen(v), vbuf, sizeof vbuf), key);
             return -1;
         }
         if (!end)
@@ -376,9 +377,54 @@ TG_STARTUP static int check_targets(const char *v, char *err, size_t errlen)
         p = end + 1;
     }
     if (count + 1 > TG_TARGETS_MAX) {
-        snprintf(err, errlen, "bad value for option 'targets': %d entries, more than the %d tunerguard holds (the "
-                 "built-in ones aside)", count + 1, TG_TARGETS_MAX);
+        snprintf(err, errlen, "bad value for option '%s': %d entries, more than the %d tunerguard holds%s", key,
+                 count + 1, TG_TARGETS_MAX, aside);
         return -1;
+    }
+    return 0;
+}
+
+/* Does the list of valid entries v name class cls ("module:Class", n bytes)
+ * in one of its entries? */
+TG_STARTUP static int names_class(const char *v, const char *cls, size_t n)
+{
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *dot = p + len;
+        while (dot > p && *dot != '.')
+            dot--;
+        if ((size_t)(dot - p) == n && strncmp(p, cls, n) == 0)
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+/* tuning= (valid entries): each names a method of a targets= class, the
+ * tuning step of that declared tuner.  0, or -1 with err filled. */
+TG_STARTUP static int check_tuning(const struct tg_options *o, char *err, size_t errlen)
+{
+    if (check_targets("tuning", "", o->tuning, err, errlen) < 0)
+        return -1;
+    for (const char *p = o->tuning; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *dot = p + len;
+        while (dot > p && *dot != '.')
+            dot--;
+        if (!names_class(o->targets, p, (size_t)(dot - p))) {
+            char ebuf[400];
+            snprintf(err, errlen, "bad value for option 'tuning': '%s' is a method of %.*s, which no targets= entry "
+                     "names (a tuning step belongs to a tuner declared with targets=)",
+                     tg_options_escape(p, len, ebuf, sizeof ebuf), (int)(dot - p), p);
+            return -1;
+        }
+        if (!end)
+            break;
+        p = end + 1;
     }
     return 0;
 }
@@ -457,7 +503,8 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
                 goto fail;
             }
         } else {
-            int colon_ok = r->offset == offsetof(struct tg_options, targets);
+            int colon_ok = r->offset == offsetof(struct tg_options, targets) ||
+                           r->offset == offsetof(struct tg_options, tuning);
             p = val;
             while (*p && !is_space(*p) && !(*p == ':' && (!colon_ok || pair_follows(p + 1))))
                 p++;
@@ -466,7 +513,7 @@ TG_STARTUP int tg_options_parse(const char *text, struct tg_options *out, char *
         if (set_value(out, r, val, vlen, err, errlen) < 0)
             goto fail;
     }
-    if (check_targets(out->targets, err, errlen) < 0)
+    if (check_targets("targets", " (the built-in ones aside)", out->targets, err, errlen) < 0 || check_tuning(out, err, errlen) < 0)
         goto fail;
     if (out->log_path[0] == '\0') {
         snprintf(err, errlen, "bad value '' for option 'log_path' (valid: a path prefix, or 'stderr')");

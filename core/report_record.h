@@ -133,6 +133,8 @@ struct tg_itf_report {
 struct tg_report {
     enum tg_report_kind kind;
     uint64_t seq;              /* 1, 2, ... within this process */
+    uint32_t dedup_ref;        /* set by tg_emit (reports/emit.h): the de-duplication slot
+                                  of a written or repeated report + 1, 0 none */
     pid_t pid;
     int rank;                  /* tg_proc_rank(): $RANK, -1 if unset or not a rank */
     const char *mode;          /* "detect" | "serialize" */
@@ -141,6 +143,9 @@ struct tg_report {
     int seen_at_exit;          /* TG_REPORT_RACE: seen when the thread inside returned
                                   (clearing the tuner's arguments) while the entering
                                   thread was benchmarking, not at the entry */
+    int declared;              /* the tuner was declared with targets= (none of the built-in ones) */
+    char step[64];             /* TG_REPORT_RACE on a declared tuner: the tuning step (tuning=)
+                                  the thread inside was in, "Tuner.measure"; "" none */
     char tuner_class[96];      /* e.g. "triton.runtime.autotuner.Autotuner" */
     char method[64];           /* e.g. "Autotuner.run" */
     char kernel[128];          /* kernel function name, "?" if unknown */

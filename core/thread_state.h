@@ -138,7 +138,11 @@ struct tg_thread {
     /* session_launches has reached 2 in the current session (the CUDA hooks
      * set it once; reset when a session starts). */
     uint32_t session_multi;
-    char evidence_end_[48]; /* the rest of the line: nothing written per call */
+    /* The tuning method `tuning` counts from 0 (its marker guard), for a
+     * report on a declared tuner's tuning step (tuning=); written with
+     * `tuning`. */
+    const void *tuning_step;
+    char evidence_end_[40]; /* the rest of the line: nothing written per call */
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
     /* The current device when the thread last entered a tuner before it made
      * any CUDA call of its own (the race of a cold cache happens while both

@@ -45,7 +45,7 @@ static int nguards;
  * monkey-patches happen: at start-up), then on one outermost call in 64,
  * drawn at random on the thread (tg__guard_check_replaced,
  * guard/guard_internal.h). */
-static int install(PyObject *cls, const char *name, const char *why, int marker);
+static int install(PyObject *cls, const char *name, const char *why, int marker, int declared);
 
 /* Guard cls.<g's name>, now `cur` (the program's own), as a replacement of
  * g: where it is defined, said at verbosity>=1.  in_call: found from inside
@@ -77,7 +77,7 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
         snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
     tg_py_drop_error();
     /* Guard it on the class that holds the attribute now. */
-    if (install(cls, g->name, "replaced by user code", 0) > 0) {
+    if (install(cls, g->name, "replaced by user code", 0, g->declared) > 0) {
         struct tg_guard *ng = &guards[nguards - 1];
         ng->replacement = 1;
         snprintf(ng->where, sizeof ng->where, "%s", where);
@@ -272,7 +272,7 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
     int found = 0;
     for (Py_ssize_t i = 0; i < n && !found; i++) {
         PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
-        char mod[64], qual[48];
+        char mod[TG_TARGET_MODULE_MAX + 2], qual[TG_TARGET_CLASS_MAX + 2];
         tg_py_attr_str(c, "__module__", mod, sizeof mod);
         tg_py_attr_str(c, "__qualname__", qual, sizeof qual);
         found = strcmp(mod, module) == 0 && strcmp(qual, qualname) == 0;
@@ -335,7 +335,29 @@ static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value
     return 0;
 }
 
-static int install(PyObject *cls, const char *name, const char *why, int marker)
+/* Does cls derive from a class whose tuning step tuning= names?  Install
+ * time only. */
+static int names_tuning_step(PyObject *cls)
+{
+    int found = 0;
+    for (const char *p = tg_opts.tuning; p && *p && !found;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len), *dot = p + len;
+        while (dot > p && *dot != '.')
+            dot--;
+        char mod[TG_TARGET_MODULE_MAX + 1], qual[TG_TARGET_CLASS_MAX + 1];
+        if (colon && dot > colon) { /* the option parser checked the shape and the sizes */
+            snprintf(mod, sizeof mod, "%.*s", (int)(colon - p), p);
+            snprintf(qual, sizeof qual, "%.*s", (int)(dot - colon - 1), colon + 1);
+            found = derives_from(cls, mod, qual);
+        }
+        p = end ? end + 1 : p + len;
+    }
+    return found;
+}
+
+static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
 {
     int rc = 0;
     if (!tg_guard_is_class(cls))
@@ -397,6 +419,9 @@ static int install(PyObject *cls, const char *name, const char *why, int marker)
     g->marker = marker;
     g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
     g->marked = g->clears_args || derives_from(cls, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
+    g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
+    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(cls))
+        g->marked = 1;
     g->pyname = key;
     tg_py.Py_IncRef(key);
     if (strcmp(tname, "function") == 0 && vc_usable(value)) {
@@ -431,9 +456,9 @@ done:
     return rc;
 }
 
-int tg_guard_install(PyObject *cls, const char *name, const char *why)
+int tg_guard_install(PyObject *cls, const char *name, const char *why, int declared)
 {
-    return install(cls, name, why, 0);
+    return install(cls, name, why, 0, declared);
 }
 
 /* The tuning methods of the built-in tuners: a thread inside one is tuning.
@@ -476,7 +501,7 @@ void tg_guard_install_markers(PyObject *cls)
         seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
     int marked = 0;
     for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
-        marked += install(cls, tuning_methods[i], "tuning method", 1) > 0;
+        marked += install(cls, tuning_methods[i], "tuning method", 1, 0) > 0;
     if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
         marker_bases[nmarker_bases++] = cls;
     if (marked == 0) {
@@ -491,4 +516,39 @@ void tg_guard_install_markers(PyObject *cls)
                     "serialized as usual, and a race's severity comes from the CUDA calls alone",
                  mod, qual);
     }
+}
+
+/* Is cls.<name> a guard of ours already?  GIL held. */
+static int guarded_already(PyObject *cls, const char *name)
+{
+    PyObject *v = tg_py.PyObject_GetAttrString(cls, name);
+    int yes = v && tg_guard_is_ours(v);
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+    return yes;
+}
+
+void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)
+{
+    size_t ml = strlen(module), ql = strlen(qualname);
+    int marked = 0;
+    for (const char *p = tg_opts.tuning; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        /* "module:qualname.method": this class's entries only */
+        if (len > ml + ql + 2 && memcmp(p, module, ml) == 0 && p[ml] == ':' && memcmp(p + ml + 1, qualname, ql) == 0 &&
+            p[ml + 1 + ql] == '.') {
+            char method[TG_TARGET_METHOD_MAX + 1];
+            snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
+            if (install(cls, method, "tuning step (tuning=)", 1, 0) > 0)
+                marked++;
+            else if (!guarded_already(cls, method))
+                tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "
+                         "inside do", (int)len, p, qualname, method);
+        }
+        p = end ? end + 1 : p + len;
+    }
+    if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
+        marker_bases[nmarker_bases++] = cls;
 }

@@ -73,6 +73,13 @@ struct tg_guard {
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
                              frame walk (tg__other_is_tuning) */
+    int declared;         /* installed for a targets= entry (or a subclass's
+                             override of one) on a class that derives from no
+                             built-in tuner: a tuner the user declared.  Its
+                             overlaps are races (high severity) unless its
+                             tuning step is named (tuning=: then it is also
+                             marked, and they are races while a thread inside
+                             is in that step) */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
                              1 yes, -1 no, 0 not looked yet (session.c) */
@@ -192,6 +199,23 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
 
 /* The i-th installed guard, NULL past the last (guard_install.c). */
 const struct tg_guard *tg__guard_at(int i);
+
+/* ---- race_again.c --------------------------------------------------------- */
+
+/* The key of a declared tuner's race: t entering inst through g while
+ * `other` is inside; 0 when it is not to be kept (verbosity=2, a stack deeper
+ * than a report keeps).  C calls only.  GIL held. */
+uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
+                      const struct tg_occupant *other, int serialized);
+/* A race with this key was emitted before: counted as its repeat, *link and
+ * other's link made as tg__report_race makes them; 1.  0: not seen (key 0
+ * too).  GIL held. */
+int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
+                   struct tg_race_link *link);
+/* The race with this key was emitted, written or repeated (ref: its
+ * dedup_ref; 0: not kept), the threads named so.  GIL held. */
+void tg__race_remember(uint64_t key, int serialized, uint32_t ref, const char *self_name, const char *other_name);
+void tg__race_again_atfork_child(void);
 
 /* ---- exception_link.c ----------------------------------------------------- */
 

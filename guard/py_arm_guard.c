@@ -194,7 +194,7 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
     tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
     for (int i = 0; i < tg__arm_ntargets; i++)
         if (tg__arm_targets[i].base == base)
-            tg_guard_install(cls, tg__arm_targets[i].method, why);
+            tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
 }
 
 /* Is a target method of base guarded on base itself? */
@@ -321,14 +321,17 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
         tg_py.Py_DecRef(dict);
 }
 
-/* Guard cls, the class of the targets whose base it is (set before): its
- * target methods, Triton's tuning methods on a built-in target's class, its
- * subclasses now and later. */
-static void arm_class(PyObject *cls, int user, const char *why)
+/* Guard t->base, the class of t and of the targets sharing it: its target
+ * methods, the tuning methods (Triton's on a built-in target's class, those
+ * tuning= names on a declared one), its subclasses now and later. */
+static void arm_class(const struct tg__arm_target *t, const char *why)
 {
+    PyObject *cls = t->base;
     guard_family_methods(cls, cls, why);
-    if (!user)
+    if (!t->user)
         tg_guard_install_markers(cls);
+    else
+        tg_guard_install_tuning_steps(cls, t->module, t->cls);
     for (int j = 0; j < tg__arm_ntargets; j++) /* the targets sharing the class */
         if (tg__arm_targets[j].base == cls)
             say_unguarded(&tg__arm_targets[j], cls);
@@ -386,7 +389,7 @@ static void arm_reloaded(const char *name, PyObject *mod)
             first = tg__arm_targets[j].base != tg__arm_targets[i].base;
         if (first) {
             tg__info(2, "%s ran again: guarding its new class %s", name, tg__arm_targets[i].cls);
-            arm_class(tg__arm_targets[i].base, tg__arm_targets[i].user, "target, module run again");
+            arm_class(&tg__arm_targets[i], "target, module run again");
         }
     }
 }
@@ -442,7 +445,7 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
                 tg__arm_targets[j].base = cls;
                 tg_py.Py_IncRef(cls);
             }
-        arm_class(cls, t->user, "target");
+        arm_class(t, "target");
     }
     if (mod && executed)
         arm_reloaded(name, mod);

@@ -10,10 +10,17 @@
 #include "core/py_api.h"
 #include <stdint.h>
 
-/* Guard cls.<name> (found in cls's own __dict__).  Returns 1
- * if a guard was installed, 0 if there was nothing to guard (absent, already
- * guarded, not a plain function), -1 on error (one warning printed). */
-int tg_guard_install(PyObject *cls, const char *name, const char *why);
+/* Guard cls.<name> (found in cls's own __dict__).  declared: for a
+ * targets= entry (a tuner the user declared).  Returns 1 if a guard was
+ * installed, 0 if there was nothing to guard (absent, already guarded, not a
+ * plain function), -1 on error (one warning printed). */
+int tg_guard_install(PyObject *cls, const char *name, const char *why, int declared);
+
+/* Mark the tuning steps tuning= names on cls, the class of targets= entries
+ * module:qualname (a declared tuner): as tg_guard_install_markers does for
+ * the built-in tuners' tuning methods.  One line for an entry that names no
+ * method of cls.  GIL held. */
+void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname);
 
 /* Mark the tuning methods of a built-in tuner class (Autotuner._bench,
  * prune_configs, check_disk_cache; CachingAutotuner.benchmark_all_configs,

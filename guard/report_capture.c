@@ -89,6 +89,7 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
         tg_py_kernel_name(inst, r->kernel, sizeof r->kernel);
     }
     snprintf(r->method, sizeof r->method, "%s", g ? g->method : "?");
+    r->declared = g && g->declared;
 }
 
 /* The calling thread's native stack from the first frame outside tunerguard
@@ -223,8 +224,8 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     const struct tg_thread *ot = o->thread;
     if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_multi))
         return 1;
-    if (g->marked)
-        return 0; /* its tuning methods would have said so: no frame walk */
+    if (g->marked || g->declared)
+        return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
     static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
                                          "warmup", "benchmark_all_configs", "autotune_to_one_config",
                                          "coordinate_descent_tuning", "precompile"};
@@ -288,7 +289,13 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decided before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call. */
-    if (tg_opts.verbosity < 1 && !tuning) {
+    /* A declared tuner's race: every overlap, or one in its tuning step.  The
+     * same race seen before is counted without its capture (race_again.c). */
+    const int declared_race = g->declared && (tuning != NULL || !g->marked);
+    const uint64_t again_key = declared_race ? tg__race_key(inst, g, t, other, serialized) : 0;
+    if (again_key && tg__race_again(again_key, t, other, serialized, link))
+        return;
+    if (tg_opts.verbosity < 1 && !tuning && !declared_race) {
         u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
@@ -303,7 +310,12 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     /* C-only captures first, while the other thread is certainly inside. */
     view_other_c(in, other);
     view_self_c(e, t, "at entry");
-    int high = in->benchmarking;
+    /* A declared tuner (targets=): every overlap is a race, unless its
+     * tuning step is named (marked): then while a thread inside is in it. */
+    int high = g->declared ? declared_race : in->benchmarking;
+    char step[sizeof r->step] = "";
+    if (g->declared && tuning && other->thread->tuning > 0 && other->thread->tuning_step)
+        snprintf(step, sizeof step, "%s", ((const struct tg_guard *)other->thread->tuning_step)->method);
     if (high && !serialized) {
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will
@@ -314,6 +326,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     }
     other = NULL; /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
+    memcpy(r->step, step, sizeof step);
     r->serialized = serialized;
     e->entered_ns = r->ts_ns;
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
@@ -325,6 +338,8 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
 
     enum tg_emit_status st;
     uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
+    if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT))
+        tg__race_remember(again_key, serialized, r->dedup_ref, e->name, in->name);
     if (st == TG_EMIT_SUPPRESSED) { /* suppressions=: neither reported nor counted, nor linked */
         struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
         if (mo && mo->raced_tid == t->tid) /* marked above: its exception must not name this race */

@@ -234,6 +234,7 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
     if (__builtin_expect(t->quiet_inst != 0, 0))
         tg__quiet_register(t, t->quiet_inst);
     if (t->tuning++ == 0) {
+        t->tuning_step = g;
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
     }
@@ -520,6 +521,7 @@ void tg_guard_atfork_child(void)
     tg__gstats.guards = guards_kept;
     tg__quiet_atfork_child();
     tg__serialize_atfork_child();
+    tg__race_again_atfork_child();
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

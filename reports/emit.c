@@ -188,6 +188,7 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         int repeat;
         pthread_mutex_lock(&dedup_mu);
         d = dedup_slot(r, &repeat);
+        r->dedup_ref = d ? (uint32_t)(d - dedup) + 1 : 0;
         if (repeat) {
             d->repeats++;
             pthread_mutex_unlock(&dedup_mu);
@@ -217,6 +218,25 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         ((k->flags & TG_KIND_HALT_ABORT) && tg_opts.deadlock == TG_DEADLOCK_ABORT))
         halt();
     return r->seq;
+}
+
+/* The counts of a repeat, as tg_emit makes them. */
+void tg_emit_again(uint32_t ref, enum tg_report_kind kind, int high, int serialized)
+{
+    if ((unsigned)kind >= TG_REPORT_NKINDS)
+        return;
+    const struct tg_report_kind_info *k = &tg_report_kinds[kind];
+    const int prevented = (k->flags & TG_KIND_PREVENTED) && serialized;
+    if (k->flags & TG_KIND_SEVERITY) {
+        if (!high)
+            add(&stats.overlaps, 1);
+        add(prevented ? &stats.prevented_seen : &stats.races_seen, (uint64_t)high);
+    }
+    add(&stats.seen[kind], 1);
+    pthread_mutex_lock(&dedup_mu);
+    if (ref >= 1 && ref <= TG_DEDUP_SLOTS && dedup[ref - 1].h)
+        dedup[ref - 1].repeats++;
+    pthread_mutex_unlock(&dedup_mu);
 }
 
 void tg_emit_count_overlap(void)

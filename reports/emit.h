@@ -54,6 +54,12 @@ enum tg_emit_status {
  * neither, serialized by the caller. */
 uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status);
 
+/* A report like one tg_emit was given before, decided without capturing it:
+ * counted as tg_emit counts a repeat of that one (ref: the earlier report's
+ * dedup_ref, set by tg_emit; its slot's repeats, written at exit).  GIL held
+ * (no report lock needed). */
+void tg_emit_again(uint32_t ref, enum tg_report_kind kind, int high, int serialized);
+
 /* A low-severity overlap not worth capturing (verbosity 0 and the other
  * thread not tuning): counted only. */
 void tg_emit_count_overlap(void);

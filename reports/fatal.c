@@ -392,7 +392,7 @@ static int write_jsonl(int fd)
     const struct tg_occupant *o = own_session(&own);
     tg_w_str(&w, ",\"tuner\":");
     if (own) {
-        tg_w_str(&w, "{\"class\":null,\"method\":null,\"kernel\":null,\"instance\":");
+        tg_w_str(&w, "{\"class\":null,\"method\":null,\"kernel\":null,\"declared\":null,\"instance\":");
         j_hex(&w, own);
         tg_w_char(&w, '}');
     } else {

@@ -288,6 +288,8 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
     str_or_null(w, r->method, sizeof r->method);
     tg_w_str(w, ",\"kernel\":");
     str_or_null(w, r->kernel, sizeof r->kernel);
+    tg_w_str(w, ",\"declared\":");
+    bool_(w, r->declared);
     tg_w_str(w, ",\"instance\":");
     if (r->instance)
         hexstr(w, r->instance);
@@ -317,6 +319,8 @@ static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg
     tg_w_str(w, "\",\"serialized\":");
     bool_(w, r->serialized);
     tg_w_str(w, r->seen_at_exit ? ",\"seen_at\":\"exit\"" : ",\"seen_at\":\"entry\"");
+    tg_w_str(w, ",\"tuning_step\":");
+    str_or_null(w, r->step, sizeof r->step);
     tg_w_str(w, ",\"entering\":");
     thread(w, r, &r->entering);
     tg_w_str(w, ",\"inside\":");

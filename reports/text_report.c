@@ -287,7 +287,7 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
     tg_w_str(w, what);
     if (r->serialized && r->kind == TG_REPORT_RACE)
         tg_w_str(w, " prevented (serialize)");
-    if (r->kernel[0]) {
+    if (r->kernel[0] && !(r->kernel[0] == '?' && r->kernel[1] == '\0')) { /* "?": unknown, the method says which */
         tg_w_str(w, " on '");
         W_FIELD(w, r->kernel);
         tg_w_char(w, '\'');
@@ -377,7 +377,13 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
 
     previous_call(w, r, "still inside");
 
-    if (r->high_severity)
+    if (r->high_severity && r->declared && r->step[0])
+        tg_w_str(w, "  Severity: high: the thread inside was in its tuning step (tuning=); the state it keeps"
+                    " on the shared tuner can be overwritten or cleared under it.\n");
+    else if (r->high_severity && r->declared)
+        tg_w_str(w, "  Severity: high: the tuner was declared with targets= and no tuning step is named"
+                    " (tuning=): every overlap of two calls is a race.\n");
+    else if (r->high_severity)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
                     " on the shared tuner can be overwritten or cleared under it.\n");
     else

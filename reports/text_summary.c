@@ -78,7 +78,13 @@ static void effect(struct tg_w *w, const struct tg_report *r)
         tg_w_str(w, "the earlier call's return cleared the arguments on the shared tuner (self.nargs = None)"
                     " that the benchmarking thread reads next: TypeError: 'NoneType' object is not a mapping"
                     " in its benchmark, or a benchmark on the other call's tensors.\n");
-    else if (r->high_severity)
+    else if (r->declared && r->high_severity) {
+        tg_w_str(w, "both calls ran at once in a tuner declared with targets= (");
+        W_FIELD(w, r->method);
+        tg_w_str(w, "): the per-call state it keeps on the shared object can be cleared or replaced by one call"
+                    " under the other");
+        tg_w_str(w, r->inside.benchmarking ? "; and what it times runs under load.\n" : ".\n");
+    } else if (r->high_severity)
         tg_w_str(w, "the arguments the benchmarking thread keeps on the shared tuner can be cleared"
                     " (TypeError: 'NoneType' object is not a mapping) or replaced by the other call's under it;"
                     " tensors named in reset_to_zero/restore_value can be zeroed or overwritten while the"
@@ -120,12 +126,17 @@ void tg__text_race_summary(struct tg_w *w, const struct tg_report *r)
     thread_word(w, in);
     tg_w_str(w, ", called");
     site(w, is);
-    if (r->seen_at_exit)
+    if (r->seen_at_exit) {
         tg_w_str(w, ", returned from it.\n");
-    else if (in->benchmarking)
+    } else if (r->step[0]) {
+        tg_w_str(w, ", was inside it in its tuning step ");
+        W_FIELD(w, r->step);
+        tg_w_str(w, ".\n");
+    } else if (in->benchmarking) {
         tg_w_str(w, ", was inside it benchmarking.\n");
-    else
+    } else {
         tg_w_str(w, ", was inside it.\n");
+    }
     effect(w, r);
     fix(w, r, es ? es : is);
     tg_w_char(w, '\n');

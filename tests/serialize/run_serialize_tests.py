@@ -76,6 +76,8 @@ def main():
     # A deadlock through a lock of the program's: the holder waits (inside
     # the tuner) for a threading.Lock the waiter holds.  Past wait_timeout the
     # waiter finds the holder blocked and proceeds (it hung for good before).
+    # The tuner is declared (targets=): the waiter's entry is also a race
+    # the wait prevented, reported first.
     def waited(p):  # the exit line's total wait, s
         m = re.search(r"waited ([0-9.]+) s in total", p.stderr)
         return float(m.group(1)) if m else -1.0
@@ -83,8 +85,8 @@ def main():
     recs = [json.loads(x) for x in jsonl]
     check("a holder blocked on a lock the waiter holds: past wait_timeout the waiter proceeds unserialized, "
           f"the program ends, one wait_timeout report says so (waited {waited(p):.3f} s)",
-          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
-          and "this thread proceeds unserialized" in recs[0]["detail"] and "blocked outside tunerguard" in text
+          p.returncode == 0 and [r["kind"] for r in recs] == ["race", "wait_timeout"] and recs[0]["serialized"]
+          and "this thread proceeds unserialized" in recs[1]["detail"] and "blocked outside tunerguard" in text
           and waited(p) >= 1.0, p, text)
     p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1:on_wait_timeout=wait", ["3"])
     check("on_wait_timeout=wait: the waiter waits on (the holder gives up its lock wait after 3 s)",
@@ -93,8 +95,8 @@ def main():
     p, text, jsonl = run(args, "busy_holder.py", "wait_timeout=1")
     recs = [json.loads(x) for x in jsonl]
     check(f"a holder that runs past wait_timeout is waited for, one report says so ({p.stdout.strip()})",
-          p.returncode == 0 and [r["kind"] for r in recs] == ["wait_timeout"]
-          and "the wait goes on while the holder runs" in recs[0]["detail"], p, text)
+          p.returncode == 0 and [r["kind"] for r in recs] == ["race", "wait_timeout"] and recs[0]["serialized"]
+          and "the wait goes on while the holder runs" in recs[1]["detail"], p, text)
     p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
     check("detect: the same program finishes", p.returncode == 0, p, text)
     # A wait cut short by Ctrl-C: its time counts to its real end (the exit
@@ -161,14 +163,13 @@ def main():
         check("a targets= tuner whose holder is in cuCtxSynchronize (no tuning frames): a high-severity race",
               p.returncode == 0 and [r["kind"] for r in recs] == ["race"] and recs[0].get("severity") == "high"
               and "cuCtxSynchronize" in text, p, text)
-        # ... and from its launch count alone: two launches in the holder's
-        # session are benchmarking, one is a tuned call's fast path.
-        for n, sev in ((2, "high"), (1, None)):
+        # ... and whatever its launch count: a declared tuner (targets=) with
+        # no tuning step named races on every overlap.
+        for n, sev in ((2, "high"), (1, "high")):
             p, text, jsonl = run(args, "launch_holder.py", "mode=detect", [str(n)],
                                  env_extra={"LD_LIBRARY_PATH": os.path.abspath(args.fakecuda)})
             recs = [json.loads(x) for x in jsonl]
-            check(f"a targets= tuner whose holder launched {n} kernel(s) in its session: "
-                  + ("a high-severity race" if sev else "a low-severity overlap, counted, not reported"),
+            check(f"a targets= tuner whose holder launched {n} kernel(s) in its session: a high-severity race",
                   p.returncode == 0 and [r.get("severity") for r in recs] == ([sev] if sev else []), p, text)
         # The same evidence on a marked tuner (Triton's Autotuner), where the
         # entering thread learns of it only through the holder's evidence
@@ -207,15 +208,16 @@ def main():
               "it finds the holder dead",
               p.returncode == 0 and "record reused True" in p.stdout and [r["kind"] for r in recs] == ["holder_died"]
               and recs[0]["entering"]["name"] == "new-thread" and "thread died inside a tuner" in text, p, text)
-    # verbosity=1: the holder waits on an Event, not in a tuning function, so
-    # the overlap is low severity and reported only at verbosity 1.
+    # The holder waits on an Event inside a declared tuner (targets=): the
+    # overlap is a race, and the crashing session is linked to it.
     p, text, jsonl = run(args, "race_segv.py", "mode=detect:verbosity=1")
     race_at = text.find("WARNING: tunerguard: thread entered a tuner")
     fatal_at = text.find("fatal signal SIGSEGV")
     recs = [json.loads(x) for x in jsonl]
     check("a race then a segfault: dies by SIGSEGV, the race report complete before the fatal block",
           p.returncode == -11 and 0 <= race_at < fatal_at and "SUMMARY: tunerguard: tuner race" in text
-          and [r["kind"] for r in recs] == ["race", "fatal"] and recs[1]["race_seq"] is None, p, jsonl)
+          and [r["kind"] for r in recs] == ["race", "fatal"] and recs[0]["severity"] == "high"
+          and recs[1]["race_seq"] == recs[0]["seq"], p, jsonl)
     # The same with the files limited to 3000 bytes (a full disk): the race's
     # JSON line does not fit (JSON Lines off, said once), nor does the fatal
     # block: it goes to stderr whole after one line, and the fatal handler
@@ -256,11 +258,69 @@ def main():
     check("eight threads crash at once: dies by SIGSEGV, the fatal block and record written",
           p.returncode == -11 and "fatal signal SIGSEGV" in text and kinds.count("fatal") == 1
           and "SUMMARY: tunerguard: fatal signal" in text, p, jsonl)
+    declared_tuner_checks(args, check)
     for mode in ("detect", "serialize"):
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
               p.returncode == 0 and not text, p, text)
     return 0 if ok else 1
+
+
+def declared_tuner_checks(args, check):
+    """A home-grown tuner declared with targets= (declared_tuner.py): per-call
+    state on the shared object, a blocking wait inside, no Triton, no CUDA."""
+    import json
+    decl = "targets=tgfix.homegrown:HomeTuner.run"
+    script = os.path.join(HERE, "declared_tuner.py")
+    p = subprocess.run([args.python, script, "inside"], capture_output=True, text=True, timeout=60)
+    check("declared tuner without tunerguard: the TypeError (exit 3)", p.returncode == 3, p, "")
+
+    def races(jsonl):
+        return [r for r in map(json.loads, jsonl) if r["kind"] == "race"]
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}", ["inside"])
+    rs, kinds = races(jsonl), [json.loads(x)["kind"] for x in jsonl]
+    check("detect: a declared tuner's overlap is one high-severity race naming HomeTuner.run, its TypeError linked",
+          p.returncode == 3 and kinds == ["race", "exception"] and rs[0]["severity"] == "high"
+          and rs[0]["tuner"]["method"] == "HomeTuner.run" and rs[0]["tuner"]["declared"] is True
+          and rs[0]["tuning_step"] is None and not rs[0]["serialized"]
+          and "(tuner tgfix.homegrown.HomeTuner, method HomeTuner.run)" in text
+          and "declared with targets= (HomeTuner.run)" in text and "inside it benchmarking" not in text
+          and "tunerguard: 1 race reported (1 seen)" in p.stderr, p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:exitcode=5:{decl}", ["inside"])
+    check("detect, exitcode=5: the declared tuner's race sets the exit status", p.returncode == 5, p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", decl, ["serialize"])
+    rs = races(jsonl)
+    check("serialize: the declared tuner's second call waits: no TypeError, one prevented race",
+          p.returncode == 0 and len(jsonl) == 1 and len(rs) == 1 and rs[0]["serialized"]
+          and rs[0]["severity"] == "high" and "race prevented (serialize)" in text, p, text)
+    step = "tuning=tgfix.homegrown:HomeTuner.measure"
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["outside"])
+    check("tuning= names measure: an overlap outside it is not reported", p.returncode == 3 and not jsonl, p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:verbosity=1:{decl}:{step}", ["outside"])
+    rs = races(jsonl)
+    check("tuning= names measure, verbosity=1: the overlap outside it is a low-severity overlap",
+          p.returncode == 3 and [r["severity"] for r in rs] == ["low"], p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["inside"])
+    rs = races(jsonl)
+    check("tuning= names measure: an overlap inside it is a race naming the step",
+          p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
+          and rs[0]["tuning_step"] == "HomeTuner.measure"
+          and "was inside it in its tuning step HomeTuner.measure" in text, p, text)
+    # Two threads calling it in a loop: one report, every later overlap
+    # counted as its repeat (decided before the capture: race_again.c).
+    loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")
+    p, text, jsonl = run(args, loop, f"mode=detect:targets=tgfix.tuners:Tuner.run", ["0.3"])
+    recs = [json.loads(x) for x in jsonl]
+    seen = re.search(r"1 race reported \((\d+) seen\)", p.stderr)
+    check("a declared tuner called in a loop by two threads: one race report, the others counted as its repeats",
+          p.returncode == 0 and [r["kind"] for r in recs] == ["race", "repeats"] and seen
+          and recs[1]["repeats"] == int(seen.group(1)) - 1 > 0, p, text)
+    supp = os.path.join(tempfile.mkdtemp(prefix="tg-ser-"), "supp.txt")
+    with open(supp, "w") as f:
+        f.write("race:^HomeTuner.run$\n")
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:exitcode=5:suppressions={supp}:{decl}", ["inside"])
+    check("a suppression naming HomeTuner.run: no report, the program's own status", p.returncode == 3 and not jsonl,
+          p, text)
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ TOP_COMMON = {
     "entering": "object",
 }
 TOP = {
-    "race": dict(TOP_COMMON, severity="str", serialized="bool", seen_at="str", inside="object"),
+    "race": dict(TOP_COMMON, severity="str", serialized="bool", seen_at="str", tuning_step=("str", "null"),
+                 inside="object"),
     "method_replaced": dict(TOP_COMMON, detail="str"),
     "deadlock": dict(TOP_COMMON, detail="str", inside="object"),
     "wait_timeout": dict(TOP_COMMON, detail="str", inside="object"),
@@ -95,7 +96,7 @@ ITF_GPU_KERNEL = {"kernel": ("str", "null"), "tid": ("int", "null"), "stream": "
                   "overlap_ns": "uint"}
 ITF_FROM = {"tid": "int", "function": "hex", "kernel": ("str", "null")}
 TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
-         "instance": ("hex", "null")}
+         "declared": ("bool", "null"), "instance": ("hex", "null")}
 FRAME = {"func": "str", "file": "str", "line": "int"}
 THREAD = {
     "tid": "int", "ident": "uint", "name": ("str", "null"), "entered_ns": ("uint", "null"),

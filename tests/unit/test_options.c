@@ -251,6 +251,56 @@ Test(options, targets_bad_values)
                  "bad value 'a:B.c:d' for option 'targets' (valid: module:Class.method[,module:Class.method...])");
 }
 
+/* tuning=: entries like targets=, ':' inside the value, and each names a
+ * method of a class some targets= entry names. */
+Test(options, tuning_names_a_targets_class)
+{
+    expect_ok("targets=my.mod:Tuner.run,x:Y.go:tuning=my.mod:Tuner.measure,my.mod:Tuner.prune:mode=serialize");
+    cr_assert_str_eq(o.tuning, "my.mod:Tuner.measure,my.mod:Tuner.prune");
+    cr_assert_eq(o.mode, TG_MODE_SERIALIZE);
+    tg_options_free(&o);
+    expect_ok("tuning=a:Out.In.bench:targets=a:Out.In.run");
+    cr_assert_str_eq(o.tuning, "a:Out.In.bench");
+    tg_options_free(&o);
+    expect_ok("targets=a:B.run");
+    cr_assert_str_eq(o.tuning, "");
+    tg_options_free(&o);
+    expect_error("targets=my.mod:Tuner.run:tuning=my.mod:Other.measure",
+                 "bad value for option 'tuning': 'my.mod:Other.measure' is a method of my.mod:Other, which no "
+                 "targets= entry names (a tuning step belongs to a tuner declared with targets=)");
+    /* the whole module:Class, not a prefix of it */
+    expect_error("targets=my.mod:Tuner.run:tuning=my.mod:Tune.measure",
+                 "bad value for option 'tuning': 'my.mod:Tune.measure' is a method of my.mod:Tune, which no "
+                 "targets= entry names (a tuning step belongs to a tuner declared with targets=)");
+    expect_error("tuning=a:B.measure",
+                 "bad value for option 'tuning': 'a:B.measure' is a method of a:B, which no targets= entry names "
+                 "(a tuning step belongs to a tuner declared with targets=)");
+    expect_error("targets=a:B.run:tuning=a:B",
+                 "bad value 'a:B' for option 'tuning' (valid: module:Class.method[,module:Class.method...])");
+    expect_error("targets=a:B.run:tuning=a:B.m,",
+                 "bad value 'a:B.m,' for option 'tuning' (valid: module:Class.method[,module:Class.method...])");
+    expect_error("targets=a:B.run:tuning=a:B.m:typo=1", unknown_msg("typo"));
+}
+
+Test(options, tuning_too_many_or_too_long)
+{
+    static char text[8192];
+    size_t used = (size_t)snprintf(text, sizeof text, "targets=a:B.run:tuning=");
+    for (int i = 0; i <= TG_TARGETS_MAX; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used, "%sa:B.m%d", i ? "," : "", i);
+    char msg[160];
+    snprintf(msg, sizeof msg, "bad value for option 'tuning': %d entries, more than the %d tunerguard holds",
+             TG_TARGETS_MAX + 1, TG_TARGETS_MAX);
+    expect_error(text, msg);
+    char meth[TG_TARGET_METHOD_MAX + 2];
+    memset(meth, 'm', sizeof meth - 1);
+    meth[sizeof meth - 1] = '\0';
+    snprintf(text, sizeof text, "targets=a:B.run:tuning=a:B.%s", meth);
+    snprintf(msg, sizeof msg, "bad value for option 'tuning': in 'a:B.%s' the method name is %d bytes, more than "
+             "the %d tunerguard holds", meth, TG_TARGET_METHOD_MAX + 1, TG_TARGET_METHOD_MAX);
+    expect_error(text, msg);
+}
+
 /* ---- bad values: the exact message --------------------------------------- */
 
 Test(options, mode_bad_values)

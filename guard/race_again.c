@@ -1,0 +1,134 @@
+/* A declared tuner's race seen again, decided before its capture.
+ *
+ * A tuner declared with targets= and called by several threads in a loop
+ * overlaps on many calls, each a race (guard/report_capture.c,
+ * tg__report_race).  The report pipeline de-duplicates them by the tuner
+ * instance and both threads' call sites (reports/emit.c), but only after the
+ * report was captured: both stacks with their names, the native stack, the
+ * thread names (Python code), the report lock.  Here the same decision is
+ * made first, on a key no coarser than emit's: the instance and its type,
+ * the guard, both threads, serialized or not, and every Python frame of
+ * both threads as (code object, line).  Equal keys mean equal captured
+ * frames, so emit would call the report a repeat of the one it wrote (or
+ * repeated) for the first; that one's result is kept and the entry is
+ * counted as that repeat (tg_emit_again), with the exception link the full
+ * report would have made.  Stacks deeper than a report keeps, suppressed
+ * reports (their per-pattern hit counts) and verbosity=2 (every occurrence
+ * written) are not kept: those entries take the full path.
+ *
+ * Everything here: GIL held; C calls only (no Python code runs, so `other`
+ * stays valid); allocates nothing but the frame objects CPython hands out. */
+#include "guard/guard_internal.h"
+#include "reports/emit.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define AGAIN_SLOTS 512 /* a power of two */
+
+static struct again {
+    uint64_t key;       /* 0: free */
+    uint32_t ref;       /* the first report's dedup_ref */
+    int serialized;
+    char self_name[48]; /* the entering thread's name, for the link */
+    char other_name[48];
+} again[AGAIN_SLOTS];
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+    return h * 1099511628211ull;
+}
+
+/* Fold thread state ts's Python frames (NULL: the calling thread's) into *h.
+ * 0 when the stack is deeper than a report keeps whole. */
+static int fold_stack(void *ts, uint64_t *h)
+{
+    PyFrameObject *f;
+    if (ts) {
+        f = tg_py.PyThreadState_GetFrame((PyThreadState *)ts); /* new reference */
+    } else {
+        f = tg_py.PyEval_GetFrame(); /* borrowed */
+        if (f)
+            tg_py.Py_IncRef((PyObject *)f);
+    }
+    int n = 0;
+    while (f) {
+        if (n++ == TG_MAX_PY_FRAMES) {
+            tg_py.Py_DecRef((PyObject *)f);
+            return 0;
+        }
+        PyObject *code = tg_py.PyFrame_GetCode(f);
+        *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)tg_py.PyFrame_GetLineNumber(f));
+        if (code)
+            tg_py.Py_DecRef(code);
+        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
+        tg_py.Py_DecRef((PyObject *)f);
+        f = back;
+    }
+    *h = mix(*h, (uint64_t)n);
+    return 1;
+}
+
+uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
+                      const struct tg_occupant *other, int serialized)
+{
+    if (tg_opts.verbosity >= 2 || !other->tstate)
+        return 0;
+    PyObject *et, *ev, *tb;
+    tg_py.PyErr_Fetch(&et, &ev, &tb);
+    uint64_t h = mix(mix(1469598103934665603ull, (uintptr_t)inst), (uintptr_t)tg_py.PyObject_Type(inst));
+    tg_py.Py_DecRef(tg_py.PyObject_Type(inst)); /* the type is alive while inst is: its address was wanted */
+    h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
+    int ok = fold_stack(NULL, &h) && fold_stack(other->tstate, &h);
+    tg_py.PyErr_Restore(et, ev, tb);
+    return ok ? h | 1 : 0;
+}
+
+static struct again *slot_of(uint64_t key, int want_free)
+{
+    unsigned i = (unsigned)(key >> 32) & (AGAIN_SLOTS - 1);
+    for (unsigned probe = 0; probe < 16; probe++, i = (i + 1) & (AGAIN_SLOTS - 1)) {
+        if (again[i].key == key || (want_free && again[i].key == 0))
+            return &again[i];
+        if (again[i].key == 0)
+            return NULL;
+    }
+    return NULL; /* crowded: the full path */
+}
+
+int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
+                   struct tg_race_link *link)
+{
+    struct again *a = key ? slot_of(key, 0) : NULL;
+    if (!a)
+        return 0;
+    tg_emit_again(a->ref, TG_REPORT_RACE, 1, serialized);
+    if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
+        struct tg_occupant *mo = (struct tg_occupant *)other;
+        mo->raced_tid = t->tid;
+        snprintf(mo->raced_name, sizeof mo->raced_name, "%s", a->self_name);
+        mo->race_seq = 0;
+        link->tid = other->tid;
+        snprintf(link->name, sizeof link->name, "%s", a->other_name);
+        link->seq = 0;
+    }
+    return 1;
+}
+
+void tg__race_remember(uint64_t key, int serialized, uint32_t ref, const char *self_name, const char *other_name)
+{
+    struct again *a = key && ref ? slot_of(key, 1) : NULL;
+    if (!a)
+        return;
+    a->key = key;
+    a->ref = ref;
+    a->serialized = serialized;
+    snprintf(a->self_name, sizeof a->self_name, "%s", self_name);
+    snprintf(a->other_name, sizeof a->other_name, "%s", other_name);
+}
+
+void tg__race_again_atfork_child(void)
+{
+    memset(again, 0, sizeof again); /* emit's slots are gone too */
+}

@@ -1,0 +1,70 @@
+"""A declared home-grown tuner (targets=tgfix.homegrown:HomeTuner.run) run
+from two threads.  Thread A enters run() and waits, inside measure()
+('inside') or in run() before it ('outside'), on a barrier that thread B
+passes only after entering run() itself; B's call returns, clearing the
+arguments on the shared tuner, before A reads them: a TypeError in A.
+'serialize': B cannot enter while A is inside, so A's barrier times out
+(nobody comes) and A goes on alone.  Exit 3 when A raised the TypeError,
+else 0.  argv[1]: inside | outside | serialize."""
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture"))
+from tgfix.homegrown import HomeTuner  # noqa: E402
+
+T = 20.0
+mode = sys.argv[1]
+tuner = HomeTuner()
+barrier = threading.Barrier(2, timeout=2.0 if mode == "serialize" else T)
+a_in, b_in, b_done = threading.Event(), threading.Event(), threading.Event()
+errors = []
+
+
+def a_hold():
+    if a_in.is_set():
+        return  # the second config: nothing to wait for
+    a_in.set()
+    try:
+        barrier.wait()  # B passes it after entering run()
+    except threading.BrokenBarrierError:
+        return  # serialize: B waits outside until A leaves
+    b_done.wait(T)  # B's call returned: the arguments are cleared
+
+
+def b_hold():
+    if b_in.is_set():
+        return  # the second config
+    b_in.set()
+    try:
+        barrier.wait()
+    except threading.BrokenBarrierError:
+        pass  # serialize: A gave up on it before B could enter
+
+
+def thread_a():
+    try:
+        if mode == "outside":
+            tuner.run(1, 2, hold_outside=a_hold)
+        else:
+            tuner.run(1, 2, hold=a_hold)
+    except TypeError as e:
+        errors.append(e)
+
+
+def thread_b():
+    a_in.wait(T)
+    try:
+        tuner.run(3, 4, hold=b_hold)
+    finally:
+        b_done.set()
+
+
+a = threading.Thread(target=thread_a, name="A")
+b = threading.Thread(target=thread_b, name="B")
+a.start()
+b.start()
+a.join(T)
+b.join(T)
+print("errors:", errors)
+sys.exit(3 if errors else 0)
