@@ -92,6 +92,15 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
     r->declared = g && g->declared;
 }
 
+/* " of kernel 'K'" in buf, or "" where the tuner names no kernel. */
+static const char *of_kernel(const struct tg_report *r, char *buf, size_t size)
+{
+    if (!r->kernel[0] || (r->kernel[0] == '?' && r->kernel[1] == '\0'))
+        return "";
+    snprintf(buf, size, " of kernel '%s'", r->kernel);
+    return buf;
+}
+
 /* The calling thread's native stack from the first frame outside tunerguard
  * inward: the caller of the guard (CPython's call of the method descriptor).
  * What is ours on top (this capture, the report's own functions, the guard)
@@ -546,9 +555,10 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     struct tg_thread_view *other = &r->inside;
     other->tid = o->raced_tid;
     snprintf(other->name, sizeof other->name, "%s", o->raced_name);
-    snprintf(r->detail, sizeof r->detail,
-             "this %s was raised in a call that raced with thread '%s' (tid=%d) on %s of kernel '%s'",
-             r->exc_type, other->name[0] ? other->name : "?", (int)other->tid, r->method, r->kernel);
+    char ok[sizeof r->kernel + 16];
+    snprintf(r->detail, sizeof r->detail, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) on %s%s",
+             r->exc_type, other->name[0] ? "'" : "", other->name, other->name[0] ? "' " : "", (int)other->tid,
+             r->method, of_kernel(r, ok, sizeof ok));
     tg_emit(r, NULL);
     if (tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */
@@ -628,10 +638,11 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
         r->inside.ident = ident[i];
         tg_py_thread_name(ident[i], r->inside.name, sizeof r->inside.name);
         begin_report(r, TG_REPORT_HOLDER_DIED, inst, g);
+        char ok[sizeof r->kernel + 16];
         snprintf(r->detail, sizeof r->detail,
-                 "thread tid=%d left %s of kernel '%s' without returning (it died inside: pthread_exit or a thread "
+                 "thread tid=%d left %s%s without returning (it died inside: pthread_exit or a thread "
                  "destroyed under Python); its hold was released",
-                 (int)dead[i], g ? g->method : "?", r->kernel);
+                 (int)dead[i], r->method, of_kernel(r, ok, sizeof ok));
         tg_emit(r, NULL);
         tg_report_end(t);
     }

@@ -254,12 +254,17 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
     }
 }
 
+/* "M on kernel 'K' (CLASS at 0x..)"; the kernel left out where the tuner
+ * names none. */
 static void tuner_line(struct tg_w *w, const struct tg_report *r)
 {
     W_FIELD_OR(w, r->method, "?");
-    tg_w_str(w, " on kernel '");
-    W_FIELD_OR(w, r->kernel, "?");
-    tg_w_str(w, "' (");
+    if (r->kernel[0] && !(r->kernel[0] == '?' && r->kernel[1] == '\0')) {
+        tg_w_str(w, " on kernel '");
+        W_FIELD(w, r->kernel);
+        tg_w_char(w, '\'');
+    }
+    tg_w_str(w, " (");
     W_FIELD_OR(w, r->tuner_class, "?");
     tg_w_str(w, " at ");
     tg_w_hex(w, r->instance);

@@ -46,25 +46,26 @@ static void site(struct tg_w *w, const struct tg_py_frame *f)
     W_FIELD(w, f->func);
 }
 
-/* "kernel 'K' (tuner CLASS)", or the class and method where no kernel name */
+/* "kernel 'K' (tuner CLASS, method M)"; "tuner CLASS (method M)" where the
+ * tuner names no kernel (a declared tuner, a kernel without __name__) */
 static void what_tuner(struct tg_w *w, const struct tg_report *r)
 {
-    if (r->kernel[0] && !(r->kernel[0] == '?' && r->kernel[1] == '\0')) {
+    const int kernel = r->kernel[0] && !(r->kernel[0] == '?' && r->kernel[1] == '\0');
+    if (kernel) {
         tg_w_str(w, "kernel '");
         W_FIELD(w, r->kernel);
-        tg_w_str(w, "' (tuner ");
-    } else {
-        tg_w_str(w, "a kernel without a name (tuner ");
+        tg_w_str(w, "' (");
     }
+    tg_w_str(w, "tuner ");
     if (r->tuner_class[0])
         W_FIELD(w, r->tuner_class);
     else
-        tg_w_char(w, '?');
-    tg_w_str(w, ", method ");
+        tg_w_str(w, "of unknown class");
+    tg_w_str(w, kernel ? ", method " : " (method ");
     if (r->method[0])
         W_FIELD(w, r->method);
     else
-        tg_w_char(w, '?');
+        tg_w_str(w, "unknown");
     tg_w_char(w, ')');
 }
 

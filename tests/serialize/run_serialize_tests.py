@@ -283,7 +283,7 @@ def declared_tuner_checks(args, check):
           p.returncode == 3 and kinds == ["race", "exception"] and rs[0]["severity"] == "high"
           and rs[0]["tuner"]["method"] == "HomeTuner.run" and rs[0]["tuner"]["declared"] is True
           and rs[0]["tuning_step"] is None and not rs[0]["serialized"]
-          and "(tuner tgfix.homegrown.HomeTuner, method HomeTuner.run)" in text
+          and "In short: tuner tgfix.homegrown.HomeTuner (method HomeTuner.run)" in text and "?" not in text
           and "declared with targets= (HomeTuner.run)" in text and "inside it benchmarking" not in text
           and "tunerguard: 1 race reported (1 seen)" in p.stderr, p, text)
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:exitcode=5:{decl}", ["inside"])
