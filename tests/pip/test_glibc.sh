@@ -41,12 +41,11 @@ unset LD_PRELOAD TUNERGUARD_OPTIONS TUNERGUARD_LIB PYTHONPATH VIRTUAL_ENV
 
 # ---- 1. the build in the root ---------------------------------------------
 t0=$(date +%s)
-sh "$SRC/tools/bullseye_wheel.sh" "$ROOT" "$WORK/dist" $INC >"$WORK/wheel.out" 2>&1
+WHL=$(sh "$SRC/tools/bullseye_wheel.sh" "$ROOT" "$WORK/dist" $INC 2>"$WORK/wheel.err")
 rc=$?
-[ $rc = 77 ] && { grep '^SKIP' "$WORK/wheel.out" | tail -n 1; exit 77; }
-WHL=$(tail -n 1 "$WORK/wheel.out")
-check "the wheel built in the Debian 11 root ($(($(date +%s) - t0)) s): $(basename "$WHL")" [ $rc = 0 -a -f "$WHL" ]
-[ $rc = 0 ] || { tail -n 30 "$WORK/wheel.out"; finish; }
+[ $rc = 77 ] && { echo "$WHL"; exit 77; }
+check "the wheel built in the Debian 11 root ($(($(date +%s) - t0)) s): $(basename "${WHL:-none}")" [ $rc = 0 -a -f "$WHL" ]
+[ $rc = 0 ] || { cat "$WORK/wheel.err"; finish; }
 
 # ---- 2. its tag and its files' needs ----------------------------------------
 case "$(basename "$WHL")" in *-py3-none-manylinux_2_28_"$ARCH".whl) tag=1 ;; *) tag=0 ;; esac
