@@ -10,15 +10,15 @@
 #     it consistent with manylinux_2_N, N <= 28: its verdict is printed;
 #  4. inside the root: tests/pip/wheel_run.sh on Debian 11's python3.9 (venv,
 #     pip install offline, --version, doctor, seeds004 raced, reported in
-#     detect mode, prevented in serialize mode) and tests/inert/inert.py with
-#     the installed library;
+#     detect mode, prevented in serialize mode), tests/inert/inert.py and the
+#     preload integration tests (tests/integration) with the installed library;
 #  5. on this machine (glibc 2.36): wheel_run.sh on CPython 3.12 and 3.9, and
-#     inert.py on 3.12, where the library also maps glibc's libdl.so.2 and
-#     libpthread.so.0 (empty since glibc 2.34; an interpreter built there
-#     maps neither).
+#     inert.py and the integration tests on 3.12, where the library also maps
+#     glibc's libdl.so.2 and libpthread.so.0 (empty since glibc 2.34; an
+#     interpreter built there maps neither).
 # Prints "ok - ..." / "FAIL - ..." per check; exit 1 when any failed, 77 with
 # a line "SKIP: ..." when the root or auditwheel cannot be had (not root, no
-# network when tools/dev made them).
+# network when tools/dev made them).  About 45 s on 2 cores.
 set -u
 SRC=$(cd "${1:?source dir}" && pwd)
 INC=${2:-}
@@ -87,6 +87,10 @@ inroot /usr/bin/python3 "$SRC/tests/inert/inert.py" --python /usr/bin/python3 --
 rc=$?
 check "in the Debian 11 root: inert.py with the installed library ($(tail -n 1 "$WORK/inert-root.out"))" [ $rc = 0 ]
 [ $rc = 0 ] || grep '^FAIL' "$WORK/inert-root.out"
+inroot /usr/bin/python3 "$SRC/tests/integration/run_all.py" --lib "$LIB" --python /usr/bin/python3 >"$WORK/it-root.out" 2>&1
+rc=$?
+check "in the Debian 11 root: the preload integration tests with the installed library ($(grep -c '^PASS' "$WORK/it-root.out") passed)" [ $rc = 0 ]
+[ $rc = 0 ] || grep -v '^PASS' "$WORK/it-root.out" | head -n 40
 
 # ---- 5. on this machine ---------------------------------------------------------
 for v in 3.12 3.9; do
@@ -104,5 +108,9 @@ for v in 3.12 3.9; do
     check "on this machine, CPython $v: inert.py with the installed library ($(tail -n 1 "$WORK/inert-host.out"))" [ $rc = 0 ]
     grep 'shared object mapped' "$WORK/inert-host.out" | sed 's/^/    /'
     [ $rc = 0 ] || grep '^FAIL' "$WORK/inert-host.out"
+    python3 "$SRC/tests/integration/run_all.py" --lib "$lib" --python "$py" >"$WORK/it-host.out" 2>&1
+    rc=$?
+    check "on this machine, CPython $v: the preload integration tests with the installed library ($(grep -c '^PASS' "$WORK/it-host.out") passed)" [ $rc = 0 ]
+    [ $rc = 0 ] || grep -v '^PASS' "$WORK/it-host.out" | head -n 40
 done
 finish
