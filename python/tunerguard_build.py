@@ -19,7 +19,9 @@ The tag is py3-none-<platform>: one binary serves every CPython 3.9-3.13, but
 it is native code.  The platform is manylinux_2_N_<arch> where N is the
 highest GLIBC_2.N symbol version the ELF files need (readelf), so pip refuses
 it on an older glibc instead of the loader failing later; linux_<arch>
-without readelf.
+without readelf.  TG_WHEEL_GLIBC=2.28 (tools/dev wheel, built in a Debian 11
+root) tags it manylinux_2_28 instead, and fails the build, naming the
+symbols, where a file needs a newer glibc.
 """
 import base64
 import hashlib
@@ -155,21 +157,59 @@ def _check_version(binary, version):
                            "keep TG_VERSION in tools/tunerguard.c in step" % (version, " ".join(got)))
 
 
+def _glibc_need(readelf, path):
+    """(major, minor) of the newest glibc PATH needs: its GLIBC_2.N versions,
+    2.36 for packed relocations (TG_RELR=ON: glibc 2.36 reads them)."""
+    need = (2, 17)
+    text = subprocess.run([readelf, "-V", "--wide", path], capture_output=True, text=True).stdout
+    for major, minor in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", text):
+        need = max(need, (int(major), int(minor)))
+    if "Name: GLIBC_ABI_DT_RELR" in text:
+        need = max(need, (2, 36))
+    return need
+
+
+def _symbols_newer(readelf, path, limit):
+    """The symbols PATH takes from a glibc newer than LIMIT, as name@GLIBC_2.N."""
+    text = subprocess.run([readelf, "--dyn-syms", "--wide", path], capture_output=True, text=True).stdout
+    found = re.findall(r"\bUND\s+(\S+@GLIBC_(\d+)\.(\d+))", text)
+    return sorted({name for name, major, minor in found if (int(major), int(minor)) > limit})
+
+
+def _pinned_glibc():
+    """TG_WHEEL_GLIBC=2.N (tools/dev wheel): the glibc the wheel is tagged for,
+    or None (the tag is what the files need)."""
+    want = os.environ.get("TG_WHEEL_GLIBC")
+    if not want:
+        return None
+    m = re.match(r"^(\d+)\.(\d+)$", want)
+    if not m:
+        raise RuntimeError("tunerguard_build: TG_WHEEL_GLIBC=%r is not a glibc version like 2.28" % want)
+    return int(m.group(1)), int(m.group(2))
+
+
 def _platform_tag(elves):
+    """manylinux_2_N_<arch>: N the newest glibc the files need, or the one
+    TG_WHEEL_GLIBC pins, where every file needs nothing newer (else the
+    build fails naming the symbols)."""
     arch = platform.machine()
     if not sys.platform.startswith("linux"):
         raise RuntimeError("tunerguard_build: tunerguard is a Linux preload library")
     readelf = shutil.which("readelf")
-    if readelf:
-        need = (2, 17)
-        for path in elves:
-            text = subprocess.run([readelf, "-V", "--wide", path], capture_output=True, text=True).stdout
-            for major, minor in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", text):
-                need = max(need, (int(major), int(minor)))
-            if "Name: GLIBC_ABI_DT_RELR" in text:  # packed relocations (TG_RELR=ON): glibc 2.36 reads them
-                need = max(need, (2, 36))
-        return "manylinux_%d_%d_%s" % (need[0], need[1], arch)
-    return "linux_" + arch
+    pinned = _pinned_glibc()
+    if not readelf:
+        if pinned:
+            raise RuntimeError("tunerguard_build: TG_WHEEL_GLIBC needs readelf (binutils) to check the files")
+        return "linux_" + arch
+    need = max(_glibc_need(readelf, path) for path in elves)
+    if pinned:
+        if need > pinned:
+            newer = ["%s: %s" % (os.path.basename(p), " ".join(_symbols_newer(readelf, p, pinned)) or "packed relocations")
+                     for p in elves if _glibc_need(readelf, p) > pinned]
+            raise RuntimeError("tunerguard_build: TG_WHEEL_GLIBC=%d.%d but the build needs glibc %d.%d: %s"
+                               % (pinned + need + ("; ".join(newer),)))
+        need = pinned
+    return "manylinux_%d_%d_%s" % (need[0], need[1], arch)
 
 
 # ---- the wheel --------------------------------------------------------------

@@ -11,8 +11,9 @@
 #
 # Needs: Linux on the wheel's architecture with glibc at least the wheel's
 # manylinux_2_N (2.34 for a wheel built on Debian 12: glibc 2.36 there, the
-# library needs GLIBC_2.34 symbols), the interpreter with torch, Triton and
-# pip.  No network, no compiler: `pip install --no-deps --no-index WHEEL`.
+# library needs GLIBC_2.34 symbols; 2.28 for the one `tools/dev wheel`
+# builds), the interpreter with torch, Triton and pip.  No network, no
+# compiler: `pip install --no-deps --no-index WHEEL`.
 #
 # Steps: a venv made from $PYTHON with --system-site-packages (and, when
 # $PYTHON is itself a venv, a .pth naming its site-packages, so torch and
