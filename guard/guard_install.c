@@ -357,6 +357,32 @@ static int names_tuning_step(PyObject *cls)
     return found;
 }
 
+/* What fn is when its body does not run in its call (a coroutine, an async
+ * generator or a generator function: the call only makes the object that
+ * runs the body later), else NULL.  GIL held. */
+static const char *deferred_body(PyObject *fn)
+{
+    if (!tg_py.PyLong_AsLong)
+        return NULL;
+    PyObject *code = tg_py.PyObject_GetAttrString(fn, "__code__");
+    PyObject *flags = code ? tg_py.PyObject_GetAttrString(code, "co_flags") : NULL;
+    long f = flags ? tg_py.PyLong_AsLong(flags) : 0;
+    if (flags)
+        tg_py.Py_DecRef(flags);
+    if (code)
+        tg_py.Py_DecRef(code);
+    tg_py_drop_error();
+    if (f == -1)
+        return NULL;
+    if (f & 0x80) /* CO_COROUTINE */
+        return "a coroutine function (async def)";
+    if (f & 0x200) /* CO_ASYNC_GENERATOR */
+        return "an async generator function";
+    if (f & 0x20) /* CO_GENERATOR (also a types.coroutine) */
+        return "a generator function";
+    return NULL;
+}
+
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
 {
     int rc = 0;
@@ -379,6 +405,15 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
         tg_py.Py_DecRef(type);
     if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
+    const char *deferred = strcmp(tname, "function") == 0 ? deferred_body(value) : NULL;
+    if (deferred) {
+        char mod[96], qual[160];
+        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+        tg__warn("%s:%s.%s is %s: its call returns before its body runs, so no call of it can be guarded; "
+                 "nothing guarded (name the method that runs it)", mod, qual, name, deferred);
+        goto done;
+    }
     if (nguards == TG_MAX_GUARDS) {
         /* Slots are never reused: a function keeps its slot's trampoline
          * for its life, which no reference of ours follows, and a bound

@@ -1338,6 +1338,33 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_targets_deferred_body(ctx):
+    """An async def, async generator or generator method named in targets=
+    returns before its body runs: one line each says it cannot be guarded,
+    and it runs as without tunerguard."""
+    res = ctx.run_py('''
+        with open("defmod.py", "w") as f:
+            f.write("class T:\\n"
+                    "    async def a(self, x):\\n        return x\\n"
+                    "    async def ag(self, x):\\n        yield x\\n"
+                    "    def g(self, x):\\n        yield x\\n")
+        sys.path.insert(0, ".")
+        import asyncio, defmod
+        t = defmod.T()
+        async def collect():
+            return [v async for v in t.ag(2)]
+        print("RAN", asyncio.run(t.a(1)), asyncio.run(collect()), list(t.g(3)))
+        print("GUARDED", [is_guarded(defmod.T, n) for n in ("a", "ag", "g")])
+    ''', options=opts(targets="defmod:T.a,defmod:T.ag,defmod:T.g"))
+    expect(res.rc == 0 and "RAN 1 [2] [3]" in res.out and "GUARDED [False, False, False]" in res.out,
+           "ran as without tunerguard, nothing guarded", res)
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    for what in ("defmod:T.a is a coroutine function (async def)", "defmod:T.ag is an async generator function",
+                 "defmod:T.g is a generator function"):
+        expect(sum(what in ln and "nothing guarded" in ln for ln in lines) == 1, "one line: " + what, res)
+    expect(len(lines) == 3, "nothing else said", res)
+
+
 def check_target_non_ascii(ctx):
     """A class named with a non-ASCII identifier (str.isidentifier() accepts
     it) is guarded like any other; it was refused as a bad option."""
@@ -2112,7 +2139,7 @@ CHECKS = {
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
-                check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded,
+                check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded, check_targets_deferred_body,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
