@@ -4,8 +4,12 @@
  * loaded then: loader/core_api.h).
  *
  *   constructor      -> PySys_AddAuditHook(audit_hook)        (before Py_Initialize)
- *   cpython.run_*    -> arm(): install the meta-path finder, guard targets
- *                       already imported (by site, .pth files, sitecustomize)
+ *   cpython.run_*    -> arm(): guard targets already imported (by site, .pth
+ *                       files, sitecustomize); the meta-path finder goes in
+ *                       now only for a target that is a top-level module
+ *   "import"/"exec"  -> a target's package is being imported: the finder goes
+ *                       in (first in sys.meta_path), before the target module
+ *                       itself is looked for
  *   finder           -> a target module is about to execute: wrap its
  *                       loader's exec_module so we guard right after it ran
  *   "import" event   -> fallback when the finder is bypassed: the module is
@@ -44,6 +48,7 @@
 #define TG_STARTUP_TEXT(var, text) static const char var[] TG_STARTUP_RODATA = text
 TG_STARTUP_TEXT(ev_run_prefix, "cpython.run_");
 TG_STARTUP_TEXT(ev_import, "import");
+TG_STARTUP_TEXT(ev_exec, "exec");
 TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
 TG_STARTUP_TEXT(txt_sys, "sys");
 TG_STARTUP_TEXT(txt_meta_path, "meta_path");
@@ -72,6 +77,7 @@ volatile int tg_arm_pending;
 /* Written at arming in every Python process: in .data (TG_STARTUP_DATA,
  * core/startup.h), not a .bss page of their own. */
 static int armed TG_STARTUP_DATA;
+static int finder_tried TG_STARTUP_DATA; /* install_finder was called (once) */
 static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
 
 /* ---- targets ---------------------------------------------------------------- */
@@ -323,6 +329,68 @@ TG_STARTUP void tg_arm_process_pending(void)
     t->busy--;
 }
 
+/* ---- when the finder goes in ------------------------------------------------------------ */
+
+/* Until a target's package is imported, sys.meta_path is left as it was:
+ * the finder goes in when the import system is about to look for a target
+ * module or a package above one.  Every such import reaches the hook first:
+ * an import statement (or __import__) raises "import" with the module's
+ * name before the finders are asked; importlib.import_module raises none,
+ * but a package's __init__ raises "exec" as it starts to run, before any
+ * module under it is looked for.  A target that is a top-level module has
+ * no package to announce it, so the finder goes in at arming then. */
+
+/* Is name a target module, or a package above one? */
+TG_STARTUP static int names_target_or_package(const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < tg__arm_ntargets; i++) {
+        const char *m = tg__arm_targets[i].module;
+        if (strncmp(m, name, n) == 0 && (m[n] == '\0' || m[n] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
+/* Is the top-level package of some target in sys.modules (being imported
+ * or imported)? */
+TG_STARTUP static int target_package_present(void)
+{
+    PyObject *mods = tg_py.PyImport_GetModuleDict();
+    for (int i = 0; mods && i < tg__arm_ntargets; i++) {
+        char top[TG_TARGET_MODULE_MAX + 1];
+        copy_cut(top, sizeof top, tg__arm_targets[i].module);
+        char *dot = strchr(top, '.');
+        if (dot)
+            *dot = '\0';
+        if (tg_py.PyDict_GetItemString(mods, top)) /* borrowed */
+            return 1;
+    }
+    tg_py.PyErr_Clear();
+    return 0;
+}
+
+TG_STARTUP static int top_level_target(void)
+{
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (!strchr(tg__arm_targets[i].module, '.'))
+            return 1;
+    return 0;
+}
+
+/* The finder goes in, once.  A target module may be running already (its
+ * package imported through importlib, the finder asked before it was
+ * there): pending, so that it is guarded once it has run. */
+TG_STARTUP static void need_finder(void)
+{
+    if (finder_tried)
+        return;
+    finder_tried = 1;
+    install_finder();
+    tg__arm_module_pending = 1;
+    tg_arm_pending = 1;
+}
+
 /* ---- the audit hook ---------------------------------------------------------------------- */
 
 TG_STARTUP static void arm(void)
@@ -344,7 +412,10 @@ TG_STARTUP static void arm(void)
     struct tg_thread *t = tg__self_busy();
     t->busy++;
     parse_targets(1);
-    install_finder();
+    if (top_level_target() || target_package_present()) {
+        finder_tried = 1;
+        install_finder();
+    }
     arm_loaded_modules();
     tg_core_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
     t->busy--;
@@ -383,8 +454,8 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
-    if (event[0] != 'c' && event[0] != 'i')
-        return 0;
+    if (event[0] != 'c' && event[0] != 'i' && (event[0] != 'e' || finder_tried))
+        return 0; /* "exec": only until the finder is in */
     if (!tg_py.supported) {
         unsupported_event(event, args);
         return 0;
@@ -414,11 +485,16 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     }
     if (strcmp(event, ev_import) == 0) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+        if (name && !finder_tried && names_target_or_package(name))
+            need_finder();
         if (name && is_target_module(name)) {
             tg__arm_module_pending = 1;
             tg_arm_pending = 1;
         }
         tg_py.PyErr_Clear();
+    } else if (event[0] == 'e') {
+        if (!finder_tried && strcmp(event, ev_exec) == 0 && target_package_present())
+            need_finder();
     } else if (strcmp(event, ev_clear_hooks) == 0) {
         const struct tg_core_api *core = tg_core_loaded();
         if (core) /* else nothing was guarded, reported, traced or serialized */

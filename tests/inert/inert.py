@@ -8,11 +8,12 @@ compares what a program can see: the modules imported at start-up (in the
 interpreter itself and in a fresh venv, where test_site.test_startup_imports
 looks), the open file descriptors, the shared objects mapped (only
 libtunerguard.so itself may be added, and each --also-mapped SONAME it
-needs: no libunwind, libdw or libgcc_s before a target is imported).  With the preload, sys.meta_path[0] must be an
-ordinary finder: hashable, a repr naming tunerguard, find_spec returning None
-for a module that is not a target, invalidate_caches.  Then a target module
-(the Triton model, --model) is imported: its class must be guarded and only
-then libunwind mapped.  Under Python's debug allocators (PYTHONMALLOC=debug,
+needs: no libunwind, libdw or libgcc_s before a target is imported) and
+sys.meta_path.  Then a target module (the Triton model, --model) is imported
+through importlib.import_module (no "import" audit event): its class must be
+guarded, tunerguard's finder first in sys.meta_path (an ordinary finder:
+hashable, a repr naming tunerguard, find_spec returning None for a module
+that is not a target, invalidate_caches), and only then libunwind mapped.  Under Python's debug allocators (PYTHONMALLOC=debug,
 -X dev, PYTHONDEVMODE) the preloaded process exits as the plain one does.
 Exit 0 when every check holds, 1 otherwise, 77 when
 the interpreter is missing."""
@@ -38,18 +39,21 @@ def libs():
 fds = sorted(int(x) for x in os.listdir('/proc/self/fd'))  # the listing's own fd included, both ways
 res = {'modules': modules, 'fds': fds, 'libs': libs(),
        'meta_path': [type(f).__module__ + '.' + type(f).__qualname__ for f in sys.meta_path]}
-f = sys.meta_path[0]
-if type(f).__module__ == 'tunerguard':
-    res['finder'] = {'hash': isinstance(hash(f), int), 'repr': repr(f),
-                     'unique': len(set(sys.meta_path)) == len(sys.meta_path),
-                     'find_spec_other': repr(f.find_spec('json', None)),
-                     'find_spec_kw': repr(f.find_spec('json', path=None, target=None)),
-                     'invalidate': repr(f.invalidate_caches())}
+def finder():
+    f = sys.meta_path[0]
+    if type(f).__module__ == 'tunerguard':
+        res['finder'] = {'hash': isinstance(hash(f), int), 'repr': repr(f),
+                         'unique': len(set(sys.meta_path)) == len(sys.meta_path),
+                         'find_spec_other': repr(f.find_spec('json', None)),
+                         'find_spec_kw': repr(f.find_spec('json', path=None, target=None)),
+                         'invalidate': repr(f.invalidate_caches())}
 if len(sys.argv) > 1:
     before = res['libs']
     import importlib
-    at = importlib.import_module('triton.runtime.autotuner')
+    at = importlib.import_module('triton.runtime.autotuner')  # no "import" event: the package's "exec" tells
     res['libs_after_target'] = sorted(set(libs()) - set(before))
+    res['meta_path_after_target'] = [type(f).__module__ + '.' + type(f).__qualname__ for f in sys.meta_path]
+    finder()
     import ctypes
     def vectorcall_of(fn):  # a guard is in the function's vectorcall slot, or (3.11) a descriptor
         off = ctypes.c_ssize_t.from_address(id(type(fn)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
@@ -111,18 +115,22 @@ def main():
             also = "".join(f", {x} (needed)" for x in sorted(set(added) & set(a.also_mapped)))
             check(f"{where}: no shared object mapped but libtunerguard.so{also}",
                   sorted(set(added) - set(a.also_mapped)) == ["libtunerguard.so"], f"added {added}")
-            check(f"{where}: the finder first, the rest of sys.meta_path as it was",
-                  pre["meta_path"] == ["tunerguard.Finder"] + plain["meta_path"], pre["meta_path"])
-            f = pre.get("finder", {})
-            check(f"{where}: the finder is hashable, unique, its repr names tunerguard",
-                  f.get("hash") and f.get("unique") and "tunerguard" in f.get("repr", ""), f)
-            check(f"{where}: find_spec of a module that is no target is None (by position and keyword), "
-                  "invalidate_caches() is None",
-                  f.get("find_spec_other") == "None" and f.get("find_spec_kw") == "None"
-                  and f.get("invalidate") == "None", f)
-        # A target module imported: guarded, and only now libunwind (where installed).
-        pre = run(a.python, lib, "target", env_extra={"PYTHONPATH": os.path.abspath(a.model)})
+            check(f"{where}: sys.meta_path as it was", pre["meta_path"] == plain["meta_path"], pre["meta_path"])
+        # A target module imported: guarded, the finder first in sys.meta_path,
+        # and only now libunwind (where installed).
+        model = {"PYTHONPATH": os.path.abspath(a.model)}
+        plain, pre = run(a.python, None, "target", env_extra=model), run(a.python, lib, "target", env_extra=model)
         check("target imported: Autotuner.run guarded", pre.get("guarded") is True, pre.get("guarded"))
+        check("target imported: the finder first, the rest of sys.meta_path as it was",
+              pre["meta_path_after_target"] == ["tunerguard.Finder"] + plain["meta_path_after_target"],
+              pre["meta_path_after_target"])
+        f = pre.get("finder", {})
+        check("target imported: the finder is hashable, unique, its repr names tunerguard",
+              f.get("hash") and f.get("unique") and "tunerguard" in f.get("repr", ""), f)
+        check("target imported: find_spec of a module that is no target is None (by position and keyword), "
+              "invalidate_caches() is None",
+              f.get("find_spec_other") == "None" and f.get("find_spec_kw") == "None"
+              and f.get("invalidate") == "None", f)
         if os.path.exists("/usr/lib/x86_64-linux-gnu/libunwind.so.8"):
             check("target imported: libunwind loaded then", "libunwind.so.8.0.1" in pre["libs_after_target"]
                   or any(x.startswith("libunwind.so") for x in pre["libs_after_target"]),
