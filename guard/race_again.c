@@ -77,8 +77,10 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
         return 0;
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
-    uint64_t h = mix(mix(1469598103934665603ull, (uintptr_t)inst), (uintptr_t)tg_py.PyObject_Type(inst));
-    tg_py.Py_DecRef(tg_py.PyObject_Type(inst)); /* the type is alive while inst is: its address was wanted */
+    PyObject *type = tg_py.PyObject_Type(inst); /* new reference */
+    uint64_t h = mix(mix(1469598103934665603ull, (uintptr_t)inst), (uintptr_t)type);
+    if (type)
+        tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
     h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
     int ok = fold_stack(NULL, &h) && fold_stack(other->tstate, &h);
     tg_py.PyErr_Restore(et, ev, tb);

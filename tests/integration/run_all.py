@@ -1365,6 +1365,43 @@ def check_targets_deferred_body(ctx):
     expect(len(lines) == 3, "nothing else said", res)
 
 
+def check_declared_repeats_keep_refcounts(ctx):
+    """A declared tuner (targets=) raced 200 times from one call site: one
+    report, 200 seen, and the repeats, counted before any capture, leave the
+    reference counts of the tuner's class and instance as they were."""
+    res = ctx.run_py('''
+        with open("decl.py", "w") as f:
+            f.write("class Tuner:\\n"
+                    "    def run(self, hold=None):\\n"
+                    "        if hold:\\n            hold()\\n"
+                    "        return 1\\n")
+        sys.path.insert(0, ".")
+        import decl
+        t = decl.Tuner()
+        inside, go = threading.Event(), threading.Event()
+        def hold():
+            inside.set()
+            go.wait()
+        holder = threading.Thread(target=t.run, args=(hold,))
+        holder.start()
+        inside.wait()
+        before = sys.getrefcount(decl.Tuner), sys.getrefcount(t)
+        def other():
+            for i in range(200):
+                t.run()
+        o = threading.Thread(target=other)
+        o.start()
+        o.join()
+        print("REFS", sys.getrefcount(decl.Tuner) - before[0], sys.getrefcount(t) - before[1])
+        go.set()
+        holder.join()
+        print("DONE")
+    ''', options=opts(targets="decl:Tuner.run"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect("REFS 0 0" in res.out, "reference counts as they were", res)
+    expect(re.search(r"^tunerguard: 1 race reported \(200 seen\)", res.err, re.M), "one report, 200 seen", res)
+
+
 def check_target_non_ascii(ctx):
     """A class named with a non-ASCII identifier (str.isidentifier() accepts
     it) is guarded like any other; it was refused as a bad option."""
@@ -2140,6 +2177,7 @@ CHECKS = {
                 check_replaced_method_late_alternating, check_replaced_method_quiet,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded, check_targets_deferred_body,
+                check_declared_repeats_keep_refcounts,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
