@@ -135,7 +135,7 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     const char *n = NULL;
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        PyObject *gc = g->marker ? NULL : guard_cls(g);
+        PyObject *gc = guard_cls(g);
         if (!gc)
             continue;
         if (g->pyname != name) {
@@ -149,7 +149,10 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
         if (!tg_py.PyType_IsSubtype(cls, gc))
             continue;
         t->busy++;
-        guard_replacement(g, cls, value, 0);
+        if (g->marker) /* a tuning method replaced: the new one says when a thread tunes */
+            install(cls, g->name, "tuning method replaced by user code", 1, 0);
+        else
+            guard_replacement(g, cls, value, 0);
         t->busy--;
         return;
     }

@@ -1402,6 +1402,38 @@ def check_declared_repeats_keep_refcounts(ctx):
     expect(re.search(r"^tunerguard: 1 race reported \(200 seen\)", res.err, re.M), "one report, 200 seen", res)
 
 
+def check_replaced_tuning_method(ctx):
+    """The program replaces a tuning method (Autotuner._bench = my_bench):
+    the new one says when a thread tunes, as the original did, so a thread
+    entering while another is inside my_bench is a race, reported (with the
+    original _bench it is; unmarked, it was a low-severity overlap, counted
+    and not reported)."""
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        inside, go = threading.Event(), threading.Event()
+        def my_bench(self, *args, **kwargs):
+            if args and args[0] == "victim":
+                inside.set()
+                go.wait()
+            return self.fn(*args, **kwargs)
+        Autotuner._bench = my_bench
+        tuner = Autotuner(my_kernel)
+        victim = threading.Thread(target=tuner.run, args=("victim",))
+        victim.start()
+        inside.wait()
+        other = threading.Thread(target=tuner.run, args=("other",))
+        other.start()
+        other.join()
+        go.set()
+        victim.join()
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1 and "Severity: high" in text,
+           "the race inside the replaced tuning method is reported, high", res)
+
+
 def check_target_non_ascii(ctx):
     """A class named with a non-ASCII identifier (str.isidentifier() accepts
     it) is guarded like any other; it was refused as a bad option."""
@@ -2174,7 +2206,7 @@ CHECKS = {
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
-                check_replaced_method_late_alternating, check_replaced_method_quiet,
+                check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded, check_targets_deferred_body,
                 check_declared_repeats_keep_refcounts,
