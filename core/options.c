@@ -403,6 +403,21 @@ TG_STARTUP static int names_class(const char *v, const char *cls, size_t n)
     return 0;
 }
 
+/* Is e (n bytes) one of the entries of the list v? */
+TG_STARTUP static int names_entry(const char *v, const char *e, size_t n)
+{
+    for (const char *p = v; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, e, n) == 0)
+            return 1;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
 /* tuning= (valid entries): each names a method of a targets= class, the
  * tuning step of that declared tuner.  0, or -1 with err filled. */
 TG_STARTUP static int check_tuning(const struct tg_options *o, char *err, size_t errlen)
@@ -420,6 +435,13 @@ TG_STARTUP static int check_tuning(const struct tg_options *o, char *err, size_t
             snprintf(err, errlen, "bad value for option 'tuning': '%s' is a method of %.*s, which no targets= entry "
                      "names (a tuning step belongs to a tuner declared with targets=)",
                      tg_options_escape(p, len, ebuf, sizeof ebuf), (int)(dot - p), p);
+            return -1;
+        }
+        if (names_entry(o->targets, p, len)) {
+            char ebuf[400];
+            snprintf(err, errlen, "bad value for option 'tuning': '%s' is named in targets= too: the tuning step is "
+                     "the method the tuner measures in, not its entry point (without tuning= every overlap of "
+                     "its calls is a race)", tg_options_escape(p, len, ebuf, sizeof ebuf));
             return -1;
         }
         if (!end)

@@ -280,6 +280,10 @@ Test(options, tuning_names_a_targets_class)
     expect_error("targets=a:B.run:tuning=a:B.m,",
                  "bad value 'a:B.m,' for option 'tuning' (valid: module:Class.method[,module:Class.method...])");
     expect_error("targets=a:B.run:tuning=a:B.m:typo=1", unknown_msg("typo"));
+    /* the entry point itself is no tuning step: marked, its overlaps would never be races */
+    expect_error("targets=a:B.run,a:B.go:tuning=a:B.m,a:B.go",
+                 "bad value for option 'tuning': 'a:B.go' is named in targets= too: the tuning step is the method "
+                 "the tuner measures in, not its entry point (without tuning= every overlap of its calls is a race)");
 }
 
 Test(options, tuning_too_many_or_too_long)
