@@ -133,6 +133,8 @@ struct tg_itf_report {
 struct tg_report {
     enum tg_report_kind kind;
     uint64_t seq;              /* 1, 2, ... within this process */
+    uint32_t supp_ref;         /* set by tg_emit when a suppression matched: its
+                                  index + 1 (tg_supp_count_again) */
     uint32_t dedup_ref;        /* set by tg_emit (reports/emit.h): the de-duplication slot
                                   of a written or repeated report + 1, 0 none */
     pid_t pid;

@@ -213,8 +213,10 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
 int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
                    struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
- * dedup_ref; 0: not kept), the threads named so.  GIL held. */
-void tg__race_remember(uint64_t key, int serialized, uint32_t ref, const char *self_name, const char *other_name);
+ * dedup_ref; 0: not kept), or suppressed (supp: the suppression's index + 1),
+ * the threads named so.  GIL held. */
+void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
+                       const char *other_name);
 void tg__race_again_atfork_child(void);
 
 /* ---- exception_link.c ----------------------------------------------------- */

@@ -12,14 +12,16 @@
  * frames, so emit would call the report a repeat of the one it wrote (or
  * repeated) for the first; that one's result is kept and the entry is
  * counted as that repeat (tg_emit_again), with the exception link the full
- * report would have made.  Stacks deeper than a report keeps, suppressed
- * reports (their per-pattern hit counts) and verbosity=2 (every occurrence
- * written) are not kept: those entries take the full path.
+ * report would have made; a suppressed one is counted on its suppression
+ * again, neither reported, counted as a race nor linked.  Stacks deeper
+ * than a report keeps and verbosity=2 (every occurrence written) are not
+ * kept: those entries take the full path.
  *
  * Everything here: GIL held; C calls only (no Python code runs, so `other`
  * stays valid); allocates nothing but the frame objects CPython hands out. */
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
+#include "reports/suppress_load.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +31,7 @@
 static struct again {
     uint64_t key;       /* 0: free */
     uint32_t ref;       /* the first report's dedup_ref */
+    int supp;           /* or the suppression that matched it (its index + 1) */
     int serialized;
     char self_name[48]; /* the entering thread's name, for the link */
     char other_name[48];
@@ -105,6 +108,10 @@ int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *
     struct again *a = key ? slot_of(key, 0) : NULL;
     if (!a)
         return 0;
+    if (a->supp) {
+        tg_supp_count_again(a->supp);
+        return 1;
+    }
     tg_emit_again(a->ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
         struct tg_occupant *mo = (struct tg_occupant *)other;
@@ -118,13 +125,15 @@ int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *
     return 1;
 }
 
-void tg__race_remember(uint64_t key, int serialized, uint32_t ref, const char *self_name, const char *other_name)
+void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
+                       const char *other_name)
 {
-    struct again *a = key && ref ? slot_of(key, 1) : NULL;
+    struct again *a = key && (ref || supp) ? slot_of(key, 1) : NULL;
     if (!a)
         return;
     a->key = key;
     a->ref = ref;
+    a->supp = supp;
     a->serialized = serialized;
     snprintf(a->self_name, sizeof a->self_name, "%s", self_name);
     snprintf(a->other_name, sizeof a->other_name, "%s", other_name);

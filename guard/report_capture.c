@@ -347,8 +347,9 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
 
     enum tg_emit_status st;
     uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
-    if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT))
-        tg__race_remember(again_key, serialized, r->dedup_ref, e->name, in->name);
+    if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
+        tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
+                          st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, e->name, in->name);
     if (st == TG_EMIT_SUPPRESSED) { /* suppressions=: neither reported nor counted, nor linked */
         struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
         if (mo && mo->raced_tid == t->tid) /* marked above: its exception must not name this race */

@@ -161,7 +161,7 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         return 0;
     }
     const struct tg_report_kind_info *k = &tg_report_kinds[r->kind];
-    if (k->supp && tg_supp_check(r)) {
+    if (k->supp && (r->supp_ref = (uint32_t)tg_supp_check_ref(r)) != 0) {
         *status = TG_EMIT_SUPPRESSED;
         return 0;
     }

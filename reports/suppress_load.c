@@ -88,14 +88,28 @@ int tg_supp_load(const char *path, char *err, size_t errlen)
     return rc;
 }
 
-int tg_supp_check(const struct tg_report *r)
+int tg_supp_check_ref(const struct tg_report *r)
 {
     if (tg__supp.n == 0)
         return 0;
-    if (!tg_supp_match_report(&tg__supp, r))
+    const struct tg_supp *s = tg_supp_match_report(&tg__supp, r);
+    if (!s)
         return 0;
     __atomic_fetch_add(&tg__supp_total, 1, __ATOMIC_RELAXED); /* interference reports may come without the GIL */
-    return 1;
+    return (int)(s - tg__supp.s) + 1;
+}
+
+int tg_supp_check(const struct tg_report *r)
+{
+    return tg_supp_check_ref(r) != 0;
+}
+
+void tg_supp_count_again(int ref)
+{
+    if (ref < 1 || ref > tg__supp.n)
+        return;
+    tg__supp.s[ref - 1].hits++;
+    __atomic_fetch_add(&tg__supp_total, 1, __ATOMIC_RELAXED);
 }
 
 unsigned long long tg_supp_total(void)

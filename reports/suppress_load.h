@@ -23,6 +23,13 @@ int tg_supp_load(const char *path, char *err, size_t errlen);
  * held (or otherwise serialized); no allocation, no I/O. */
 int tg_supp_check(const struct tg_report *r);
 
+/* As tg_supp_check, returning the matching suppression's index + 1 (0: none). */
+int tg_supp_check_ref(const struct tg_report *r);
+
+/* A race seen again that suppression ref (tg_supp_check_ref's answer)
+ * matched before: counted as tg_supp_check counts it.  GIL held. */
+void tg_supp_count_again(int ref);
+
 /* At exit with verbosity >= 1: the matched suppressions and their counts on
  * stderr, ThreadSanitizer style.  Nothing when none matched. */
 void tg_supp_exit_report(int verbosity);

@@ -1365,11 +1365,7 @@ def check_targets_deferred_body(ctx):
     expect(len(lines) == 3, "nothing else said", res)
 
 
-def check_declared_repeats_keep_refcounts(ctx):
-    """A declared tuner (targets=) raced 200 times from one call site: one
-    report, 200 seen, and the repeats, counted before any capture, leave the
-    reference counts of the tuner's class and instance as they were."""
-    res = ctx.run_py('''
+DECLARED_PROG = '''
         with open("decl.py", "w") as f:
             f.write("class Tuner:\\n"
                     "    def run(self, hold=None):\\n"
@@ -1396,10 +1392,26 @@ def check_declared_repeats_keep_refcounts(ctx):
         go.set()
         holder.join()
         print("DONE")
-    ''', options=opts(targets="decl:Tuner.run"))
+    '''
+
+
+def check_declared_repeats_keep_refcounts(ctx):
+    """A declared tuner (targets=) raced 200 times from one call site: one
+    report, 200 seen, and the repeats, counted before any capture, leave the
+    reference counts of the tuner's class and instance as they were."""
+    res = ctx.run_py(DECLARED_PROG, options=opts(targets="decl:Tuner.run"))
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     expect("REFS 0 0" in res.out, "reference counts as they were", res)
     expect(re.search(r"^tunerguard: 1 race reported \(200 seen\)", res.err, re.M), "one report, 200 seen", res)
+    # Suppressed: no report, and each of the 200 counted on its suppression
+    # (the repeats too, which skip the capture).
+    supp = os.path.join(ctx.tmpdir(), "decl.supp")
+    with open(supp, "w") as f:
+        f.write("race:^Tuner.run$\n")
+    res = ctx.run_py(DECLARED_PROG, options=opts(targets="decl:Tuner.run", suppressions=supp, verbosity=1))
+    expect(res.rc == 0 and "DONE" in res.out and "REFS 0 0" in res.out, "program ran, counts as they were", res)
+    expect(re.search(r"^tunerguard:\s+200 race:\^Tuner\.run\$ \(line 1\)", res.err, re.M),
+           "the suppression counted 200 times", res)
 
 
 def check_replaced_tuning_method(ctx):
