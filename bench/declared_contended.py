@@ -4,7 +4,9 @@ once inside (time.sleep(0)), so most entries find the other thread inside:
 a race, reported once, then counted.  Prints calls/s over both threads.
 
   TUNERGUARD_OPTIONS=targets=tgfix.tuners:Tuner.run:log_path=/tmp/tgb \\
-      LD_PRELOAD=build/libtunerguard.so python bench/declared_contended.py [SECONDS]"""
+      LD_PRELOAD=build/libtunerguard.so python bench/declared_contended.py [SECONDS] [--lock]
+
+--lock: every call made under one threading.Lock (the hand-written fix)."""
 import os
 import sys
 import threading
@@ -13,7 +15,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serialize", "fixture"))
 from tgfix.tuners import Tuner  # noqa: E402
 
-SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
+SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--lock" else 2.0
+LOCK = threading.Lock() if "--lock" in sys.argv[1:] else None  # what a user writes instead of serialize
 tuner = Tuner("contended_kernel")
 start = threading.Barrier(3)
 stop = threading.Event()
@@ -28,7 +31,11 @@ def loop(i):
     start.wait()
     n = 0
     while not stop.is_set():
-        tuner.run(body)
+        if LOCK:
+            with LOCK:
+                tuner.run(body)
+        else:
+            tuner.run(body)
         n += 1
     counts[i] = n
 
