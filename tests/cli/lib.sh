@@ -8,15 +8,6 @@ SRC=${3:?source dir}
 SCEN=$SRC/tests/repro/scenarios
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tg-cli-test.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-ok() { echo "ok - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-# check DESC COND...: run COND (a command), ok when it succeeds
-check() { d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
+. "$SRC/tests/checks.sh"
 # run_tg OUT_PREFIX ARGS...: runs tunerguard, stdout in $OUT_PREFIX.out, stderr in .err, status in $rc
 run_tg() { p=$1; shift; "$TG" "$@" >"$p.out" 2>"$p.err"; rc=$?; }
-has() { grep -q -- "$2" "$1"; }
-finish() {
-    if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
-    echo "all checks passed"; exit 0
-}

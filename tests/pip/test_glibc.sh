@@ -30,11 +30,7 @@ ARCH=$(uname -m)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tg-glibc-test.XXXXXX")
 WORK=$(readlink -f "$WORK")
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-ok() { echo "ok - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
-finish() { if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi; echo "all checks passed"; exit 0; }
+. "$SRC/tests/checks.sh"
 unset LD_PRELOAD TUNERGUARD_OPTIONS TUNERGUARD_LIB PYTHONPATH VIRTUAL_ENV
 [ -x "$AW/bin/python" ] && "$AW/bin/python" -m auditwheel --version >/dev/null 2>&1 ||
     { echo "SKIP: no auditwheel in $AW (tools/dev test makes it from the Python package index)"; exit 77; }

@@ -25,12 +25,7 @@ PY=${TG_PIP_PYTHON:-/usr/bin/python3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/tg-pip-test.XXXXXX")
 WORK=$(readlink -f "$WORK")
 trap 'rm -rf "$WORK"' EXIT
-failures=0
-ok() { echo "ok - $*"; }
-bad() { echo "FAIL - $*"; failures=$((failures + 1)); }
-check() { d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
-has() { grep -q -- "$2" "$1"; }
-show() { echo "--- $1"; tail -n 20 "$1"; }
+. "$SRC/tests/checks.sh"
 # Nothing of the caller's tunerguard set-up leaks in; pip asks no index.
 unset LD_PRELOAD TUNERGUARD_OPTIONS TUNERGUARD_LIB TUNERGUARD_SOURCE_DIR PYTHON PYTHONPATH VIRTUAL_ENV
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_NO_INPUT=1

@@ -17,12 +17,8 @@ WORK=${3:?work dir}
 unset LD_PRELOAD TUNERGUARD_OPTIONS TUNERGUARD_LIB TUNERGUARD_SOURCE_DIR PYTHONPATH VIRTUAL_ENV
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PIP_NO_INPUT=1
 where="glibc $(ldd --version 2>/dev/null | head -n 1 | awk '{print $NF}'), $("$PY" -c 'import platform; print("python " + platform.python_version())' 2>/dev/null)"
-failures=0
-ok() { echo "ok - [$where] $*"; }
-bad() { echo "FAIL - [$where] $*"; failures=$((failures + 1)); }
-check() { d=$1; shift; if "$@"; then ok "$d"; else bad "$d"; fi; }
-has() { grep -q -- "$2" "$1"; }
-show() { echo "--- $1"; tail -n 20 "$1"; }
+CHECK_TAG=$where
+. "$(dirname "$0")/../checks.sh"
 
 mkdir -p "$WORK" && cd "$WORK" || exit 1
 V=$WORK/venv
