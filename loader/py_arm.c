@@ -6,7 +6,7 @@
  *   constructor      -> PySys_AddAuditHook(audit_hook)        (before Py_Initialize)
  *   cpython.run_*    -> arm(): guard targets already imported (by site, .pth
  *                       files, sitecustomize); the meta-path finder goes in
- *                       now only for a target that is a top-level module
+ *                       now only with targets= (the program's own modules)
  *   "import"/"exec"  -> a target's package is being imported: the finder goes
  *                       in (first in sys.meta_path), before the target module
  *                       itself is looked for
@@ -337,8 +337,10 @@ TG_STARTUP void tg_arm_process_pending(void)
  * an import statement (or __import__) raises "import" with the module's
  * name before the finders are asked; importlib.import_module raises none,
  * but a package's __init__ raises "exec" as it starts to run, before any
- * module under it is looked for.  A target that is a top-level module has
- * no package to announce it, so the finder goes in at arming then. */
+ * module under it is looked for.  That holds for the built-in targets'
+ * packages (triton, torch).  A program's own targets (targets=) may be
+ * top-level modules or sit in namespace packages, which nothing announces
+ * before they run: with targets= the finder goes in at arming. */
 
 /* Is name a target module, or a package above one? */
 TG_STARTUP static int names_target_or_package(const char *name)
@@ -370,10 +372,10 @@ TG_STARTUP static int target_package_present(void)
     return 0;
 }
 
-TG_STARTUP static int top_level_target(void)
+TG_STARTUP static int user_target(void)
 {
     for (int i = 0; i < tg__arm_ntargets; i++)
-        if (!strchr(tg__arm_targets[i].module, '.'))
+        if (tg__arm_targets[i].user)
             return 1;
     return 0;
 }
@@ -412,7 +414,7 @@ TG_STARTUP static void arm(void)
     struct tg_thread *t = tg__self_busy();
     t->busy++;
     parse_targets(1);
-    if (top_level_target() || target_package_present()) {
+    if (user_target() || target_package_present()) {
         finder_tried = 1;
         install_finder();
     }
