@@ -386,6 +386,20 @@ static const char *deferred_body(PyObject *fn)
     return NULL;
 }
 
+/* Was fn's refusal said already?  Notes it if not.  Identity only (no
+ * reference): a function freed and another made at its address goes
+ * unsaid, which costs a line, nothing more. */
+static int said_deferred(PyObject *fn)
+{
+    static const void *said[32];
+    static unsigned nsaid;
+    for (unsigned i = 0; i < nsaid && i < 32; i++)
+        if (said[i] == fn)
+            return 1;
+    said[nsaid++ % 32] = fn;
+    return 0;
+}
+
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
 {
     int rc = 0;
@@ -410,11 +424,13 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
         goto done;
     const char *deferred = strcmp(tname, "function") == 0 ? deferred_body(value) : NULL;
     if (deferred) {
-        char mod[96], qual[160];
-        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
-        tg__warn("%s:%s.%s is %s: its call returns before its body runs, so no call of it can be guarded; "
-                 "nothing guarded (name the method that runs it)", mod, qual, name, deferred);
+        if (!said_deferred(value)) { /* a replacement is found again at later calls of the original */
+            char mod[96], qual[160];
+            tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+            tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+            tg__warn("%s:%s.%s is %s: its call returns before its body runs, so no call of it can be guarded; "
+                     "nothing guarded (name the method that runs it)", mod, qual, name, deferred);
+        }
         goto done;
     }
     if (nguards == TG_MAX_GUARDS) {
@@ -458,7 +474,12 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
     g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
     g->marked = g->clears_args || derives_from(cls, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
-    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(cls))
+    /* Its tuning step named (tuning=) and marked on that class (arm_class
+     * marks the steps before it guards the class's methods): races only
+     * while a thread inside is in the step.  A step that could not be
+     * marked (misspelled, no plain function) leaves every overlap a race,
+     * as its one line says. */
+    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(cls) && tg__guard_has_markers(g))
         g->marked = 1;
     g->pyname = key;
     tg_py.Py_IncRef(key);

@@ -86,8 +86,15 @@ static int hook(PyObject *cls, PyObject *name, PyObject *value)
 static PyObject *new_hook(PyObject *meta, PyObject *args, PyObject *kwds)
 {
     PyObject *made = orig_new(meta, args, kwds);
-    if (made && args && tg_py.PyTuple_Size(args) == 3)
-        tg__guard_class_made(made);
+    if (made && args && tg_py.PyTuple_Size(args) == 3) {
+        /* A metaclass's __new__ that type.__new__ handed the call to may
+         * return anything: only a class is looked at. */
+        PyObject *mt = tg_py.PyObject_Type(made);
+        if (mt && tg_py.PyType_IsSubtype(mt, type_type))
+            tg__guard_class_made(made);
+        if (mt)
+            tg_py.Py_DecRef(mt);
+    }
     return made;
 }
 

@@ -327,11 +327,11 @@ static void say_unguarded(struct tg__arm_target *t, PyObject *cls)
 static void arm_class(const struct tg__arm_target *t, const char *why)
 {
     PyObject *cls = t->base;
+    if (t->user) /* first: a declared tuner is marked only when its step is (tg_guard_install) */
+        tg_guard_install_tuning_steps(cls, t->module, t->cls);
     guard_family_methods(cls, cls, why);
     if (!t->user)
         tg_guard_install_markers(cls);
-    else
-        tg_guard_install_tuning_steps(cls, t->module, t->cls);
     for (int j = 0; j < tg__arm_ntargets; j++) /* the targets sharing the class */
         if (tg__arm_targets[j].base == cls)
             say_unguarded(&tg__arm_targets[j], cls);

@@ -358,6 +358,11 @@ TG_STARTUP static int names_target_or_package(const char *name)
  * or imported)? */
 TG_STARTUP static int target_package_present(void)
 {
+    /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
+     * then), and nothing imported now needs guarding. */
+    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
+    if (fin && fin())
+        return 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
     for (int i = 0; mods && i < tg__arm_ntargets; i++) {
         char top[TG_TARGET_MODULE_MAX + 1];
@@ -456,8 +461,8 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
-    if (event[0] != 'c' && event[0] != 'i' && (event[0] != 'e' || finder_tried))
-        return 0; /* "exec": only until the finder is in */
+    if (event[0] != 'c' && event[0] != 'i' && (event[0] != 'e' || finder_tried) && !tg_arm_pending)
+        return 0; /* "exec": only until the finder is in; any event while a module is pending */
     if (!tg_py.supported) {
         unsupported_event(event, args);
         return 0;

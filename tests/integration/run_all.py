@@ -228,6 +228,22 @@ def check_quiet_python(ctx):
     no_files(res)
 
 
+def check_quiet_exec_at_finalization(ctx):
+    """exec() in a __del__ that runs in finalization's last collection, when
+    sys.modules is gone, in a process that imports no target: as without
+    tunerguard (the lookup of a target's package aborted the process)."""
+    res = ctx.run_py('''
+        class A:
+            def __del__(self, exec=exec, w=os.write):
+                w(1, b"del ran\\n")
+                exec("x = 1", {})
+        a = A()
+        a.me = a
+        sys.keep = sys.modules[__name__]  # __main__'s globals are cleared late
+    ''')
+    expect(res.rc == 0 and res.err == "" and "del ran" in res.out, "ran and exited as without tunerguard", res)
+
+
 def check_quiet_python_default_log_path(ctx):
     # default log_path: files would land in cwd; none must be created
     res = ctx.run_py('''
@@ -839,6 +855,29 @@ def check_import_module_run_again(ctx):
         expect(text.count("WARNING: tunerguard") == 1, "the race on the new class reported", res)
 
 
+def check_import_namespace_package(ctx):
+    """The target module in namespace packages (no __init__.py), imported
+    through importlib.import_module: no "import" event, no package code
+    runs before the target's own, so the finder comes too late for it; it
+    is guarded at the first audit event of any kind after it has run (here
+    an open()), and the race after that is reported."""
+    res = ctx.run_py('''
+        import importlib, shutil
+        src = os.path.join(sys.path.pop(0), "triton", "runtime", "autotuner.py")  # the fixture: a regular package
+        os.makedirs("ns/triton/runtime")
+        shutil.copy(src, "ns/triton/runtime/autotuner.py")
+        sys.path.insert(0, os.path.abspath("ns"))
+        A = importlib.import_module("triton.runtime.autotuner")
+        print("NAMESPACE", type(sys.modules["triton"].__spec__.loader).__name__)
+        open(os.devnull).close()  # an audit event ("open")
+        race_once(A.Autotuner(my_kernel))
+        print("GUARDED", is_guarded(A.Autotuner))
+    ''', options=opts())
+    expect(res.rc == 0 and "GUARDED True" in res.out and "NamespaceLoader" in res.out, "guarded", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard") == 1, "the race reported", res)
+
+
 SUB_PROG = '''
     from triton.runtime.autotuner import Autotuner
     class CachedAutotuner(Autotuner):
@@ -971,6 +1010,7 @@ def check_setattr_paths(ctx):
     metaclass that defines __setattr__ is guarded."""
     res = ctx.run_py('''
         import abc, enum
+        import struct
         from triton.runtime.autotuner import Autotuner
         class M(type):
             def __setattr__(cls, n, v):
@@ -1412,6 +1452,13 @@ def check_declared_repeats_keep_refcounts(ctx):
     expect(res.rc == 0 and "DONE" in res.out and "REFS 0 0" in res.out, "program ran, counts as they were", res)
     expect(re.search(r"^tunerguard:\s+200 race:\^Tuner\.run\$ \(line 1\)", res.err, re.M),
            "the suppression counted 200 times", res)
+    # A tuning step that cannot be marked (misspelled): every overlap stays a
+    # race, as its line says.
+    res = ctx.run_py(DECLARED_PROG, options=opts(targets="decl:Tuner.run", tuning="decl:Tuner.bnech"))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect("has no plain method bnech; its overlaps are races whatever the threads inside do" in res.err
+           and re.search(r"^tunerguard: 1 race reported \(200 seen\)", res.err, re.M),
+           "the line, and the races reported", res)
 
 
 def check_replaced_tuning_method(ctx):
@@ -1444,6 +1491,45 @@ def check_replaced_tuning_method(ctx):
     _, text = only_report(res)
     expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1 and "Severity: high" in text,
            "the race inside the replaced tuning method is reported, high", res)
+
+
+def check_metaclass_new_returns_other(ctx):
+    """A metaclass whose __new__ returns something that is not a class, for
+    a class made from a guarded one: returned as without tunerguard (the
+    subclass watch read it as a class)."""
+    res = ctx.run_py('''
+        import struct
+        from triton.runtime.autotuner import Autotuner
+        class M(type):
+            def __new__(m, n, b, ns):
+                if n == "X":  # where a class keeps its MRO, a wild pointer
+                    return b"\\0" * 312 + struct.pack("Q", 0x4141414141414141) + b"\\0" * 80
+                return super().__new__(m, n, b, ns)
+        class Base(Autotuner, metaclass=M):
+            pass
+        x = type("X", (Base,), {})
+        print("MADE", type(x).__name__, len(x), is_guarded(Autotuner))
+    ''', options=opts())
+    expect(res.rc == 0 and "MADE bytes 400 True" in res.out and res.err == "", "as without tunerguard", res)
+
+
+def check_replaced_by_async_said_once(ctx):
+    """A guarded method replaced by an async def: one line, however often
+    the original is called after (each call finds the replacement again)."""
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        t = Autotuner(my_kernel)
+        orig = Autotuner.run
+        async def arun(self, *a):
+            return orig(self, *a)
+        Autotuner.run = arun
+        for i in range(2000):
+            orig(t, i)
+        print("DONE")
+    ''', options=opts())
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    expect(len(lines) == 1 and "is a coroutine function (async def)" in lines[0], "one line", res)
 
 
 def check_target_non_ascii(ctx):
@@ -2208,20 +2294,21 @@ def check_exit_line_tuner_without_kernel_name(ctx):
 
 CHECKS = {
     "nonpython": [check_nonpython],
-    "quiet": [check_quiet_python, check_quiet_python_default_log_path],
+    "quiet": [check_quiet_python, check_quiet_exec_at_finalization, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
              check_race_hot_loop, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],
-    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_subclass_race,
+    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_import_namespace_package, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded, check_targets_deferred_body,
-                check_declared_repeats_keep_refcounts,
+                check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
+                check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
     "exit": [check_exitcode, check_halt_on_race],
     "log_path": [check_log_path_missing_dir],
