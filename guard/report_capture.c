@@ -231,6 +231,8 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches)
 {
     const struct tg_thread *ot = o->thread;
+    if (g->declared && g->marked)
+        return ot->tuning > 0; /* a declared tuner's named step: inside it now, nothing else counts */
     if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_multi))
         return 1;
     if (g->marked || g->declared)

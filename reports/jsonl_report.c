@@ -287,7 +287,10 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
     tg_w_str(w, ",\"method\":");
     str_or_null(w, r->method, sizeof r->method);
     tg_w_str(w, ",\"kernel\":");
-    str_or_null(w, r->kernel, sizeof r->kernel);
+    if (r->kernel[0] == '?' && r->kernel[1] == '\0')
+        tg_w_str(w, "null"); /* a tuner that names no kernel (a declared one) */
+    else
+        str_or_null(w, r->kernel, sizeof r->kernel);
     tg_w_str(w, ",\"declared\":");
     bool_(w, r->declared);
     tg_w_str(w, ",\"instance\":");

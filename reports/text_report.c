@@ -391,6 +391,8 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
     else if (r->high_severity)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
                     " on the shared tuner can be overwritten or cleared under it.\n");
+    else if (r->declared)
+        tg_w_str(w, "  Severity: low: the thread inside was not in the tuner's tuning step (tuning=).\n");
     else
         tg_w_str(w, "  Severity: low: overlap on an already tuned key (low severity; the thread inside was"
                     " not benchmarking).\n");

@@ -90,6 +90,9 @@ static void effect(struct tg_w *w, const struct tg_report *r)
                     " (TypeError: 'NoneType' object is not a mapping) or replaced by the other call's under it;"
                     " tensors named in reset_to_zero/restore_value can be zeroed or overwritten while the"
                     " other call uses them; and the configs it times run under load.\n");
+    else if (r->declared)
+        tg_w_str(w, "little so far: the thread inside was not in the tuner's tuning step (tuning=); the same"
+                    " overlap while it is can clear or replace the state it keeps on the shared object.\n");
     else
         tg_w_str(w, "little so far: the thread inside was on the fast path of a tuned key, nothing was"
                     " benchmarking; the same overlap during a benchmark clears its arguments.\n");
@@ -102,12 +105,20 @@ static void fix(struct tg_w *w, const struct tg_report *r, const struct tg_py_fr
     } else {
         tg_w_str(w, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or ");
     }
-    if (at) {
+    if (at && r->declared && !r->step[0]) {
+        /* every overlap of a declared tuner's calls is a race: a first call
+         * made alone does not help */
+        tg_w_str(w, "hold one lock around ");
+        file_line(w, at);
+        tg_w_str(w, "; or name the tuner's tuning step (tuning=) if only overlaps inside it do harm.\n");
+    } else if (at) {
         tg_w_str(w, "call ");
         file_line(w, at);
         tg_w_str(w, " once from one thread before starting the others; or hold one lock around ");
         file_line(w, at);
         tg_w_str(w, ".\n");
+    } else if (r->declared) {
+        tg_w_str(w, "hold one lock around the call.\n");
     } else {
         tg_w_str(w, "let one thread make the first call of the kernel before starting the others; or hold"
                     " one lock around the call.\n");

@@ -5,7 +5,9 @@ passes only after entering run() itself; B's call returns, clearing the
 arguments on the shared tuner, before A reads them: a TypeError in A.
 'serialize': B cannot enter while A is inside, so A's barrier times out
 (nobody comes) and A goes on alone.  Exit 3 when A raised the TypeError,
-else 0.  argv[1]: inside | outside | serialize."""
+else 0.  argv[1]: inside | outside (before measure()) | after (measure()
+returned, still in run(); B's return clears nothing A reads again: exit 0) |
+serialize."""
 import os
 import sys
 import threading
@@ -46,6 +48,8 @@ def thread_a():
     try:
         if mode == "outside":
             tuner.run(1, 2, hold_outside=a_hold)
+        elif mode == "after":
+            tuner.run(1, 2, hold_after=a_hold)
         else:
             tuner.run(1, 2, hold=a_hold)
     except TypeError as e:

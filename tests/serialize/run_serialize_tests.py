@@ -285,6 +285,7 @@ def declared_tuner_checks(args, check):
           and rs[0]["tuning_step"] is None and not rs[0]["serialized"]
           and "In short: tuner tgfix.homegrown.HomeTuner (method HomeTuner.run)" in text and "?" not in text
           and "declared with targets= (HomeTuner.run)" in text and "inside it benchmarking" not in text
+          and "once from one thread" not in text and rs[0]["tuner"]["kernel"] is None
           and "tunerguard: 1 race reported (1 seen)" in p.stderr, p, text)
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:exitcode=5:{decl}", ["inside"])
     check("detect, exitcode=5: the declared tuner's race sets the exit status", p.returncode == 5, p, text)
@@ -298,8 +299,14 @@ def declared_tuner_checks(args, check):
     check("tuning= names measure: an overlap outside it is not reported", p.returncode == 3 and not jsonl, p, text)
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:verbosity=1:{decl}:{step}", ["outside"])
     rs = races(jsonl)
-    check("tuning= names measure, verbosity=1: the overlap outside it is a low-severity overlap",
-          p.returncode == 3 and [r["severity"] for r in rs] == ["low"], p, text)
+    check("tuning= names measure, verbosity=1: the overlap outside it is a low-severity overlap, in the "
+          "declared tuner's words", p.returncode == 3 and [r["severity"] for r in rs] == ["low"]
+          and "Severity: low: the thread inside was not in the tuner's tuning step" in text
+          and "tuned key" not in text, p, text)
+    # After its step returned (still in run): not in the step, whatever it did there.
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["after"])
+    check("tuning= names measure: an overlap after it returned is not reported", p.returncode == 0 and not jsonl,
+          p, text)
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["inside"])
     rs = races(jsonl)
     check("tuning= names measure: an overlap inside it is a race naming the step",
