@@ -41,6 +41,7 @@ static struct dedup_slot {
     char kernel[64];
     char method[48];
     enum tg_report_kind kind;
+    int declared;        /* the report's tuner was declared (targets=) */
 } dedup[TG_DEDUP_SLOTS];
 static pthread_mutex_t dedup_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -137,6 +138,7 @@ void tg_emit_flush_repeats(void)
         rep.repeat_of = d->kind;
         snprintf(rep.kernel, sizeof rep.kernel, "%s", d->kernel);
         snprintf(rep.method, sizeof rep.method, "%s", d->method);
+        rep.declared = d->declared;
         rep.seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
         add(&stats.repeat_records, 1);
         tg_sink_emit(&rep);
@@ -205,6 +207,7 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
     if (d) {
         d->seq = r->seq;
         d->kind = r->kind;
+        d->declared = r->declared;
         snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
         snprintf(d->method, sizeof d->method, "%s", r->method);
     }

@@ -321,7 +321,8 @@ def declared_tuner_checks(args, check):
     seen = re.search(r"1 race reported \((\d+) seen\)", p.stderr)
     check("a declared tuner called in a loop by two threads: one race report, the others counted as its repeats",
           p.returncode == 0 and [r["kind"] for r in recs] == ["race", "repeats"] and seen
-          and recs[1]["repeats"] == int(seen.group(1)) - 1 > 0, p, text)
+          and recs[1]["repeats"] == int(seen.group(1)) - 1 > 0
+          and recs[0]["tuner"]["declared"] is True and recs[1]["tuner"]["declared"] is True, p, text)
     supp = os.path.join(tempfile.mkdtemp(prefix="tg-ser-"), "supp.txt")
     with open(supp, "w") as f:
         f.write("race:^HomeTuner.run$\n")
