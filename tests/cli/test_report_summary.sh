@@ -16,6 +16,10 @@ check "only a prevented race and informational kinds: exit 0" sh -c "[ $rc = 0 ]
 rec 71 1 race false >prev/tg.71.jsonl
 run_tg p2 report prev
 check "a race that happened: exit 1" [ "$rc" = 1 ]
+mkdir low
+rec 73 1 race false | sed 's/"severity":"high"/"severity":"low"/' >low/tg.73.jsonl
+run_tg pl0 report low
+check "only a low-severity overlap (verbosity=1): exit 0" sh -c "[ $rc = 0 ] && grep -q '^1 race: 0 high, 1 low' pl0.out"
 mkdir exc
 rec 72 1 exception false >exc/tg.72.jsonl
 run_tg p3 report exc

@@ -297,10 +297,10 @@ def declared_tuner_checks(args, check):
     step = "tuning=tgfix.homegrown:HomeTuner.measure"
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["outside"])
     check("tuning= names measure: an overlap outside it is not reported", p.returncode == 3 and not jsonl, p, text)
-    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:verbosity=1:{decl}:{step}", ["outside"])
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:verbosity=1:exitcode=7:{decl}:{step}", ["outside"])
     rs = races(jsonl)
     check("tuning= names measure, verbosity=1: the overlap outside it is a low-severity overlap, in the "
-          "declared tuner's words", p.returncode == 3 and [r["severity"] for r in rs] == ["low"]
+          "declared tuner's words, and exitcode=7 is not applied (the program's own 3)", p.returncode == 3 and [r["severity"] for r in rs] == ["low"]
           and "Severity: low: the thread inside was not in the tuner's tuning step" in text
           and "tuned key" not in text, p, text)
     # After its step returned (still in run): not in the step, whatever it did there.
