@@ -11,12 +11,12 @@ const struct tg_report_kind_info tg_report_kinds[TG_REPORT_NKINDS] = {
 #undef TG_REPORT_KIND
 };
 
-int tg_report_fails(enum tg_report_kind k, int serialized, int prevented_is_race)
+int tg_report_fails(enum tg_report_kind k, int serialized, int low, int prevented_is_race)
 {
     if ((unsigned)k >= TG_REPORT_NKINDS)
         return 1;
     unsigned f = tg_report_kinds[k].flags;
-    if (f & TG_KIND_INFO)
+    if ((f & TG_KIND_INFO) || (low && (f & TG_KIND_SEVERITY)))
         return 0;
     return !((f & TG_KIND_PREVENTED) && serialized) || prevented_is_race;
 }

@@ -92,10 +92,11 @@ extern const struct tg_report_kind_info tg_report_kinds[TG_REPORT_NKINDS];
 
 /* Whether a written report of kind K fails the run: the one rule of the
  * library's exitcode= and of `tunerguard report`'s exit status.  Reports of
- * informational kinds (TG_KIND_INFO) do not, nor a race a serialize wait
- * prevented (SERIALIZED on a TG_KIND_PREVENTED kind) unless PREVENTED_IS_RACE.
- * Pure; K out of range: fails. */
-int tg_report_fails(enum tg_report_kind k, int serialized, int prevented_is_race);
+ * informational kinds (TG_KIND_INFO) do not, nor a low-severity overlap (LOW
+ * on a TG_KIND_SEVERITY kind: written at verbosity>=1), nor a race a
+ * serialize wait prevented (SERIALIZED on a TG_KIND_PREVENTED kind) unless
+ * PREVENTED_IS_RACE.  Pure; K out of range: fails. */
+int tg_report_fails(enum tg_report_kind k, int serialized, int low, int prevented_is_race);
 
 /* The kind whose JSON Lines "kind" is JSON; TG_REPORT_NKINDS when none
  * (the "fatal" record is written apart, reports/fatal.c).  Pure. */

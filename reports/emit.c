@@ -201,8 +201,8 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
     add(prevented ? &stats.prevented : &stats.written[r->kind], (uint64_t)counted);
     if (!counts)
         add(&stats.prevented_reports, 1);
-    if (counted && tg_report_fails(r->kind, r->serialized, tg_opts.prevented_is_race))
-        add(&stats.failing, 1); /* a low-severity overlap (verbosity>=1) is shown, not failed */
+    if (tg_report_fails(r->kind, r->serialized, !counted, tg_opts.prevented_is_race))
+        add(&stats.failing, 1);
     r->seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
     if (d) {
         d->seq = r->seq;

@@ -206,10 +206,10 @@ static int add_record(struct state *st, const json_t *v, const char *path)
     long rank = (long)jint(v, "rank", -1);
     cli_note_proc(st, pid, rank);
     const char *severity = jstr(v, "severity");
-    if (kind && strcmp(kind, "fatal") != 0 && !(severity && strcmp(severity, "low") == 0))
-        /* exitcode='s rule: a fatal record is counted apart, a low-severity overlap fails nothing */
+    if (kind && strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
         st->failing += (size_t)tg_report_fails(tg_report_kind_of_json(kind),
-                                               json_is_true(json_object_get(v, "serialized")), 0);
+                                               json_is_true(json_object_get(v, "serialized")),
+                                               severity && strcmp(severity, "low") == 0, 0);
     if (kind && strcmp(kind, "race") == 0) {
         const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
         const char *k = jstr(tuner, "kernel");
@@ -414,7 +414,8 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
                     cur.kernel = strdup(method[0] ? method : "an unnamed tuner");
                 }
                 cur.file = strdup(path);
-                st->failing += !cur.serialized; /* the text fallback knows races only */
+                /* the text fallback knows races only */
+                st->failing += (size_t)tg_report_fails(TG_REPORT_RACE, cur.serialized, !cur.high, 0);
                 cli_add_race(st, cur);
                 cur = (struct race){0};
                 in_race = 0;

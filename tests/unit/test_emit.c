@@ -197,14 +197,15 @@ Test(emit, interference_once_per_kernel_counted_at_exit, .init = setup)
  * not, unless prevented_is_race=1. */
 Test(emit, failing_rule)
 {
-    cr_assert(tg_report_fails(TG_REPORT_RACE, 0, 0));
-    cr_assert(!tg_report_fails(TG_REPORT_RACE, 1, 0), "prevented");
-    cr_assert(tg_report_fails(TG_REPORT_RACE, 1, 1), "prevented_is_race=1");
-    cr_assert(tg_report_fails(TG_REPORT_EXCEPTION, 0, 0));
-    cr_assert(tg_report_fails(TG_REPORT_DEADLOCK, 0, 0));
-    cr_assert(!tg_report_fails(TG_REPORT_INTERFERENCE, 0, 0));
-    cr_assert(!tg_report_fails(TG_REPORT_METHOD_REPLACED, 0, 0));
-    cr_assert(!tg_report_fails(TG_REPORT_REPEATS, 0, 0));
+    cr_assert(tg_report_fails(TG_REPORT_RACE, 0, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_RACE, 1, 0, 0), "prevented");
+    cr_assert(tg_report_fails(TG_REPORT_RACE, 1, 0, 1), "prevented_is_race=1");
+    cr_assert(!tg_report_fails(TG_REPORT_RACE, 0, 1, 0), "a low-severity overlap");
+    cr_assert(tg_report_fails(TG_REPORT_EXCEPTION, 0, 0, 0));
+    cr_assert(tg_report_fails(TG_REPORT_DEADLOCK, 0, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_INTERFERENCE, 0, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_METHOD_REPLACED, 0, 0, 0));
+    cr_assert(!tg_report_fails(TG_REPORT_REPEATS, 0, 0, 0));
     cr_assert_eq(tg_report_kind_of_json("interference"), TG_REPORT_INTERFERENCE);
     cr_assert_eq(tg_report_kind_of_json("fatal"), TG_REPORT_NKINDS);
 }
