@@ -591,7 +591,7 @@ void tg__arm_exit_summary_core(void)
 #include "core/report_kinds.inc"
     }
     if (s.waits) {
-        char kernels[256];
+        char kernels[512];
         tg_guard_contended(kernels, sizeof kernels);
         ADD("; %llu call%s serialized, waited %.3f s in total", (unsigned long long)s.waits,
             s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9);

@@ -47,7 +47,8 @@ struct tg_guard_stats {
 void tg_guard_stats(struct tg_guard_stats *out);
 /* In a fork child: forget the parent's counts (the child reports its own). */
 void tg_guard_atfork_child(void);
-/* Kernels that were contended (serialize mode), comma separated, into buf. */
+/* Kernels that were contended (serialize mode), into buf: the first few by
+ * name, comma separated, then "and N more"; never a name cut short. */
 void tg_guard_contended(char *buf, int len);
 
 #endif

@@ -23,9 +23,10 @@
 
 struct tg_guard_stats tg__gstats; /* guard/guard_internal.h */
 
-/* Kernels that made a thread wait (serialize), for the summary. */
-#define TG_MAX_CONTENDED 16
-static char contended[TG_MAX_CONTENDED][64];
+/* Kernels that made a thread wait (serialize), for the summary: the first
+ * TG_MAX_CONTENDED distinct names; later ones are counted as "more". */
+#define TG_MAX_CONTENDED 64
+static char contended[TG_MAX_CONTENDED][128];
 static int ncontended;
 
 /* The kernel's name for the exit line's contended list; for a tuner without
@@ -35,7 +36,7 @@ static int ncontended;
  * queue it a second time. */
 static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
 {
-    char k[64];
+    char k[sizeof contended[0]];
     t->busy++;
     tg_py_kernel_name(inst, k, sizeof k);
     if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
@@ -475,10 +476,20 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
 
 void tg_guard_contended(char *buf, int len)
 {
-    int used = 0;
+    enum { SHOWN = 3 }; /* the exit line names a few; the reports name each */
+    int used = 0, i = 0;
     buf[0] = '\0';
-    for (int i = 0; i < ncontended && used < len; i++)
-        used += snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
+    for (; i < ncontended && i < SHOWN; i++) {
+        int n = snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
+        if (n < 0 || n >= len - used - 24) { /* whole names only, room left for the count */
+            buf[used] = '\0';
+            break;
+        }
+        used += n;
+    }
+    if (i < ncontended)
+        snprintf(buf + used, (size_t)(len - used), "%s%s%d more", i ? " and " : "",
+                 ncontended == TG_MAX_CONTENDED ? "at least " : "", ncontended - i);
 }
 
 void tg__serialize_atfork_child(void)

@@ -2292,6 +2292,25 @@ def check_exit_line_tuner_without_kernel_name(ctx):
     expect("?" not in line[-1], "no '?' on the exit line", res)
 
 
+def check_exit_line_many_contended(ctx):
+    """serialize, five kernels with long names each made a thread wait: the
+    exit line names the first three whole and counts the rest; no name is
+    cut short.  Broken (names joined until the buffer ends), the fourth and
+    fifth names are missing without a count, or one is cut."""
+    names = ["contended_kernel_%d_%s" % (i, "x" * 60) for i in range(5)]
+    prog = "    import types\n    keep = []\n"  # alive: a tuner is known by its address
+    for n in names:
+        prog += ("    keep.append(Autotuner(types.FunctionType(my_kernel.__code__, globals(), %r)))\n"
+                 "    race_once(keep[-1], serialize=True)\n" % n)
+    res = ctx.run_py("    from triton.runtime.autotuner import Autotuner\n" + prog + "    print('DONE')\n",
+                     options=opts(mode="serialize"))
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    m = re.search(r"\(contended: (.*?)\)", line[-1] if line else "")
+    expect(m, "a contended list", res)
+    expect(m.group(1) == ", ".join(names[:3]) + " and 2 more", "three names whole, then the count", res)
+
+
 CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_exec_at_finalization, check_quiet_python_default_log_path],
@@ -2321,7 +2340,7 @@ CHECKS = {
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
-                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name],
+                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended],
 }
 
 
