@@ -71,6 +71,8 @@ struct tg_thread_view {
 #define TG_KIND_HALT_RACE 0x08u
 #define TG_KIND_HALT_ABORT 0x10u
 #define TG_KIND_PREVENTED 0x20u
+/* A repeats record of a prevented race tells apart this many other kernels. */
+#define TG_OTHER_KERNELS_KEPT 16
 #define TG_KIND_INFO 0x40u
 
 enum tg_report_kind {
@@ -162,6 +164,10 @@ struct tg_report {
     uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
     uint64_t repeats;          /* TG_REPORT_REPEATS: how many times race report race_seq was seen again */
     enum tg_report_kind repeat_of; /* TG_REPORT_REPEATS: the kind of report race_seq */
+    int other_kernels;         /* TG_REPORT_REPEATS of a prevented race: how many kernels besides
+                                  report race_seq's were prevented at the same call sites
+                                  (at most TG_OTHER_KERNELS_KEPT are told apart) */
+    char other_names[3][128];  /* ... the first of them, "" past other_kernels */
     struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
 };
 

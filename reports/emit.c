@@ -42,8 +42,65 @@ static struct dedup_slot {
     char method[48];
     enum tg_report_kind kind;
     int declared;        /* the report's tuner was declared (targets=) */
+    int prevented;       /* a race serialize prevented (its repeats say so) */
 } dedup[TG_DEDUP_SLOTS];
 static pthread_mutex_t dedup_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* A race that serialize prevented is one report per pair of call sites,
+ * whatever the tuner: a model's forward makes its threads wait on every
+ * kernel it tunes (ten on an fla GatedDeltaNet), all from one line of the
+ * program, and nothing happened to any of them.  The other kernels seen
+ * again at those sites are kept for the repeats record: which, and how
+ * many.  A few such slots exist; past them the repeats are still counted. */
+#define TG_OTHERS_SLOTS 32
+static struct others {
+    unsigned slot;                           /* dedup slot + 1; 0 free */
+    int n;                                   /* distinct kernels besides the slot's */
+    uint64_t h[TG_OTHER_KERNELS_KEPT];       /* their names' hashes */
+    char names[3][128];                      /* the first of them */
+} others[TG_OTHERS_SLOTS];
+
+static uint64_t name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h | 1;
+}
+
+static int is_prevented(const struct tg_report *r)
+{
+    return r->serialized && (unsigned)r->kind < TG_REPORT_NKINDS &&
+           (tg_report_kinds[r->kind].flags & TG_KIND_PREVENTED);
+}
+
+/* Slot d (a prevented race) seen again for r's kernel.  Under dedup_mu. */
+static void note_other_kernel(const struct dedup_slot *d, const struct tg_report *r)
+{
+    if (strcmp(r->kernel, d->kernel) == 0)
+        return;
+    const unsigned ref = (unsigned)(d - dedup) + 1;
+    struct others *o = NULL;
+    for (int i = 0; i < TG_OTHERS_SLOTS && !o; i++)
+        if (others[i].slot == ref)
+            o = &others[i];
+    for (int i = 0; i < TG_OTHERS_SLOTS && !o; i++)
+        if (others[i].slot == 0) {
+            o = &others[i];
+            o->slot = ref;
+        }
+    if (!o)
+        return;
+    const uint64_t h = name_hash(r->kernel);
+    for (int i = 0; i < o->n && i < TG_OTHER_KERNELS_KEPT; i++)
+        if (o->h[i] == h)
+            return;
+    if (o->n >= TG_OTHER_KERNELS_KEPT)
+        return; /* told apart no further: "at least" */
+    if (o->n < 3)
+        snprintf(o->names[o->n], sizeof o->names[0], "%s", r->kernel);
+    o->h[o->n++] = h;
+}
 
 void tg_report_lock(void)
 {
@@ -100,9 +157,11 @@ static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
         h = site_hash(h, r, &r->entering);
         h = site_hash(h * 31, r, &r->inside);
     }
-    h ^= (uint64_t)r->instance * 0x9E3779B97F4A7C15ull;
-    for (const char *c = r->kernel; *c; c++) /* the kernel too: an address is reused once freed */
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    if (!is_prevented(r)) { /* a prevented race: the call sites alone (others, above) */
+        h ^= (uint64_t)r->instance * 0x9E3779B97F4A7C15ull;
+        for (const char *c = r->kernel; *c; c++) /* the kernel too: an address is reused once freed */
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    }
     h |= 1;
     *repeat = 0;
     unsigned slot = (unsigned)(h >> 40) & (TG_DEDUP_SLOTS - 1);
@@ -139,6 +198,12 @@ void tg_emit_flush_repeats(void)
         snprintf(rep.kernel, sizeof rep.kernel, "%s", d->kernel);
         snprintf(rep.method, sizeof rep.method, "%s", d->method);
         rep.declared = d->declared;
+        rep.serialized = d->prevented;
+        for (int k = 0; k < TG_OTHERS_SLOTS; k++)
+            if (others[k].slot == i + 1) {
+                rep.other_kernels = others[k].n;
+                memcpy(rep.other_names, others[k].names, sizeof rep.other_names);
+            }
         rep.seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
         add(&stats.repeat_records, 1);
         tg_sink_emit(&rep);
@@ -193,6 +258,8 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         r->dedup_ref = d ? (uint32_t)(d - dedup) + 1 : 0;
         if (repeat) {
             d->repeats++;
+            if (is_prevented(r))
+                note_other_kernel(d, r);
             pthread_mutex_unlock(&dedup_mu);
             *status = TG_EMIT_REPEAT;
             return 0;
@@ -208,6 +275,7 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
         d->seq = r->seq;
         d->kind = r->kind;
         d->declared = r->declared;
+        d->prevented = is_prevented(r);
         snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
         snprintf(d->method, sizeof d->method, "%s", r->method);
     }
@@ -281,4 +349,5 @@ void tg_emit_atfork_child(void)
     pthread_mutex_init(&dedup_mu, NULL);
     memset(&stats, 0, sizeof stats);
     memset(dedup, 0, sizeof dedup);
+    memset(others, 0, sizeof others);
 }

@@ -411,6 +411,15 @@ static void json_repeats(struct tg_w *w, const struct tg_report *r, const struct
         tg_w_str(w, tg_report_kinds[r->repeat_of].json);
         tg_w_char(w, '"');
     }
+    tg_w_str(w, ",\"other_kernels\":");
+    tg_w_u64(w, (uint64_t)(r->other_kernels > 0 ? r->other_kernels : 0));
+    tg_w_str(w, ",\"other_kernel_names\":[");
+    for (int i = 0; i < 3 && i < r->other_kernels && r->other_names[i][0]; i++) {
+        if (i)
+            tg_w_char(w, ',');
+        J_STR(w, r->other_names[i]);
+    }
+    tg_w_char(w, ']');
 }
 
 int tg_report_write_jsonl(int fd, const struct tg_report *r)

@@ -613,6 +613,32 @@ static void text_exception(struct tg_w *w, const struct tg_report *r, const stru
     summary(w, r, k->what);
 }
 
+/* ", also on 9 other kernels: a, b, c and 6 more" of a prevented race's
+ * repeats record; nothing when every repeat was on the report's kernel. */
+static void other_kernels(struct tg_w *w, const struct tg_report *r)
+{
+    if (r->other_kernels <= 0)
+        return;
+    tg_w_str(w, ",\n  also on ");
+    if (r->other_kernels >= TG_OTHER_KERNELS_KEPT)
+        tg_w_str(w, "at least ");
+    tg_w_u64(w, (uint64_t)r->other_kernels);
+    tg_w_str(w, r->other_kernels == 1 ? " other kernel: " : " other kernels: ");
+    int shown = 0;
+    for (; shown < 3 && shown < r->other_kernels && r->other_names[shown][0]; shown++) {
+        if (shown)
+            tg_w_str(w, ", ");
+        tg_w_char(w, '\'');
+        W_FIELD(w, r->other_names[shown]);
+        tg_w_char(w, '\'');
+    }
+    if (shown < r->other_kernels) {
+        tg_w_str(w, " and ");
+        tg_w_u64(w, (uint64_t)(r->other_kernels - shown));
+        tg_w_str(w, " more");
+    }
+}
+
 /* At exit: how many times a race (or exception) report was seen again. */
 static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
@@ -629,6 +655,16 @@ static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct
     }
     tg_w_str(w, "  Report #");
     tg_w_u64(w, r->race_seq);
+    if (r->serialized && r->repeat_of == TG_REPORT_RACE) {
+        tg_w_str(w, " of this process: serialize prevented the same race ");
+        tg_w_u64(w, r->repeats);
+        tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
+        tg_w_str(w, " at the same call sites");
+        other_kernels(w, r);
+        tg_w_str(w, ";\n  not written again (verbosity=2 writes each occurrence).\n");
+        summary(w, r, k->what);
+        return;
+    }
     tg_w_str(w, " of this process repeated ");
     tg_w_u64(w, r->repeats);
     tg_w_str(w, r->repeats == 1 ? " more time" : " more times");

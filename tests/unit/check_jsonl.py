@@ -81,6 +81,8 @@ TOP = {
     "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
                       inside="object"),
     "interference": dict(TOP_COMMON, interference="object"),
+    "repeats": dict({k: v for k, v in TOP_COMMON.items() if k != "entering"}, race_seq="uint", repeats="uint",
+                    of="str", other_kernels="uint", other_kernel_names="list"),
     "fatal": dict(TOP_COMMON, tuner=("object", "null"), location="null", entering="null", signal="str",
                   signo="uint", si_code=("int", "null"), fault_addr=("hex", "null"), tid="uint",
                   native="list", tuners="list", race_seq=("uint", "null"), reports_before="uint"),
@@ -162,6 +164,10 @@ def check_report(where, r):
     check_obj(f"{where}.tuner", r.get("tuner"), TUNER)
     if isinstance(r.get("location"), dict):
         check_obj(f"{where}.location", r["location"], FRAME)
+    if kind == "repeats":
+        for i, n in enumerate(r.get("other_kernel_names") or []):
+            check_type(f"{where}.other_kernel_names[{i}]", n, "str")
+        return
     check_thread(f"{where}.entering", r.get("entering"))
     if kind == "interference":
         check_obj(f"{where}.interference", r.get("interference"), INTERFERENCE)

@@ -229,3 +229,45 @@ Test(emit, prevented_and_real_race_at_one_site, .init = setup)
     tg_emit_stats(&s);
     cr_assert_eq(s.failing, 1, "the race that happened fails the run");
 }
+
+/* serialize on a model's forward: the same pair of call sites makes threads
+ * wait on one kernel after another.  One prevented report; the repeats
+ * record names the other kernels (three by name) and counts them, each
+ * once however often it was seen again.  A race that was not prevented
+ * stays one report per kernel. */
+Test(emit, prevented_race_once_per_call_sites, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    for (int i = 0; i < 10; i++) {
+        fx_race_high(&r);
+        r.serialized = 1;
+        r.instance += 0x100 * (uintptr_t)(1 + i % 5);
+        snprintf(r.kernel, sizeof r.kernel, "kernel_%d", i % 5);
+        cr_assert_eq(tg_emit(&r, &st), 0, "kernel_%d at the same call sites", i % 5);
+        cr_assert_eq(st, TG_EMIT_REPEAT);
+    }
+    fx_race_high(&r);
+    snprintf(r.kernel, sizeof r.kernel, "kernel_0");
+    r.instance += 0x100;
+    cr_assert_eq(tg_emit(&r, &st), 2, "not prevented: its own report");
+    fx_race_high(&r);
+    snprintf(r.kernel, sizeof r.kernel, "kernel_1");
+    r.instance += 0x200;
+    cr_assert_eq(tg_emit(&r, &st), 3, "not prevented, another kernel: its own report");
+    tg_emit_flush_repeats();
+    char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
+    cr_assert(strstr(txt, "  Report #1 of this process: serialize prevented the same race 10 more times at the same"
+                          " call sites,\n  also on 5 other kernels: 'kernel_0', 'kernel_1', 'kernel_2' and 2 more;\n"),
+              "%s", txt);
+    free(txt);
+    char *js = fx_read_file(path_in(dir, "tg.%ld.jsonl"));
+    cr_assert(strstr(js, "\"race_seq\":1,\"repeats\":10,\"of\":\"race\",\"other_kernels\":5,"
+                         "\"other_kernel_names\":[\"kernel_0\",\"kernel_1\",\"kernel_2\"]"),
+              "%s", js);
+    free(js);
+    const char *const ex[] = {"4:other_kernels=5", NULL};
+    cr_assert_eq(run_jsonl_checker(path_in(dir, "tg.%ld.jsonl"), 4, ex), 0, "check_jsonl.py");
+}
