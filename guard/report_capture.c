@@ -392,6 +392,25 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return o && o->entered_ns == entered ? o : NULL;
 }
 
+/* t's return cleared the arguments every thread still benchmarking in u
+ * reads next, not only the one the race at exit names: link each that no
+ * race has linked yet, so its exception is the race's too (seeds/004 on an
+ * H200: nine threads' TypeErrors, two of them otherwise without a note).
+ * Reported once, above; these are linked only.  GIL held; C loads only. */
+static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const struct tg_thread *t, const char *name,
+                         uint64_t seq)
+{
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_occupant *c = &u->occ[i];
+        if (!c->thread || c->thread == t || c->raced_tid != 0 || u->occ_tid[i] == 0 ||
+            !tg__tid_alive_cached(c->tid) || !tg__other_is_tuning(c, g, 0))
+            continue;
+        c->raced_tid = t->tid;
+        snprintf(c->raced_name, sizeof c->raced_name, "%s", name);
+        c->race_seq = seq;
+    }
+}
+
 /* Thread t's outermost call on u has returned while a thread that entered
  * during it is still inside and benchmarking.  Autotuner.run ends with
  * `self.nargs = None` (warmup too): t's return cleared the arguments that
@@ -472,6 +491,8 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         snprintf(back->raced_name, sizeof back->raced_name, "%s", in->name);
         back->race_seq = seq;
     }
+    if (!suppressed)
+        link_cleared(u, g, t, in->name, seq);
     tg_report_end(t);
 }
 

@@ -2281,6 +2281,62 @@ def expect_four_linked(res):
     expect(linked_exceptions(res), "an exception record", res)
 
 
+# A fast-path call ("fast") is inside; B and C enter after it and go on to
+# benchmark (a low-severity overlap at each entry: nothing was benchmarking
+# yet).  The fast call returns and clears the arguments both read next: both
+# TypeErrors are the race's.  B sits in a lower occupant slot than C, so the
+# check at that return finds B first; C is released first, so no later
+# return links it.  Broken (only the first occupant found linked at the
+# return), C's TypeError has no note and no record.
+CLEARED_AT_EXIT_PROG = r"""
+from cleartuner import ClearTuner
+errors, notes = {}, {}
+events = {(t, p): threading.Event() for t in ("fast", "B", "C") for p in ("entered", "bench", "to_bench", "go")}
+def gate(tag, phase):
+    events[(tag, phase)].set()
+    if tag != "fast" and phase == "entered":  # not benchmarking until both are in
+        events[(tag, "to_bench")].wait(20)
+    else:
+        events[(tag, "go")].wait(20)
+tuner = ClearTuner(gate)
+def call(tag):
+    try:
+        tuner.run(tag)
+    except BaseException as e:
+        errors[tag] = type(e).__name__
+        notes[tag] = [n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:")]
+slots = {}
+fast = start_in("fast", lambda: call("fast"), lambda s: True, slots, events[("fast", "entered")])
+b = start_in("B", lambda: call("B"), lambda s: s != slots["fast"] and s <= 5, slots, events[("B", "entered")])
+c = start_in("C", lambda: call("C"), lambda s: s != slots["fast"] and s > slots["B"], slots, events[("C", "entered")])
+for tag in ("B", "C"):
+    events[(tag, "to_bench")].set()
+    assert events[(tag, "bench")].wait(20), tag
+events[("fast", "go")].set()
+fast.join()
+events[("C", "go")].set()
+c.join()
+events[("B", "go")].set()
+b.join()
+print("ERRORS", sorted(errors.items()), "NOTES", sorted((k, len(v)) for k, v in notes.items()),
+      "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_every_cleared_call_linked(ctx):
+    """Two calls benchmarking when another call's return clears the tuner's
+    arguments: both TypeErrors are linked to that race, not just the first
+    call the check at the return finds."""
+    res = ctx.run_py(CLEARED_AT_EXIT_PROG, options=opts())
+    expect("ERRORS [('B', 'TypeError'), ('C', 'TypeError')]" in res.out, "B and C raised TypeError", res)
+    expect(len(linked_exceptions(res)) == 1, "one exception record (the second is its repeat)", res)
+    m = re.search(r"NOTES (\[.*?\]) NOTED (\d)", res.out)
+    want = "[('B', 1), ('C', 1)]" if m and m.group(2) == "1" else "[('B', 0), ('C', 0)]"
+    expect(m and m.group(1) == want, "a note on each (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -2340,7 +2396,8 @@ CHECKS = {
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
-                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended],
+                 check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
+                 check_exception_every_cleared_call_linked],
 }
 
 
