@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
+#include "reports/stack_fold.h"
 #include "reports/writer.h"
 
 #define J_STR(w, field) tg_w_json_str((w), (field), TG__FIELD_SIZE(field))
@@ -299,7 +300,7 @@ static void common(struct tg_w *w, const struct tg_report *r, const char *kind)
     else
         tg_w_str(w, "null");
     tg_w_str(w, "},\"location\":");
-    int i = tg__summary_frame(r);
+    int i = tg_summary_frame(r);
     if (i >= 0) {
         tg_w_str(w, "{\"func\":");
         J_STR(w, r->entering.py[i].func);

@@ -101,10 +101,5 @@ static inline int tg__call_site_frame(const struct tg_report *r, const struct tg
     return n > 1 ? 1 : 0;
 }
 
-/* The SUMMARY line's frame: the entering thread's call site. */
-static inline int tg__summary_frame(const struct tg_report *r)
-{
-    return tg__call_site_frame(r, &r->entering);
-}
 
 #endif

@@ -92,6 +92,12 @@ int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v)
     return -1;
 }
 
+int tg_summary_frame(const struct tg_report *r)
+{
+    int i = tg_program_frame(r, &r->entering);
+    return i >= 0 ? i : tg__call_site_frame(r, &r->entering);
+}
+
 static int same_frame(const struct tg_py_frame *a, const struct tg_py_frame *b)
 {
     return a->line == b->line && strcmp(a->file, b->file) == 0 && strcmp(a->func, b->func) == 0;

@@ -299,9 +299,7 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
     }
     tg_w_str(w, " in ");
     W_FIELD_OR(w, r->method, "?");
-    int i = r->kind == TG_REPORT_RACE ? tg_program_frame(r, &r->entering) : -1;
-    if (i < 0)
-        i = tg__summary_frame(r);
+    int i = tg_summary_frame(r);
     if (i >= 0) {
         const struct tg_py_frame *f = &r->entering.py[i];
         tg_w_char(w, ' ');

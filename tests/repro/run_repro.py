@@ -56,6 +56,9 @@ SCENARIOS = {
     "inductor_caching_autotuner": ("inductor_pointwise_kernel",
                                    "AssertionError: Autotuned launcher config does not match any compile result"),
 }
+# The other tuners' scenarios: built on the model's Triton (Inductor's) or a wheel of their
+# own (fla-core's, TG_FLA_WHEEL); left out of the default list with --triton-release.
+OTHER_TUNERS = ("fla_cached_autotuner", "inductor_caching_autotuner")
 # The Triton versions the model has (TG_TRITON_MODEL, model/triton/_model.py); the
 # releases themselves run with --triton-release.
 TRITON_MODELS = ("3.6", "main", "unknown")  # unknown: main with the graded names renamed
@@ -529,6 +532,11 @@ def main():
         args.triton_model = "release-" + args.triton_release  # for the checks: a release, not a model
     default = list(SCENARIOS) + [sc for sc in EXTRA if args.triton_model in EXTRA[sc].get("models", TRITON_MODELS)
                                  or (args.triton_release and "models" not in EXTRA[sc])]
+    if args.triton_release and not args.scenario:
+        # the other tuners' scenarios run on their own terms (the model's Triton, fla-core's wheel)
+        default = [sc for sc in default if sc not in OTHER_TUNERS]
+        print(f"not run against a Triton release: {', '.join(OTHER_TUNERS)} (name one with --scenario"
+              " to run it anyway)", file=sys.stderr)
     chosen = (list(SCENARIOS) if args.all_matrix else []) + (args.scenario or ([] if args.all_matrix else default))
     scenarios = [sc for sc in chosen if sc not in args.skip_scenario]
     modes = args.mode or list(DEFAULT_MODES)
