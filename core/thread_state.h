@@ -169,6 +169,10 @@ struct tg_thread {
      * signal handlers: taken at first use, set in a fork child (the forking
      * thread is the child's main thread).  serialize's waits read it. */
     int is_main;
+    /* While a report of the race seen at a declared tuner's tuning step is
+     * made (guard/report_capture.c, tg__check_race_at_step): that step's
+     * guard; NULL otherwise.  Own thread, GIL held. */
+    const void *step_entry;
 #ifdef TG_INSITU
     /* The in-situ profile build only (core/insitu.h): this thread's counts. */
     uint64_t insitu[8];

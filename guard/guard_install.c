@@ -600,7 +600,7 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
             p[ml + 1 + ql] == '.') {
             char method[TG_TARGET_METHOD_MAX + 1];
             snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
-            if (install(cls, method, "tuning step (tuning=)", 1, 0) > 0)
+            if (install(cls, method, "tuning step (tuning=)", 1, 1) > 0) /* declared: its entry is checked */
                 marked++;
             else if (!guarded_already(cls, method))
                 tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "

@@ -185,6 +185,10 @@ struct tg_race_link {
 void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link);
 
+/* t, inside a declared tuner inst, enters its tuning step `step` while
+ * another thread's call is inside: the race seen at the step. */
+void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct tg_thread *t);
+
 /* t's outermost call on u returned while a thread that entered during it is
  * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
  * before t leaves u, only when u->nocc > 1 and g->clears_args. */

@@ -287,8 +287,12 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * marked walks every occupant's frames.  C calls only until the report
      * begins: other stays valid. */
     const struct tg_occupant *tuning = NULL;
-    /* t is not inside u (an entry): every bit is another occupant's, and
-     * with none set a marked tuner's overlap is decided by one load. */
+    /* At a declared tuner's tuning step (tg__check_race_at_step) t is
+     * inside u already and is the one in the step: every overlap is a race. */
+    const struct tg_guard *at_step = (const struct tg_guard *)t->step_entry;
+    /* t is not inside u (an entry), or is but is skipped below: every bit
+     * is another occupant's, and with none set a marked tuner's overlap is
+     * decided by one load. */
     const int any_bit = __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) != 0;
     for (int i = 0; !tuning && (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++)
         if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
@@ -302,8 +306,8 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * threads calling one tuned kernel overlap on every other call. */
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
      * same race seen before is counted without its capture (race_again.c). */
-    const int declared_race = g->declared && (tuning != NULL || !g->marked);
-    const uint64_t again_key = declared_race ? tg__race_key(inst, g, t, other, serialized) : 0;
+    const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
+    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized) : 0;
     if (again_key && tg__race_again(again_key, t, other, serialized, link))
         return;
     if (tg_opts.verbosity < 1 && !tuning && !declared_race) {
@@ -320,12 +324,14 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     /* C-only captures first, while the other thread is certainly inside. */
     view_other_c(in, other);
-    view_self_c(e, t, "at entry");
+    view_self_c(e, t, at_step ? "at its tuning step" : "at entry");
     /* A declared tuner (targets=): every overlap is a race, unless its
      * tuning step is named (marked): then while a thread inside is in it. */
     int high = g->declared ? declared_race : in->benchmarking;
     char step[sizeof r->step] = "";
-    if (g->declared && tuning && other->thread->tuning > 0 && other->thread->tuning_step)
+    if (at_step)
+        snprintf(step, sizeof step, "%s", at_step->method);
+    else if (g->declared && tuning && other->thread->tuning > 0 && other->thread->tuning_step)
         snprintf(step, sizeof step, "%s", ((const struct tg_guard *)other->thread->tuning_step)->method);
     if (high && !serialized) {
         /* Both sessions now overlap: either may end in the exception.  Not
@@ -338,6 +344,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     other = NULL; /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     memcpy(r->step, step, sizeof step);
+    r->seen_at_step = at_step != NULL;
     r->serialized = serialized;
     e->entered_ns = r->ts_ns;
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
@@ -368,6 +375,50 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         }
     }
     tg_report_end(t);
+}
+
+/* Thread t, inside u in a call of a declared tuner, is entering step (its
+ * tuning step, tuning=) while another thread's call is inside u and has
+ * yet to run its own step (or is in it): a race, as an entry while a
+ * thread inside is in the step is.  Two threads that enter the tuner's
+ * entry point at once, both before their steps, overlap first where
+ * neither is in the step; this is where it becomes one: what t's call puts
+ * on the shared tuner is what the other's step reads next.  A call whose
+ * step has run and returned is not counted (it may be done with the state;
+ * between two configs it is as likely, and an entry then is not counted
+ * either).  Not again when t's session is linked to a race already
+ * (reported at its entry, or at the other thread's step).  Reported with t
+ * as the entering thread, its session linked.  GIL held. */
+void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct tg_thread *t)
+{
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    if (!u || u->nocc < 2)
+        return;
+    struct tg_occupant *mine = occupant_by_tid(u, t->tid);
+    if (!mine || mine->thread != t || mine->raced_tid != 0 || !mine->method)
+        return;
+    struct tg_guard *g = (struct tg_guard *)mine->method; /* the session's: Tuner.run */
+    if (!g->declared)
+        return;
+    const struct tg_occupant *other = NULL;
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
+        const struct tg_occupant *c = &u->occ[i];
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread &&
+            (c->thread->tuning > 0 || !c->thread->session_tuned) && tg__tid_alive_cached(c->tid))
+            other = c;
+    }
+    if (!other)
+        return;
+    struct tg_race_link link;
+    t->step_entry = step;
+    tg__report_race(u, inst, g, t, other, 0, &link);
+    t->step_entry = NULL;
+    mine = occupant_by_tid(u, t->tid); /* the report may have let others run */
+    if (link.tid && mine && mine->thread == t && mine->raced_tid == 0) {
+        mine->raced_tid = link.tid;
+        snprintf(mine->raced_name, sizeof mine->raced_name, "%s", link.name);
+        mine->race_seq = link.seq;
+    }
 }
 
 /* inst.nargs is None right now: what t's return left (C calls only).  When

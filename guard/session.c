@@ -52,10 +52,14 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
 /* Whether this outermost call may run as detect's unregistered session
  * (guard/quiet.c): a tuned call of a tuner whose tuning methods are guarded,
  * by a thread that is not tuning, with no option that acts on sessions.
- * Claims the thread's registry slot the first time.  GIL held. */
+ * Not a declared tuner's (targets=, its step named with tuning=): a thread
+ * entering its step looks for every call inside it, tuning or not
+ * (tg__check_race_at_step).  Claims the thread's registry slot the first
+ * time.  GIL held. */
 static int quiet_eligible(struct tg_guard *g, struct tg_thread *t)
 {
-    if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->tuning_entry && !g->replacement && t->nheld == 0 &&
+    if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
+          t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
           !tg_opts.isolate_tuning && !tg_trace_on && tg__guard_has_markers(g)))
         return 0;
@@ -237,6 +241,8 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->tuning_step = g;
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
+        if (__builtin_expect(g->declared, 0) && nargs >= 1 && t->depth > 0)
+            tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
     }
     t->session_tuned = 1;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);

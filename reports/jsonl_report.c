@@ -322,7 +322,9 @@ static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg
     tg_w_str(w, r->high_severity ? "high" : "low");
     tg_w_str(w, "\",\"serialized\":");
     bool_(w, r->serialized);
-    tg_w_str(w, r->seen_at_exit ? ",\"seen_at\":\"exit\"" : ",\"seen_at\":\"entry\"");
+    tg_w_str(w, r->seen_at_exit   ? ",\"seen_at\":\"exit\""
+                : r->seen_at_step ? ",\"seen_at\":\"step\""
+                                  : ",\"seen_at\":\"entry\"");
     tg_w_str(w, ",\"tuning_step\":");
     str_or_null(w, r->step, sizeof r->step);
     tg_w_str(w, ",\"entering\":");

@@ -371,16 +371,25 @@ static void previous_call(struct tg_w *w, const struct tg_report *r, const char 
 static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering;
-    header(w, r, k->title);
+    header(w, r, r->seen_at_step ? "thread entered a tuner's tuning step while another thread's call is inside it"
+                                 : k->title);
     tg__text_race_summary(w, r);
 
     call_of(w, r);
+    if (r->seen_at_step) {
+        tg_w_str(w, ", entering its tuning step ");
+        W_FIELD(w, r->step);
+    }
     tg_w_str(w, ":\n");
     thread_block(w, r, e);
 
     previous_call(w, r, "still inside");
 
-    if (r->high_severity && r->declared && r->step[0])
+    if (r->high_severity && r->declared && r->seen_at_step)
+        tg_w_str(w, "  Severity: high: a thread entered the tuning step (tuning=) while another call was inside"
+                    " the tuner; the state the step keeps on the shared tuner can be overwritten or cleared"
+                    " under it.\n");
+    else if (r->high_severity && r->declared && r->step[0])
         tg_w_str(w, "  Severity: high: the thread inside was in its tuning step (tuning=); the state it keeps"
                     " on the shared tuner can be overwritten or cleared under it.\n");
     else if (r->high_severity && r->declared)

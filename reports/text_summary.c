@@ -134,11 +134,17 @@ void tg__text_race_summary(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, "\n    called by ");
     thread_word(w, e);
     site(w, es);
+    if (r->seen_at_step) {
+        tg_w_str(w, ", entering its tuning step ");
+        W_FIELD(w, r->step);
+    }
     tg_w_str(w, "\n    while ");
     thread_word(w, in);
     tg_w_str(w, ", called");
     site(w, is);
-    if (r->seen_at_exit) {
+    if (r->seen_at_step) {
+        tg_w_str(w, ", was inside it.\n");
+    } else if (r->seen_at_exit) {
         tg_w_str(w, ", returned from it.\n");
     } else if (r->step[0]) {
         tg_w_str(w, ", was inside it in its tuning step ");

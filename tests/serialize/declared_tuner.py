@@ -5,9 +5,10 @@ passes only after entering run() itself; B's call returns, clearing the
 arguments on the shared tuner, before A reads them: a TypeError in A.
 'serialize': B cannot enter while A is inside, so A's barrier times out
 (nobody comes) and A goes on alone.  Exit 3 when A raised the TypeError,
-else 0.  argv[1]: inside | outside (before measure()) | after (measure()
-returned, still in run(); B's return clears nothing A reads again: exit 0) |
-serialize."""
+else 0.  argv[1]: inside | outside (before measure(): B's call enters
+measure() while A waits; with tuning= naming it, the race is seen there) |
+after (measure() returned, still in run(); B's return clears nothing A reads
+again: exit 0) | serialize."""
 import os
 import sys
 import threading

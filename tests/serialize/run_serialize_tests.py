@@ -295,12 +295,22 @@ def declared_tuner_checks(args, check):
           p.returncode == 0 and len(jsonl) == 1 and len(rs) == 1 and rs[0]["serialized"]
           and rs[0]["severity"] == "high" and "race prevented (serialize)" in text, p, text)
     step = "tuning=tgfix.homegrown:HomeTuner.measure"
+    # A waits in run() before its step; B enters run() (not a race yet: nobody is in the step), then
+    # its step, while A's call, which reads the state in its own step next, is inside: the race,
+    # seen at B's step.  A's TypeError is linked to it.
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["outside"])
-    check("tuning= names measure: an overlap outside it is not reported", p.returncode == 3 and not jsonl, p, text)
+    rs, kinds = races(jsonl), [json.loads(x)["kind"] for x in jsonl]
+    check("tuning= names measure: B entering its step while A, before its own, is inside: a race seen at the step",
+          p.returncode == 3 and kinds == ["race", "exception"] and rs[0]["severity"] == "high"
+          and rs[0]["seen_at"] == "step" and rs[0]["tuning_step"] == "HomeTuner.measure"
+          and rs[0]["entering"]["name"] == "B" and rs[0]["inside"]["name"] == "A"
+          and "entering its tuning step HomeTuner.measure" in text
+          and "tunerguard: 1 race reported (1 seen), 1 exception linked" in p.stderr, p, text)
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:verbosity=1:exitcode=7:{decl}:{step}", ["outside"])
     rs = races(jsonl)
-    check("tuning= names measure, verbosity=1: the overlap outside it is a low-severity overlap, in the "
-          "declared tuner's words, and exitcode=7 is not applied (the program's own 3)", p.returncode == 3 and [r["severity"] for r in rs] == ["low"]
+    check("tuning= names measure, verbosity=1: B's entry while A is outside the step is a low-severity overlap, "
+          "in the declared tuner's words; its step is the race; exitcode=7 applied",
+          p.returncode == 7 and [(r["severity"], r["seen_at"]) for r in rs] == [("low", "entry"), ("high", "step")]
           and "Severity: low: the thread inside was not in the tuner's tuning step" in text
           and "tuned key" not in text, p, text)
     # After its step returned (still in run): not in the step, whatever it did there.

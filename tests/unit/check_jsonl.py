@@ -182,8 +182,8 @@ def check_report(where, r):
         check_thread(f"{where}.inside", r.get("inside"))
         if r.get("severity") not in ("high", "low"):
             fail(f"{where}.severity", f"{r.get('severity')!r} is not high|low")
-        if r.get("seen_at") not in ("entry", "exit"):
-            fail(f"{where}.seen_at", f"{r.get('seen_at')!r} is not entry|exit")
+        if r.get("seen_at") not in ("entry", "exit", "step"):
+            fail(f"{where}.seen_at", f"{r.get('seen_at')!r} is not entry|exit|step")
 
 
 def lookup(obj, path):
