@@ -2,9 +2,10 @@
 prune_configs), run() always on the fast path of a tuned key: it keeps its
 arguments on self and clears them, as Triton's does, and never benchmarks.
 run(x) with x an Event parks the caller inside until it is set.  Plain has
-the very same run function, unguarded (the guard replaces only Autotuner's
-class attribute)."""
+a copy of the same run function (its code, another function object),
+unguarded."""
 import threading
+import types
 
 
 def _run(self, x, k=None):
@@ -31,8 +32,9 @@ class Autotuner:
         return []
 
 
-class Plain:  # the same run, unguarded
+class Plain:  # the same run, unguarded: a function of its own (a guard in a
+    # function's vectorcall slot guards every class that holds that function)
     def __init__(self):
         self.nargs = None
 
-    run = _run
+    run = types.FunctionType(_run.__code__, globals(), "_run", _run.__defaults__)
