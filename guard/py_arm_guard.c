@@ -188,10 +188,19 @@ static void hook_subclasses(PyObject *base)
         tg_py.Py_DecRef(cap);
 }
 
-/* Guard, on cls, every target method whose target class is `base`. */
+/* Guard, on cls, every target method whose target class is `base`.  For a
+ * subclass of a declared tuner, first its overrides of the tuning steps
+ * tuning= names on base: marked, as base's are, before its own entry point
+ * is guarded (arm_class's order: an entry point is marked only when its
+ * class's step is). */
 static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
 {
     tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
+    for (int i = 0; cls != base && tg_opts.tuning[0] && i < tg__arm_ntargets; i++)
+        if (tg__arm_targets[i].base == base && tg__arm_targets[i].user) {
+            tg_guard_install_tuning_steps(cls, tg__arm_targets[i].module, tg__arm_targets[i].cls);
+            break; /* once: the entries are matched by base's module and class */
+        }
     for (int i = 0; i < tg__arm_ntargets; i++)
         if (tg__arm_targets[i].base == base)
             tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);

@@ -17,9 +17,9 @@
 int tg_guard_install(PyObject *cls, const char *name, const char *why, int declared);
 
 /* Mark the tuning steps tuning= names on cls, the class of targets= entries
- * module:qualname (a declared tuner): as tg_guard_install_markers does for
- * the built-in tuners' tuning methods.  One line for an entry that names no
- * method of cls.  GIL held. */
+ * module:qualname (a declared tuner), or a subclass of it (its overrides of
+ * them): as tg_guard_install_markers does for the built-in tuners' tuning
+ * methods.  One line for an entry that names no method of cls.  GIL held. */
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname);
 
 /* Mark the tuning methods of a built-in tuner class (Autotuner._bench,

@@ -8,17 +8,18 @@ arguments on the shared tuner, before A reads them: a TypeError in A.
 else 0.  argv[1]: inside | outside (before measure(): B's call enters
 measure() while A waits; with tuning= naming it, the race is seen there) |
 after (measure() returned, still in run(); B's return clears nothing A reads
-again: exit 0) | serialize."""
+again: exit 0) | serialize | sub_inside (inside, on an instance of a
+subclass whose measure() overrides the base's)."""
 import os
 import sys
 import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture"))
-from tgfix.homegrown import HomeTuner  # noqa: E402
+from tgfix.homegrown import HomeTuner, SubTuner  # noqa: E402
 
 T = 20.0
 mode = sys.argv[1]
-tuner = HomeTuner()
+tuner = SubTuner() if mode == "sub_inside" else HomeTuner()
 barrier = threading.Barrier(2, timeout=2.0 if mode == "serialize" else T)
 a_in, b_in, b_done = threading.Event(), threading.Event(), threading.Event()
 errors = []

@@ -323,6 +323,12 @@ def declared_tuner_checks(args, check):
           p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
           and rs[0]["tuning_step"] == "HomeTuner.measure"
           and "was inside it in its tuning step HomeTuner.measure" in text, p, text)
+    # A subclass overriding the step: its measure() is the step too.
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["sub_inside"])
+    rs = races(jsonl)
+    check("tuning= names HomeTuner.measure: a subclass's own measure() is its step; an overlap inside it is a race",
+          p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
+          and rs[0]["tuning_step"] == "SubTuner.measure", p, text)
     # Two threads calling it in a loop: one report, every later overlap
     # counted as its repeat (decided before the capture: race_again.c).
     loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")
