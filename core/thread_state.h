@@ -173,6 +173,10 @@ struct tg_thread {
      * made (guard/report_capture.c, tg__check_race_at_step): that step's
      * guard; NULL otherwise.  Own thread, GIL held. */
     const void *step_entry;
+    /* serialize: the call whose wait for a tuner begins has waited for the
+     * turn already, and was counted then (guard/serialize_wait.c).  Own
+     * thread, GIL held. */
+    int wait_call_counted;
 #ifdef TG_INSITU
     /* The in-situ profile build only (core/insitu.h): this thread's counts. */
     uint64_t insitu[8];

@@ -143,11 +143,13 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 
 /* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
  * time goes to the exit line's total (and u's, for a tuner), measured to
- * this real end.  GIL held. */
+ * this real end, and the call to its count of serialized calls, unless a
+ * wait of the same call (for the turn) counted it.  GIL held. */
 static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
 {
     const uint64_t dt = tg_mono_ns() - t0;
-    tg__gstats.waits++;
+    if (!t->wait_call_counted)
+        tg__gstats.waits++;
     tg__gstats.wait_ns += dt;
     if (u) {
         u->waits++;

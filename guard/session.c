@@ -171,6 +171,7 @@ struct tg_entry {
     enum tg_verdict v;
     int quiet;                 /* a low-severity overlap, only counted */
     int reported;              /* the race was reported before the turn's wait */
+    int waited_turn;           /* it waited for the turn: counted as a serialized call */
     struct tg_race_link link;  /* the race this call had, for its session */
 };
 
@@ -268,6 +269,7 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
     e->u = NULL; /* Python code runs from here: looked up again */
     if (tg__wait_for_turn(t, inst, g->method) < 0)
         return TG_ENTRY_INTERRUPTED;
+    e->waited_turn = 1;
     return relook(e, inst);
 }
 
@@ -307,7 +309,10 @@ static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct t
             return TG_ENTRY_FULL;
     }
     if (e->v == TG_WAIT) {
-        if (tg__wait_for_tuner(e->u, t, inst, g) < 0)
+        t->wait_call_counted = e->waited_turn; /* one call, one count, however many waits */
+        const int rc = tg__wait_for_tuner(e->u, t, inst, g);
+        t->wait_call_counted = 0;
+        if (rc < 0)
             return TG_ENTRY_INTERRUPTED;
     } else if (tg_tuner_decide(e->u, t, tg_opts.mode) == TG_FIRST) {
         e->link.tid = 0; /* the report let the other thread finish: no overlap left */

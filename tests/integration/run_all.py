@@ -2337,6 +2337,41 @@ def check_exception_every_cleared_call_linked(ctx):
     expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
 
 
+# serialize: the main thread's call waits for the turn (held by the thread
+# inside, which keeps running Python code), goes on without it past the
+# bypass, and then waits for the tuner: one call, two waits.  The thread
+# inside runs until that second wait has begun (the second serialize_wait
+# audit event), with a safety time-out.  Broken (each wait counted), the
+# exit line says 2 calls serialized.
+TWO_WAITS_PROG = """
+    import time
+    from triton.runtime.autotuner import Autotuner
+    inside = threading.Event()
+    def hook(t, tag, *rest):
+        if tag == "victim":
+            inside.set()
+            end = time.monotonic() + 20
+            while len(_wait_events) < 2 and time.monotonic() < end:
+                sum(range(1000))  # running, the GIL taken and given back
+    tuner = Autotuner(my_kernel, hook)
+    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
+    th.start()
+    inside.wait()
+    tuner.run("other")
+    th.join()
+    print("WAITS", len(_wait_events))
+"""
+
+
+def check_exit_line_one_count_per_call(ctx):
+    """serialize: a call that waited for the turn and then for the tuner is
+    one serialized call on the exit line."""
+    res = ctx.run_py(TWO_WAITS_PROG, options=opts(mode="serialize"))
+    expect(res.rc == 0 and "WAITS 2" in res.out, "the call waited for the turn, then for the tuner", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    expect(line and "; 1 call serialized, waited " in line[-1], "one call serialized", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -2397,6 +2432,7 @@ CHECKS = {
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
+                 check_exit_line_one_count_per_call,
                  check_exception_every_cleared_call_linked],
 }
 
