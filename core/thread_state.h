@@ -177,6 +177,14 @@ struct tg_thread {
      * turn already, and was counted then (guard/serialize_wait.c).  Own
      * thread, GIL held. */
     int wait_call_counted;
+    /* A session that raced without an occupant slot (more threads inside
+     * one tuner than it has slots): its link for the exception report, as
+     * an occupant's raced_* fields, and the instance (0: none).
+     * Own thread, GIL held (guard/session.c). */
+    pid_t ovf_raced_tid;
+    char ovf_raced_name[48];
+    uint64_t ovf_race_seq;
+    uintptr_t ovf_inst;
 #ifdef TG_INSITU
     /* The in-situ profile build only (core/insitu.h): this thread's counts. */
     uint64_t insitu[8];

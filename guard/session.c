@@ -385,6 +385,13 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         o->raced_tid = e->link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
         o->race_seq = e->link.seq;
+    } else if (__builtin_expect(!o && e->link.tid, 0)) {
+        /* More threads inside than the entry has slots (seeds/004: ten):
+         * this session's link stays on the thread, for its exception. */
+        t->ovf_raced_tid = e->link.tid;
+        snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
+        t->ovf_race_seq = e->link.seq;
+        t->ovf_inst = (uintptr_t)inst;
     }
     if (t->nheld < TG_MAX_HELD) {
         t->held[t->nheld] = u;
@@ -505,6 +512,16 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o, tg__guard_at);
+    if (__builtin_expect(!o && t->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
+        if (res == NULL && t->ovf_raced_tid) {
+            struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = t->ovf_raced_tid,
+                                       .race_seq = t->ovf_race_seq};
+            memcpy(link.raced_name, t->ovf_raced_name, sizeof link.raced_name);
+            tg__report_exception(inst, g, t, &link, tg__guard_at);
+        }
+        t->ovf_raced_tid = 0;
+        t->ovf_inst = 0;
+    }
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
         t->tuning--;
     t->depth--;

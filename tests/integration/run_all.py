@@ -2372,6 +2372,45 @@ def check_exit_line_one_count_per_call(ctx):
     expect(line and "; 1 call serialized, waited " in line[-1], "one call serialized", res)
 
 
+# Ten threads inside one tuner at once, more than its entry has occupant
+# slots (8): each parks in its benchmark until all ten are in, then each
+# raises TypeError in the tuner's own code.  Every one of them raced, so
+# every one is linked.  Broken (the link kept on the occupant slot only),
+# the two threads without a slot raise without a note.
+OVERFLOW_PROG = r"""
+from triton.runtime.autotuner import Autotuner
+N = 10
+errors, notes = [], []
+all_in = threading.Barrier(N, timeout=20)
+def hook(t, tag, *rest):
+    all_in.wait()
+tuner = Autotuner(None, hook)  # fn None: the tuner's _bench raises TypeError
+def call(i):
+    try:
+        tuner.run(i)
+    except BaseException as e:
+        errors.append(type(e).__name__)
+        notes.extend(n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:"))
+ts = [threading.Thread(target=call, args=(i,), name="t%d" % i) for i in range(N)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+print("ERRORS", len(errors), sorted(set(errors)), "NOTES", len(notes), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_linked_past_occupant_slots(ctx):
+    """More threads inside one tuner than it has occupant slots: every
+    thread's exception is linked, the ones without a slot too."""
+    res = ctx.run_py(OVERFLOW_PROG, options=opts())
+    m = re.search(r"ERRORS (\d+) \['TypeError'\] NOTES (\d+) NOTED (\d)", res.out)
+    expect(m and m.group(1) == "10", "ten TypeErrors", res)
+    linked = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(linked and int(linked.group(1)) == 10, "the exit line counts ten linked", res)
+    expect(int(m.group(2)) == 10 * int(m.group(3)), "a note on each (3.11+)", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -2432,7 +2471,7 @@ CHECKS = {
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
-                 check_exit_line_one_count_per_call,
+                 check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
                  check_exception_every_cleared_call_linked],
 }
 
