@@ -27,12 +27,13 @@
 
 static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
 {
-    tg_w_str(w, "thread '");
-    if (v->name[0])
+    if (v->name[0]) {
+        tg_w_str(w, "thread '");
         W_FIELD(w, v->name);
-    else
-        tg_w_str(w, "?");
-    tg_w_str(w, "' (tid=");
+        tg_w_str(w, "' (tid=");
+    } else { /* no Python name (a thread not started by threading, or gone) */
+        tg_w_str(w, "thread (tid=");
+    }
     tg_w_i64(w, v->tid);
     tg_w_char(w, ')');
 }
@@ -297,12 +298,14 @@ static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
         W_FIELD(w, r->kernel);
         tg_w_char(w, '\'');
     }
-    tg_w_str(w, " in ");
-    W_FIELD_OR(w, r->method, "?");
+    if (r->method[0]) {
+        tg_w_str(w, " in ");
+        W_FIELD(w, r->method);
+    }
     int i = tg_summary_frame(r);
     if (i >= 0) {
         const struct tg_py_frame *f = &r->entering.py[i];
-        tg_w_char(w, ' ');
+        tg_w_str(w, r->method[0] ? " " : " at ");
         W_FIELD(w, f->file);
         tg_w_char(w, ':');
         tg_w_i64(w, f->line);
@@ -560,7 +563,7 @@ static void text_interference(struct tg_w *w, const struct tg_report *r, const s
         tg_w_i64(w, f->from[i].tid);
     }
     if (f->nfrom <= 0)
-        tg_w_char(w, '?');
+        tg_w_str(w, "not recorded");
     tg_w_str(w, " (kernels ");
     for (int i = 0, shown = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
         int dup = 0;
@@ -579,9 +582,12 @@ static void text_interference(struct tg_w *w, const struct tg_report *r, const s
         }
     }
     if (f->nfrom <= 0)
-        tg_w_char(w, '?');
-    tg_w_str(w, "), config that won: ");
-    W_FIELD_OR(w, f->best_config, "?");
+        tg_w_str(w, "not recorded");
+    tg_w_char(w, ')');
+    if (f->best_config[0]) { /* the tuner keeps its winner where tunerguard reads it (Triton's best_config) */
+        tg_w_str(w, ", config that won: ");
+        W_FIELD(w, f->best_config);
+    }
     tg_w_str(w, "\n  Benchmarked by ");
     thread_name(w, &r->entering);
     tg_w_str(w, " (");

@@ -5,14 +5,16 @@
 
 #define W_FIELD(w, field) tg_w_text((w), (field), TG__FIELD_SIZE(field))
 
-/* "thread 'NAME'" */
+/* "thread 'NAME'", or "thread tid=N" where it has no Python name */
 static void thread_word(struct tg_w *w, const struct tg_thread_view *v)
 {
+    if (!v->name[0]) {
+        tg_w_str(w, "thread tid=");
+        tg_w_i64(w, v->tid);
+        return;
+    }
     tg_w_str(w, "thread '");
-    if (v->name[0])
-        W_FIELD(w, v->name);
-    else
-        tg_w_str(w, "?");
+    W_FIELD(w, v->name);
     tg_w_char(w, '\'');
 }
 

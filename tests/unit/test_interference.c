@@ -191,7 +191,8 @@ Test(interference, session_end_writes_an_interference_report_text_and_jsonl)
     cr_assert(strstr(text, "WARNING: tunerguard: tuning under load"), "%s", text);
     cr_assert(strstr(text, want), "want <%s> in:\n%s", want, text);
     cr_assert(strstr(text, "(CUDA 'tuned_kernel')"), "%s", text);
-    cr_assert(strstr(text, "config that won: ?"), "%s", text);
+    cr_assert(!strstr(text, "config that won") && !strstr(text, "?"),
+              "no winner known: not named, no '?' (Inductor's CachingAutotuner keeps none where it is read)\n%s", text);
     snprintf(cmd, sizeof cmd,
              "python3 %s/check_jsonl.py %s --count 1 --expect '1:interference.foreign_launches=5' "
              "--expect '1:interference.device=2' --expect '1:interference.from.0.kernel=\"torch_gemm\"' "
