@@ -7,6 +7,7 @@
 #include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
+#include "reports/stack_fold.h"
 #include "reports/suppress_load.h"
 #include "reports/trace.h"
 
@@ -135,9 +136,13 @@ static void add(uint64_t *counter, uint64_t n)
     __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
 
+/* A thread's call site, as the SUMMARY line and the In short lines name it:
+ * its frame in the program, else the first outside the tuner. */
 static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg_thread_view *v)
 {
-    int i = tg__call_site_frame(r, v);
+    int i = tg_program_frame(r, v);
+    if (i < 0)
+        i = tg__call_site_frame(r, v);
     if (i < 0)
         return h * 1099511628211ull; /* no Python frame: the tuner alone */
     for (const char *c = v->py[i].file; *c; c++)

@@ -230,7 +230,8 @@ Test(emit, prevented_and_real_race_at_one_site, .init = setup)
     cr_assert_eq(s.failing, 1, "the race that happened fails the run");
 }
 
-/* serialize on a model's forward: the same pair of call sites makes threads
+/* serialize on a model's forward: the same pair of call sites (the
+ * program's lines, whatever library functions lie between) makes threads
  * wait on one kernel after another.  One prevented report; the repeats
  * record names the other kernels (three by name) and counts them, each
  * once however often it was seen again.  A race that was not prevented
@@ -246,6 +247,9 @@ Test(emit, prevented_race_once_per_call_sites, .init = setup)
         r.serialized = 1;
         r.instance += 0x100 * (uintptr_t)(1 + i % 5);
         snprintf(r.kernel, sizeof r.kernel, "kernel_%d", i % 5);
+        /* each kernel reached through a library function of its own, from one line of the program */
+        snprintf(r.entering.py[1].file, sizeof r.entering.py[1].file, "/usr/lib/python3/site-packages/fla/ops/k%d.py",
+                 i % 5);
         cr_assert_eq(tg_emit(&r, &st), 0, "kernel_%d at the same call sites", i % 5);
         cr_assert_eq(st, TG_EMIT_REPEAT);
     }
