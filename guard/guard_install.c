@@ -150,7 +150,7 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
             continue;
         t->busy++;
         if (g->marker) /* a tuning method replaced: the new one says when a thread tunes */
-            install(cls, g->name, "tuning method replaced by user code", 1, 0);
+            install(cls, g->name, "tuning method replaced by user code", 1, g->declared);
         else
             guard_replacement(g, cls, value, 0);
         t->busy--;
@@ -528,10 +528,35 @@ static const char *const tuning_methods[] = {
     "coordinate_descent_tuning", "bench",
 };
 
-/* Classes whose tuning methods are guarded as markers (borrowed: the
- * target table keeps them alive). */
+/* Classes whose tuning methods are guarded as markers: the target classes
+ * (the target table keeps them alive) and, held here, a subclass that
+ * marked an override without deriving from one of them. */
 static PyObject *marker_bases[16];
 static int nmarker_bases;
+
+/* Note cls as a class with marked tuning methods, unless it derives from
+ * one noted already (that entry answers for it: a subclass created and
+ * freed by the thousand neither fills the table nor leaves a dangling
+ * entry).  GIL held. */
+static void add_marker_base(PyObject *cls)
+{
+    for (int i = 0; i < nmarker_bases; i++) {
+        int r = tg_py.PyObject_IsSubclass(cls, marker_bases[i]);
+        if (r < 0)
+            tg_py_drop_error();
+        if (r > 0)
+            return;
+    }
+    if (nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
+        static int said;
+        if (!said++)
+            tg__warn("more than %d tuner classes with tuning steps; the steps of later ones mark nothing, so "
+                     "every overlap in them is a race", nmarker_bases);
+        return;
+    }
+    tg_py.Py_IncRef(cls);
+    marker_bases[nmarker_bases++] = cls;
+}
 
 int tg__guard_has_markers(struct tg_guard *g)
 {
@@ -561,8 +586,8 @@ void tg_guard_install_markers(PyObject *cls)
     int marked = 0;
     for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
         marked += install(cls, tuning_methods[i], "tuning method", 1, 0) > 0;
-    if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
-        marker_bases[nmarker_bases++] = cls;
+    if (marked > 0)
+        add_marker_base(cls);
     if (marked == 0) {
         /* Another Autotuner than the ones tunerguard knows (a Triton version
          * whose tuning methods have other names): it is guarded and
@@ -608,6 +633,6 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
         }
         p = end ? end + 1 : p + len;
     }
-    if (marked > 0 && nmarker_bases < (int)(sizeof marker_bases / sizeof marker_bases[0]))
-        marker_bases[nmarker_bases++] = cls;
+    if (marked > 0)
+        add_marker_base(cls);
 }

@@ -403,8 +403,8 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     const struct tg_occupant *other = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread &&
-            (c->thread->tuning > 0 || !c->thread->session_tuned) && tg__tid_alive_cached(c->tid))
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread && tg__tid_alive_cached(c->tid) &&
+            (c->thread->tuning > 0 || !c->thread->session_tuned))
             other = c;
     }
     if (!other)
@@ -413,6 +413,7 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     t->step_entry = step;
     tg__report_race(u, inst, g, t, other, 0, &link);
     t->step_entry = NULL;
+    tg_stress_wake(); /* stress=1: the race showed; end the holds */
     mine = occupant_by_tid(u, t->tid); /* the report may have let others run */
     if (link.tid && mine && mine->thread == t && mine->raced_tid == 0) {
         mine->raced_tid = link.tid;

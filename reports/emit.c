@@ -39,7 +39,7 @@ static struct dedup_slot {
     uint64_t h;          /* 0: free */
     uint64_t seq;        /* the report written for it */
     uint64_t repeats;    /* seen again since */
-    char kernel[64];
+    char kernel[128];    /* as long as tg_report.kernel: compared whole */
     char method[48];
     enum tg_report_kind kind;
     int declared;        /* the report's tuner was declared (targets=) */
@@ -136,13 +136,11 @@ static void add(uint64_t *counter, uint64_t n)
     __atomic_fetch_add(counter, n, __ATOMIC_RELAXED);
 }
 
-/* A thread's call site, as the SUMMARY line and the In short lines name it:
- * its frame in the program, else the first outside the tuner. */
+/* A thread's call site (tg_site_frame): its frame in the program below
+ * the tuner, else the first outside the tuner. */
 static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg_thread_view *v)
 {
-    int i = tg_program_frame(r, v);
-    if (i < 0)
-        i = tg__call_site_frame(r, v);
+    int i = tg_site_frame(r, v);
     if (i < 0)
         return h * 1099511628211ull; /* no Python frame: the tuner alone */
     for (const char *c = v->py[i].file; *c; c++)

@@ -79,17 +79,30 @@ enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py
     return TG_FC_PROGRAM;
 }
 
-int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v)
+/* v's first program frame below its tuner's outermost frame; with
+ * anywhere, else its first program frame at all.  -1 if none. */
+static int program_frame(const struct tg_report *r, const struct tg_thread_view *v, int anywhere)
 {
     int n = tg__npy(v), from = 0;
     for (int i = 0; i < n; i++)
         if (tg_frame_class(r, &v->py[i]) == TG_FC_TUNER)
             from = i + 1;
-    for (int pass = 0; pass < 2; pass++) /* below the tuner, else anywhere */
+    for (int pass = 0; pass < 1 + anywhere; pass++)
         for (int i = pass ? 0 : from; i < n; i++)
             if (tg_frame_class(r, &v->py[i]) == TG_FC_PROGRAM)
                 return i;
     return -1;
+}
+
+int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v)
+{
+    return program_frame(r, v, 1);
+}
+
+int tg_site_frame(const struct tg_report *r, const struct tg_thread_view *v)
+{
+    int i = program_frame(r, v, 0);
+    return i >= 0 ? i : tg__call_site_frame(r, v);
 }
 
 int tg_summary_frame(const struct tg_report *r)

@@ -32,6 +32,13 @@ enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py
  * searched below the tuner's outermost frame when it has one; -1 if none. */
 int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v);
 
+/* The frame that stands for v's call site when reports are told apart:
+ * its program frame below the tuner, else the first outside the tuner and
+ * Triton's plumbing (tg__call_site_frame); never a program frame the
+ * benchmark called into (a hook), whose line depends on where the capture
+ * fell.  -1 without Python frames. */
+int tg_site_frame(const struct tg_report *r, const struct tg_thread_view *v);
+
 /* The frame of r's entering thread that its SUMMARY line and its JSON
  * "location" name: its call site in the program (tg_program_frame), else
  * the first frame outside the tuner and Triton's plumbing

@@ -9,7 +9,11 @@ else 0.  argv[1]: inside | outside (before measure(): B's call enters
 measure() while A waits; with tuning= naming it, the race is seen there) |
 after (measure() returned, still in run(); B's return clears nothing A reads
 again: exit 0) | serialize | sub_inside (inside, on an instance of a
-subclass whose measure() overrides the base's)."""
+subclass whose measure() overrides the base's) | replaced_outside (outside,
+with HomeTuner.measure replaced by a wrapper first) | late_outside (outside,
+on tgfix.late.LateTuner, imported after 40 subclasses of HomeTuner with
+measure() of their own were made, 20 kept and 20 freed)."""
+import gc
 import os
 import sys
 import threading
@@ -19,7 +23,19 @@ from tgfix.homegrown import HomeTuner, SubTuner  # noqa: E402
 
 T = 20.0
 mode = sys.argv[1]
-tuner = SubTuner() if mode == "sub_inside" else HomeTuner()
+if mode == "replaced_outside":
+    measure = HomeTuner.measure
+
+    def wrapped(self, cfg, hold):
+        return measure(self, cfg, hold)
+    HomeTuner.measure = wrapped
+if mode == "late_outside":
+    kept = [type(f"Kept{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)]
+    for i in range(20):
+        type(f"Gone{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg})
+    gc.collect()
+    from tgfix.late import LateTuner  # noqa: E402
+tuner = SubTuner() if mode == "sub_inside" else LateTuner() if mode == "late_outside" else HomeTuner()
 barrier = threading.Barrier(2, timeout=2.0 if mode == "serialize" else T)
 a_in, b_in, b_done = threading.Event(), threading.Event(), threading.Event()
 errors = []
@@ -48,7 +64,7 @@ def b_hold():
 
 def thread_a():
     try:
-        if mode == "outside":
+        if mode.endswith("outside"):
             tuner.run(1, 2, hold_outside=a_hold)
         elif mode == "after":
             tuner.run(1, 2, hold_after=a_hold)

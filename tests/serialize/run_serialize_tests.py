@@ -329,6 +329,21 @@ def declared_tuner_checks(args, check):
     check("tuning= names HomeTuner.measure: a subclass's own measure() is its step; an overlap inside it is a race",
           p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
           and rs[0]["tuning_step"] == "SubTuner.measure", p, text)
+    # The step replaced by a wrapper after the class was armed: the wrapper is the step.
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["replaced_outside"])
+    rs = races(jsonl)
+    check("tuning= names measure, replaced by a wrapper: B entering the wrapper while A is inside is a race "
+          "seen at the step", p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step"
+          and rs[0]["tuning_step"] == "HomeTuner.measure", p, text)
+    # Forty subclasses with their own step made (20 kept, 20 freed), then another declared tuner
+    # imported: its step is still marked (the subclasses took no room, the freed ones left nothing).
+    both = f"{decl},tgfix.late:LateTuner.run:{step},tgfix.late:LateTuner.measure"
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{both}",
+        ["late_outside"])
+    rs = races(jsonl)
+    check("40 subclasses of a declared tuner made, 20 freed, then another declared tuner: its step is marked, "
+          "the race seen there", p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step"
+          and rs[0]["tuning_step"] == "LateTuner.measure" and "more than" not in p.stderr, p, text)
     # Two threads calling it in a loop: one report, every later overlap
     # counted as its repeat (decided before the capture: race_again.c).
     loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")

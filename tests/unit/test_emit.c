@@ -275,3 +275,55 @@ Test(emit, prevented_race_once_per_call_sites, .init = setup)
     const char *const ex[] = {"4:other_kernels=5", NULL};
     cr_assert_eq(run_jsonl_checker(path_in(dir, "tg.%ld.jsonl"), 4, ex), 0, "check_jsonl.py");
 }
+
+/* A prevented race seen again on its own kernel, whose name is longer than
+ * most (Inductor's and fla's run past 64 characters): a repeat of the same
+ * kernel, never an "other kernel" of itself. */
+Test(emit, prevented_race_long_kernel_name_is_its_own, .init = setup)
+{
+    enum tg_emit_status st;
+    char name[sizeof r.kernel];
+    memset(name, 'k', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    memcpy(name, "triton_per_fused_", 17);
+    for (int i = 0; i < 3; i++) {
+        fx_race_high(&r);
+        r.serialized = 1;
+        snprintf(r.kernel, sizeof r.kernel, "%s", name);
+        cr_assert_eq(tg_emit(&r, &st), i == 0 ? 1 : 0, "call %d", i);
+    }
+    tg_emit_flush_repeats();
+    char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
+    cr_assert(strstr(txt, "serialize prevented the same race 2 more times at the same call sites"), "%s", txt);
+    cr_assert(!strstr(txt, "other kernel"), "%s", txt);
+    free(txt);
+    char *js = fx_read_file(path_in(dir, "tg.%ld.jsonl"));
+    cr_assert(strstr(js, "\"race_seq\":1,\"repeats\":2,\"of\":\"race\",\"other_kernels\":0"), "%s", js);
+    free(js);
+}
+
+/* The thread inside called from a library (no frame of the program below
+ * its tuner), caught at two lines of a hook of the program's that its
+ * benchmark runs: the same race at the same call sites, one report.  Where
+ * a capture falls inside the benchmark does not tell races apart. */
+static void inside_in_hook(struct tg_report *rr, int line)
+{
+    fx_race_high(rr);
+    struct tg_thread_view *in = &rr->inside;
+    in->npy = 0;
+    fx_py(in, "pre_hook", "hooks.py", line);
+    fx_py(in, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(in, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    fx_py(in, "forward", "/usr/lib/python3/site-packages/fla/models/model.py", 210);
+    fx_py(in, "run", "/usr/lib/python3.11/threading.py", 975);
+}
+
+Test(emit, race_site_ignores_hook_frames_above_the_tuner, .init = setup)
+{
+    enum tg_emit_status st;
+    inside_in_hook(&r, 10);
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    inside_in_hook(&r, 20);
+    cr_assert_eq(tg_emit(&r, &st), 0, "the same race, caught at another line of the hook");
+    cr_assert_eq(st, TG_EMIT_REPEAT);
+}
