@@ -528,46 +528,74 @@ static const char *const tuning_methods[] = {
     "coordinate_descent_tuning", "bench",
 };
 
-/* Classes whose tuning methods are guarded as markers: the target classes
- * (the target table keeps them alive) and, held here, a subclass that
- * marked an override without deriving from one of them. */
-static PyObject *marker_bases[16];
+/* Classes whose tuning methods are guarded as markers, each by a weak
+ * reference (strong where the class takes none): the target classes, and
+ * a subclass that marked an override without deriving from one of them.
+ * A slot whose class was freed is taken again.  GIL held. */
+static struct marker_base {
+    PyObject *ref;
+    int weak;
+} marker_bases[16];
 static int nmarker_bases;
 
-/* Note cls as a class with marked tuning methods, unless it derives from
- * one noted already (that entry answers for it: a subclass created and
- * freed by the thousand neither fills the table nor leaves a dangling
- * entry).  GIL held. */
-static void add_marker_base(PyObject *cls)
+/* The class of slot b; NULL once it was freed. */
+static PyObject *marker_base_cls(const struct marker_base *b)
 {
+    if (!b->weak)
+        return b->ref;
+    PyObject *c = tg_py.PyWeakref_GetObject(b->ref);
+    return c && c != tg_py.none ? c : NULL;
+}
+
+/* Note cls as a class with marked tuning methods, unless it derives from
+ * one noted already (that entry answers for it: subclasses made by the
+ * thousand take no room).  PyType_IsSubtype runs no Python code and sets
+ * no error.  declared: a targets= tuner's step (tuning=), whose class
+ * unnoted makes every overlap in its entry point a race.  GIL held. */
+static void add_marker_base(PyObject *cls, int declared)
+{
+    int free_slot = -1;
     for (int i = 0; i < nmarker_bases; i++) {
-        int r = tg_py.PyObject_IsSubclass(cls, marker_bases[i]);
-        if (r < 0)
-            tg_py_drop_error();
-        if (r > 0)
+        PyObject *c = marker_base_cls(&marker_bases[i]);
+        if (!c && free_slot < 0)
+            free_slot = i;
+        if (c && tg_py.PyType_IsSubtype(cls, c))
             return;
     }
-    if (nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
+    if (free_slot < 0 && nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
         static int said;
-        if (!said++)
-            tg__warn("more than %d tuner classes with tuning steps; the steps of later ones mark nothing, so "
-                     "every overlap in them is a race", nmarker_bases);
+        char qual[96], mod[96];
+        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+        if (declared && !said++)
+            tg__warn("tuning=: %s.%s is past the %d tuner classes with tuning steps tunerguard follows: every "
+                     "overlap in its entry point is reported as a race, in its step or not", mod, qual,
+                     nmarker_bases);
+        else if (!declared)
+            tg__info(1, "%s.%s is past the %d tuner classes with tuning methods tunerguard follows: its overlaps "
+                        "are looked at one by one", mod, qual, nmarker_bases);
         return;
     }
-    tg_py.Py_IncRef(cls);
-    marker_bases[nmarker_bases++] = cls;
+    struct marker_base *b = &marker_bases[free_slot >= 0 ? free_slot : nmarker_bases++];
+    if (b->ref) /* a dead weak reference */
+        tg_py.Py_DecRef(b->ref);
+    b->ref = tg_py.PyWeakref_NewRef(cls, NULL);
+    b->weak = b->ref != NULL;
+    if (!b->ref) {
+        tg_py.PyErr_Clear();
+        b->ref = cls;
+        tg_py.Py_IncRef(cls);
+    }
 }
 
 int tg__guard_has_markers(struct tg_guard *g)
 {
     if (g->has_markers == 0) {
         g->has_markers = -1;
-        for (int i = 0; i < nmarker_bases && g->has_markers < 0; i++) {
-            PyObject *cls = guard_cls(g);
-            int r = cls ? tg_py.PyObject_IsSubclass(cls, marker_bases[i]) : 0;
-            if (r < 0)
-                tg_py_drop_error();
-            if (r > 0)
+        PyObject *cls = guard_cls(g);
+        for (int i = 0; cls && i < nmarker_bases && g->has_markers < 0; i++) {
+            PyObject *c = marker_base_cls(&marker_bases[i]);
+            if (c && tg_py.PyType_IsSubtype(cls, c))
                 g->has_markers = 1;
         }
     }
@@ -587,7 +615,7 @@ void tg_guard_install_markers(PyObject *cls)
     for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
         marked += install(cls, tuning_methods[i], "tuning method", 1, 0) > 0;
     if (marked > 0)
-        add_marker_base(cls);
+        add_marker_base(cls, 0);
     if (marked == 0) {
         /* Another Autotuner than the ones tunerguard knows (a Triton version
          * whose tuning methods have other names): it is guarded and
@@ -634,5 +662,5 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
         p = end ? end + 1 : p + len;
     }
     if (marked > 0)
-        add_marker_base(cls);
+        add_marker_base(cls, 1);
 }

@@ -40,7 +40,7 @@ static struct dedup_slot {
     uint64_t seq;        /* the report written for it */
     uint64_t repeats;    /* seen again since */
     char kernel[128];    /* as long as tg_report.kernel: compared whole */
-    char method[48];
+    char method[64];     /* as tg_report.method */
     enum tg_report_kind kind;
     int declared;        /* the report's tuner was declared (targets=) */
     int prevented;       /* a race serialize prevented (its repeats say so) */

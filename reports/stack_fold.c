@@ -107,8 +107,7 @@ int tg_site_frame(const struct tg_report *r, const struct tg_thread_view *v)
 
 int tg_summary_frame(const struct tg_report *r)
 {
-    int i = tg_program_frame(r, &r->entering);
-    return i >= 0 ? i : tg__call_site_frame(r, &r->entering);
+    return tg_site_frame(r, &r->entering);
 }
 
 static int same_frame(const struct tg_py_frame *a, const struct tg_py_frame *b)

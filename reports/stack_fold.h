@@ -40,9 +40,7 @@ int tg_program_frame(const struct tg_report *r, const struct tg_thread_view *v);
 int tg_site_frame(const struct tg_report *r, const struct tg_thread_view *v);
 
 /* The frame of r's entering thread that its SUMMARY line and its JSON
- * "location" name: its call site in the program (tg_program_frame), else
- * the first frame outside the tuner and Triton's plumbing
- * (tg__call_site_frame); -1 without Python frames. */
+ * "location" name: tg_site_frame of the entering thread. */
 int tg_summary_frame(const struct tg_report *r);
 
 /* One line of a folded stack. */

@@ -18,13 +18,11 @@ static void thread_word(struct tg_w *w, const struct tg_thread_view *v)
     tg_w_char(w, '\'');
 }
 
-/* The frame a thread came from: its first frame in the program's own code,
- * else the frame the SUMMARY line would name; NULL if it has none. */
+/* The frame a thread called the tuner from (tg_site_frame: the one reports
+ * are told apart by); NULL if it has none. */
 static const struct tg_py_frame *site_of(const struct tg_report *r, const struct tg_thread_view *v)
 {
-    int i = tg_program_frame(r, v);
-    if (i < 0)
-        i = tg__call_site_frame(r, v);
+    int i = tg_site_frame(r, v);
     return i >= 0 ? &v->py[i] : NULL;
 }
 

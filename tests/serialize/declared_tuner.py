@@ -12,11 +12,15 @@ again: exit 0) | serialize | sub_inside (inside, on an instance of a
 subclass whose measure() overrides the base's) | replaced_outside (outside,
 with HomeTuner.measure replaced by a wrapper first) | late_outside (outside,
 on tgfix.late.LateTuner, imported after 40 subclasses of HomeTuner with
-measure() of their own were made, 20 kept and 20 freed)."""
+measure() of their own were made, 20 kept and 20 freed; exit 4 if one of
+those was not freed) | stepless_freed, stepless_kept (outside, on a
+subclass of tgfix.late.StepLess with its own run() and measure(), made
+after 30 such subclasses were made and freed one by one, or 20 kept)."""
 import gc
 import os
 import sys
 import threading
+import weakref
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixture"))
 from tgfix.homegrown import HomeTuner, SubTuner  # noqa: E402
@@ -29,13 +33,45 @@ if mode == "replaced_outside":
     def wrapped(self, cfg, hold):
         return measure(self, cfg, hold)
     HomeTuner.measure = wrapped
+
+
+def freed(classes):
+    """Drop the classes made; exit 4 unless every one of them was freed."""
+    refs = [weakref.ref(c) for c in classes]
+    classes.clear()
+    gc.collect()
+    if any(r() is not None for r in refs):
+        print("a subclass was kept alive")
+        sys.exit(4)
+
+
+def stepless_sub(i):
+    from tgfix.late import StepLess
+
+    def run(self, *args, **kw):
+        return StepLess.run(self, *args, **kw)
+
+    def measure(self, cfg, hold):
+        if hold:
+            hold()
+        return sum(self.args) * cfg
+    return type(f"Sub{i}", (StepLess,), {"run": run, "measure": measure})
+
+
 if mode == "late_outside":
     kept = [type(f"Kept{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)]
-    for i in range(20):
-        type(f"Gone{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg})
-    gc.collect()
+    freed([type(f"Gone{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)])
     from tgfix.late import LateTuner  # noqa: E402
-tuner = SubTuner() if mode == "sub_inside" else LateTuner() if mode == "late_outside" else HomeTuner()
+    tuner = LateTuner()
+elif mode.startswith("stepless"):
+    if mode == "stepless_freed":
+        for i in range(30):
+            freed([stepless_sub(i)])  # one at a time: each freed before the next is made
+    else:
+        kept = [stepless_sub(i) for i in range(20)]
+    tuner = stepless_sub(99)()
+else:
+    tuner = SubTuner() if mode == "sub_inside" else HomeTuner()
 barrier = threading.Barrier(2, timeout=2.0 if mode == "serialize" else T)
 a_in, b_in, b_done = threading.Event(), threading.Event(), threading.Event()
 errors = []
@@ -64,7 +100,7 @@ def b_hold():
 
 def thread_a():
     try:
-        if mode.endswith("outside"):
+        if mode.endswith("outside") or mode.startswith("stepless"):
             tuner.run(1, 2, hold_outside=a_hold)
         elif mode == "after":
             tuner.run(1, 2, hold_after=a_hold)

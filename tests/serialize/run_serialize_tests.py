@@ -344,6 +344,22 @@ def declared_tuner_checks(args, check):
     check("40 subclasses of a declared tuner made, 20 freed, then another declared tuner: its step is marked, "
           "the race seen there", p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step"
           and rs[0]["tuning_step"] == "LateTuner.measure" and "more than" not in p.stderr, p, text)
+    # A base without the step, its subclasses with their own: each subclass is followed while it
+    # lives; a freed one's place is taken again, and past 16 live ones a line says what is lost.
+    sl = "targets=tgfix.late:StepLess.run:tuning=tgfix.late:StepLess.measure"
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{sl}", ["stepless_freed"])
+    rs = races(jsonl)
+    check("30 subclasses with their own step freed, then another: its step is followed, the race seen there",
+          p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step"
+          and rs[0]["tuning_step"] == "Sub99.measure" and "tuner classes with tuning steps" not in p.stderr,
+          p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{sl}", ["stepless_kept"])
+    rs = races(jsonl)
+    past = [x for x in p.stderr.splitlines() if "tuner classes with tuning steps" in x]
+    check("20 live subclasses with their own step: one line names the first past the table; its entry "
+          "overlap is a race", p.returncode == 3 and len(past) == 1
+          and past[0].startswith("tunerguard: tuning=: __main__.Sub") and rs and rs[0]["seen_at"] == "entry",
+          p, text)
     # Two threads calling it in a loop: one report, every later overlap
     # counted as its repeat (decided before the capture: race_again.c).
     loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")
