@@ -120,7 +120,7 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
         tg_py_drop_error();
         return;
     }
-    if (cur != g->wrapper && !tg_guard_is_ours(cur))
+    if (!tg_guard_is_ours(cur))
         guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
 }
@@ -259,12 +259,28 @@ const struct tg_guard *tg__guard_at(int i)
     return i >= 0 && i < nguards ? &guards[i] : NULL;
 }
 
+/* The type of the method descriptors descriptor guards put on classes
+ * (borrowed: a static type), learnt from the first. */
+static PyObject *method_descr_type;
+
+/* The descriptor guard whose method descriptor value is, or NULL.  A
+ * method descriptor is PyDescr_COMMON (the object header, d_type, d_name,
+ * d_qualname) and then d_method, the same from 3.9 to 3.14: it is ours
+ * when d_method is one of our PyMethodDefs. */
+static struct tg_guard *descr_guard_of(PyObject *value)
+{
+    if (!method_descr_type || type_of(value) != method_descr_type)
+        return NULL;
+    const void *def = ((void **)(void *)value)[5];
+    for (int i = 0; i < nguards; i++)
+        if (guards[i].descr && def == &guards[i].def)
+            return &guards[i];
+    return NULL;
+}
+
 int tg_guard_is_ours(PyObject *value)
 {
-    for (int i = 0; i < nguards; i++)
-        if (guards[i].wrapper && guards[i].wrapper == value)
-            return 1;
-    return vc_guard_of(value) != NULL;
+    return descr_guard_of(value) != NULL || vc_guard_of(value) != NULL;
 }
 
 /* Is module.qualname in cls.__mro__?  Install time only. */
@@ -323,15 +339,18 @@ static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value
     g->orig = value;
     g->orig_is_function = strcmp(tname, "function") == 0;
     tg_py.Py_IncRef(value);
-    g->wrapper = wrapper; /* our reference keeps it alive and identifiable */
+    if (!method_descr_type)
+        method_descr_type = type_of(wrapper);
+    g->descr = 1;
     nguards++;
     tg__gstats.guards = nguards;
-    if (tg_py.PyObject_SetAttrString(cls, g->name, wrapper) < 0) {
+    int rc = tg_py.PyObject_SetAttrString(cls, g->name, wrapper);
+    tg_py.Py_DecRef(wrapper); /* the class holds it; ours is known by its d_method */
+    if (rc < 0) {
         tg_py.PyErr_Clear();
         tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, g->name);
         nguards--;
         tg__gstats.guards = nguards;
-        tg_py.Py_DecRef(wrapper);
         tg_py.Py_DecRef(value);
         return -1;
     }

@@ -40,9 +40,10 @@ struct tg_guard {
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
     char fn_module[96];   /* the guarded function's __module__ ("" if none) */
-    PyObject *wrapper;    /* descriptor guard: the method descriptor put on
-                             the class (strong); getattr(cls, name) gives this
-                             very object.  NULL for a vectorcall guard */
+    int descr;            /* descriptor guard: a method descriptor whose
+                             d_method is &def was put on the class (which
+                             alone holds it: a guard keeps no class alive);
+                             0 for a vectorcall guard */
     PyObject *cls;        /* the class it was put on: a weak reference to it
                              (cls_weak; guard_install.c's guard_cls), else the
                              class (strong) */

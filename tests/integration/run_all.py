@@ -1210,9 +1210,10 @@ def check_guard_identity(ctx):
 
 
 def check_guard_lifetime(ctx):
-    """A guard keeps neither its class nor its function alive (3.11's method
-    descriptor holds its class: only that it runs there), and a function that
-    outlives its class still runs, guarded, without its class."""
+    """A guard keeps neither its class nor its function alive, and a function
+    that outlives its class still runs, guarded, without its class.  On 3.11
+    (a method descriptor put on the class, which alone holds it): the class
+    is freed, and a bound method that outlives its class still runs."""
     res = ctx.run_py('''
         import gc, weakref
         with open("lifemod.py", "w") as f:
@@ -1227,7 +1228,19 @@ def check_guard_lifetime(ctx):
         Sub = make()
         print("SUB_GUARDED", is_guarded(Sub), Sub().run(1))
         print("MINOR", sys.version_info[1])
-        if sys.version_info[:2] == (3, 11):  # a method descriptor, which holds the class
+        if sys.version_info[:2] == (3, 11):  # a method descriptor, no weak reference to it
+            wc = weakref.ref(Sub)
+            del Sub
+            gc.collect()
+            print("CLASS_GONE", wc() is None)
+            Sub = make()
+            bound, wc = Sub().run, weakref.ref(Sub)
+            del Sub
+            gc.collect()
+            print("BOUND", wc() is None, bound(2))
+            del bound
+            gc.collect()
+            print("BOUND_GONE", wc() is None)
             print("DONE")
             sys.exit(0)
         wc, wf = weakref.ref(Sub), weakref.ref(Sub.__dict__["run"])
@@ -1246,6 +1259,10 @@ def check_guard_lifetime(ctx):
     if "MINOR 11" not in res.out:
         expect("CLASS_GONE True FUNCTION_GONE True" in res.out, "the class and its function were freed", res)
         expect("KEPT True 3" in res.out, "a function that outlived its class ran", res)
+    else:
+        expect("CLASS_GONE True" in res.out, "the class was freed (3.11: its guard's descriptor with it)", res)
+        expect("BOUND False 3" in res.out and "BOUND_GONE True" in res.out,
+               "a bound method kept the class, ran guarded, and let it go", res)
 
 
 HOT_PROG = '''
