@@ -101,6 +101,25 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     tg_py_drop_error();
 }
 
+/* The type of the method descriptors descriptor guards put on classes
+ * (borrowed: a static type), learnt from the first.  A method descriptor
+ * is PyDescr_COMMON (the object header, d_type, d_name, d_qualname) and
+ * then d_method, the same from 3.9 to 3.14: it is a guard's when d_method
+ * is that guard's PyMethodDef. */
+static PyObject *method_descr_type;
+
+static inline const void *descr_def(PyObject *value)
+{
+    return ((void **)(void *)value)[5];
+}
+
+/* Is value g's own method descriptor? */
+static int descr_is_guard(PyObject *value, const struct tg_guard *g)
+{
+    return g->descr && method_descr_type && ((PyObject **)(void *)value)[1] == method_descr_type &&
+           descr_def(value) == &g->def;
+}
+
 /* g's class (borrowed), NULL once it is gone. */
 static PyObject *guard_cls(const struct tg_guard *g)
 {
@@ -120,7 +139,7 @@ void tg__guard_check_replaced_slow(struct tg_guard *g)
         tg_py_drop_error();
         return;
     }
-    if (!tg_guard_is_ours(cur))
+    if (!descr_is_guard(cur, g) && !tg_guard_is_ours(cur)) /* the first test: its own descriptor, the usual answer */
         guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
 }
@@ -259,21 +278,13 @@ const struct tg_guard *tg__guard_at(int i)
     return i >= 0 && i < nguards ? &guards[i] : NULL;
 }
 
-/* The type of the method descriptors descriptor guards put on classes
- * (borrowed: a static type), learnt from the first. */
-static PyObject *method_descr_type;
-
-/* The descriptor guard whose method descriptor value is, or NULL.  A
- * method descriptor is PyDescr_COMMON (the object header, d_type, d_name,
- * d_qualname) and then d_method, the same from 3.9 to 3.14: it is ours
- * when d_method is one of our PyMethodDefs. */
+/* The descriptor guard whose method descriptor value is, or NULL. */
 static struct tg_guard *descr_guard_of(PyObject *value)
 {
     if (!method_descr_type || type_of(value) != method_descr_type)
         return NULL;
-    const void *def = ((void **)(void *)value)[5];
     for (int i = 0; i < nguards; i++)
-        if (guards[i].descr && def == &guards[i].def)
+        if (descr_is_guard(value, &guards[i]))
             return &guards[i];
     return NULL;
 }
