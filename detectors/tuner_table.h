@@ -27,6 +27,8 @@ struct tg_occupant {
     int depth;                  /* nested guarded calls of this thread on this instance */
     uint64_t entered_ns;
     const void *method;         /* the guard (method) of the outermost call */
+    int stepped;                /* this session entered the tuner's tuning step
+                                   (a declared tuner's, tuning=); GIL held */
     /* Set when this session overlapped another thread's session on the same
      * tuner (either side of a race), for the exception link. */
     pid_t raced_tid;            /* the other thread (copied: it may exit first) */

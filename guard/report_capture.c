@@ -392,10 +392,11 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
 void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct tg_thread *t)
 {
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
-    if (!u || u->nocc < 2)
+    struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
+    if (!mine || mine->thread != t)
         return;
-    struct tg_occupant *mine = occupant_by_tid(u, t->tid);
-    if (!mine || mine->thread != t || mine->raced_tid != 0 || !mine->method)
+    mine->stepped = 1; /* its step has run: a later step of another call does not count it */
+    if (u->nocc < 2 || mine->raced_tid != 0 || !mine->method)
         return;
     struct tg_guard *g = (struct tg_guard *)mine->method; /* the session's: Tuner.run */
     if (!g->declared)
@@ -404,7 +405,7 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
         const struct tg_occupant *c = &u->occ[i];
         if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread && tg__tid_alive_cached(c->tid) &&
-            (c->thread->tuning > 0 || !c->thread->session_tuned))
+            (c->thread->tuning > 0 || !c->stepped))
             other = c;
     }
     if (!other)

@@ -242,9 +242,9 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->tuning_step = g;
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
-        if (__builtin_expect(g->declared, 0) && nargs >= 1 && t->depth > 0)
-            tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
     }
+    if (__builtin_expect(g->declared, 0) && nargs >= 1 && t->depth > 0) /* also inside another tuner's step */
+        tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
     t->session_tuned = 1;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     t->tuning--;

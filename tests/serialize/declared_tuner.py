@@ -15,7 +15,9 @@ on tgfix.late.LateTuner, imported after 40 subclasses of HomeTuner with
 measure() of their own were made, 20 kept and 20 freed; exit 4 if one of
 those was not freed) | stepless_freed, stepless_kept (outside, on a
 subclass of tgfix.late.StepLess with its own run() and measure(), made
-after 30 such subclasses were made and freed one by one, or 20 kept)."""
+after 30 such subclasses were made and freed one by one, or 20 kept) |
+nested_outside (outside, on a second HomeTuner that A calls from a first
+one's run() after the first one's step returned)."""
 import gc
 import os
 import sys
@@ -100,7 +102,9 @@ def b_hold():
 
 def thread_a():
     try:
-        if mode.endswith("outside") or mode.startswith("stepless"):
+        if mode == "nested_outside":
+            HomeTuner().run(7, 8, hold_after=lambda: tuner.run(1, 2, hold_outside=a_hold))
+        elif mode.endswith("outside") or mode.startswith("stepless"):
             tuner.run(1, 2, hold_outside=a_hold)
         elif mode == "after":
             tuner.run(1, 2, hold_after=a_hold)

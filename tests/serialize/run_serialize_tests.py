@@ -329,6 +329,12 @@ def declared_tuner_checks(args, check):
     check("tuning= names HomeTuner.measure: a subclass's own measure() is its step; an overlap inside it is a race",
           p.returncode == 3 and len(rs) == 1 and rs[0]["severity"] == "high"
           and rs[0]["tuning_step"] == "SubTuner.measure", p, text)
+    # A's call on this tuner, before its step, made from another tuner's call whose step has run:
+    # A has yet to run this one's step, so B's step entry is the race.
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["nested_outside"])
+    rs = races(jsonl)
+    check("tuning= names measure: A inside after another tuner's step ran, before this one's: B's step entry "
+          "is a race", p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step", p, text)
     # The step replaced by a wrapper after the class was armed: the wrapper is the step.
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["replaced_outside"])
     rs = races(jsonl)
