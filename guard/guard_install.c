@@ -368,6 +368,36 @@ static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value
     return 0;
 }
 
+/* The descriptor guard of function value as cls.<name>, put back on cls
+ * after a replacement (a test's patch undone, the same patch made again):
+ * guarded by its slot again, not a new one per assignment.  GIL held. */
+static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObject *value, int marker)
+{
+    for (int i = 0; i < nguards; i++) {
+        struct tg_guard *g = &guards[i];
+        if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0 &&
+            guard_cls(g) == cls)
+            return g;
+    }
+    return NULL;
+}
+
+/* Put a new method descriptor of g's on cls: 1, or -1 with one line. */
+static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
+{
+    PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
+    int rc = wrapper ? tg_py.PyObject_SetAttrString(cls, g->name, wrapper) : -1;
+    if (wrapper)
+        tg_py.Py_DecRef(wrapper);
+    if (rc < 0) {
+        tg_py.PyErr_Clear();
+        tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, g->name);
+        return -1;
+    }
+    tg__info(2, "%s %s again (its function put back)", g->marker ? "marking" : "guarding", g->method);
+    return 1;
+}
+
 /* Does cls derive from a class whose tuning step tuning= names?  Install
  * time only. */
 static int names_tuning_step(PyObject *cls)
@@ -461,6 +491,11 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
             tg__warn("%s:%s.%s is %s: its call returns before its body runs, so no call of it can be guarded; "
                      "nothing guarded (name the method that runs it)", mod, qual, name, deferred);
         }
+        goto done;
+    }
+    struct tg_guard *again = descr_guard_for(cls, name, value, marker);
+    if (again) {
+        rc = reinstall_descriptor(again, cls);
         goto done;
     }
     if (nguards == TG_MAX_GUARDS) {
@@ -671,6 +706,25 @@ static int guarded_already(PyObject *cls, const char *name)
     return yes;
 }
 
+/* cls has no plain function `method` for the tuning= entry (entry, len)
+ * of the class qualname: one line for that class; for its subclasses (an
+ * override that is a staticmethod, say), one line for the first only,
+ * since a program may make them by the thousand.  GIL held. */
+static void say_no_step(PyObject *cls, const char *qualname, const char *method, const char *entry, size_t len)
+{
+    char qual[160], mod[96];
+    tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+    tg_py_attr_str(cls, "__module__", mod, sizeof mod);
+    static int said_subclass;
+    if (strcmp(qual, qualname) == 0)
+        tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "
+                 "inside do", (int)len, entry, qualname, method);
+    else if (!said_subclass++)
+        tg__warn("tuning=%.*s: %s.%s.%s, a subclass's, is no plain method: calls on its instances are never in "
+                 "their step, so their overlaps are counted, not reported (later such subclasses are not named)",
+                 (int)len, entry, mod, qual, method);
+}
+
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)
 {
     size_t ml = strlen(module), ql = strlen(qualname);
@@ -683,11 +737,11 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
             p[ml + 1 + ql] == '.') {
             char method[TG_TARGET_METHOD_MAX + 1];
             snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
-            if (install(cls, method, "tuning step (tuning=)", 1, 1) > 0) /* declared: its entry is checked */
+            int r = install(cls, method, "tuning step (tuning=)", 1, 1); /* declared: its entry is checked */
+            if (r > 0)
                 marked++;
-            else if (!guarded_already(cls, method))
-                tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "
-                         "inside do", (int)len, p, qualname, method);
+            else if (r == 0 && !guarded_already(cls, method)) /* -1: install said why */
+                say_no_step(cls, qualname, method, p, len);
         }
         p = end ? end + 1 : p + len;
     }

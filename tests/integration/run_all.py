@@ -1265,6 +1265,32 @@ def check_guard_lifetime(ctx):
                "a bound method kept the class, ran guarded, and let it go", res)
 
 
+def check_replaced_same_function_again(ctx):
+    """The same patch made and undone 300 times (one function, a fixture
+    per test): each assignment is guarded, and on 3.11, where a guard is a
+    descriptor, the function put back reuses its guard, so the table of
+    guards never fills (one line would say so)."""
+    res = ctx.run_py('''
+        with open("patchmod.py", "w") as f:
+            f.write("class T:\\n    def run(self, x):\\n        return x\\n")
+        sys.path.insert(0, ".")
+        import patchmod
+        T = patchmod.T
+        orig = T.__dict__["run"]
+        def patched(self, x):
+            return orig(self, x) * 2
+        for i in range(300):
+            T.run = patched
+            assert T().run(1) == 2
+            T.run = orig
+        T.run = patched
+        print("GUARDED", is_guarded(T), T().run(2))
+        print("DONE")
+    ''', options=opts(targets="patchmod:T.run"))
+    expect(res.rc == 0 and "GUARDED True 4" in res.out and "DONE" in res.out, "patched 300 times: still guarded", res)
+    expect("guarded methods" not in res.err, "the guard table did not fill", res)
+
+
 HOT_PROG = '''
     import functools, queue
     with open("hotmod.py", "w") as f:
@@ -2472,7 +2498,7 @@ CHECKS = {
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
-                check_guard_hot_calls, check_guard_lifetime, check_targets_unguarded, check_targets_deferred_body,
+                check_guard_hot_calls, check_guard_lifetime, check_replaced_same_function_again, check_targets_unguarded, check_targets_deferred_body,
                 check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
                 check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],

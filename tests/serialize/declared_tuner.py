@@ -17,7 +17,10 @@ those was not freed) | stepless_freed, stepless_kept (outside, on a
 subclass of tgfix.late.StepLess with its own run() and measure(), made
 after 30 such subclasses were made and freed one by one, or 20 kept) |
 nested_outside (outside, on a second HomeTuner that A calls from a first
-one's run() after the first one's step returned)."""
+one's run() after the first one's step returned) | static_steps (5
+subclasses whose measure is a staticmethod; no threads, exit 0) |
+many_steps (300 live subclasses with their own measure, past the table of
+guards; no threads, exit 0)."""
 import gc
 import os
 import sys
@@ -60,6 +63,11 @@ def stepless_sub(i):
     return type(f"Sub{i}", (StepLess,), {"run": run, "measure": measure})
 
 
+if mode in ("static_steps", "many_steps"):
+    kept = [type(f"S{i}", (HomeTuner,), {"measure": staticmethod(lambda cfg, hold: cfg)} if mode == "static_steps"
+                 else {"measure": lambda self, cfg, hold: cfg}) for i in range(5 if mode == "static_steps" else 300)]
+    print("made", len(kept), HomeTuner().run(1, 2))
+    sys.exit(0)
 if mode == "late_outside":
     kept = [type(f"Kept{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)]
     freed([type(f"Gone{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)])

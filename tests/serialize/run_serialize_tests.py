@@ -335,6 +335,15 @@ def declared_tuner_checks(args, check):
     rs = races(jsonl)
     check("tuning= names measure: A inside after another tuner's step ran, before this one's: B's step entry "
           "is a race", p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step", p, text)
+    # Subclasses whose step cannot be marked: one line for the first, never one per class.
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["static_steps"])
+    said = [x for x in p.stderr.splitlines() if x.startswith("tunerguard:")]
+    check("5 subclasses whose step is a staticmethod: one line, naming the first", p.returncode == 0
+          and len(said) == 1 and "__main__.S0.measure, a subclass's, is no plain method" in said[0], p, text)
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["many_steps"])
+    said = [x for x in p.stderr.splitlines() if x.startswith("tunerguard:")]
+    check("300 subclasses with their own step, past the table of guards: the one line that says so",
+          p.returncode == 0 and len(said) == 1 and "guarded methods" in said[0], p, text)
     # The step replaced by a wrapper after the class was armed: the wrapper is the step.
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["replaced_outside"])
     rs = races(jsonl)
