@@ -706,6 +706,44 @@ static int guarded_already(PyObject *cls, const char *name)
     return yes;
 }
 
+/* The class in cls's MRO whose own dict holds `method`, when that is a
+ * base of cls's (cls does not define it itself) and the method a plain
+ * function; a new reference, else NULL.  GIL held; install time only. */
+static PyObject *inherited_from(PyObject *cls, const char *method)
+{
+    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
+    PyObject *key = tg_py.PyUnicode_FromString(method);
+    Py_ssize_t n = mro && key ? tg_py.PyTuple_Size(mro) : 0;
+    PyObject *found = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
+        PyObject *dict = c ? tg_py.PyObject_GetAttrString(c, "__dict__") : NULL;
+        PyObject *v = dict ? tg_py.PyObject_GetItem(dict, key) : NULL; /* a mappingproxy */
+        tg_py.PyErr_Clear();
+        if (dict)
+            tg_py.Py_DecRef(dict);
+        if (!v)
+            continue;
+        PyObject *type = tg_py.PyObject_Type(v);
+        char tname[64];
+        tg_py_attr_str(type, "__name__", tname, sizeof tname);
+        if (type)
+            tg_py.Py_DecRef(type);
+        tg_py.Py_DecRef(v);
+        if (i > 0 && strcmp(tname, "function") == 0) {
+            found = c;
+            tg_py.Py_IncRef(found);
+        }
+        break; /* the first class that has it decides */
+    }
+    if (mro)
+        tg_py.Py_DecRef(mro);
+    if (key)
+        tg_py.Py_DecRef(key);
+    tg_py.PyErr_Clear();
+    return found;
+}
+
 /* cls has no plain function `method` for the tuning= entry (entry, len)
  * of the class qualname: one line for that class; for its subclasses (an
  * override that is a staticmethod, say), one line for the first only,
@@ -738,6 +776,11 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
             char method[TG_TARGET_METHOD_MAX + 1];
             snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
             int r = install(cls, method, "tuning step (tuning=)", 1, 1); /* declared: its entry is checked */
+            PyObject *base = r == 0 && !guarded_already(cls, method) ? inherited_from(cls, method) : NULL;
+            if (base) { /* the step a base defines: marked there, for every class that inherits it */
+                r = install(base, method, "tuning step (tuning=), inherited", 1, 1);
+                tg_py.Py_DecRef(base);
+            }
             if (r > 0)
                 marked++;
             else if (r == 0 && !guarded_already(cls, method)) /* -1: install said why */

@@ -20,7 +20,8 @@ nested_outside (outside, on a second HomeTuner that A calls from a first
 one's run() after the first one's step returned) | static_steps (5
 subclasses whose measure is a staticmethod; no threads, exit 0) |
 many_steps (300 live subclasses with their own measure, past the table of
-guards; no threads, exit 0)."""
+guards; no threads, exit 0) | inherited_outside (outside, on
+tgfix.late.Inherits, whose measure() its base MeasureBase defines)."""
 import gc
 import os
 import sys
@@ -73,6 +74,9 @@ if mode == "late_outside":
     freed([type(f"Gone{i}", (HomeTuner,), {"measure": lambda self, cfg, hold: cfg}) for i in range(20)])
     from tgfix.late import LateTuner  # noqa: E402
     tuner = LateTuner()
+elif mode == "inherited_outside":
+    from tgfix.late import Inherits  # noqa: E402
+    tuner = Inherits()
 elif mode.startswith("stepless"):
     if mode == "stepless_freed":
         for i in range(30):

@@ -344,6 +344,13 @@ def declared_tuner_checks(args, check):
     said = [x for x in p.stderr.splitlines() if x.startswith("tunerguard:")]
     check("300 subclasses with their own step, past the table of guards: the one line that says so",
           p.returncode == 0 and len(said) == 1 and "guarded methods" in said[0], p, text)
+    # A step the targets= class inherits: marked where it is defined, named there.
+    inh = "targets=tgfix.late:Inherits.run:tuning=tgfix.late:Inherits.measure"
+    p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{inh}", ["inherited_outside"])
+    rs = races(jsonl)
+    check("tuning= names a step the class inherits: marked on its base, the race seen at it",
+          p.returncode == 3 and len(rs) == 1 and rs[0]["seen_at"] == "step"
+          and rs[0]["tuning_step"] == "MeasureBase.measure" and "no plain method" not in p.stderr, p, text)
     # The step replaced by a wrapper after the class was armed: the wrapper is the step.
     p, text, jsonl = run(args, "declared_tuner.py", f"mode=detect:{decl}:{step}", ["replaced_outside"])
     rs = races(jsonl)
