@@ -35,6 +35,13 @@
 static struct tg_guard guards[TG_MAX_GUARDS];
 static int nguards;
 
+/* An object's type (borrowed), read from its header: the count, then the
+ * type, in the versions served (3.9 to 3.14, with a GIL). */
+static inline PyObject *type_of(PyObject *o)
+{
+    return ((PyObject **)(void *)o)[1];
+}
+
 /* ---- replaced methods --------------------------------------------------------
  *
  * CPython raises no audit event for a plain class attribute assignment, so
@@ -116,8 +123,7 @@ static inline const void *descr_def(PyObject *value)
 /* Is value g's own method descriptor? */
 static int descr_is_guard(PyObject *value, const struct tg_guard *g)
 {
-    return g->descr && method_descr_type && ((PyObject **)(void *)value)[1] == method_descr_type &&
-           descr_def(value) == &g->def;
+    return g->descr && method_descr_type && type_of(value) == method_descr_type && descr_def(value) == &g->def;
 }
 
 /* g's class (borrowed), NULL once it is gone. */
@@ -211,11 +217,6 @@ static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) 
  * follows ob_size, tp_name, tp_basicsize, tp_itemsize and tp_dealloc. */
 static PyObject *function_type; /* borrowed: a static type */
 static Py_ssize_t vc_offset;
-
-static inline PyObject *type_of(PyObject *o)
-{
-    return ((PyObject **)(void *)o)[1];
-}
 
 static inline void **vc_slot(PyObject *func)
 {
@@ -398,6 +399,26 @@ static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
     return 1;
 }
 
+/* cls's own attribute key (from its __dict__, not inherited): a new
+ * reference, or NULL with no error set; tname gets its type's name ("" when
+ * there is none).  GIL held. */
+static PyObject *own_attr(PyObject *cls, PyObject *key, char tname[64])
+{
+    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
+    PyObject *value = dict && key ? tg_py.PyObject_GetItem(dict, key) : NULL; /* a mappingproxy */
+    tg_py.PyErr_Clear();
+    if (dict)
+        tg_py.Py_DecRef(dict);
+    tname[0] = '\0';
+    if (value) {
+        PyObject *type = tg_py.PyObject_Type(value);
+        tg_py_attr_str(type, "__name__", tname, 64);
+        if (type)
+            tg_py.Py_DecRef(type);
+    }
+    return value;
+}
+
 /* Does cls derive from a class whose tuning step tuning= names?  Install
  * time only. */
 static int names_tuning_step(PyObject *cls)
@@ -465,21 +486,15 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
     int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
-    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
     PyObject *key = tg_py.PyUnicode_FromString(name);
-    PyObject *value = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
-    tg_py.PyErr_Clear();
+    char tname[64];
+    PyObject *value = own_attr(cls, key, tname);
     if (!value || tg_guard_is_ours(value))
         goto done;
     /* Only plain functions: a staticmethod, classmethod or property is not a
      * per-instance entry point, and neither is a builtin function put in a
      * class body (`run = len`): it is no descriptor, so it never binds self,
      * and a guard, which binds, would hand it one argument too many. */
-    PyObject *type = tg_py.PyObject_Type(value);
-    char tname[64];
-    tg_py_attr_str(type, "__name__", tname, sizeof tname);
-    if (type)
-        tg_py.Py_DecRef(type);
     if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
     const char *deferred = strcmp(tname, "function") == 0 ? deferred_body(value) : NULL;
@@ -574,8 +589,6 @@ done:
         tg_py.Py_DecRef(value);
     if (key)
         tg_py.Py_DecRef(key);
-    if (dict)
-        tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();
     return rc;
 }
@@ -717,18 +730,10 @@ static PyObject *inherited_from(PyObject *cls, const char *method)
     PyObject *found = NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
-        PyObject *dict = c ? tg_py.PyObject_GetAttrString(c, "__dict__") : NULL;
-        PyObject *v = dict ? tg_py.PyObject_GetItem(dict, key) : NULL; /* a mappingproxy */
-        tg_py.PyErr_Clear();
-        if (dict)
-            tg_py.Py_DecRef(dict);
+        char tname[64];
+        PyObject *v = c ? own_attr(c, key, tname) : NULL;
         if (!v)
             continue;
-        PyObject *type = tg_py.PyObject_Type(v);
-        char tname[64];
-        tg_py_attr_str(type, "__name__", tname, sizeof tname);
-        if (type)
-            tg_py.Py_DecRef(type);
         tg_py.Py_DecRef(v);
         if (i > 0 && strcmp(tname, "function") == 0) {
             found = c;
