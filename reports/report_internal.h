@@ -101,5 +101,4 @@ static inline int tg__call_site_frame(const struct tg_report *r, const struct tg
     return n > 1 ? 1 : 0;
 }
 
-
 #endif
