@@ -30,10 +30,12 @@
 #include "reports/fatal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct tg_guard guards[TG_MAX_GUARDS];
-static int nguards;
+static int nguards;                  /* slots ever taken: guards[0 .. nguards) */
+static struct tg_guard *last_installed; /* the guard install() made last */
 
 /* An object's type (borrowed), read from its header: the count, then the
  * type, in the versions served (3.9 to 3.14, with a GIL). */
@@ -85,7 +87,7 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     tg_py_drop_error();
     /* Guard it on the class that holds the attribute now. */
     if (install(cls, g->name, "replaced by user code", 0, g->declared) > 0) {
-        struct tg_guard *ng = &guards[nguards - 1];
+        struct tg_guard *ng = last_installed;
         ng->replacement = 1;
         snprintf(ng->where, sizeof ng->where, "%s", where);
         if (in_call) {
@@ -328,24 +330,39 @@ int tg_guard_is_class(PyObject *cls)
     return yes;
 }
 
-/* Guard g (slot nguards, filled but for the mechanism) as a method
- * descriptor put on cls in place of value.  0, or -1 with one line said
- * (nothing changed then). */
-static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value, const char *tname)
+/* g's def.ml_doc, malloc'd: "run($self, /, *args, **kwargs)\n--\n\n", what
+ * inspect.signature() reads from a method descriptor (the arguments pass
+ * through unchanged), then the function's own docstring, which the
+ * descriptor's __doc__ gives (help(), doctest).  NULL when out of memory. */
+static char *descr_doc(const char *name, PyObject *fn)
+{
+    PyObject *d = tg_py.PyObject_GetAttrString(fn, "__doc__");
+    const char *text = d && d != tg_py.none ? tg_py.PyUnicode_AsUTF8(d) : NULL;
+    tg_py_drop_error();
+    size_t n = strlen(name) + 40 + (text ? strlen(text) : 0);
+    char *doc = malloc(n);
+    if (doc)
+        snprintf(doc, n, "%s($self, /, *args, **kwargs)\n--\n\n%s", name, text ? text : "");
+    if (d)
+        tg_py.Py_DecRef(d);
+    return doc;
+}
+
+/* Guard g (slot i, filled but for the mechanism) as a method descriptor
+ * put on cls in place of value.  0, or -1 with one line said (nothing
+ * changed then). */
+static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject *value, const char *tname)
 {
     g->def.ml_name = g->name;
-    g->def.ml_meth = trampolines[nguards];
+    g->def.ml_meth = trampolines[i];
     g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
-    /* "run($self, /, *args, **kwargs)\n--\n\n": what inspect.signature()
-     * reads from a method descriptor; the arguments pass through unchanged. */
-    char doc[sizeof g->doc];
-    snprintf(doc, sizeof doc, "%s($self, /, *args, **kwargs)\n--\n\n", g->name);
-    memcpy(g->doc, doc, sizeof doc);
+    g->doc = descr_doc(g->name, value);
     g->def.ml_doc = g->doc;
-    PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
+    PyObject *wrapper = g->doc ? tg_py.PyDescr_NewMethod(cls, &g->def) : NULL;
     if (!wrapper) {
         tg_py.PyErr_Clear();
         tg__warn("could not guard %s.%s; it runs unguarded", g->cls_name, g->name);
+        free(g->doc);
         return -1;
     }
     g->orig = value;
@@ -354,16 +371,13 @@ static int install_descriptor(struct tg_guard *g, PyObject *cls, PyObject *value
     if (!method_descr_type)
         method_descr_type = type_of(wrapper);
     g->descr = 1;
-    nguards++;
-    tg__gstats.guards = nguards;
-    int rc = tg_py.PyObject_SetAttrString(cls, g->name, wrapper);
+    int rc = tg__type_setattr(cls, g->pyname, wrapper);
     tg_py.Py_DecRef(wrapper); /* the class holds it; ours is known by its d_method */
     if (rc < 0) {
         tg_py.PyErr_Clear();
         tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, g->name);
-        nguards--;
-        tg__gstats.guards = nguards;
         tg_py.Py_DecRef(value);
+        free(g->doc);
         return -1;
     }
     return 0;
@@ -387,7 +401,7 @@ static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObjec
 static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
 {
     PyObject *wrapper = tg_py.PyDescr_NewMethod(cls, &g->def);
-    int rc = wrapper ? tg_py.PyObject_SetAttrString(cls, g->name, wrapper) : -1;
+    int rc = wrapper ? tg__type_setattr(cls, g->pyname, wrapper) : -1;
     if (wrapper)
         tg_py.Py_DecRef(wrapper);
     if (rc < 0) {
@@ -481,6 +495,47 @@ static int said_deferred(PyObject *fn)
     return 0;
 }
 
+/* Is fn marked abstract (@abc.abstractmethod)?  A function's attribute,
+ * read from its dict: no Python code runs.  GIL held. */
+static int is_abstract(PyObject *fn)
+{
+    PyObject *v = tg_py.PyObject_IsTrue ? tg_py.PyObject_GetAttrString(fn, "__isabstractmethod__") : NULL;
+    int yes = v && tg_py.PyObject_IsTrue(v) == 1;
+    if (v)
+        tg_py.Py_DecRef(v);
+    tg_py.PyErr_Clear();
+    return yes;
+}
+
+/* A slot for a new guard: the next never taken, else one whose vectorcall
+ * guard's function was freed (its vectorcall slot was the one place that
+ * held the slot's trampoline), its references given back.  A descriptor
+ * guard keeps its slot: a bound method taken from it (`f = tuner.run`,
+ * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at the
+ * slot's trampoline, without holding the descriptor, so no reference
+ * count says when the slot is free.  -1 when all are in use (a program
+ * that patches in a new function over and over and keeps them).  GIL held. */
+static int free_slot(void)
+{
+    if (nguards < TG_MAX_GUARDS)
+        return nguards;
+    for (int i = 0; i < TG_MAX_GUARDS; i++) {
+        struct tg_guard *g = &guards[i];
+        PyObject *fn = g->fn_weak ? tg_py.PyWeakref_GetObject(g->fn_weak) : NULL;
+        if (fn != tg_py.none) {
+            tg_py.PyErr_Clear();
+            continue;
+        }
+        PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code};
+        for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
+            if (refs[r])
+                tg_py.Py_DecRef(refs[r]);
+        memset(g, 0, sizeof *g);
+        return i;
+    }
+    return -1;
+}
+
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
 {
     int rc = 0;
@@ -513,23 +568,24 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
         rc = reinstall_descriptor(again, cls);
         goto done;
     }
-    if (nguards == TG_MAX_GUARDS) {
-        /* Slots are never reused: a function keeps its slot's trampoline
-         * for its life, which no reference of ours follows, and a bound
-         * method taken from a descriptor guard (`f = tuner.run`,
-         * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at its
-         * slot's trampoline, without holding the descriptor, so no reference
-         * count says when a slot is free.  A program that patches
-         * in a new function over and over fills the table; its later
-         * replacements then run as they are (a wrapper that calls the original
-         * is still guarded there).  One line, not one per replacement. */
+    const int vc = strcmp(tname, "function") == 0 && vc_usable(value);
+    if (!vc && is_abstract(value)) {
+        /* A descriptor has no __isabstractmethod__: put in the function's
+         * place it would make an abstract class instantiable.  An abstract
+         * method is never what a call runs but through super(), from an
+         * override that is guarded. */
+        tg__info(1, "%s.%s is abstract; not guarded (its overrides are)", tname, name);
+        goto done;
+    }
+    const int i = free_slot();
+    if (i < 0) {
         static int said;
         if (!said++)
             tg__warn("more than %d guarded methods; %s and later ones are not guarded", TG_MAX_GUARDS, name);
         rc = -1;
         goto done;
     }
-    struct tg_guard *g = &guards[nguards];
+    struct tg_guard *g = &guards[i];
     memset(g, 0, sizeof *g);
     snprintf(g->name, sizeof g->name, "%s", name);
     char qual[96], mod[96];
@@ -563,12 +619,12 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
         g->marked = 1;
     g->pyname = key;
     tg_py.Py_IncRef(key);
-    if (strcmp(tname, "function") == 0 && vc_usable(value)) {
-        /* The function stays where it is; not referenced (the class holds it). */
-        vc_install(g, value, nguards);
-        nguards++;
-        tg__gstats.guards = nguards;
-    } else if (install_descriptor(g, cls, value, tname) < 0) {
+    if (vc) {
+        /* The function stays where it is, referenced weakly (the class holds it). */
+        g->fn_weak = tg_py.PyWeakref_NewRef(value, NULL);
+        tg_py.PyErr_Clear(); /* without one the slot stays taken */
+        vc_install(g, value, i);
+    } else if (install_descriptor(g, i, cls, value, tname) < 0) {
         tg_py.Py_DecRef(g->cls);
         tg_py.Py_DecRef(key);
         if (g->orig_code)
@@ -577,6 +633,10 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
         rc = -1;
         goto done;
     }
+    if (i == nguards)
+        nguards++;
+    tg__gstats.guards = nguards;
+    last_installed = g;
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());

@@ -37,6 +37,9 @@ struct tg_guard {
                              is not referenced here); NULL for a method
                              descriptor guard (below) */
     PyObject *orig;       /* descriptor guard: the original function (strong) */
+    PyObject *fn_weak;    /* vectorcall guard: a weak reference to the function,
+                             dead once nothing can reach the slot's trampoline
+                             (the slot is taken again then: free_slot) */
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
     char fn_module[96];   /* the guarded function's __module__ ("" if none) */
@@ -54,8 +57,9 @@ struct tg_guard {
     char name[48];        /* "run" */
     char method[112];     /* "Autotuner.run" */
     char cls_name[160];   /* "triton.runtime.autotuner.Autotuner" */
-    char doc[96];         /* def.ml_doc: a text signature, so inspect.signature()
-                             of the guarded method works (else ValueError) */
+    char *doc;            /* def.ml_doc (malloc'd): a text signature, so
+                             inspect.signature() of the guarded method works
+                             (else ValueError), then the function's __doc__ */
     int clears_args;      /* the class is Triton's Autotuner or derives from it:
                              its run()/warmup() end with `self.nargs = None`
                              (the race seen at exit, tg__check_race_at_exit) */
@@ -156,6 +160,12 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
  * interpreter finalizes).
  * Once; GIL held. */
 void tg__guard_watch_setattr(void);
+/* cls.<name> = value as type.__setattr__ makes it, past any metaclass's
+ * own __setattr__: a guard put on the class is tunerguard's assignment,
+ * not the program's, and a metaclass that wraps what it is given would
+ * wrap the guard (and see an assignment the program never made).  0, or
+ * -1 with an error set.  GIL held. */
+int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value);
 /* Give type's tp_setattro and tp_new back (and everything switched with
  * them).  When the interpreter finalizes, objects still alive; GIL held;
  * idempotent. */

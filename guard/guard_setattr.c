@@ -81,6 +81,12 @@ static int hook(PyObject *cls, PyObject *name, PyObject *value)
     return rc;
 }
 
+int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value)
+{
+    tg__guard_watch_setattr(); /* learns type's own slot */
+    return orig_setattro ? orig_setattro(cls, name, value) : tg_py.PyObject_SetAttr(cls, name, value);
+}
+
 /* type(name, bases, namespace) made a class: handed on.  Any other call
  * (type(x), a failure) is type's own business. */
 static PyObject *new_hook(PyObject *meta, PyObject *args, PyObject *kwds)
