@@ -5,25 +5,117 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Set once by the constructor (tg_log_note_start), read after. */
 static int stderr_closed;          /* fd 2 was not open when the process started */
+static int stderr_known;           /* its identity was read: */
+static dev_t stderr_dev;
+static ino_t stderr_ino;
 static int stderr_moved;           /* log_path=stderr moved to the default files */
+static int stderr_stuck;           /* a write to fd 2 waited its limit: later ones do not wait */
 
 TG_STARTUP void tg_log_note_start(void)
 {
     int saved = errno;
     stderr_closed = fcntl(2, F_GETFD) < 0 && errno == EBADF; /* a look only: no read, no write */
+    struct stat st;
+    if (!stderr_closed && fstat(2, &st) == 0) {
+        stderr_known = 1;
+        stderr_dev = st.st_dev;
+        stderr_ino = st.st_ino;
+    }
     errno = saved;
 }
 
 int tg_log_stderr_ok(void)
 {
-    return !stderr_closed;
+    if (stderr_closed)
+        return 0;
+    int saved = errno;
+    struct stat st;
+    int ok = fstat(2, &st) == 0;
+    if (ok && !(stderr_known && st.st_dev == stderr_dev && st.st_ino == stderr_ino)) {
+        /* Not the file the process started with: the program put another
+         * there.  A terminal, a pipe (a capture: a notebook's, a pager) or
+         * a log opened for appending is a stderr; a file written from its
+         * start or a socket that took the free number is the program's. */
+        int fl = fcntl(2, F_GETFL);
+        ok = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && fl >= 0 && (fl & O_APPEND));
+    }
+    errno = saved;
+    return ok;
+}
+
+/* Wait up to ms for fd 2 to take a write (no wait once one timed out). */
+static int stderr_ready(int ms)
+{
+    struct pollfd pfd = {.fd = 2, .events = POLLOUT};
+    for (;;) {
+        int n = poll(&pfd, 1, stderr_stuck ? 0 : ms);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0)
+            stderr_stuck = 1;
+        return n > 0 && !(pfd.revents & (POLLERR | POLLNVAL));
+    }
+}
+
+int tg_log_write_stderr(const char *p, size_t len)
+{
+    int saved = errno, rc = 0;
+    /* A reader that is gone: EPIPE, never SIGPIPE's default (death) nor the
+     * program's handler.  SIGPIPE held off on this thread for the writes;
+     * one they raised, not pending before, is taken back. */
+    struct sigaction sa;
+    sigset_t pipe_set, old, pending;
+    int hold = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN;
+    int was_pending = 0;
+    if (hold) {
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+        hold = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0;
+    }
+    int broken = 0;
+    while (len > 0) {
+        /* A pipe nobody reads: at most a second's wait, in pieces a pipe
+         * with room takes whole. */
+        if (!stderr_ready(1000)) {
+            rc = -1;
+            break;
+        }
+        size_t k = len < PIPE_BUF ? len : PIPE_BUF;
+        ssize_t w = write(2, p, k);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            broken = w < 0 && errno == EPIPE;
+            rc = -1;
+            break;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    if (hold) {
+        if (broken && !was_pending) {
+            const struct timespec none = {0, 0};
+            while (sigtimedwait(&pipe_set, NULL, &none) < 0 && errno == EINTR) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    errno = saved;
+    return rc;
 }
 
 void tg_log_note_moved(void)
@@ -43,25 +135,18 @@ int tg_log_stderr_moved(void)
 static void vline(const char *fmt, va_list ap)
 {
     char raw[1024], buf[1280];
-    if (stderr_closed)
-        return;                      /* fd 2 is the program's own file */
     int saved = errno;               /* never disturb the host's errno */
+    if (!tg_log_stderr_ok()) {
+        errno = saved;
+        return;                      /* fd 2 is the program's own file */
+    }
     int m = vsnprintf(raw, sizeof raw, fmt, ap);
     size_t rlen = m < 0 ? 0 : (size_t)m < sizeof raw ? (size_t)m : sizeof raw - 1;
     size_t len = (size_t)snprintf(buf, sizeof buf, "tunerguard: ");
     tg_options_escape(raw, rlen, buf + len, sizeof buf - len - 1); /* control bytes as \xNN */
     len += strlen(buf + len);
     buf[len++] = '\n';
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = write(2, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        p += w;
-        len -= (size_t)w;
-    }
+    (void)tg_log_write_stderr(buf, len);
     errno = saved;
 }
 

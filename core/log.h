@@ -8,6 +8,8 @@
 #ifndef TG_LOG_H
 #define TG_LOG_H
 
+#include <stddef.h>
+
 /* Always printed (problems the user must see). */
 void tg__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Printed when verbosity >= level. */
@@ -15,8 +17,19 @@ void tg__info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 
 /* Constructor only, first: look (fcntl F_GETFD) whether fd 2 is open. */
 void tg_log_note_start(void);
-/* 0 when fd 2 was closed at start: never write to it.  Signal-safe. */
+/* May tunerguard write to fd 2 now?  0 when it was closed at start, is
+ * closed now, or is no longer the file the process started with and not
+ * one a stderr is (a terminal or other character device, a pipe, a file
+ * opened for appending): a data file or socket the program opened on the
+ * free number.  Signal-safe (fstat, fcntl). */
 int tg_log_stderr_ok(void);
+/* Write len bytes to fd 2 (its owner checked with tg_log_stderr_ok first)
+ * without ever blocking long or raising SIGPIPE: each piece of at most
+ * PIPE_BUF bytes goes once poll says fd 2 takes it, a second at most (once
+ * a wait timed out, later writes do not wait: a pipe nobody reads); a
+ * reader gone gives EPIPE with SIGPIPE held off this thread.  0 when all
+ * was written, else -1.  errno kept.  Signal-safe. */
+int tg_log_write_stderr(const char *p, size_t len);
 /* log_path=stderr was moved to the default files (stderr closed at start);
  * the text report's first line says so. */
 void tg_log_note_moved(void);

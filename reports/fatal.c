@@ -565,7 +565,7 @@ static void handler(int sig, siginfo_t *info, void *uc)
              * stderr too, after one line that says why. */
             static const char why[] = "tunerguard: the fatal report could not be written in full to its file "
                                       "(a write failed); it follows here\n";
-            if (write(2, why, sizeof why - 1) >= 0)
+            if (tg_log_write_stderr(why, sizeof why - 1) == 0)
                 write_block(2);
         }
         if (opened)

@@ -1,5 +1,7 @@
-/* See writer.h.  Async-signal-safe: write(2) and hand formatting only. */
+/* See writer.h.  Async-signal-safe: write(2) and hand formatting only;
+ * fd 2 through core/log.c's tg_log_write_stderr (poll, SIGPIPE held off). */
 #include "reports/writer.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <string.h>
@@ -17,6 +19,12 @@ int tg_w_flush(struct tg_w *w)
     int saved = errno, err = 0;
     const char *p = w->buf;
     size_t left = w->len;
+    if (w->fd == 2 && left > 0 && !w->failed && tg_log_write_stderr(p, left) < 0) {
+        err = EIO;                 /* stuck or gone: core/log.c never blocks long there */
+        w->failed = 1;
+    }
+    if (w->fd == 2)
+        left = 0;
     while (left > 0 && !w->failed) {
         ssize_t n = write(w->fd, p, left);
         if (n < 0 && errno == EINTR)

@@ -2268,6 +2268,75 @@ def check_stderr_closed_at_start(ctx):
                    "tg: the report whole in its own file", res)
 
 
+# stderr open at start; the program closes fd 2 and its next file takes the
+# number (a sloppy daemonization): a race, then exit.  What that file holds
+# is the program's alone; a log the program opens for appending onto fd 2
+# (dup2: its stderr redirected) gets tunerguard's exit line.
+STDERR_TAKEN_PROG = """
+    import signal
+    os.close(2)
+    data = os.open("data.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(data, b"DATA")
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    print("FD", data)
+    if %(append_log)s:
+        log = os.open("log.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log, 2)
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_taken_by_program_file(ctx):
+    for log_path, append_log in (("tg", False), ("stderr", False), ("tg", True)):
+        res = ctx.run_py(STDERR_TAKEN_PROG % {"append_log": append_log}, options="log_path=" + log_path)
+        what = "log_path=%s%s" % (log_path, ", a log on fd 2" if append_log else "")
+        expect(res.rc == 0 and "DONE" in res.out and "FD 2\n" in res.out, "%s: ran; its file is fd 2" % what, res)
+        with open(os.path.join(res.tmp, "data.bin"), "rb") as f:
+            got = f.read()
+        expect(got == b"DATA", "%s: the program's file holds only what it wrote: %r" % (what, got[:300]), res)
+        if log_path == "tg":
+            _, text = only_report(res)
+            expect(text.count("WARNING: tunerguard") == 1, "%s: the report in its file" % what, res)
+        if append_log:
+            with open(os.path.join(res.tmp, "log.txt")) as f:
+                log = f.read()
+            expect(re.match(r"tunerguard: 1 race reported", log), "%s: the exit line in the log: %r" % (what, log), res)
+
+
+# fd 2 made a pipe by the program: its reader gone (SIGPIPE's default
+# restored, as command-line tools do), or alive and never reading, the pipe
+# full.  tunerguard's exit line must neither kill the process nor hang it.
+STDERR_PIPE_PROG = """
+    import fcntl, signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    r, w = os.pipe()
+    if %(full)s:
+        os.set_blocking(w, False)
+        try:
+            while True:
+                os.write(w, b"x" * 4096)
+        except BlockingIOError:
+            pass
+        os.set_blocking(w, True)
+    else:
+        os.close(r)
+    os.dup2(w, 2)
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel), serialize=%(serialize)s)
+    print("DONE pid", os.getpid(), flush=True)
+"""
+
+
+def check_stderr_pipe_broken_or_full(ctx):
+    for full in (False, True):
+        for options in (opts(), opts(mode="serialize"), "log_path=stderr"):
+            res = ctx.run_py(STDERR_PIPE_PROG % {"full": full, "serialize": "serialize" in options}, options=options,
+                             timeout=60)
+            what = "%s, %s" % ("a full pipe" if full else "a pipe without reader", options)
+            expect(res.rc == 0 and "DONE" in res.out, "%s: the program's status kept (%s)" % (what, res.rc), res)
+
+
 # The same planted link in a folder its group may write (0775, 0770): not
 # followed either; report files created in such a folder are 0600.
 GROUP_FOLDER_PROG = """
@@ -2598,7 +2667,8 @@ CHECKS = {
     "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
-    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_group_writable_folder,
+    "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_stderr_taken_by_program_file,
+                    check_stderr_pipe_broken_or_full, check_group_writable_folder,
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
