@@ -489,13 +489,15 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        /* entered during t's call, not already linked to a race (at its
-         * entry, with t or a third thread benchmarking, or as the thread
-         * inside a later entrant's race: that session's race was reported
-         * then, and eight threads arriving cold on one key stay one race
-         * report instead of adding one seen at a return), alive (the record
-         * of a thread that died inside may be another's by now) */
-        if (c->thread && c->thread != t && c->entered_ns > mine->entered_ns && c->raced_tid == 0 &&
+        /* inside during t's call (entered before it or during it: two
+         * threads that entered together, neither tuning yet, then one
+         * benchmarks while the other returns), not already linked to a race
+         * (at its entry, with t or a third thread benchmarking, or as the
+         * thread inside a later entrant's race: that session's race was
+         * reported then, and eight threads arriving cold on one key stay one
+         * race report instead of adding one seen at a return), alive (the
+         * record of a thread that died inside may be another's by now) */
+        if (c->thread && c->thread != t && c->raced_tid == 0 &&
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }

@@ -421,10 +421,11 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const 
     tg__text_race_summary(w, r);
 
     call_of(w, r);
-    if (e->entered_ns && in->entered_ns && e->entered_ns >= in->entered_ns) {
+    if (e->entered_ns && in->entered_ns) {
         tg_w_str(w, ", entered ");
-        tg_w_duration(w, e->entered_ns - in->entered_ns);
-        tg_w_str(w, " after the call below");
+        tg_w_duration(w, e->entered_ns >= in->entered_ns ? e->entered_ns - in->entered_ns
+                                                         : in->entered_ns - e->entered_ns);
+        tg_w_str(w, e->entered_ns >= in->entered_ns ? " after the call below" : " before the call below");
     }
     benchmarking(w, e);
     tg_w_str(w, ", still inside:\n");
@@ -432,9 +433,11 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const 
 
     previous_call(w, r, "returned just now");
 
-    tg_w_str(w, "  Severity: high: the earlier call returned while the later one was benchmarking;"
-                " its return clears the arguments on the shared tuner (Autotuner.run ends with"
-                " self.nargs = None) that the benchmarking call reads next.\n");
+    tg_w_str(w, "  Severity: high: the ");
+    tg_w_str(w, tg__text_returned_first(r) ? "earlier call returned while the later"
+                                           : "later call returned while the earlier");
+    tg_w_str(w, " one was benchmarking; its return clears the arguments on the shared tuner (Autotuner.run"
+                " ends with self.nargs = None) that the benchmarking call reads next.\n");
     summary(w, r, k->what);
 }
 

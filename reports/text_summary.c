@@ -75,11 +75,12 @@ static void effect(struct tg_w *w, const struct tg_report *r)
     if (r->serialized)
         tg_w_str(w, "nothing: serialize mode made the second thread wait until the tuner was free;"
                     " the two calls did not overlap.\n");
-    else if (r->seen_at_exit)
-        tg_w_str(w, "the earlier call's return cleared the arguments on the shared tuner (self.nargs = None)"
+    else if (r->seen_at_exit) {
+        tg_w_str(w, tg__text_returned_first(r) ? "the earlier call's return" : "the later call's return");
+        tg_w_str(w, " cleared the arguments on the shared tuner (self.nargs = None)"
                     " that the benchmarking thread reads next: TypeError: 'NoneType' object is not a mapping"
                     " in its benchmark, or a benchmark on the other call's tensors.\n");
-    else if (r->declared && r->high_severity) {
+    } else if (r->declared && r->high_severity) {
         tg_w_str(w, "both calls ran at once in a tuner declared with targets= (");
         W_FIELD(w, r->method);
         tg_w_str(w, "): the per-call state it keeps on the shared object can be cleared or replaced by one call"

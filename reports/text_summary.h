@@ -10,4 +10,12 @@
 
 void tg__text_race_summary(struct tg_w *w, const struct tg_report *r);
 
+/* A race seen at a return (seen_at_exit): did the returning call (inside)
+ * enter before the benchmarking one (entering)?  Either may: two calls that
+ * entered together, neither tuning yet. */
+static inline int tg__text_returned_first(const struct tg_report *r)
+{
+    return !r->entering.entered_ns || !r->inside.entered_ns || r->inside.entered_ns <= r->entering.entered_ns;
+}
+
 #endif

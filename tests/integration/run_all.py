@@ -1909,8 +1909,9 @@ FORK_AFTER_RACE_PROG = '''
     sys.stdout.flush(); sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        # the child reported nothing: its stderr goes to a file we inspect
-        fd = os.open("child_stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        # the child reported nothing: its stderr goes to a file we inspect (a
+        # log opened for appending, which tunerguard would write to)
+        fd = os.open("child_stderr.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         os.dup2(fd, 2)
         sys.exit(0)      # normal exit: finalisation and destructors run
     _, status = os.waitpid(pid, 0)

@@ -131,6 +131,11 @@ EXTRA = {
     "fast_path_first_exit": dict(script="fast_path_first.py", args=[], options="mode=detect",
                                  expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                  check="race_at_exit"),
+    # ... the tuner is inside first, held in its key, the fast-path call enters, then
+    # returns while the tuner benchmarks: the later call's W2 under the earlier one
+    "fast_path_first_tuner_first": dict(script="fast_path_first.py", args=["--tuner-first"], options="mode=detect",
+                                        expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
+                                        check="race_at_exit"),
     # a call pruned to one config is inside when a tuner enters: on 3.4-3.7 it benchmarked that
     # config (it synchronized), on main (#10413) it did not but its session entered prune_configs
     # (a marked tuning method): a race at the entry; on 'unknown' (nothing marked) only its

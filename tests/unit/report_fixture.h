@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "reports/report.h"
+#include "core/log.h"
 #include "core/process.h"
 
 /* A fresh directory "/tmp/tg_<tag>_XXXXXX" written into dir (n bytes), and
@@ -24,13 +25,16 @@ static inline void fx_scratch_dir(char *dir, size_t n, const char *tag)
     unsetenv("RANK");
 }
 
-/* From here on, this process's stderr goes into path (created, truncated). */
+/* From here on, this process's stderr goes into path (created, truncated),
+ * as if the process had started with it (core/log.h: a file put on fd 2
+ * later, not opened for appending, is the program's and never written). */
 static inline void fx_capture_stderr(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     cr_assert(fd >= 0, "cannot create %s", path);
     dup2(fd, 2);
     close(fd);
+    tg_log_note_start();
 }
 
 /* The file's text (its first 256 KiB), in a buffer the next call reuses;

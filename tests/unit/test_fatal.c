@@ -10,6 +10,7 @@
 #include "detectors/tuner_table.h"
 #include "jsonl_check.h"
 #include "reports/fatal.h"
+#include "core/log.h"
 #include "reports/native_stack.h"
 #include "core/clock.h"
 #include "core/thread_state.h"
@@ -284,6 +285,7 @@ Test(fatal, stderr_mode_writes_to_fd2)
     if (pid == 0) {
         int fd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 2);
+        tg_log_note_start(); /* the stderr it started with (core/log.h) */
         child_setup_inside();
         tg_proc_configure("stderr");
         tg_fatal_install(0);

@@ -17,6 +17,12 @@ and joins 'tuner'.
 
 Correct result: both calls return y == 2 * x, and both keys end up tuned.
 
+--tuner-first: 'tuner' is inside FIRST, held in its key computation (reading
+a tensor's dtype, as a GIL switch there would hold it: before any tuning, so
+when 'fast' enters nobody is benchmarking); 'fast' enters and parks in its
+pre_hook; 'tuner' goes on and parks in its first benchmark; 'fast' returns:
+the later call's W2 clears self.nargs under the earlier, tuning one.
+
 --after-clear: 'fast' parks after run() returned instead (a subclass whose run
 does more work after super().run(), here waiting on an Event): its W2 came
 before the tuner's W1, so nothing is cleared under the tuner and the program is
@@ -26,7 +32,7 @@ import threading
 
 import _harness
 
-h = _harness.Harness("fast_path_first", __doc__, flags=("--after-clear",))
+h = _harness.Harness("fast_path_first", __doc__, flags=("--after-clear", "--tuner-first"))
 
 import triton  # noqa: E402  (the model or a release: _which_triton)
 import triton.language as tl  # noqa: E402
@@ -41,6 +47,7 @@ def park_fast_once(nargs=None):
     thread 'fast' on its first call."""
     if threading.current_thread().name == "fast" and not fast_inside.is_set():
         fast_inside.set()
+        h.current_worker().settle("parked in its fast path")
         if not release_fast.wait(_harness.SAFETY_TIMEOUT_S):
             raise RuntimeError("fast: never released")
 
@@ -69,8 +76,64 @@ if h.args.after_clear:
 N_WARM, N_NEW = 16, 32
 
 
+def tuner_first():
+    """--tuner-first's choreography, to the end of the run."""
+    h.victim, h.others = tuner, [fast]  # --expect-serialized: fast must wait behind tuner
+    tuner.start()
+    if not tuner_in_key.wait(_harness.SAFETY_TIMEOUT_S):
+        h.harness_error("thread tuner never reached its key")
+    fast.start()
+    if not fast.settled.wait(_harness.SAFETY_TIMEOUT_S):
+        h.harness_error("thread fast neither reached its pre_hook nor waited")
+    parked = fast.how_settled == "parked in its fast path"  # else it waits (tunerguard, the control lock)
+    if not h.gate.arm():
+        h.harness_error("could not arm the gate: a thread is parked in it already")
+    release_tuner_key.set()
+    if not h.gate.wait_parked(_harness.SAFETY_TIMEOUT_S) or h.gate.parked_tid() != tuner.native_id:
+        h.harness_error("thread tuner did not park in its benchmark")
+    release_fast.set()
+    if parked:
+        h.join([fast])  # its return (W2) under the parked tuner
+    h.open_gate()
+    h.join([tuner, fast])
+    verdict()
+
+
+def verdict():
+    h.check_no_exceptions()
+    for w in (fast, tuner):
+        bad = [(x.name, y.data) for x, y in w.result if not ok(x, y)]
+        if bad:
+            h.fail(f"{w.name}: wrong result {bad[0]}")
+    keys = sorted(k[0] for k in fast_first_kernel.cache)
+    if keys != [N_WARM, N_NEW]:
+        h.fail(f"tuned keys {keys}, expected {[N_WARM, N_NEW]}")
+    h.passed(f"key n={N_NEW} tuned while a fast-path call of n={N_WARM} returned")
+
+
+tuner_in_key = threading.Event()
+release_tuner_key = threading.Event()
+
+
+class HeldTensor(Tensor):
+    """--tuner-first: the first read of its dtype (the tuning key) holds the
+    reading thread until main lets it go."""
+    @property
+    def dtype(self):
+        if not tuner_in_key.is_set():
+            tuner_in_key.set()
+            if not release_tuner_key.wait(_harness.SAFETY_TIMEOUT_S):
+                raise RuntimeError("tuner: never released from its key")
+        return self._dtype
+
+    @dtype.setter
+    def dtype(self, value):
+        self._dtype = value
+
+
 def scale(n, name):
-    x = Tensor([float(j) for j in range(n)], name=f"x_{name}")
+    cls = HeldTensor if h.args.tuner_first and name == "tuner" else Tensor
+    x = cls([float(j) for j in range(n)], name=f"x_{name}")
     y = Tensor.zeros(n, name=f"y_{name}")
     h.call(lambda: fast_first_kernel[(1,)](x, y, n))
     return x, y
@@ -86,6 +149,8 @@ if not ok(x, y):
 
 fast = h.worker("fast", lambda: [scale(N_WARM, "fast")])
 tuner = h.worker("tuner", lambda: [scale(N_NEW, "tuner")])
+if h.args.tuner_first:
+    tuner_first()
 fast.start()
 if not fast_inside.wait(_harness.SAFETY_TIMEOUT_S):
     h.harness_error("thread fast never reached its fast-path pre_hook")
@@ -108,13 +173,4 @@ release_fast.set()
 h.join([fast])
 h.open_gate()
 h.join([tuner])
-
-h.check_no_exceptions()
-for w in (fast, tuner):
-    bad = [(x.name, y.data) for x, y in w.result if not ok(x, y)]
-    if bad:
-        h.fail(f"{w.name}: wrong result {bad[0]}")
-keys = sorted(k[0] for k in fast_first_kernel.cache)
-if keys != [N_WARM, N_NEW]:
-    h.fail(f"tuned keys {keys}, expected {[N_WARM, N_NEW]}")
-h.passed(f"key n={N_NEW} tuned while a fast-path call of n={N_WARM} returned")
+verdict()
