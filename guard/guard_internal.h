@@ -153,6 +153,12 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
  * before anything can call it.  GIL held. */
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
 
+/* Threads inside a tuning method now (marker calls, guard/session.c):
+ * written when a thread begins or ends tuning, read by serialize's turn.
+ * A fork child may keep counts of threads it lacks: then it only skips
+ * the turn more often, which is a preference. */
+extern _Atomic uint32_t tg__tuning_threads;
+
 /* ---- guard_setattr.c ------------------------------------------------------ */
 
 /* From the first guard on: class attribute assignments reach

@@ -239,6 +239,7 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
     if (__builtin_expect(t->quiet_inst != 0, 0))
         tg__quiet_register(t, t->quiet_inst);
     if (t->tuning++ == 0) {
+        __atomic_fetch_add(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
         t->tuning_step = g;
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
@@ -247,9 +248,12 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
         tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
     t->session_tuned = 1;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    t->tuning--;
+    if (--t->tuning == 0)
+        __atomic_fetch_sub(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
     return res;
 }
+
+_Atomic uint32_t tg__tuning_threads; /* guard/guard_internal.h */
 
 /* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
  * Someone inside this very tuner is the race this wait prevents: said now,
@@ -257,6 +261,12 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
 static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
 {
     if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || tg__try_turn(t))
+        return TG_ENTRY_GO;
+    /* Nobody inside this tuner nor waiting for it while a thread tunes (the
+     * turn's holder, most likely, for seconds): the turn would only hold
+     * this call up behind another kernel's tuning.  Its tuner's lock is
+     * enough; the turn's fairness is for threads that meet in one tuner. */
+    if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
         return TG_ENTRY_GO;
     const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))

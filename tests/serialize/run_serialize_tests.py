@@ -120,6 +120,10 @@ def main():
     p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
     check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
           p.returncode == 0, p, text)
+    p, text, jsonl = run(args, "turn_other_kernel.py", "targets=tgfix.homegrown:HomeTuner.run:"
+                         "tuning=tgfix.homegrown:HomeTuner.measure")
+    check(f"serialize's turn never holds up a tuner nobody is in while another thread tunes ({p.stdout.strip()})",
+          p.returncode == 0 and "serialized" not in p.stderr, p, text)
     for where in ("outside", "inside"):
         p, text, jsonl = run(args, "fork_inside_call.py", "verbosity=0", extra=(where,))
         check(f"fork {where} a guarded call: the child's calls are still serialized",
