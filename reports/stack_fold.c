@@ -79,14 +79,26 @@ enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py
     return TG_FC_PROGRAM;
 }
 
-/* v's first program frame below its tuner's outermost frame; with
- * anywhere, else its first program frame at all.  -1 if none. */
+/* v's first program frame below its tuner's frames; with anywhere, else
+ * its first program frame at all.  -1 if none.  A stack taken at the
+ * call's entry ends (innermost) in the call into the tuner: its caller is
+ * below that first run of tuner frames, also where the call is made from
+ * inside another tuner's call (a pre_hook that launches another autotuned
+ * kernel: the hook's line, not the outer kernel's call).  A stack taken
+ * deep inside may hold program frames the tuner called (a do_bench, a
+ * hook, an import): the caller is below the outermost tuner frame.  At its
+ * return a thread's stack is its caller's, as at entry. */
 static int program_frame(const struct tg_report *r, const struct tg_thread_view *v, int anywhere)
 {
     int n = tg__npy(v), from = 0;
-    for (int i = 0; i < n; i++)
-        if (tg_frame_class(r, &v->py[i]) == TG_FC_TUNER)
-            from = i + 1;
+    if (strcmp(v->native_where, "at entry") == 0 || strcmp(v->native_where, "at return") == 0) {
+        while (from < n && tg_frame_class(r, &v->py[from]) == TG_FC_TUNER)
+            from++;
+    } else {
+        for (int i = 0; i < n; i++)
+            if (tg_frame_class(r, &v->py[i]) == TG_FC_TUNER)
+                from = i + 1;
+    }
     for (int pass = 0; pass < 1 + anywhere; pass++)
         for (int i = pass ? 0 : from; i < n; i++)
             if (tg_frame_class(r, &v->py[i]) == TG_FC_PROGRAM)

@@ -6,6 +6,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "reports/emit.h"
+#include "reports/stack_fold.h"
 #include "reports/suppress_load.h"
 #include "loader/py_arm.h"
 #include "detectors/tuner_table.h"
@@ -326,4 +327,29 @@ Test(emit, race_site_ignores_hook_frames_above_the_tuner, .init = setup)
     inside_in_hook(&r, 20);
     cr_assert_eq(tg_emit(&r, &st), 0, "the same race, caught at another line of the hook");
     cr_assert_eq(st, TG_EMIT_REPEAT);
+}
+
+/* A call made from inside another tuner's call (a config's pre_hook that
+ * launches another autotuned kernel), as its stack is taken at its entry:
+ * its call site is the hook's line, below the first run of tuner frames,
+ * not the outer kernel's call.  The same frames taken deep inside a call
+ * (a thread blocked in its benchmark) keep the outermost rule: a hook the
+ * tuner runs is not where the program called it. */
+Test(emit, nested_call_site_at_entry_is_the_hook, .init = setup)
+{
+    fx_race_high(&r);
+    struct tg_thread_view *e = &r.entering;
+    e->npy = 0;
+    fx_py(e, "<lambda>", "/usr/lib/python3/site-packages/triton/runtime/jit.py", 390);
+    fx_py(e, "init_out", "/home/me/prog.py", 22);
+    fx_py(e, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(e, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    fx_py(e, "<lambda>", "/usr/lib/python3/site-packages/triton/runtime/jit.py", 390);
+    fx_py(e, "main", "/home/me/prog.py", 33);
+    snprintf(e->native_where, sizeof e->native_where, "at entry");
+    int i = tg_site_frame(&r, e);
+    cr_assert(i >= 0 && e->py[i].line == 22, "at entry: the hook's line, got frame %d", i);
+    snprintf(e->native_where, sizeof e->native_where, "in cuCtxSynchronize_v2");
+    i = tg_site_frame(&r, e);
+    cr_assert(i >= 0 && e->py[i].line == 33, "deep inside: below the outermost tuner frame, got frame %d", i);
 }

@@ -142,6 +142,7 @@ Test(report_jsonl, race_at_exit_location_is_the_tuner_caller)
     r.seen_at_exit = 1;
     struct tg_thread_view *e = &r.entering;
     e->npy = 0;
+    snprintf(e->native_where, sizeof e->native_where, "in cuCtxSynchronize_v2"); /* read from another thread */
     fx_py(e, "exists", "<frozen genericpath>", 19);
     fx_py(e, "makedirs", "<frozen os>", 225);
     fx_py(e, "compile", "/site/triton/compiler/compiler.py", 300);
