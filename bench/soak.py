@@ -22,7 +22,8 @@ TUNERGUARD_OPTIONS=mode=serialize:deadlock=proceed and checks:
   - per instance, Python-side entries == exits == the number planned by the
     seeded schedule (no lost or extra calls);
   - waits: tunerguard's exit summary "N calls serialized" == the number of
-    "tunerguard.serialize_wait" audit events the child observed;
+    calls that raised "tunerguard.serialize_wait" audit events in the child
+    (one or two: a call may wait for the turn, then for its tuner);
   - cycles: the summary's "N cycles of waits broken" == deadlock records in
     the JSON Lines report;
   - mutual exclusion: overlaps of two threads inside one instance, seen from
@@ -130,7 +131,12 @@ def child(a):
 
     def hook(event, args):
         if event == "tunerguard.serialize_wait":
-            waits_seen[tls.k] += 1
+            # one per call, as the summary counts: a call may wait for the
+            # turn and then for its tuner, an event each
+            call = getattr(tls, "call", None)
+            if call is None or call != getattr(tls, "counted", None):
+                waits_seen[tls.k] += 1
+                tls.counted = call
             if getattr(tls, "warm", None):
                 tls.warm.set()
 
@@ -162,13 +168,16 @@ def child(a):
             if depth < 3 and rnd.random() < a.nest:
                 j = rnd.randrange(n)
                 planned[k][j] += 1
+                tls.call += 1
                 tuners[j].run(body, depth + 1)
             self.owner = prev_owner if prev_owner == me else None
             ex[i] += 1
 
+        tls.call = 0
         for c in range(per_thread):
             j = rnd.randrange(n)
             planned[k][j] += 1
+            tls.call += 1
             tuners[j].run(body, 0)
             progress[k] = c + 1
             if k == 0 and c % a.sample == 0:
