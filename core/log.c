@@ -10,9 +10,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,25 +48,38 @@ int tg_log_stderr_ok(void)
     int ok = fstat(2, &st) == 0;
     if (ok && !(stderr_known && st.st_dev == stderr_dev && st.st_ino == stderr_ino)) {
         /* Not the file the process started with: the program put another
-         * there.  A terminal, a pipe (a capture: a notebook's, a pager) or
-         * a log opened for appending is a stderr; a file written from its
-         * start or a socket that took the free number is the program's. */
+         * there.  A terminal, /dev/null, a pipe (a capture: a notebook's, a
+         * pager), a log opened for appending or a file with no name (a test
+         * runner's capture: pytest's is an unlinked temporary file) is a
+         * stderr; a file written from its start, a socket or a device that
+         * took the free number is the program's. */
         int fl = fcntl(2, F_GETFL);
-        ok = S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || (S_ISREG(st.st_mode) && fl >= 0 && (fl & O_APPEND));
+        ok = (S_ISCHR(st.st_mode) && (st.st_rdev == makedev(1, 3) || isatty(2))) || S_ISFIFO(st.st_mode) ||
+             (S_ISREG(st.st_mode) && (st.st_nlink == 0 || (fl >= 0 && (fl & O_APPEND))));
     }
     errno = saved;
     return ok;
 }
 
-/* Wait up to ms for fd 2 to take a write (no wait once one timed out). */
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait up to ms in all for fd 2 to take a write, signals that interrupt
+ * the wait included (no wait once one timed out). */
 static int stderr_ready(int ms)
 {
     struct pollfd pfd = {.fd = 2, .events = POLLOUT};
+    const int64_t end = mono_ms() + (stderr_stuck ? 0 : ms);
     for (;;) {
-        int n = poll(&pfd, 1, stderr_stuck ? 0 : ms);
-        if (n < 0 && errno == EINTR)
+        int64_t left = end - mono_ms();
+        int n = poll(&pfd, 1, left > 0 ? (int)left : 0);
+        if (n < 0 && errno == EINTR && left > 0)
             continue;
-        if (n == 0)
+        if (n <= 0)
             stderr_stuck = 1;
         return n > 0 && !(pfd.revents & (POLLERR | POLLNVAL));
     }
@@ -106,6 +121,8 @@ int tg_log_write_stderr(const char *p, size_t len)
         p += w;
         len -= (size_t)w;
     }
+    if (rc == 0)
+        stderr_stuck = 0; /* it drains again (a pager's reader caught up) */
     if (hold) {
         if (broken && !was_pending) {
             const struct timespec none = {0, 0};

@@ -19,14 +19,16 @@ void tg__info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 void tg_log_note_start(void);
 /* May tunerguard write to fd 2 now?  0 when it was closed at start, is
  * closed now, or is no longer the file the process started with and not
- * one a stderr is (a terminal or other character device, a pipe, a file
- * opened for appending): a data file or socket the program opened on the
- * free number.  Signal-safe (fstat, fcntl). */
+ * one a stderr is (a terminal, /dev/null, a pipe, a file opened for
+ * appending or an unlinked one: a capture): a data file, socket or device
+ * the program opened on the free number.  Signal-safe (fstat, fcntl,
+ * isatty). */
 int tg_log_stderr_ok(void);
 /* Write len bytes to fd 2 (its owner checked with tg_log_stderr_ok first)
  * without ever blocking long or raising SIGPIPE: each piece of at most
- * PIPE_BUF bytes goes once poll says fd 2 takes it, a second at most (once
- * a wait timed out, later writes do not wait: a pipe nobody reads); a
+ * PIPE_BUF bytes goes once poll says fd 2 takes it, a second at most,
+ * signals included (once a wait timed out, later writes do not wait until
+ * one goes through whole: a pipe nobody reads); a
  * reader gone gives EPIPE with SIGPIPE held off this thread.  0 when all
  * was written, else -1.  errno kept.  Signal-safe. */
 int tg_log_write_stderr(const char *p, size_t len);

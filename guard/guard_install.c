@@ -85,7 +85,11 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     if (fs)
         snprintf(where, sizeof where, " by %s defined at %s:%s", qs ? qs : "?", fs, lstr ? lstr : "?");
     tg_py_drop_error();
-    /* Guard it on the class that holds the attribute now. */
+    /* Guard it on the class that holds the attribute now.  g's names are
+     * kept first: the replaced function may be gone with the assignment,
+     * and its slot taken by the new guard. */
+    struct tg_guard old = *g;
+    g = &old;
     if (install(cls, g->name, "replaced by user code", 0, g->declared) > 0) {
         struct tg_guard *ng = last_installed;
         ng->replacement = 1;
@@ -521,26 +525,35 @@ static int free_slot(void)
         return nguards;
     for (int i = 0; i < TG_MAX_GUARDS; i++) {
         struct tg_guard *g = &guards[i];
+        if (!g->cls && !g->descr && !g->orig_vc)
+            return i; /* left empty by an install that failed */
         PyObject *fn = g->fn_weak ? tg_py.PyWeakref_GetObject(g->fn_weak) : NULL;
         if (fn != tg_py.none) {
             tg_py.PyErr_Clear();
             continue;
         }
+        /* Emptied first, released after: a release may run code that
+         * installs (a class freed with the last reference). */
         PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code};
+        memset(g, 0, sizeof *g);
         for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
             if (refs[r])
                 tg_py.Py_DecRef(refs[r]);
-        memset(g, 0, sizeof *g);
-        return i;
+        if (!guards[i].cls && !guards[i].descr && !guards[i].orig_vc)
+            return i;
     }
     return -1;
 }
 
-static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
+static int install(PyObject *cls, const char *name_in, const char *why, int marker, int declared)
 {
     int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
+    /* Copied: name_in may be a guard's own name (a replacement of it), and
+     * that guard's slot may be the one free_slot empties for this one. */
+    char name[sizeof guards[0].name];
+    snprintf(name, sizeof name, "%s", name_in);
     PyObject *key = tg_py.PyUnicode_FromString(name);
     char tname[64];
     PyObject *value = own_attr(cls, key, tname);
@@ -574,7 +587,9 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
          * place it would make an abstract class instantiable.  An abstract
          * method is never what a call runs but through super(), from an
          * override that is guarded. */
-        tg__info(1, "%s.%s is abstract; not guarded (its overrides are)", tname, name);
+        char qual[96];
+        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
+        tg__info(1, "%s.%s is abstract; not guarded (its overrides are)", qual, name);
         goto done;
     }
     const int i = free_slot();

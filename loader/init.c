@@ -81,12 +81,12 @@ __attribute__((constructor)) static void tg_init(int argc, char **argv, char **e
     argc = 0;
     argv = NULL;
 #endif
+    tg_log_note_start(); /* before any line: the stderr this process started with */
     void *serving;
     if (tg__copy_inert(&serving)) {
         say_inert(serving);
         return;
     }
-    tg_log_note_start();
     char err[768];
     if (tg_options_parse(getenv(env_names.options), &tg_opts, err, sizeof err) < 0) {
         tg__warn("%s", err);

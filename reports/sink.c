@@ -40,7 +40,8 @@ static struct {
     pid_t pid;                     /* process that opened the files; 0: none */
     int txt_fd, jsonl_fd;          /* -1: not open; jsonl_fd -2: off after a failure (said once) */
     int text_to_stderr;            /* log_path=stderr, or fell back to it */
-} tg__sink = {0, -1, -1, 0};
+    int moved_off;                 /* log_path=stderr moved to files (fd 2 the program's) */
+} tg__sink = {0, -1, -1, 0, 0};
 /* What txt_fd and jsonl_fd were opened on (own_fd.h). */
 static struct tg_own_fd tg__sink_ids[2] = {{-1, 0, 0}, {-1, 0, 0}};
 /* Their paths, apart: zero-initialised (.bss), so the 8 KB are not .data
@@ -60,6 +61,7 @@ static void reset_unlocked(void)
     tg__sink.txt_fd = tg__sink.jsonl_fd = -1;
     tg__sink_ids[0].fd = tg__sink_ids[1].fd = -1;
     tg__sink.text_to_stderr = 0;
+    tg__sink.moved_off = 0;
     tg__sink_paths.txt[0] = tg__sink_paths.jsonl[0] = '\0';
 }
 
@@ -86,6 +88,37 @@ static void fall_back_unlocked(const char *path, const char *why)
     tg__sink.text_to_stderr = 1;
 }
 
+/* Create both report files (<stem>.<id>.txt, .jsonl) and take them as the
+ * sink's: 0, or -1 with tg__sink_files[0] saying why. */
+static int create_files_unlocked(void)
+{
+    struct tg_proc_file *f = tg__sink_files;
+    f[0].ext = ".txt";
+    f[1].ext = ".jsonl";
+    /* Read access too, so the fatal-signal handler can see whether a report
+     * line was cut (reports/fatal.c).  The files are new: ours to read. */
+    int rc = tg_proc_create(f, 2, O_RDWR | O_APPEND);
+    snprintf(tg__sink_paths.txt, sizeof tg__sink_paths.txt, "%s", f[0].path);
+    snprintf(tg__sink_paths.jsonl, sizeof tg__sink_paths.jsonl, "%s", f[1].path);
+    if (rc < 0)
+        return -1;
+    tg__sink.txt_fd = f[0].fd;
+    tg__sink.jsonl_fd = f[1].fd < 0 ? -2 : f[1].fd;
+    tg_own_fd_set(&tg__sink_ids[0], tg__sink.txt_fd);
+    tg_own_fd_set(&tg__sink_ids[1], f[1].fd);
+    tg_proc_note_taken(&f[0]);
+    return 0;
+}
+
+/* One line first in the text file, before its reports. */
+static void first_line_unlocked(const char *line)
+{
+    struct tg_w w;
+    tg_w_init(&w, tg__sink.txt_fd);
+    tg_w_str(&w, line);
+    tg_w_flush(&w);
+}
+
 static void open_unlocked(void)
 {
     pid_t pid = getpid();
@@ -98,34 +131,33 @@ static void open_unlocked(void)
         tg__sink.text_to_stderr = 1;
         return;
     }
-    struct tg_proc_file *f = tg__sink_files;
-    f[0].ext = ".txt";
-    f[1].ext = ".jsonl";
-    /* Read access too, so the fatal-signal handler can see whether a report
-     * line was cut (reports/fatal.c).  The files are new: ours to read. */
-    int rc = tg_proc_create(f, 2, O_RDWR | O_APPEND);
-    snprintf(tg__sink_paths.txt, sizeof tg__sink_paths.txt, "%s", f[0].path);
-    snprintf(tg__sink_paths.jsonl, sizeof tg__sink_paths.jsonl, "%s", f[1].path);
-    if (rc < 0) {
+    if (create_files_unlocked() < 0) {
+        struct tg_proc_file *f = tg__sink_files;
         fall_back_unlocked(f[0].path[0] ? f[0].path : tg_proc_stem(), tg_proc_strerror(&f[0]));
         return;                    /* same directory: no JSON either */
     }
-    tg__sink.txt_fd = f[0].fd;
-    tg__sink.jsonl_fd = f[1].fd < 0 ? -2 : f[1].fd;
-    tg_own_fd_set(&tg__sink_ids[0], tg__sink.txt_fd);
-    tg_own_fd_set(&tg__sink_ids[1], f[1].fd);
-    tg_proc_note_taken(&f[0]);
-    if (tg_log_stderr_moved()) {
-        static const char moved[] = "tunerguard: log_path=stderr, but stderr was closed when the process "
-                                    "started: the reports are in this file\n";
-        struct tg_w w;
-        tg_w_init(&w, tg__sink.txt_fd);
-        tg_w_str(&w, moved);
-        tg_w_flush(&w);
-    }
+    if (tg_log_stderr_moved())
+        first_line_unlocked("tunerguard: log_path=stderr, but stderr was closed when the process "
+                            "started: the reports are in this file\n");
     if (tg__sink.jsonl_fd < 0)
         tg__warn("cannot write report file %s (%s); JSON Lines reports are off",
-                 tg__sink_paths.jsonl, tg_proc_strerror(&f[1]));
+                 tg__sink_paths.jsonl, tg_proc_strerror(&tg__sink_files[1]));
+}
+
+/* log_path=stderr, and fd 2 is no longer one tunerguard may write to (a
+ * file the program opened in stderr's place: core/log.h): the reports go to
+ * the default files from here on, the text file's first line says why.
+ * Tried once per process; a failure leaves the reports unwritten. */
+static void move_off_stderr_unlocked(void)
+{
+    if (tg__sink.moved_off)
+        return;
+    tg__sink.moved_off = 1;
+    if (create_files_unlocked() < 0)
+        return;
+    tg__sink.text_to_stderr = 0;
+    first_line_unlocked("tunerguard: log_path=stderr, but fd 2 became a file the program opened in stderr's "
+                        "place: the reports from here on are in this file\n");
 }
 
 /* *fd (a report file, id its identity) still ours, or opened again by path
@@ -176,6 +208,8 @@ int tg_sink_emit(const struct tg_report *r)
     pthread_mutex_lock(&tg__sink_lock);
     open_unlocked();
     check_files_unlocked();
+    if (tg__sink.text_to_stderr && !tg_log_stderr_ok())
+        move_off_stderr_unlocked();
     struct tg_report *c = &tg__sink_copy;
     memcpy(c, r, sizeof *c);
     tg_report_symbolize(c);

@@ -1315,15 +1315,23 @@ def check_new_functions_take_freed_slots(ctx):
                 assert T().run(1) == 1 + i
                 guarded = is_guarded(T)
         print("LAST_GUARDED", guarded)
+        for i in range(300):  # each assignment frees the function before it: its slot is the one free
+            T.run = lambda self, x, i=i: x - i
+            assert T().run(1) == 1 - i
+        print("PLAIN_GUARDED", is_guarded(T))
         print("MINOR", sys.version_info[1])
         print("DONE")
-    ''', options=opts(targets="patchmod2:T.run"))
+    ''', options=opts(targets="patchmod2:T.run", verbosity=2))
     expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
     full = res.err.count("guarded methods; ")
     if "MINOR 11" in res.out:
         expect(full == 1, "3.11: the full table said once", res)
     else:
-        expect(full == 0 and "LAST_GUARDED True" in res.out, "freed functions' slots taken again: the last guarded", res)
+        expect(full == 0 and "LAST_GUARDED True" in res.out and "PLAIN_GUARDED True" in res.out,
+               "freed functions' slots taken again: the last guarded", res)
+        named = re.findall(r"^tunerguard: guarding (\S+) \(replaced by user code\)$", res.err, re.M)
+        expect(len(named) >= 600 and set(named) == {"T.run"},
+               "every replacement guarded under its own name: %s" % sorted(set(named)), res)
 
 
 def check_descriptor_guard_keeps_class_semantics(ctx):
@@ -2299,10 +2307,39 @@ def check_stderr_taken_by_program_file(ctx):
         if log_path == "tg":
             _, text = only_report(res)
             expect(text.count("WARNING: tunerguard") == 1, "%s: the report in its file" % what, res)
+        else:
+            txt = res.files("tunerguard.*.txt")
+            text = open(txt[0]).read() if len(txt) == 1 else ""
+            expect(text.startswith("tunerguard: log_path=stderr, but fd 2 became a file the program opened in "
+                                   "stderr's place: the reports from here on are in this file\n")
+                   and text.count("WARNING: tunerguard") == 1, "%s: the report moved to tunerguard.<pid>.txt, "
+                   "one line says why" % what, res)
         if append_log:
             with open(os.path.join(res.tmp, "log.txt")) as f:
                 log = f.read()
             expect(re.match(r"tunerguard: 1 race reported", log), "%s: the exit line in the log: %r" % (what, log), res)
+
+
+# A test runner's capture: an unlinked temporary file put on fd 2 (pytest's
+# capfd/--capture=fd).  It is a stderr: the report goes there.
+STDERR_CAPTURE_PROG = """
+    import tempfile
+    cap = tempfile.TemporaryFile()
+    saved = os.dup(2)
+    os.dup2(cap.fileno(), 2)
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    os.dup2(saved, 2)
+    cap.seek(0)
+    print("CAPTURED", cap.read().decode().count("WARNING: tunerguard"))
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_capture_by_test_runner(ctx):
+    res = ctx.run_py(STDERR_CAPTURE_PROG, options="log_path=stderr")
+    expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
+    expect("CAPTURED 1" in res.out, "the report went to the capture file on fd 2", res)
 
 
 # fd 2 made a pipe by the program: its reader gone (SIGPIPE's default
@@ -2669,7 +2706,7 @@ CHECKS = {
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_stderr_taken_by_program_file,
-                    check_stderr_pipe_broken_or_full, check_group_writable_folder,
+                    check_stderr_pipe_broken_or_full, check_stderr_capture_by_test_runner, check_group_writable_folder,
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
