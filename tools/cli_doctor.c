@@ -210,7 +210,12 @@ static int check_python(const char *label, const char *py, const char *lib)
                     NULL};
     struct cli_capture cap;
     if (cli_capture_run(argv, NULL, 0, NULL, 60, &cap) < 0 || cli_exit_status(cap.status) != 0) {
-        line("WARN", "%s: %s does not run (%s)", label, path, cap.err ? last_line(cap.err) : "");
+        const char *why = cap.err ? last_line(cap.err) : "";
+        if (why && *why)
+            line("WARN", "%s: %s does not run (%s)", label, path, why);
+        else
+            line("WARN", "%s: %s does not run as a Python (exit status %d, nothing on stderr)", label, path,
+                 cli_exit_status(cap.status));
         cli_capture_free(&cap);
         return 0;
     }
@@ -219,11 +224,13 @@ static int check_python(const char *label, const char *py, const char *lib)
     sscanf(cap.out, "%31s %d %d %d %31s", impl, &major, &minor, &ft, ver);
     cli_capture_free(&cap);
     int ok = 0;
-    if (strcmp(impl, "cpython"))
+    if (!impl[0] || !ver[0])
+        line("WARN", "%s: %s did not say what it is (not a Python 3?); tunerguard stays inert there", label, path);
+    else if (strcmp(impl, "cpython"))
         line("WARN", "%s: %s is %s %s: only CPython is supported; tunerguard stays inert there", label, path, impl,
              ver);
-    else if (major != 3 || minor < 9 || minor > 13)
-        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.13; tunerguard stays inert there", label, path,
+    else if (major != 3 || minor < 9 || minor > 14)
+        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.14; tunerguard stays inert there", label, path,
              ver);
     else if (ft)
         line("WARN", "%s: %s is a free-threaded build (%st): not supported (refused with one line); use the "
@@ -396,7 +403,7 @@ int cli_doctor(int argc, char **argv)
     if (extra)
         supported += check_python("--python", extra, lib);
     if (!supported)
-        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.13 (not free-threaded)");
+        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.14 (not free-threaded)");
     check_cuda();
     if (lib)
         check_options(lib, supported ? "python3" : NULL);

@@ -202,11 +202,27 @@ static void add_fatal_record(struct state *st, const json_t *v, const char *path
 static int add_record(struct state *st, const json_t *v, const char *path)
 {
     const char *kind = jstr(v, "kind");
+    if (!kind || !json_is_integer(json_object_get(v, "pid"))) {
+        if (!st->said_malformed++)
+            problem(st, path, "a record without %s; skipped (later ones are counted, not named)",
+                    !kind ? "a kind" : "a pid");
+        else
+            st->problems++;
+        return 0;
+    }
+    if (strcmp(kind, "fatal") != 0 && tg_report_kind_of_json(kind) == TG_REPORT_NKINDS) {
+        /* a newer library's kind: skipped, as docs/report-schema.md asks */
+        if (!st->said_unknown_kind++)
+            cli_errf("%s: records of kind '%s', unknown to this tunerguard, skipped (read them with a newer one)",
+                     path, kind);
+        st->other++;
+        return 0;
+    }
     long pid = (long)jint(v, "pid", 0);
     long rank = (long)jint(v, "rank", -1);
     cli_note_proc(st, pid, rank);
     const char *severity = jstr(v, "severity");
-    if (kind && strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
+    if (strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
         st->failing += (size_t)tg_report_fails(tg_report_kind_of_json(kind),
                                                json_is_true(json_object_get(v, "serialized")),
                                                severity && strcmp(severity, "low") == 0, 0);
@@ -218,12 +234,16 @@ static int add_record(struct state *st, const json_t *v, const char *path)
             k = jstr(tuner, "method") ? jstr(tuner, "method") : jstr(tuner, "class");
         const char *sev = jstr(v, "severity");
         char where[1024] = "";
-        if (json_is_object(loc))
-            snprintf(where, sizeof where, "%s:%lld in %s", jstr(loc, "file") ?: "?", jint(loc, "line", 0),
-                     jstr(loc, "func") ?: "?");
+        if (json_is_object(loc) && jstr(loc, "file")) { /* what is known of it, never a '?' */
+            int n = snprintf(where, sizeof where, "%s", jstr(loc, "file"));
+            if (jint(loc, "line", 0) > 0 && n >= 0 && (size_t)n < sizeof where)
+                n += snprintf(where + n, sizeof where - (size_t)n, ":%lld", jint(loc, "line", 0));
+            if (jstr(loc, "func") && n >= 0 && (size_t)n < sizeof where)
+                snprintf(where + n, sizeof where - (size_t)n, " in %s", jstr(loc, "func"));
+        }
         cli_add_race(st, (struct race){.kernel = strdup(k ? k : "an unnamed tuner"), .unnamed = unnamed,
                                        .wall = jint(v, "wall_ns", -1),
-                                       .high = sev && !strcmp(sev, "high"),
+                                       .high = !(sev && !strcmp(sev, "low")), /* as the exit rule reads it */
                                        .serialized = json_is_true(json_object_get(v, "serialized")),
                                        .pid = pid, .rank = rank,
                                        .ts = jint(v, "ts_ns", -1),
@@ -279,6 +299,7 @@ static int read_jsonl(struct state *st, const char *path, const char *text, size
     }
     int nfatal = 0;
     st->copy_file = 0;
+    st->jsonl_records = nrecs;
     if (newest > TG_REPORT_SCHEMA_VERSION) {
         problem(st, path, "written with report schema %lld; this tunerguard reads schema %d and older: file skipped "
                 "(read it with a newer tunerguard)", newest, TG_REPORT_SCHEMA_VERSION);
@@ -335,6 +356,38 @@ static long rank_in_name(const char *path)
     return -1;
 }
 
+/* The kind whose SUMMARY "what" the text S (after "SUMMARY: tunerguard: ",
+ * LEN bytes) begins with, else TG_REPORT_NKINDS. */
+static enum tg_report_kind txt_kind(const char *s, size_t len)
+{
+    for (int k = 0; k < TG_REPORT_NKINDS; k++) {
+        size_t n = strlen(tg_report_kinds[k].what);
+        if (len >= n && !memcmp(s, tg_report_kinds[k].what, n) && (len == n || s[n] == ' '))
+            return (enum tg_report_kind)k;
+    }
+    return TG_REPORT_NKINDS;
+}
+
+/* A race block of a .txt read as the fallback: added, and counted by
+ * exitcode='s rule; *CUR's kernel is taken. */
+static void add_txt_race(struct state *st, struct race *cur, const char *method, const char *path)
+{
+    if (cur->kernel && !strcmp(cur->kernel, "?")) {
+        free(cur->kernel);
+        cur->kernel = NULL;
+    }
+    if (!cur->kernel) { /* the tuner then, by the method called */
+        cur->unnamed = 1;
+        cur->kernel = strdup(method[0] ? method : "an unnamed tuner");
+    }
+    if (!cur->where)
+        cur->where = strdup("");
+    cur->file = strdup(path);
+    st->failing += (size_t)tg_report_fails(TG_REPORT_RACE, cur->serialized, !cur->high, 0);
+    cli_add_race(st, *cur);
+    cur->kernel = NULL;
+}
+
 /* The text report: SUMMARY lines always; races only when FULL (no .jsonl);
  * "fatal signal" blocks when FATALS.  A fatal block is
  *   WARNING: tunerguard: fatal signal SIGSEGV (pid=4242)
@@ -346,7 +399,7 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
 {
     struct race cur = {0};
     char method[128] = ""; /* of the race block being read */
-    int in_race = 0;
+    int in_race = 0, block_low = 0;
     long cur_fatal = -1; /* index in st->fatals of the fatal block being read */
     long blocks = 0;
     char *tend = text + tlen;
@@ -382,12 +435,16 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
             if (!strncmp(hdr, "WARNING: tunerguard: ", 21)) {
                 long pid = num_after(hdr, "pid=", 0), rank = num_after(hdr, "rank=", rank_in_name(path));
                 cli_note_proc(st, pid, rank);
-                in_race = strstr(hdr, "entered a tuner") != NULL;
+                if (in_race) /* the block before was cut short of its SUMMARY: counted as written */
+                    add_txt_race(st, &cur, method, path);
+                in_race = strstr(hdr, "entered a tuner") != NULL || strstr(hdr, "left a tuner") != NULL;
                 if (strstr(hdr, "method replaced"))
                     st->replaced++;
                 free(cur.kernel);
-                cur = (struct race){.pid = pid, .rank = rank, .ts = -1, .wall = -1, .seq = -1};
+                cur = (struct race){.pid = pid, .rank = rank, .ts = -1, .wall = -1, .seq = -1, .high = 1,
+                                    .serialized = strstr(hdr, "race prevented (serialize)") != NULL};
                 method[0] = '\0';
+                block_low = 0;
             } else if (in_race && !strncmp(line, "  Call of ", 10)) {
                 const char *on = memmem(line, len, " on ", 4);
                 snprintf(method, sizeof method, "%.*s", on ? (int)(on - line - 10) : 0, line + 10);
@@ -398,31 +455,28 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
                     free(cur.kernel);
                     cur.kernel = q ? strndup(k, (size_t)(q - k)) : NULL;
                 }
-            } else if (in_race && !strncmp(line, "  Severity: ", 12)) {
-                cur.high = !strncmp(line + 12, "high", 4);
-            } else if (in_race && !strncmp(line, "  serialize mode: ", 18)) {
+            } else if (!strncmp(line, "  Severity: ", 12)) {
+                block_low = !strncmp(line + 12, "low", 3);
+                cur.high = !block_low;
+            } else if (in_race && !strncmp(line, "  Prevented (serialize mode): ", 30)) {
                 cur.serialized = 1;
             } else if (in_race && !strncmp(line, "SUMMARY: ", 9)) {
                 const char *in = memmem(line, len, " in ", 4);
                 cur.where = strndup(in ? in + 4 : "", in ? (size_t)(line + len - in - 4) : 0);
-                if (cur.kernel && !strcmp(cur.kernel, "?")) {
-                    free(cur.kernel);
-                    cur.kernel = NULL;
-                }
-                if (!cur.kernel) { /* the tuner then, by the method called */
-                    cur.unnamed = 1;
-                    cur.kernel = strdup(method[0] ? method : "an unnamed tuner");
-                }
-                cur.file = strdup(path);
-                /* the text fallback knows races only */
-                st->failing += (size_t)tg_report_fails(TG_REPORT_RACE, cur.serialized, !cur.high, 0);
-                cli_add_race(st, cur);
+                add_txt_race(st, &cur, method, path);
                 cur = (struct race){0};
                 in_race = 0;
+            } else if (!strncmp(line, "SUMMARY: tunerguard: ", 21)) {
+                /* another kind: it fails the run by exitcode='s rule or not */
+                enum tg_report_kind k = txt_kind(line + 21, len - 21);
+                if (k != TG_REPORT_NKINDS && k != TG_REPORT_RACE)
+                    st->failing += (size_t)tg_report_fails(k, 0, block_low, 0);
             }
         }
         line = nl ? nl + 1 : tend;
     }
+    if (full && in_race) /* cut short of its SUMMARY line: what was read of it counts */
+        add_txt_race(st, &cur, method, path);
     free(cur.kernel);
     /* Every block the library writes ends with this line: anything else at
      * the end is a block cut short. */
@@ -496,8 +550,12 @@ static void read_one(struct state *st, int dfd, const char *name, const char *pa
             st->nreports++;
             int nfatal = read_jsonl(st, path, b.s, b.len);
             /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
-             * no fatal record (older library) */
-            if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's: counted with the original */
+             * no fatal record (older library); the whole .txt when the
+             * .jsonl held no record at all (empty: JSON Lines turned off
+             * after a failed write; cut in its first line) */
+            if (nfatal >= 0 && !st->jsonl_records && regular_at(dfd, txt))
+                read_txt_at(st, dfd, txt, txt_path, 0, 1, 1);
+            else if (nfatal >= 0 && !st->copy_file && regular_at(dfd, txt)) /* a copy's: counted with the original */
                 read_txt_at(st, dfd, txt, txt_path, 0, 0, nfatal == 0);
             else if (nfatal < 0 && regular_at(dfd, txt))
                 load(st, dfd, txt, txt_path, 0, &b); /* refused with its .jsonl: only marked as read */
@@ -621,8 +679,8 @@ int cli_report(int argc, char **argv)
     int rc = 0;
     if (trace_out) {
         if (!st->ntraces) {
-            cli_errf("no trace files (*.trace.json) under the given paths");
-            rc = CLI_EXIT_USAGE;
+            cli_errf("no trace files (*.trace.json) under the given paths; %s not written", trace_out);
+            st->problems++; /* what was asked is missing; the races found still count */
         } else if (write_trace(st, trace_out) < 0) {
             rc = CLI_EXIT_USAGE;
         }

@@ -67,6 +67,8 @@ struct state {
     struct cli_pairset records; /* (process, record) of every record counted */
     size_t dup_records; /* records skipped as copies of ones counted (a copied file) */
     int copy_file;      /* the .jsonl just read held only such copies */
+    size_t jsonl_records; /* records the .jsonl just read held (0: its .txt is the fallback) */
+    int said_malformed, said_unknown_kind; /* the first of each named on stderr */
     size_t nreports;    /* report files read (a .txt read with its .jsonl is not counted) */
     size_t problems;    /* files and folders not read in full, each named on stderr */
     struct cli_pairset seen; /* (dev, inode) of every file and folder read */

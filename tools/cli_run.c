@@ -9,7 +9,8 @@
  * whitespace), so every child writes its reports there whatever directory it
  * changes to.  The program's exit status is passed through (128+N for signal
  * N, 127/126 when it cannot be executed); afterwards one stderr line per
- * report file the run created or changed under that prefix, or "no reports".
+ * report file the run created or changed under that prefix, or "no report
+ * files" (a report the library could only write to stderr is above it).
  * A --report-dir that cannot be created (or is not a directory) is status 2
  * before anything runs. */
 #include "cli.h"
@@ -174,7 +175,7 @@ static void print_reports(const char *log_path, const struct snap *before)
                      "shown escaped: type its name yourself)", word);
         cli_buf_free(&esc);
     } else {
-        cli_errf("no reports (%s.<pid>.*)", log_path);
+        cli_errf("no report files (%s.<pid>.*)", log_path);
     }
     free_snapshot(&after);
 }

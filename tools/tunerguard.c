@@ -43,7 +43,7 @@ static const struct cli_cmd cmds[] = {
      "set are kept, after it), adds the options to TUNERGUARD_OPTIONS (options already set in the environment are "
      "kept; the ones given here come later and win), passes the log_path in force made absolute against the "
      "directory run was started in (so processes that change directory still write there), runs PROGRAM, and when "
-     "it ends prints on stderr the report files that run created, by absolute path, or \"no reports\". The library itself rejects an option it does not know with one "
+     "it ends prints on stderr the report files that run created, by absolute path, or \"no report files\" (a report the library could only write to stderr is above it). The library itself rejects an option it does not know with one "
      "line on stderr and exit status 2 before the program runs (this is what --stress and --trace do with a "
      "library that lacks them).",
      {{"--detect", "mode=detect: report races (the library's default)"},
@@ -99,7 +99,7 @@ static const struct cli_cmd cmds[] = {
      cli_report},
     {"doctor", "doctor [--python PY]",
      "check what would happen if a program were run here",
-     "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.13, not free-threaded), "
+     "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.14, not free-threaded), "
      "whether libcuda.so.1 loads and its driver version, the Triton and torch versions, whether the library's hooks "
      "arm in a test child (a Python process with the library preloaded and a test target), whether "
      "TUNERGUARD_OPTIONS is valid, whether its log_path directory takes reports, and whether its suppressions "

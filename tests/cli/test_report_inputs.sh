@@ -101,8 +101,8 @@ check "a cut last line and a bad line: one line naming the file and both, exit 1
     sh -c "[ $rc = 5 ] && [ \$(wc -l <h7.err) = 1 ] && grep -q '^tunerguard: h7/tg.19.jsonl: truncated (its last line is cut short) and 1 other line is not a record (first: line 2); 1 record read$' h7.err && grep -q '2 unreadable lines skipped' h7.out"
 mkdir h8 && printf '==================\nWARNING: tunerguard: thread entered a tuner another thread is inside (pid=30)\n  Call of Autotuner.run on ker' >h8/tg.30.txt
 rtg h8 report h8
-check "a .txt cut inside its block (fallback): named as truncated, exit 4" \
-    sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h8/tg.30.txt: truncated: its last report block is cut short' h8.err"
+check "a .txt cut inside its race block (fallback): named as truncated, what was read of the race counted, exit 1+4" \
+    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h8/tg.30.txt: truncated: its last report block is cut short' h8.err && grep -q '^1 race: ' h8.out"
 
 # ---- unreadable folder and file (as an unprivileged user: root reads anything) ----
 # That user must reach the command and the folders: the build may sit under a
@@ -176,6 +176,44 @@ mkdir h13 && truncate -s 2G h13/tg.61.txt && replaced 62 >h13/tg.62.jsonl
 rtg h13 report h13
 check "a 2 GB sparse report-named file: skipped with its size, not read, exit 4" \
     sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h13/tg.61.txt: 2147483648 bytes: too large for a report file' h13.err && grep -q '^1 report file, 1 process$' h13.out"
+
+# ---- records this version does not know, or that lack what every record has ---------
+mkdir h15 && { race 70 null a; printf '{"schema":1,"kind":"newkind","seq":2,"pid":70,"rank":null}\n'; } >h15/tg.70.jsonl
+printf '{"schema":1,"kind":"newkind","seq":1,"pid":71,"rank":null}\n' >h15b.jsonl
+mkdir h15b && mv h15b.jsonl h15b/tg.71.jsonl
+rtg h15 report h15b
+check "only a record of an unknown kind: skipped with one line naming it, exit 0" \
+    sh -c "[ $rc = 0 ] && grep -q \"^tunerguard: h15b/tg.71.jsonl: records of kind 'newkind', unknown to this tunerguard, skipped\" h15.err && [ \$(wc -l <h15.err) = 1 ]"
+printf '{"schema":1,"kind":"race","seq":1,"rank":null,"severity":"high","tuner":{"kernel":"kz"}}\n' >h16.jsonl
+mkdir h16 && mv h16.jsonl h16/tg.72.jsonl
+rtg h16 report h16
+check "a record without a pid: named and skipped, exit 4" \
+    sh -c "[ $rc = 4 ] && grep -q '^tunerguard: h16/tg.72.jsonl: a record without a pid; skipped' h16.err && ! grep -q 'pid 0\|processes: 0' h16.out"
+printf '{"schema":1,"kind":"race","seq":1,"pid":73,"rank":null,"ts_ns":1,"severity":"high","serialized":false,"tuner":{"kernel":"kl"},"location":{"file":null,"line":null,"func":null},"entering":{}}\n' >h17.jsonl
+mkdir h17 && mv h17.jsonl h17/tg.73.jsonl
+rtg h17 report --json h17
+check "a location of nulls: no '?' anywhere" sh -c "[ $rc = 1 ] && ! grep -q '?' h17.out"
+
+# ---- the .txt as the fallback: prevented races, other kinds, an empty .jsonl -----------
+mkdir h18
+printf '==================\nWARNING: tunerguard: race prevented (serialize): thread entered a tuner another thread is inside (pid=80)\n  Call of Autotuner.run on kernel '"'"'kp'"'"' (x) by thread (tid=81):\n  Severity: high: ...\n  Prevented (serialize mode): the entering thread waited until the tuner was free; the two calls did not overlap.\nSUMMARY: tunerguard: tuner race prevented (serialize) on '"'"'kp'"'"' in Autotuner.run a.py:1 in f\n==================\n' >h18/tg.80.txt
+rtg h18 report h18
+check "a .txt alone holding a prevented race: read as prevented, exit 0" \
+    sh -c "[ $rc = 0 ] && grep -q '1 serialized' h18.out"
+mkdir h19
+printf '==================\nWARNING: tunerguard: exception in a tuner call that raced (pid=82)\nSUMMARY: tunerguard: exception after tuner race on '"'"'ke'"'"' in Autotuner.run\n==================\n' >h19/tg.82.txt
+rtg h19 report h19
+check "a .txt alone holding an exception linked to a race: fails the run, exit 1" sh -c "[ $rc = 1 ]"
+mkdir h20 && : >h20/tg.84.jsonl
+printf '==================\nWARNING: tunerguard: thread entered a tuner another thread is inside (pid=84)\n  Call of Autotuner.run on kernel '"'"'kt'"'"' (x) by thread (tid=85):\n  Severity: high: ...\nSUMMARY: tunerguard: tuner race on '"'"'kt'"'"' in Autotuner.run a.py:1 in f\n==================\n' >h20/tg.84.txt
+rtg h20 report h20
+check "an empty .jsonl beside its .txt: the .txt read in full, the race counted, exit 1" \
+    sh -c "[ $rc = 1 ] && grep -q '^1 race: 1 high' h20.out"
+
+# ---- --trace with no trace files: said, and the races found still decide ----------------
+rtg h21 report --trace h21.json h1
+check "--trace without trace files: one line, the race still counted: exit 1+4" \
+    sh -c "[ $rc = 5 ] && grep -q 'no trace files' h21.err && grep -q '^1 race' h21.out"
 
 # ---- the report cannot be written (a full disk): said, exit status not 0 ----------
 if [ -w /dev/full ]; then

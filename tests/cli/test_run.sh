@@ -33,7 +33,7 @@ check "LD_PRELOAD is lib then the existing preload" sh -c "[ \"\$(sed -n 1p env.
 check "TUNERGUARD_OPTIONS keeps the existing options, ours after, log_path made absolute last" sh -c "[ \"\$(sed -n 2p env.out)\" = 'verbosity=1:mode=serialize:exitcode=-1:log_path=$WORK/tunerguard' ]"
 "$TG" run --report-dir "$WORK/rd" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >rd.out 2>rd.err
 check "--report-dir sets log_path and creates the dir" sh -c "grep -q 'log_path=$WORK/rd/tunerguard' rd.out && [ -d '$WORK/rd' ]"
-check "no race: 'no reports'" has rd.err "tunerguard: no reports"
+check "no race: 'no report files'" has rd.err "tunerguard: no report files"
 
 run_tg st run --stress -- true
 if [ "$rc" = 2 ]; then
@@ -71,7 +71,7 @@ check "quotes and a backslash in --report-dir: the printed command runs in bash 
 run_tg q1 run --report-dir "my reports" -- python3 -c 'print("PROGRAM RAN")'
 check "--report-dir with a space: the program runs (exit 0)" sh -c "[ $rc = 0 ] && grep -qx 'PROGRAM RAN' q1.out"
 check "--report-dir with a space: the dir is created" [ -d "$WORK/my reports" ]
-check "--report-dir with a space: 'no reports' names the real prefix, absolute" grep -qxF "tunerguard: no reports ($WORK/my reports/tunerguard.<pid>.*)" q1.err
+check "--report-dir with a space: 'no report files' names the real prefix, absolute" grep -qxF "tunerguard: no report files ($WORK/my reports/tunerguard.<pid>.*)" q1.err
 "$TG" run --report-dir "$WORK/a:b" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q2.out 2>q2.err
 check "--report-dir with ':': log_path is quoted with '" grep -qxF "log_path='$WORK/a:b/tunerguard'" q2.out
 "$TG" run --report-dir "$WORK/it's:here" -- sh -c 'printf "%s\n" "$TUNERGUARD_OPTIONS"' >q3.out 2>q3.err
@@ -99,11 +99,11 @@ LD_LIBRARY_PATH=$FAKE "$TG" run --report-dir rd -- sh -c "cd sub && python3 '$SC
 check "relative --report-dir, child in another folder: log_path given absolute" \
     sh -c "[ -n \"\$(ls rd/tunerguard.*.jsonl 2>/dev/null)\" ] && [ -z \"\$(ls sub 2>/dev/null)\" ] && ! grep -q 'cannot open\\|to stderr' cd1.err"
 check "relative --report-dir, child in another folder: the reports listed by absolute path" \
-    sh -c "grep -q '^tunerguard: report: $WORK/rd/tunerguard\.[0-9]*\.jsonl\$' cd1.err && grep -qxF 'tunerguard: summarize with: tunerguard report $WORK/rd' cd1.err && ! grep -q 'no reports' cd1.err"
+    sh -c "grep -q '^tunerguard: report: $WORK/rd/tunerguard\.[0-9]*\.jsonl\$' cd1.err && grep -qxF 'tunerguard: summarize with: tunerguard report $WORK/rd' cd1.err && ! grep -q 'no report files' cd1.err"
 mkdir cd2 cd2/sub
 (cd cd2 && LD_LIBRARY_PATH=$FAKE "$TG" run -- sh -c "cd sub && python3 '$SCEN/seeds004.py'") >cd2.out 2>cd2.err
 check "no --report-dir, child in another folder: reports where run was started, listed" \
-    sh -c "ls cd2/tunerguard.*.txt >/dev/null 2>&1 && [ -z \"\$(ls cd2/sub)\" ] && grep -q '^tunerguard: report: $WORK/cd2/tunerguard\.[0-9]*\.txt\$' cd2.err && ! grep -q 'no reports' cd2.err"
+    sh -c "ls cd2/tunerguard.*.txt >/dev/null 2>&1 && [ -z \"\$(ls cd2/sub)\" ] && grep -q '^tunerguard: report: $WORK/cd2/tunerguard\.[0-9]*\.txt\$' cd2.err && ! grep -q 'no report files' cd2.err"
 mkdir cd3 cd3/sub cd3/out
 (cd cd3 && TUNERGUARD_OPTIONS=log_path=out/tg LD_LIBRARY_PATH=$FAKE "$TG" run -- sh -c "cd sub && python3 '$SCEN/seeds004.py'") >cd3.out 2>cd3.err
 check "a relative log_path already set: made absolute against where run was started" \
