@@ -148,6 +148,9 @@ struct tg_report {
     int seen_at_exit;          /* TG_REPORT_RACE: seen when the thread inside returned
                                   (clearing the tuner's arguments) while the entering
                                   thread was benchmarking, not at the entry */
+    int seen_at_tuning;        /* TG_REPORT_RACE: seen when the entering thread began tuning and
+                                  found its arguments cleared (self.nargs = None) by another call
+                                  that entered and returned meanwhile; inside is unknown (empty) */
     int seen_at_step;          /* TG_REPORT_RACE on a declared tuner: seen when the entering thread,
                                   inside the tuner already, entered its tuning step (step) while
                                   the other thread's call was inside */

@@ -445,6 +445,54 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return o && o->entered_ns == entered ? o : NULL;
 }
 
+/* Thread t begins tuning: its session's first tuning method (g, a marker
+ * of a tuner whose run() keeps its arguments on the shared object:
+ * Triton's Autotuner).  Its run() set self.nargs before it got here; None
+ * now is the return of another call on this tuner made meanwhile (one that
+ * entered and left while t computed its key, unseen by the checks at entry
+ * and return: nobody was tuning then).  t's benchmark raises the TypeError
+ * next.  Reported with t alone (the other call is gone), high, seen at
+ * "tuning", and t's session linked to it (raced_tid = t's own tid: the
+ * other thread is not known).  detect; GIL held. */
+void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
+{
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
+    if (!mine || mine->thread != t || mine->raced_tid != 0 || mine->depth != 1 || !mine->method)
+        return;
+    const struct tg_guard *g = (const struct tg_guard *)mine->method; /* the session's: Autotuner.run */
+    if (!g->clears_args || g->declared || !nargs_cleared(inst))
+        return;
+    uint64_t entered = mine->entered_ns;
+    mine = NULL;
+    struct tg_report *r = tg_report_begin(t); /* may let other threads run: looked up again */
+    mine = same_session(u, t->tid, entered);
+    if (!mine || mine->raced_tid) {
+        tg_report_end(t);
+        return;
+    }
+    struct tg_thread_view *e = &r->entering;
+    view_self_c(e, t, "at its tuning step");
+    e->entered_ns = tg_ticks_to_ns(entered);
+    mine->raced_tid = t->tid; /* linked: its exception names this race */
+    snprintf(mine->raced_name, sizeof mine->raced_name, "%s", "");
+    mine = NULL; /* from here on, Python code runs */
+    begin_report(r, TG_REPORT_RACE, inst, g);
+    r->high_severity = 1;
+    r->seen_at_tuning = 1;
+    tg_py_thread_name(t->ident, e->name, sizeof e->name);
+    if (e->has_cuda)
+        tg_cuda_kernel_name(e->cuda.func, e->cuda_kernel, sizeof e->cuda_kernel);
+    enum tg_emit_status st;
+    uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
+    struct tg_occupant *back = same_session(u, t->tid, entered);
+    if (back && back->raced_tid == t->tid) {
+        back->raced_tid = st == TG_EMIT_SUPPRESSED ? 0 : t->tid;
+        back->race_seq = seq;
+    }
+    tg_report_end(t);
+}
+
 /* t's return cleared the arguments every thread still benchmarking in u
  * reads next, not only the one the race at exit names: link each that no
  * race has linked yet, so its exception is the race's too (seeds/004 on an
@@ -632,12 +680,17 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
     traceback_frames(e, tb);
     struct tg_thread_view *other = &r->inside;
-    other->tid = o->raced_tid;
-    snprintf(other->name, sizeof other->name, "%s", o->raced_name);
     char ok[sizeof r->kernel + 16];
-    snprintf(r->detail, sizeof r->detail, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) on %s%s",
-             r->exc_type, other->name[0] ? "'" : "", other->name, other->name[0] ? "' " : "", (int)other->tid,
-             r->method, of_kernel(r, ok, sizeof ok));
+    if (o->raced_tid == t->tid) { /* tg__check_cleared_at_tuning: the other call is not known */
+        snprintf(r->detail, sizeof r->detail, "this %s was raised in a call whose arguments another call on %s%s "
+                 "cleared before it began tuning", r->exc_type, r->method, of_kernel(r, ok, sizeof ok));
+    } else {
+        other->tid = o->raced_tid;
+        snprintf(other->name, sizeof other->name, "%s", o->raced_name);
+        snprintf(r->detail, sizeof r->detail, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) "
+                 "on %s%s", r->exc_type, other->name[0] ? "'" : "", other->name, other->name[0] ? "' " : "",
+                 (int)other->tid, r->method, of_kernel(r, ok, sizeof ok));
+    }
     tg_emit(r, NULL);
     if (tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */

@@ -322,15 +322,19 @@ static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg
     tg_w_str(w, r->high_severity ? "high" : "low");
     tg_w_str(w, "\",\"serialized\":");
     bool_(w, r->serialized);
-    tg_w_str(w, r->seen_at_exit   ? ",\"seen_at\":\"exit\""
-                : r->seen_at_step ? ",\"seen_at\":\"step\""
-                                  : ",\"seen_at\":\"entry\"");
+    tg_w_str(w, r->seen_at_exit     ? ",\"seen_at\":\"exit\""
+                : r->seen_at_step   ? ",\"seen_at\":\"step\""
+                : r->seen_at_tuning ? ",\"seen_at\":\"tuning\""
+                                    : ",\"seen_at\":\"entry\"");
     tg_w_str(w, ",\"tuning_step\":");
     str_or_null(w, r->step, sizeof r->step);
     tg_w_str(w, ",\"entering\":");
     thread(w, r, &r->entering);
     tg_w_str(w, ",\"inside\":");
-    thread(w, r, &r->inside);
+    if (r->seen_at_tuning)
+        tg_w_str(w, "null"); /* the call that cleared the arguments had left */
+    else
+        thread(w, r, &r->inside);
 }
 
 static void json_wait_problem(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)

@@ -441,11 +441,29 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const 
     summary(w, r, k->what);
 }
 
+/* A race seen when the entering thread began tuning: its arguments were
+ * cleared by a call that had come and gone (seen_at_tuning). */
+static void write_race_at_tuning(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+{
+    header(w, r, "another call cleared a tuner call's arguments before it began tuning");
+    tg__text_race_summary(w, r);
+    call_of(w, r);
+    tg_w_str(w, ", beginning to tune:\n");
+    thread_block(w, r, &r->entering);
+    tg_w_str(w, "  The other call entered and returned while this one was inside, before its first tuning"
+                " step; its return set self.nargs = None on the shared tuner.  Which thread made it is not"
+                " known (it had left).\n");
+    tg_w_str(w, "  Severity: high: the tuner's arguments are gone; the benchmark that follows reads them.\n");
+    summary(w, r, k->what);
+}
+
 /* TG_REPORT_RACE: the title is the kind's for a race seen at entry. */
 static void text_race(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     if (r->seen_at_exit)
         write_race_at_exit(w, r, k);
+    else if (r->seen_at_tuning)
+        write_race_at_tuning(w, r, k);
     else
         write_race_at_entry(w, r, k);
 }
@@ -623,9 +641,13 @@ static void text_exception(struct tg_w *w, const struct tg_report *r, const stru
     thread_name(w, &r->entering);
     tg_w_str(w, ":\n");
     python_stack(w, r, &r->entering);
-    tg_w_str(w, "  Raced with ");
-    thread_name(w, &r->inside);
-    tg_w_str(w, "\n\n");
+    if (r->inside.tid) {
+        tg_w_str(w, "  Raced with ");
+        thread_name(w, &r->inside);
+        tg_w_str(w, "\n\n");
+    } else {
+        tg_w_str(w, "  Raced with another call on the same tuner, which had returned\n\n");
+    }
     summary(w, r, k->what);
 }
 

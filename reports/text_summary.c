@@ -75,6 +75,9 @@ static void effect(struct tg_w *w, const struct tg_report *r)
     if (r->serialized)
         tg_w_str(w, "nothing: serialize mode made the second thread wait until the tuner was free;"
                     " the two calls did not overlap.\n");
+    else if (r->seen_at_tuning)
+        tg_w_str(w, "the other call's return cleared the arguments this call set on the shared tuner"
+                    " (self.nargs = None): TypeError: 'NoneType' object is not a mapping in its benchmark.\n");
     else if (r->seen_at_exit) {
         tg_w_str(w, tg__text_returned_first(r) ? "the earlier call's return" : "the later call's return");
         tg_w_str(w, " cleared the arguments on the shared tuner (self.nargs = None)"
@@ -138,6 +141,14 @@ void tg__text_race_summary(struct tg_w *w, const struct tg_report *r)
     if (r->seen_at_step) {
         tg_w_str(w, ", entering its tuning step ");
         W_FIELD(w, r->step);
+    }
+    if (r->seen_at_tuning) {
+        tg_w_str(w, ",\n    began tuning after another call on the same tuner entered and returned during"
+                    " its call (a thread switch while it computed its key).\n");
+        effect(w, r);
+        fix(w, r, es);
+        tg_w_char(w, '\n');
+        return;
     }
     tg_w_str(w, "\n    while ");
     thread_word(w, in);

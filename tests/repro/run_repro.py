@@ -136,6 +136,11 @@ EXTRA = {
     "fast_path_first_tuner_first": dict(script="fast_path_first.py", args=["--tuner-first"], options="mode=detect",
                                         expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                         check="race_at_exit"),
+    # ... the fast-path call's whole call runs while the tuner is held in its key: the
+    # tuner begins tuning with self.nargs already None, nobody else inside
+    "fast_path_first_whole_call": dict(script="fast_path_first.py", args=["--whole-call"], options="mode=detect",
+                                       expect="race_at_tuning", kernel="fast_first_kernel", min_runs=1,
+                                       check="race_at_tuning"),
     # a call pruned to one config is inside when a tuner enters: on 3.4-3.7 it benchmarked that
     # config (it synchronized), on main (#10413) it did not but its session entered prune_configs
     # (a marked tuning method): a race at the entry; on 'unknown' (nothing marked) only its
@@ -216,6 +221,25 @@ def check_race_at_exit(jsonl_path):
     return None
 
 
+def check_race_at_tuning(jsonl_path):
+    """The race was seen when thread 'tuner' began tuning with its arguments
+    cleared by the fast-path call that had come and gone: high, seen_at
+    "tuning", entering = 'tuner', no inside thread; and tuner's TypeError
+    linked to it."""
+    r, why = first_race(jsonl_path)
+    if why:
+        return why
+    if r.get("seen_at") != "tuning" or r.get("severity") != "high":
+        return f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}; want 'tuning', 'high'"
+    if r["entering"].get("name") != "tuner" or r.get("inside") is not None:
+        return f"entering {r['entering'].get('name')!r}, inside {r.get('inside')!r}; want 'tuner', null"
+    with open(jsonl_path) as f:
+        exc = [x for x in map(json.loads, f) if x.get("kind") == "exception"]
+    if not exc or exc[0].get("race_seq") != r["seq"] or exc[0]["exception"].get("type") != "TypeError":
+        return f"no TypeError exception record linked to race #{r['seq']}: {exc}"
+    return None
+
+
 def check_pruned_single(jsonl_path, triton_model):
     """The race between 'tuner' (entering) and 'single' (inside), high, seen at
     the tuner's entry: on 3.4-3.7 'single' benchmarked its one config, on main
@@ -274,7 +298,8 @@ def check_deep_stack(jsonl_path):
 
 
 CHECKS = {"deep_stack": check_deep_stack, "two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
-          "race_at_exit": check_race_at_exit, "pruned_single": check_pruned_single}
+          "race_at_exit": check_race_at_exit, "race_at_tuning": check_race_at_tuning,
+          "pruned_single": check_pruned_single}
 # checks whose verdict depends on the Triton version modelled
 CHECKS_BY_MODEL = {"pruned_single"}
 EXIT_PREVENTED_PROBE = 9  # serialize cells run with exitcode=9: it must not fire
@@ -458,7 +483,8 @@ def run_extra(args, scenario):
         outcome = "clean" if ok else f"exit {rc}, files {files}, said {said}: {reason}"
     else:
         what = {"race": "thread entered a tuner another thread is inside", "interference": "tuning under load",
-                "race_at_exit": "a call left a tuner while another thread was benchmarking in it"}
+                "race_at_exit": "a call left a tuner while another thread was benchmarking in it",
+                "race_at_tuning": "another call cleared a tuner call's arguments before it began tuning"}
         what["race_any"] = what["race"] + "' or '" + what["race_at_exit"]  # the check says which one
         wants = ["race", "race_at_exit"] if spec["expect"] == "race_any" else [spec["expect"]]
         ok = report is not None and spec["kernel"] in report and \

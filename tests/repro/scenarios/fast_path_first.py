@@ -23,6 +23,10 @@ when 'fast' enters nobody is benchmarking); 'fast' enters and parks in its
 pre_hook; 'tuner' goes on and parks in its first benchmark; 'fast' returns:
 the later call's W2 clears self.nargs under the earlier, tuning one.
 
+--whole-call: as --tuner-first, but 'fast' does not park: its whole call,
+W1 to W2, runs while 'tuner' is held in its key; 'tuner' then begins tuning
+with self.nargs already None.
+
 --after-clear: 'fast' parks after run() returned instead (a subclass whose run
 does more work after super().run(), here waiting on an Event): its W2 came
 before the tuner's W1, so nothing is cleared under the tuner and the program is
@@ -32,7 +36,7 @@ import threading
 
 import _harness
 
-h = _harness.Harness("fast_path_first", __doc__, flags=("--after-clear", "--tuner-first"))
+h = _harness.Harness("fast_path_first", __doc__, flags=("--after-clear", "--tuner-first", "--whole-call"))
 
 import triton  # noqa: E402  (the model or a release: _which_triton)
 import triton.language as tl  # noqa: E402
@@ -53,7 +57,8 @@ def park_fast_once(nargs=None):
 
 
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": b}, num_warps=w, pre_hook=None if h.args.after_clear else park_fast_once)
+    configs=[triton.Config({"BLOCK": b}, num_warps=w,
+                           pre_hook=None if h.args.after_clear or h.args.whole_call else park_fast_once)
              for b in (16, 32, 64) for w in (2, 4)],
     key=["n"],
 )
@@ -74,6 +79,20 @@ if h.args.after_clear:
     fast_first_kernel.__class__ = PostWork
 
 N_WARM, N_NEW = 16, 32
+
+
+def whole_call():
+    """--whole-call's choreography, to the end of the run."""
+    h.victim, h.others = tuner, [fast]  # --expect-serialized: fast must wait behind tuner
+    tuner.start()
+    if not tuner_in_key.wait(_harness.SAFETY_TIMEOUT_S):
+        h.harness_error("thread tuner never reached its key")
+    fast.start()
+    if not fast.settled.wait(_harness.SAFETY_TIMEOUT_S):  # its call done, or waiting
+        h.harness_error("thread fast neither finished nor waited")
+    release_tuner_key.set()
+    h.join([tuner, fast])
+    verdict()
 
 
 def tuner_first():
@@ -132,7 +151,7 @@ class HeldTensor(Tensor):
 
 
 def scale(n, name):
-    cls = HeldTensor if h.args.tuner_first and name == "tuner" else Tensor
+    cls = HeldTensor if (h.args.tuner_first or h.args.whole_call) and name == "tuner" else Tensor
     x = cls([float(j) for j in range(n)], name=f"x_{name}")
     y = Tensor.zeros(n, name=f"y_{name}")
     h.call(lambda: fast_first_kernel[(1,)](x, y, n))
@@ -149,6 +168,8 @@ if not ok(x, y):
 
 fast = h.worker("fast", lambda: [scale(N_WARM, "fast")])
 tuner = h.worker("tuner", lambda: [scale(N_NEW, "tuner")])
+if h.args.whole_call:
+    whole_call()
 if h.args.tuner_first:
     tuner_first()
 fast.start()
