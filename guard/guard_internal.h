@@ -162,8 +162,8 @@ extern _Atomic uint32_t tg__tuning_threads;
 /* ---- guard_setattr.c ------------------------------------------------------ */
 
 /* From the first guard on: class attribute assignments reach
- * tg__guard_class_setattr (type's tp_setattro, hooked; given back when the
- * interpreter finalizes).
+ * tg__guard_class_setattr (type's tp_setattro, hooked; passing straight
+ * through once the interpreter finalizes).
  * Once; GIL held. */
 void tg__guard_watch_setattr(void);
 /* cls.<name> = value as type.__setattr__ makes it, past any metaclass's
@@ -172,13 +172,13 @@ void tg__guard_watch_setattr(void);
  * wrap the guard (and see an assignment the program never made).  0, or
  * -1 with an error set.  GIL held. */
 int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value);
-/* Give type's tp_setattro and tp_new back (and everything switched with
- * them).  When the interpreter finalizes, objects still alive; GIL held;
+/* The interpreter finalizes: from now on the tp_setattro and tp_new hooks
+ * only call the originals (no Python code runs here).  GIL held;
  * idempotent. */
 void tg__guard_unwatch_setattr(void);
 
 /* Classes made from here on reach tg__guard_class_made (type's tp_new,
- * hooked; given back with tp_setattro).  Returns 1 when it is on.  GIL
+ * hooked; passing through from finalization on, as tp_setattro's).  Returns 1 when it is on.  GIL
  * held; the first call hooks, later ones answer. */
 int tg__guard_watch_new(void);
 

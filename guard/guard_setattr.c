@@ -15,9 +15,10 @@
  *   - the d_wrapped of type.__dict__['__setattr__'] and ['__delattr__']
  *     (what `type.__setattr__(cls, name, value)` and a metaclass's
  *     `super().__setattr__` / `super().__delattr__` call: Enum's).
- * When the interpreter finalizes (the audit hooks' clearing, while objects
- * still live: loader/py_arm.c) all three go back to the original.  Nothing is hooked when any of them does not look
- * as expected.
+ * When the interpreter finalizes (the audit hooks' clearing: loader/py_arm.c)
+ * the hooks turn into plain calls of the original, where they are (see
+ * tg__guard_unwatch_setattr).  Nothing is hooked when any of them does not
+ * look as expected.
  *
  * The subclass watch: a class made from a guarded one (`class
  * Mine(Autotuner)`, also later) has its overrides guarded as it is made.
@@ -25,7 +26,7 @@
  * that inherited it; type.__new__ reads the slot of type at each call), so
  * that nothing is put in a guarded class's __dict__ (an __init_subclass__
  * would be seen by vars() and inspect); tg__guard_class_made (py_arm_guard.c)
- * gets each class made.  Given back with the other hook.
+ * gets each class made.  Passes through from finalization on, as the other.
  *
  * The layouts read, the same on 3.9 to 3.14 with a GIL: a type object's
  * tp_setattro is its 20th pointer-sized field and tp_new its 40th; a wrapper
@@ -73,10 +74,13 @@ static inline setattro_fn *wrapped_of(PyObject *wrapper)
     return (setattro_fn *)(void *)((char *)wrapper + 6 * sizeof(void *));
 }
 
+/* Set when the interpreter finalizes: the hooks pass straight through. */
+static int finalizing;
+
 static int hook(PyObject *cls, PyObject *name, PyObject *value)
 {
     int rc = orig_setattro(cls, name, value);
-    if (rc == 0 && value)
+    if (rc == 0 && value && !finalizing)
         tg__guard_class_setattr(cls, name, value);
     return rc;
 }
@@ -92,7 +96,7 @@ int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value)
 static PyObject *new_hook(PyObject *meta, PyObject *args, PyObject *kwds)
 {
     PyObject *made = orig_new(meta, args, kwds);
-    if (made && args && tg_py.PyTuple_Size(args) == 3) {
+    if (made && !finalizing && args && tg_py.PyTuple_Size(args) == 3) {
         /* A metaclass's __new__ that type.__new__ handed the call to may
          * return anything: only a class is looked at. */
         PyObject *mt = tg_py.PyObject_Type(made);
@@ -132,14 +136,13 @@ static void switch_all(setattro_fn from, setattro_fn to)
 
 void tg__guard_unwatch_setattr(void)
 {
-    static int done;
-    if (done++)
-        return;
-    /* the originals stay: a slot missed here still calls them */
-    if (orig_setattro)
-        switch_all(hook, orig_setattro);
-    if (orig_new)
-        retarget(type_type, TG_SLOT_NEW, (any_fn)new_hook, (any_fn)orig_new, 0);
+    /* Nothing is put back: that walks every metaclass through
+     * type.__subclasses__(), Python code, which run this late (after the
+     * modules were cleared) corrupted 3.13's dict free list, so that the
+     * interpreter crashed at exit (a program with an audit hook of its own
+     * and a file left open).  The hooks stay in place, one function
+     * everywhere as hackcheck wants, and only call the originals. */
+    finalizing = 1;
 }
 
 int tg__guard_watch_new(void)

@@ -458,10 +458,13 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
 {
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
     struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
-    if (!mine || mine->thread != t || mine->raced_tid != 0 || mine->depth != 1 || !mine->method)
+    if (!mine || mine->thread != t || mine->raced_tid != 0 || !mine->method)
         return;
-    const struct tg_guard *g = (const struct tg_guard *)mine->method; /* the session's: Autotuner.run */
-    if (!g->clears_args || g->declared || !nargs_cleared(inst))
+    /* The session's method: Autotuner.run, or an override that calls it
+     * (fla's CachedAutotuner.run: super().run() sets self.nargs first);
+     * not warmup(), whose versions differ. */
+    const struct tg_guard *g = (const struct tg_guard *)mine->method;
+    if (!g->clears_args || g->declared || g->tuning_entry || !nargs_cleared(inst))
         return;
     uint64_t entered = mine->entered_ns;
     mine = NULL;

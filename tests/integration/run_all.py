@@ -1736,6 +1736,25 @@ def check_target_class_refuses_setattr(ctx):
 # --------------------------------------------------------------------------
 # (f) exitcode and halt_on_race
 
+def check_exit_with_audit_hook_and_open_file(ctx):
+    """A program with an audit hook of its own (the prelude's) that leaves a
+    file open at exit, after a guarded import: the interpreter finalizes
+    cleanly.  On 3.13 tunerguard's finalization walked every metaclass
+    through type.__subclasses__() so late that the dict free list was
+    corrupted and the process died of SIGSEGV at exit."""
+    res = ctx.run_py('''
+        left_open = open("left_open.bin", "wb")
+        from triton.runtime.autotuner import Autotuner
+        Autotuner(my_kernel).run("one")
+        class Later(Autotuner):  # a class made and a class attribute set: both hooks in use
+            pass
+        Later.extra = 1
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out and "fatal signal" not in res.err,
+           "exit status 0, no fatal signal at finalization (%s)" % res.rc, res)
+
+
 def check_exitcode(ctx):
     res = ctx.run_py(RACE_PROG % {"serialize": False} + "\n    sys.exit(3)\n", options=opts(exitcode=7))
     expect(res.rc == 7, "exitcode=7 after a race", res)
@@ -2697,7 +2716,7 @@ CHECKS = {
                 check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
                 check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
-    "exit": [check_exitcode, check_halt_on_race],
+    "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
               check_distinct_call_sites_reported],
