@@ -205,9 +205,9 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
 /* t, inside a declared tuner inst, enters its tuning step `step` while
  * another thread's call is inside: the race seen at the step. */
 void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct tg_thread *t);
-/* detect: t's session on inst begins tuning and finds the arguments its
- * run() set cleared by a call that came and went (report_capture.c).  GIL
- * held. */
+/* detect: t's session on inst enters a benchmark and finds the arguments
+ * its run() set cleared by a call that came and went (report_capture.c).
+ * GIL held. */
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 
 /* t's outermost call on u returned while a thread that entered during it is

@@ -445,15 +445,18 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return o && o->entered_ns == entered ? o : NULL;
 }
 
-/* Thread t begins tuning: its session's first tuning method (g, a marker
- * of a tuner whose run() keeps its arguments on the shared object:
- * Triton's Autotuner).  Its run() set self.nargs before it got here; None
- * now is the return of another call on this tuner made meanwhile (one that
- * entered and left while t computed its key, unseen by the checks at entry
- * and return: nobody was tuning then).  t's benchmark raises the TypeError
- * next.  Reported with t alone (the other call is gone), high, seen at
- * "tuning", and t's session linked to it (raced_tid = t's own tid: the
- * other thread is not known).  detect; GIL held. */
+/* Thread t enters a benchmark (Autotuner._bench, which reads self.nargs at
+ * once) in a session of a tuner whose run() keeps its arguments on the
+ * shared object (Triton's Autotuner), and no race is linked to it yet.
+ * Its run() set self.nargs before it got here; None now is the return of
+ * another call on this tuner made meanwhile (one that entered and left
+ * while t computed its key, unseen by the checks at entry and return:
+ * nobody was tuning then), and the benchmark raises the TypeError next.
+ * Only at _bench: prune_configs may come before a run() override sets
+ * self.nargs, and a program that works must not be told of a race.
+ * Reported with t alone (the other call is gone), high, seen at "tuning",
+ * and t's session linked to it (raced_tid = t's own tid: the other thread
+ * is not known).  detect; GIL held; one dictionary look-up. */
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
 {
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);

@@ -246,8 +246,9 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
     }
     if (__builtin_expect(g->declared, 0) && nargs >= 1 && t->depth > 0) /* also inside another tuner's step */
         tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
-    else if (!t->session_tuned && g->clears_args && nargs >= 1 && t->depth > 0 && tg_opts.mode == TG_MODE_DETECT)
-        tg__check_cleared_at_tuning(args[0], t); /* its first step: were its arguments cleared meanwhile? */
+    else if (g->clears_args && nargs >= 1 && t->depth > 0 && tg_opts.mode == TG_MODE_DETECT &&
+             strcmp(g->name, "_bench") == 0)
+        tg__check_cleared_at_tuning(args[0], t); /* a benchmark: were its arguments cleared meanwhile? */
     t->session_tuned = 1;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
     if (--t->tuning == 0)
