@@ -225,7 +225,7 @@ static int parse_run_args(int argc, char **argv, struct run_args *ra)
             return cli_help("run");
         if (strcmp(a, "--detect") == 0 || strcmp(a, "--serialize") == 0 || strcmp(a, "--off") == 0) {
             if (mode && strcmp(mode, a + 2) != 0)
-                return cli_usage("run", "%s conflicts with --%s", a, mode);
+                return cli_usage("run", "%s conflicts with mode %s given before", a, mode);
             mode = a + 2;
         } else if (strcmp(a, "--stress") == 0) {
             stress = 1;
@@ -233,12 +233,18 @@ static int parse_run_args(int argc, char **argv, struct run_args *ra)
             trace = 1;
         } else if (strcmp(a, "--report-dir") == 0 || strncmp(a, "--report-dir=", 13) == 0) {
             report_dir = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!report_dir || !*report_dir)
+            if (!report_dir || !*report_dir || (a[12] != '=' && strcmp(report_dir, "--") == 0))
                 return cli_usage("run", "--report-dir needs a directory");
         } else if (strcmp(a, "--option") == 0 || strncmp(a, "--option=", 9) == 0) {
             const char *kv = a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : NULL);
             if (!kv || !strchr(kv, '=') || kv[0] == '=')
                 return cli_usage("run", "--option needs KEY=VALUE");
+            if (strncmp(kv, "mode=", 5) == 0) { /* one mode, however it is given */
+                if (mode && strcmp(mode, kv + 5) != 0)
+                    return cli_usage("run", "--option %s conflicts with --%s", kv, mode);
+                mode = kv + 5;
+                continue;
+            }
             cli_buf_printf(&extra, ":%s", kv);
         } else if (a[0] == '-') {
             return cli_usage("run", "unknown flag '%s'", a);

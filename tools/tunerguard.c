@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "tg_build_id.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -277,6 +278,17 @@ static int print_man(void)
     return 0;
 }
 
+/* rc, or 1 with one line when what was printed did not reach stdout (a
+ * full disk, a closed pipe). */
+static int stdout_written(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "tunerguard: cannot write to standard output: %s\n", strerror(errno));
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -290,10 +302,10 @@ int main(int argc, char **argv)
         return cli_help(argc > 2 ? argv[2] : NULL);
     }
     if (strcmp(sub, "--man") == 0)
-        return print_man();
+        return stdout_written(print_man());
     if (strcmp(sub, "--version") == 0) {
         puts("tunerguard " TG_VERSION " (build " TG_BUILD_ID ")");
-        return 0;
+        return stdout_written(0);
     }
     if (strcmp(sub, "--lib") == 0) {
         char lib[4096];
@@ -302,7 +314,7 @@ int main(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
         puts(lib);
-        return 0;
+        return stdout_written(0);
     }
     const struct cli_cmd *c = find_cmd(sub);
     if (!c)

@@ -7,6 +7,12 @@ run_tg b2 run --detect
 check "no program: exit 2 + usage" sh -c "[ $rc = 2 ] && grep -q 'no program given' b2.err"
 run_tg b3 run --option novalue -- true
 check "--option without '=': exit 2" [ "$rc" = 2 ]
+run_tg b3m run --option mode=serialize --off -- true
+check "--option mode= and a mode flag that differ: exit 2, both named" \
+    sh -c "[ $rc = 2 ] && grep -q -- '--off conflicts with mode serialize given before' b3m.err"
+run_tg b3d run --report-dir -- true
+check "--report-dir followed by --: no folder named '--', exit 2" \
+    sh -c "[ $rc = 2 ] && grep -q -- '--report-dir needs a directory' b3d.err && [ ! -e -- ]"
 run_tg b4 run --report-dir
 check "--report-dir without a value: exit 2" [ "$rc" = 2 ]
 run_tg b5 run --detect --serialize -- true
