@@ -465,11 +465,23 @@ int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
 }
 
 
-/* exec_module wrapper: run the module, then guard its targets at once. */
+/* exec_module wrapper: the loader put back as it was, then the module run,
+ * then its targets guarded at once.  pair: (the original exec_module
+ * (bound), the module's name, the loader, what the loader's own __dict__
+ * held under "exec_module" before, or None). */
 static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *orig = tg_py.PyTuple_GetItem(pair, 0);
     PyObject *name = tg_py.PyTuple_GetItem(pair, 1);
+    PyObject *loader = tg_py.PyTuple_GetItem(pair, 2);
+    PyObject *prior = tg_py.PyTuple_GetItem(pair, 3);
+    if (loader) { /* a shared loader (a zipimporter, a class) keeps nothing of ours */
+        struct tg_thread *t = tg__self_busy();
+        t->busy++;
+        if (tg_py.PyObject_SetAttrString(loader, "exec_module", prior != tg_py.none ? prior : NULL) < 0)
+            tg_py.PyErr_Clear();
+        t->busy--;
+    }
     PyObject *res = tg_py.PyObject_Vectorcall
                         ? tg_py.PyObject_Vectorcall(orig, args, (size_t)nargs, kwnames)
                         : tg_py._PyObject_MakeTpCall(tg_py.PyThreadState_Get(), orig, args, nargs, kwnames);
@@ -533,7 +545,17 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
     }
     PyObject *loader = tg_py.PyObject_GetAttrString(spec, "loader");
     PyObject *orig = loader ? tg_py.PyObject_GetAttrString(loader, "exec_module") : NULL;
-    PyObject *pair = orig ? tg_py.PyTuple_Pack(2, orig, fullname) : NULL;
+    /* What the loader's own namespace holds (a class used as a loader: its
+     * classmethod), put back when the wrapper runs. */
+    PyObject *own = loader ? tg_py.PyObject_GetAttrString(loader, "__dict__") : NULL;
+    PyObject *key = own ? tg_py.PyUnicode_FromString("exec_module") : NULL;
+    PyObject *prior = key ? tg_py.PyObject_GetItem(own, key) : NULL;
+    tg_py.PyErr_Clear();
+    PyObject *pair = orig ? tg_py.PyTuple_Pack(4, orig, fullname, loader, prior ? prior : tg_py.none) : NULL;
+    PyObject *drop[] = {prior, key, own};
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        if (drop[i])
+            tg_py.Py_DecRef(drop[i]);
     PyObject *hook = pair ? tg_py.PyCFunction_NewEx(&exec_module_def, pair, NULL) : NULL;
     if (!hook || tg_py.PyObject_SetAttrString(loader, "exec_module", hook) < 0) {
         /* A loader we cannot annotate: the audit-event fallback applies. */

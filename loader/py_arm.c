@@ -299,6 +299,15 @@ TG_STARTUP static void install_finder(void)
 
 /* ---- pending modules ---------------------------------------------------------------- */
 
+/* A target module was announced by an "import" event: for this many later
+ * events it stays pending while it is not in sys.modules yet.  Our finder
+ * guards it as it runs; but a finder before ours (a program's import hook,
+ * sys.meta_path restored from a copy without ours) loads it unseen, and
+ * then the next events find it there.  A bound, so that a target whose
+ * import failed costs nothing for good. */
+#define TG_IMPORT_WAIT_EVENTS 4096
+static int import_wait;
+
 TG_STARTUP void tg_arm_process_pending(void)
 {
     struct tg_thread *t = tg__self_busy();
@@ -321,7 +330,11 @@ TG_STARTUP void tg_arm_process_pending(void)
                 PyObject *mods = tg_py.PyImport_GetModuleDict();
                 if (mods && tg_py.PyDict_GetItemString(mods, tg__arm_targets[i].module))
                     still = 1; /* importing now: the class is not defined yet */
+                else if (import_wait > 0)
+                    still = 1; /* announced, not there yet: a finder before ours may load it */
             }
+        if (import_wait > 0)
+            import_wait--;
         tg__arm_module_pending = still;
         tg_arm_pending = tg_arm_pending || still;
     }
@@ -497,6 +510,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         if (name && is_target_module(name)) {
             tg__arm_module_pending = 1;
             tg_arm_pending = 1;
+            import_wait = TG_IMPORT_WAIT_EVENTS;
         }
         tg_py.PyErr_Clear();
     } else if (event[0] == 'e') {

@@ -878,6 +878,52 @@ def check_import_namespace_package(ctx):
     expect(text.count("WARNING: tunerguard") == 1, "the race reported", res)
 
 
+def check_import_finder_before_ours(ctx):
+    """A finder of the program's put before ours that loads the target
+    module itself (an import hook), and sys.meta_path put back from a copy
+    taken before ours went in (a test harness): the "import" event
+    announced the module, so it is guarded at the first audit event after
+    it has run, and its race is reported.  Before, it stayed unguarded for
+    good, with nothing said."""
+    for how in ("front", "snapshot"):
+        res = ctx.run_py('''
+            import importlib.abc, importlib.machinery
+            how = %r
+            snapshot = list(sys.meta_path)
+            import triton  # the package: our finder goes in
+            if how == "front":
+                class Hook(importlib.abc.MetaPathFinder):
+                    def find_spec(self, name, path, target=None):
+                        if name.startswith("triton."):
+                            return importlib.machinery.PathFinder.find_spec(name, path)
+                sys.meta_path.insert(0, Hook())
+            else:
+                sys.meta_path[:] = snapshot
+            import triton.runtime.autotuner as A
+            open(os.devnull).close()  # an audit event ("open")
+            race_once(A.Autotuner(my_kernel))
+            print("GUARDED", is_guarded(A.Autotuner))
+        ''' % how, options=opts())
+        expect(res.rc == 0 and "GUARDED True" in res.out, "%s: guarded" % how, res)
+        _, text = only_report(res)
+        expect(text.count("WARNING: tunerguard") == 1, "%s: the race reported" % how, res)
+
+
+def check_import_leaves_loader_as_it_was(ctx):
+    """The finder wraps the target module's loader.exec_module for that one
+    import and puts it back as the module starts to run: nothing of ours
+    stays on the loader (a shared zipimporter, a class used as a loader
+    with its classmethod, would keep it for every later import)."""
+    res = ctx.run_py('''
+        import triton.runtime.autotuner as A
+        loader = A.__loader__
+        print("OWN", "exec_module" in vars(loader))
+        print("GUARDED", is_guarded(A.Autotuner))
+    ''', options=opts())
+    expect(res.rc == 0 and "OWN False" in res.out and "GUARDED True" in res.out,
+           "the loader as it was, the module guarded", res)
+
+
 SUB_PROG = '''
     from triton.runtime.autotuner import Autotuner
     class CachedAutotuner(Autotuner):
@@ -2706,7 +2752,8 @@ CHECKS = {
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
              check_race_log_stderr],
-    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_import_namespace_package, check_subclass_race,
+    "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_import_namespace_package,
+                     check_import_finder_before_ours, check_import_leaves_loader_as_it_was, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
