@@ -258,6 +258,13 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
 
 _Atomic uint32_t tg__tuning_threads; /* guard/guard_internal.h */
 
+/* Is the interpreter finalizing?  GIL held. */
+static int finalizing(void)
+{
+    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
+    return fin && fin();
+}
+
 /* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
  * Someone inside this very tuner is the race this wait prevents: said now,
  * as a wait for the tuner would. */
@@ -270,6 +277,8 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
      * this call up behind another kernel's tuning.  Its tuner's lock is
      * enough; the turn's fairness is for threads that meet in one tuner. */
     if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
+        return TG_ENTRY_GO;
+    if (finalizing()) /* its holder may never come back (decide) */
         return TG_ENTRY_GO;
     const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
@@ -292,11 +301,19 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
 static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
 {
     e->v = tg_tuner_decide(e->u, t, tg_opts.mode);
+    /* The interpreter finalizes (a __del__ or a finalizer calling a tuner):
+     * a thread inside now never leaves (daemon threads stop where they are,
+     * or end in pthread_exit), so nobody is waited for and no thread is
+     * counted dead; the call goes in as in detect.  One function call, on
+     * contended entries only. */
+    const int fin = __builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) && finalizing();
+    if (fin && e->v == TG_WAIT)
+        e->v = TG_RACE;
     /* Contended entry: is every thread inside alive?  A thread that died
      * inside would otherwise be raced with, or waited for, forever.  tgkill(2)
      * at most every 100 ms per thread (tg__tid_alive_cached): contended
      * entries are the common case of tuned calls from several threads. */
-    if (__builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) &&
+    if (__builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) && !fin &&
         tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
         e->v = tg_tuner_decide(e->u, t, tg_opts.mode);
     if (e->v == TG_NESTED) /* (t->nheld > 0: no turn was taken) */

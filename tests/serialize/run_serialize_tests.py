@@ -120,6 +120,9 @@ def main():
     p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
     check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
           p.returncode == 0, p, text)
+    p, text, jsonl = run(args, "finalizer_call.py", "verbosity=0")
+    check(f"serialize does not wait at finalization: a __del__'s call goes in though a daemon thread never "
+          f"leaves the tuner (rc {p.returncode})", p.returncode == 0 and "del ok" in p.stdout, p, text)
     p, text, jsonl = run(args, "turn_other_kernel.py", "targets=tgfix.homegrown:HomeTuner.run:"
                          "tuning=tgfix.homegrown:HomeTuner.measure")
     check(f"serialize's turn never holds up a tuner nobody is in while another thread tunes ({p.stdout.strip()})",
