@@ -214,6 +214,11 @@ def check_race_at_exit(jsonl_path):
     c = r["entering"].get("cuda") or {}
     if c.get("kind") != "sync" or not c.get("inside"):
         return f"entering thread not shown inside its benchmark synchronize: {c}"
+    return type_error_linked(jsonl_path, r)
+
+
+def type_error_linked(jsonl_path, r):
+    """None when the first exception record is a TypeError linked to race r."""
     with open(jsonl_path) as f:
         exc = [x for x in map(json.loads, f) if x.get("kind") == "exception"]
     if not exc or exc[0].get("race_seq") != r["seq"] or exc[0]["exception"].get("type") != "TypeError":
@@ -233,11 +238,7 @@ def check_race_at_tuning(jsonl_path):
         return f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}; want 'tuning', 'high'"
     if r["entering"].get("name") != "tuner" or r.get("inside") is not None:
         return f"entering {r['entering'].get('name')!r}, inside {r.get('inside')!r}; want 'tuner', null"
-    with open(jsonl_path) as f:
-        exc = [x for x in map(json.loads, f) if x.get("kind") == "exception"]
-    if not exc or exc[0].get("race_seq") != r["seq"] or exc[0]["exception"].get("type") != "TypeError":
-        return f"no TypeError exception record linked to race #{r['seq']}: {exc}"
-    return None
+    return type_error_linked(jsonl_path, r)
 
 
 def check_pruned_single(jsonl_path, triton_model):

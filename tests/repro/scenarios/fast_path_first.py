@@ -81,15 +81,21 @@ if h.args.after_clear:
 N_WARM, N_NEW = 16, 32
 
 
-def whole_call():
-    """--whole-call's choreography, to the end of the run."""
+def tuner_in_key_then_fast():
+    """'tuner' in first, held in its key; then 'fast', until it settles (its
+    call done, parked in its pre_hook, or waiting)."""
     h.victim, h.others = tuner, [fast]  # --expect-serialized: fast must wait behind tuner
     tuner.start()
     if not tuner_in_key.wait(_harness.SAFETY_TIMEOUT_S):
         h.harness_error("thread tuner never reached its key")
     fast.start()
-    if not fast.settled.wait(_harness.SAFETY_TIMEOUT_S):  # its call done, or waiting
-        h.harness_error("thread fast neither finished nor waited")
+    if not fast.settled.wait(_harness.SAFETY_TIMEOUT_S):
+        h.harness_error("thread fast neither finished, parked nor waited")
+
+
+def whole_call():
+    """--whole-call's choreography, to the end of the run."""
+    tuner_in_key_then_fast()
     release_tuner_key.set()
     h.join([tuner, fast])
     verdict()
@@ -97,13 +103,7 @@ def whole_call():
 
 def tuner_first():
     """--tuner-first's choreography, to the end of the run."""
-    h.victim, h.others = tuner, [fast]  # --expect-serialized: fast must wait behind tuner
-    tuner.start()
-    if not tuner_in_key.wait(_harness.SAFETY_TIMEOUT_S):
-        h.harness_error("thread tuner never reached its key")
-    fast.start()
-    if not fast.settled.wait(_harness.SAFETY_TIMEOUT_S):
-        h.harness_error("thread fast neither reached its pre_hook nor waited")
+    tuner_in_key_then_fast()
     parked = fast.how_settled == "parked in its fast path"  # else it waits (tunerguard, the control lock)
     if not h.gate.arm():
         h.harness_error("could not arm the gate: a thread is parked in it already")
