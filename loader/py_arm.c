@@ -47,6 +47,7 @@
  * report or a warning reads stays ordinary literals. */
 #define TG_STARTUP_TEXT(var, text) static const char var[] TG_STARTUP_RODATA = text
 TG_STARTUP_TEXT(ev_run_prefix, "cpython.run_");
+TG_STARTUP_TEXT(ev_run_module, "cpython.run_module");
 TG_STARTUP_TEXT(ev_import, "import");
 TG_STARTUP_TEXT(ev_exec, "exec");
 TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
@@ -122,6 +123,25 @@ TG_STARTUP static void add_target(const char *spec, size_t len, int user, int sa
                  "a module and name that module", t->module, t->cls, t->method, t->cls);
         t->said = 1;
     }
+}
+
+/* `python -m MODULE` (the "cpython.run_module" event, its name the one
+ * argument): a targets= module run so is the program's __main__, never
+ * imported under its own name, so its classes are never guarded: one line
+ * for each such target, as for targets=__main__:... */
+TG_STARTUP static void say_run_as_main(PyObject *args)
+{
+    const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+    for (int i = 0; name && i < tg__arm_ntargets; i++) {
+        struct tg__arm_target *t = &tg__arm_targets[i];
+        if (t->user && !t->said && strcmp(t->module, name) == 0) {
+            tg__warn("targets=%s:%s.%s: %s runs as the program itself (python -m %s), as __main__: its classes "
+                     "cannot be guarded; run a script that imports %s instead", t->module, t->cls, t->method,
+                     t->module, t->module, t->module);
+            t->said = 1;
+        }
+    }
+    tg_py.PyErr_Clear();
 }
 
 /* say: warn about targets that can never be guarded (not where tunerguard
@@ -486,8 +506,11 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     if (!armed) {
         /* Arm once the interpreter is about to run user code. */
         if (strncmp(event, ev_run_prefix, sizeof ev_run_prefix - 1) == 0 && tg_py_resolve() == 0 &&
-            tg_py.Py_IsInitialized())
+            tg_py.Py_IsInitialized()) {
             arm();
+            if (armed && strcmp(event, ev_run_module) == 0)
+                say_run_as_main(args);
+        }
         return 0;
     }
     /* The hook fires in every interpreter; guards, targets and the finder

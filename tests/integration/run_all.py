@@ -1562,6 +1562,22 @@ def check_targets_unguarded(ctx):
            and "classes of the script itself (__main__) cannot be guarded" in lines[0], "__main__ target", res)
 
 
+def check_targets_module_run_with_dash_m(ctx):
+    """targets= names a module the program runs with python -m: it is
+    __main__, never imported under its name, so its classes are never
+    guarded: one line says so (it was unguarded with nothing said)."""
+    tmp = ctx.tmpdir()
+    with open(os.path.join(tmp, "umod.py"), "w") as f:
+        f.write("class Tuner:\n    def run(self, x):\n        return x\nprint('RAN', Tuner().run(1))\n")
+    res = ctx.run_argv([ctx.python, "-m", "umod"], options=opts(targets="umod:Tuner.run"), cwd=tmp)
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "RAN 1" in res.out, "the program ran", res)
+    expect(len(lines) == 1 and "umod runs as the program itself (python -m umod), as __main__" in lines[0],
+           "one line says its classes cannot be guarded", res)
+    res = ctx.run_argv([ctx.python, "-c", "import umod"], options=opts(targets="umod:Tuner.run"), cwd=tmp)
+    expect(res.rc == 0 and "tunerguard" not in res.err, "imported by name: nothing said", res)
+
+
 def check_targets_deferred_body(ctx):
     """An async def, async generator or generator method named in targets=
     returns before its body runs: one line each says it cannot be guarded,
@@ -2760,6 +2776,7 @@ CHECKS = {
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_guard_lifetime, check_replaced_same_function_again, check_new_functions_take_freed_slots,
                 check_descriptor_guard_keeps_class_semantics, check_targets_unguarded, check_targets_deferred_body,
+                check_targets_module_run_with_dash_m,
                 check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
                 check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
