@@ -132,13 +132,34 @@ static int descr_is_guard(PyObject *value, const struct tg_guard *g)
     return g->descr && method_descr_type && type_of(value) == method_descr_type && descr_def(value) == &g->def;
 }
 
+/* A reference to class cls: a weak one (*weak = 1), so that the holder
+ * keeps the class alive no longer than the program does, else (a class
+ * that takes none) a strong one.  GIL held. */
+static PyObject *class_ref(PyObject *cls, int *weak)
+{
+    PyObject *r = tg_py.PyWeakref_NewRef(cls, NULL);
+    *weak = r != NULL;
+    if (!r) {
+        tg_py.PyErr_Clear();
+        r = cls;
+        tg_py.Py_IncRef(cls);
+    }
+    return r;
+}
+
+/* The class of a class_ref (borrowed), NULL once it is gone. */
+static PyObject *class_of_ref(PyObject *ref, int weak)
+{
+    if (!weak)
+        return ref;
+    PyObject *c = tg_py.PyWeakref_GetObject(ref);
+    return c && c != tg_py.none ? c : NULL;
+}
+
 /* g's class (borrowed), NULL once it is gone. */
 static PyObject *guard_cls(const struct tg_guard *g)
 {
-    if (!g->cls_weak)
-        return g->cls;
-    PyObject *c = tg_py.PyWeakref_GetObject(g->cls);
-    return c && c != tg_py.none ? c : NULL;
+    return class_of_ref(g->cls, g->cls_weak);
 }
 
 void tg__guard_check_replaced_slow(struct tg_guard *g)
@@ -613,13 +634,7 @@ static int install(PyObject *cls, const char *name_in, const char *why, int mark
     tg_py_attr_str(value, "__module__", g->fn_module, sizeof g->fn_module);
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
-    g->cls = tg_py.PyWeakref_NewRef(cls, NULL);
-    g->cls_weak = g->cls != NULL;
-    if (!g->cls) {
-        tg_py.PyErr_Clear();
-        g->cls = cls;
-        tg_py.Py_IncRef(cls);
-    }
+    g->cls = class_ref(cls, &g->cls_weak);
     g->clears_args = derives_from(cls, "triton.runtime.autotuner", "Autotuner");
     g->marker = marker;
     g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
@@ -694,10 +709,7 @@ static int nmarker_bases;
 /* The class of slot b; NULL once it was freed. */
 static PyObject *marker_base_cls(const struct marker_base *b)
 {
-    if (!b->weak)
-        return b->ref;
-    PyObject *c = tg_py.PyWeakref_GetObject(b->ref);
-    return c && c != tg_py.none ? c : NULL;
+    return class_of_ref(b->ref, b->weak);
 }
 
 /* Note cls as a class with marked tuning methods, unless it derives from
@@ -732,13 +744,7 @@ static void add_marker_base(PyObject *cls, int declared)
     struct marker_base *b = &marker_bases[free_slot >= 0 ? free_slot : nmarker_bases++];
     if (b->ref) /* a dead weak reference */
         tg_py.Py_DecRef(b->ref);
-    b->ref = tg_py.PyWeakref_NewRef(cls, NULL);
-    b->weak = b->ref != NULL;
-    if (!b->ref) {
-        tg_py.PyErr_Clear();
-        b->ref = cls;
-        tg_py.Py_IncRef(cls);
-    }
+    b->ref = class_ref(cls, &b->weak);
 }
 
 int tg__guard_has_markers(struct tg_guard *g)

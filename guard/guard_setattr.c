@@ -137,9 +137,9 @@ static void switch_all(setattro_fn from, setattro_fn to)
 void tg__guard_unwatch_setattr(void)
 {
     /* Nothing is put back: that walks every metaclass through
-     * type.__subclasses__(), Python code, which run this late (after the
-     * modules were cleared) corrupted 3.13's dict free list, so that the
-     * interpreter crashed at exit (a program with an audit hook of its own
+     * type.__subclasses__(), Python code, and Python code run this late
+     * (after the modules are cleared) corrupts 3.13's dict free list: the
+     * interpreter crashes at exit (a program with an audit hook of its own
      * and a file left open).  The hooks stay in place, one function
      * everywhere as hackcheck wants, and only call the originals. */
     finalizing = 1;

@@ -883,8 +883,7 @@ def check_import_finder_before_ours(ctx):
     module itself (an import hook), and sys.meta_path put back from a copy
     taken before ours went in (a test harness): the "import" event
     announced the module, so it is guarded at the first audit event after
-    it has run, and its race is reported.  Before, it stayed unguarded for
-    good, with nothing said."""
+    it has run, and its race is reported."""
     for how in ("front", "snapshot"):
         res = ctx.run_py('''
             import importlib.abc, importlib.machinery
@@ -1565,7 +1564,7 @@ def check_targets_unguarded(ctx):
 def check_targets_module_run_with_dash_m(ctx):
     """targets= names a module the program runs with python -m: it is
     __main__, never imported under its name, so its classes are never
-    guarded: one line says so (it was unguarded with nothing said)."""
+    guarded: one line says so."""
     tmp = ctx.tmpdir()
     with open(os.path.join(tmp, "umod.py"), "w") as f:
         f.write("class Tuner:\n    def run(self, x):\n        return x\nprint('RAN', Tuner().run(1))\n")
@@ -1801,9 +1800,9 @@ def check_target_class_refuses_setattr(ctx):
 def check_exit_with_audit_hook_and_open_file(ctx):
     """A program with an audit hook of its own (the prelude's) that leaves a
     file open at exit, after a guarded import: the interpreter finalizes
-    cleanly.  On 3.13 tunerguard's finalization walked every metaclass
-    through type.__subclasses__() so late that the dict free list was
-    corrupted and the process died of SIGSEGV at exit."""
+    cleanly.  On 3.13, Python code run by tunerguard that late (a walk of
+    every metaclass through type.__subclasses__()) corrupts the dict free
+    list, and the process dies of SIGSEGV at exit."""
     res = ctx.run_py('''
         left_open = open("left_open.bin", "wb")
         from triton.runtime.autotuner import Autotuner

@@ -2,8 +2,8 @@
 another thread tunes (docs/threads-and-processes.md).  X tunes tuner A and is
 held in its tuning step (measure, named by tuning=) until Y's call of tuner B,
 a tuner of its own, has returned; Y must go straight in: no
-tunerguard.serialize_wait on Y (before, Y waited for X's turn for 100 ms, and
-the exit line counted B as contended).  Exit 0 when it held."""
+tunerguard.serialize_wait on Y (a wait for X's turn would be up to 100 ms, and
+the exit line would count B as contended).  Exit 0 when it held."""
 import os
 import sys
 import threading
