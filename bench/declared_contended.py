@@ -4,9 +4,12 @@ once inside (time.sleep(0)), so most entries find the other thread inside:
 a race, reported once, then counted.  Prints calls/s over both threads.
 
   TUNERGUARD_OPTIONS=targets=tgfix.tuners:Tuner.run:log_path=/tmp/tgb \\
-      LD_PRELOAD=build/libtunerguard.so python bench/declared_contended.py [SECONDS] [--lock]
+      LD_PRELOAD=build/libtunerguard.so python bench/declared_contended.py [SECONDS] [--lock] [--overlap N]
 
---lock: every call made under one threading.Lock (the hand-written fix)."""
+--lock: every call made under one threading.Lock (the hand-written fix).
+--overlap N: each thread's first N calls meet the other thread inside the call
+(a barrier in the body), so at least N overlaps happen however loaded the
+machine is; the timed loop follows."""
 import os
 import sys
 import threading
@@ -15,8 +18,12 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "serialize", "fixture"))
 from tgfix.tuners import Tuner  # noqa: E402
 
-SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--lock" else 2.0
+SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else 2.0
 LOCK = threading.Lock() if "--lock" in sys.argv[1:] else None  # what a user writes instead of serialize
+OVERLAP = int(sys.argv[sys.argv.index("--overlap") + 1]) if "--overlap" in sys.argv[1:] else 0
+if OVERLAP and LOCK:
+    sys.exit("declared_contended.py: --overlap cannot meet inside calls made under --lock")
+inside = threading.Barrier(2)
 tuner = Tuner("contended_kernel")
 start = threading.Barrier(3)
 stop = threading.Event()
@@ -27,9 +34,15 @@ def body():
     time.sleep(0)  # releases the GIL inside the call: the other thread enters
 
 
+def meet():
+    inside.wait()  # both threads inside the tuner at once
+
+
 def loop(i):
     start.wait()
-    n = 0
+    for _ in range(OVERLAP):
+        tuner.run(meet)
+    n = OVERLAP
     while not stop.is_set():
         if LOCK:
             with LOCK:

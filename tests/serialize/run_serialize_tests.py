@@ -392,7 +392,7 @@ def declared_tuner_checks(args, check):
     # Two threads calling it in a loop: one report, every later overlap
     # counted as its repeat (decided before the capture: race_again.c).
     loop = os.path.join(HERE, "..", "..", "bench", "declared_contended.py")
-    p, text, jsonl = run(args, loop, f"mode=detect:targets=tgfix.tuners:Tuner.run", ["0.3"])
+    p, text, jsonl = run(args, loop, f"mode=detect:targets=tgfix.tuners:Tuner.run", ["0.3", "--overlap", "3"])
     recs = [json.loads(x) for x in jsonl]
     seen = re.search(r"1 race reported \((\d+) seen\)", p.stderr)
     check("a declared tuner called in a loop by two threads: one race report, the others counted as its repeats",
