@@ -36,7 +36,7 @@ struct tg_py_api {
     PyObject *none;        /* &_Py_NoneStruct */
     PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
-    int free_threaded;     /* a 3.13t or 3.14t build: not served */
+    int free_threaded;     /* a 3.13t, 3.14t or 3.15t build: not served */
     int supported;         /* 3.9+ and not free-threaded */
     char version[24];      /* "3.8.18": Py_GetVersion up to the first space */
 };
@@ -48,15 +48,15 @@ extern struct tg_py_api tg_py;
  * macro), so a call faults in a window of the interpreter's code for us
  * alone (64 KiB of RSS in Debian's python3.11: docs/benchmarks.md, "Start-up
  * cost"); _Py_Dealloc is what the macro calls.  The header is the count
- * first on the versions this does itself, 64-bit 3.9 to 3.14 without free
+ * first on the versions this does itself, 64-bit 3.9 to 3.15 without free
  * threading.  3.9-3.11: the whole word counts.  3.12+: the low 32 bits count
- * (3.14 declares them a uint32_t, with ob_overflow and ob_flags above), and
- * a count negative there is immortal: left alone.
+ * (3.14 and 3.15 declare them a uint32_t, with ob_overflow and ob_flags
+ * above), and a count negative there is immortal: left alone.
  * Elsewhere, or without _Py_Dealloc, Py_DecRef.  A debug build's
  * sys.gettotalrefcount() does not see these.  GIL held; o not NULL. */
 static inline void tg_py_decref(PyObject *o)
 {
-    if (tg_py.minor < 9 || tg_py.minor > 14 || tg_py.free_threaded || !tg_py._Py_Dealloc ||
+    if (tg_py.minor < 9 || tg_py.minor > 15 || tg_py.free_threaded || !tg_py._Py_Dealloc ||
         sizeof(Py_ssize_t) != 8) {
         tg_py.Py_DecRef(o);
         return;
