@@ -29,6 +29,13 @@ typedef struct {
 /* PY_VECTORCALL_ARGUMENTS_OFFSET: high bit of nargsf. */
 #define TG_VECTORCALL_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
 
+/* The CPython versions served, 3.TG_PY_MINOR_FIRST to 3.TG_PY_MINOR_LAST with a
+ * GIL: those whose object layouts guard/ reads were checked against their
+ * headers.  Outside them tunerguard stays inert (one line when a target
+ * module is imported, loader/py_arm.c). */
+#define TG_PY_MINOR_FIRST 9
+#define TG_PY_MINOR_LAST 15
+
 struct tg_py_api {
 #define TG_PYFN(req, when, ret, name, params) ret(*name) params;
 #include "py_api.inc"
@@ -36,8 +43,8 @@ struct tg_py_api {
     PyObject *none;        /* &_Py_NoneStruct */
     PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
-    int free_threaded;     /* a 3.13t or 3.14t build: not served */
-    int supported;         /* 3.9+ and not free-threaded */
+    int free_threaded;     /* a 3.13t, 3.14t or 3.15t build: not served */
+    int supported;         /* 3.9 to 3.15 and not free-threaded */
     char version[24];      /* "3.8.18": Py_GetVersion up to the first space */
 };
 
@@ -48,15 +55,15 @@ extern struct tg_py_api tg_py;
  * macro), so a call faults in a window of the interpreter's code for us
  * alone (64 KiB of RSS in Debian's python3.11: docs/benchmarks.md, "Start-up
  * cost"); _Py_Dealloc is what the macro calls.  The header is the count
- * first on the versions this does itself, 64-bit 3.9 to 3.14 without free
+ * first on the versions this does itself, 64-bit 3.9 to 3.15 without free
  * threading.  3.9-3.11: the whole word counts.  3.12+: the low 32 bits count
- * (3.14 declares them a uint32_t, with ob_overflow and ob_flags above), and
- * a count negative there is immortal: left alone.
+ * (3.14 and 3.15 declare them a uint32_t, with ob_overflow and ob_flags
+ * above), and a count negative there is immortal: left alone.
  * Elsewhere, or without _Py_Dealloc, Py_DecRef.  A debug build's
  * sys.gettotalrefcount() does not see these.  GIL held; o not NULL. */
 static inline void tg_py_decref(PyObject *o)
 {
-    if (tg_py.minor < 9 || tg_py.minor > 14 || tg_py.free_threaded || !tg_py._Py_Dealloc ||
+    if (tg_py.minor < TG_PY_MINOR_FIRST || tg_py.minor > TG_PY_MINOR_LAST || tg_py.free_threaded || !tg_py._Py_Dealloc ||
         sizeof(Py_ssize_t) != 8) {
         tg_py.Py_DecRef(o);
         return;
@@ -104,8 +111,8 @@ int tg_py_resolve_guards(void);
 int tg_py_resolve_unsupported(void);
 
 /* Parse Py_GetVersion()'s string: *minor (3.minor, -1 if not 3.x) and
- * *free_threaded.  Returns 0 when tunerguard serves that version (3.9+,
- * with a GIL), -1 otherwise.  Pure. */
+ * *free_threaded.  Returns 0 when tunerguard serves that version (3.9 to
+ * 3.15, with a GIL), -1 otherwise.  Pure. */
 int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
 
 /* Is this process a CPython (its API among the global symbols)?  Reads the

@@ -38,7 +38,7 @@ static int nguards;                  /* slots ever taken: guards[0 .. nguards) *
 static struct tg_guard *last_installed; /* the guard install() made last */
 
 /* An object's type (borrowed), read from its header: the count, then the
- * type, in the versions served (3.9 to 3.14, with a GIL). */
+ * type, in the versions served (3.9 to 3.15, with a GIL). */
 static inline PyObject *type_of(PyObject *o)
 {
     return ((PyObject **)(void *)o)[1];
@@ -117,7 +117,7 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
 /* The type of the method descriptors descriptor guards put on classes
  * (borrowed: a static type), learnt from the first.  A method descriptor
  * is PyDescr_COMMON (the object header, d_type, d_name, d_qualname) and
- * then d_method, the same from 3.9 to 3.14: it is a guard's when d_method
+ * then d_method, the same from 3.9 to 3.15: it is a guard's when d_method
  * is that guard's PyMethodDef. */
 static PyObject *method_descr_type;
 
@@ -239,7 +239,7 @@ static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) 
  *
  * Python's function type, learnt from the first function guarded, and where
  * its instances keep their vectorcall (the type's tp_vectorcall_offset).
- * The object header is the one of the versions served (3.9 to 3.13, with a
+ * The object header is the one of the versions served (3.9 to 3.15, with a
  * GIL): the count, then the type; and a type object's tp_vectorcall_offset
  * follows ob_size, tp_name, tp_basicsize, tp_itemsize and tp_dealloc. */
 static PyObject *function_type; /* borrowed: a static type */

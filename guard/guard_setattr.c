@@ -28,7 +28,7 @@
  * would be seen by vars() and inspect); tg__guard_class_made (py_arm_guard.c)
  * gets each class made.  Passes through from finalization on, as the other.
  *
- * The layouts read, the same on 3.9 to 3.14 with a GIL: a type object's
+ * The layouts read, the same on 3.9 to 3.15 with a GIL: a type object's
  * tp_setattro is its 20th pointer-sized field and tp_new its 40th; a wrapper
  * descriptor is a PyDescr_COMMON (header, d_type, d_name, d_qualname),
  * d_base, d_wrapped.

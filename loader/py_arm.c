@@ -486,9 +486,12 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
     if (tg_py.free_threaded)
         tg__warn("%s imported, but this Python (%s) is a free-threaded build, which tunerguard does not serve: "
                  "its tuners run unguarded", name, tg_py.version);
+    else if (tg_py.minor > TG_PY_MINOR_LAST)
+        tg__warn("%s imported, but this Python (%s) is newer than 3.%d, the newest tunerguard serves: "
+                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_LAST);
     else
-        tg__warn("%s imported, but this Python (%s) is older than 3.9, which tunerguard does not serve: "
-                 "its tuners run unguarded", name, tg_py.version);
+        tg__warn("%s imported, but this Python (%s) is older than 3.%d, which tunerguard does not serve: "
+                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_FIRST);
 }
 
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)

@@ -15,7 +15,7 @@ build_wheel:
      prefix (the binary finds the library next to itself), the reproducers
      (tests/repro, tests/gpu/triton_races.py, the stand-in libcuda), and the
      man page as data (share/man/man1/tunerguard.1 under the environment).
-The tag is py3-none-<platform>: one binary serves every CPython 3.9-3.13, but
+The tag is py3-none-<platform>: one binary serves every CPython 3.9-3.15, but
 it is native code.  The platform is manylinux_2_N_<arch> where N is the
 highest GLIBC_2.N symbol version the ELF files need (readelf), so pip refuses
 it on an older glibc instead of the loader failing later; linux_<arch>

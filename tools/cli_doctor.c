@@ -3,7 +3,7 @@
  * Contract: prints one line per check, starting with "OK  ", "WARN" or
  * "FAIL", saying what was found and, unless OK, what to do.  Checks: the
  * library; each interpreter (python3 on PATH, $PYTHON, --python): CPython
- * 3.9-3.13 and not free-threaded, Triton and torch versions, and whether the
+ * 3.9-3.15 and not free-threaded, Triton and torch versions, and whether the
  * library's hooks arm in a child (a probe module in a temp dir, preloaded with
  * verbosity=2 and targets=<probe>:Probe.method, must print "guarding
  * Probe.method"); libcuda.so.1, cuDriverGetVersion and the device count
@@ -229,8 +229,8 @@ static int check_python(const char *label, const char *py, const char *lib)
     else if (strcmp(impl, "cpython"))
         line("WARN", "%s: %s is %s %s: only CPython is supported; tunerguard stays inert there", label, path, impl,
              ver);
-    else if (major != 3 || minor < 9 || minor > 14)
-        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.14; tunerguard stays inert there", label, path,
+    else if (major != 3 || minor < 9 || minor > 15)
+        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.15; tunerguard stays inert there", label, path,
              ver);
     else if (ft)
         line("WARN", "%s: %s is a free-threaded build (%st): not supported (refused with one line); use the "
@@ -403,7 +403,7 @@ int cli_doctor(int argc, char **argv)
     if (extra)
         supported += check_python("--python", extra, lib);
     if (!supported)
-        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.14 (not free-threaded)");
+        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.15 (not free-threaded)");
     check_cuda();
     if (lib)
         check_options(lib, supported ? "python3" : NULL);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Run a test driver inside the Debian sid root that tools/dev makes (Debian's
-own CPython 3.14 in the interpreter matrix, tests/CMakeLists.txt).
+own CPython 3.14 and 3.15 in the interpreter matrix, tests/CMakeLists.txt).
 
   run_in_root.py [--root DIR] --bind PATH [--bind PATH ...] -- COMMAND [ARG ...]
 

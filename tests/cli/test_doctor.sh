@@ -44,6 +44,11 @@ LD_PRELOAD=$WORK/other/libtunerguard.so env -u TUNERGUARD_OPTIONS "$TG" doctor >
 check "another copy already in LD_PRELOAD: says which copy serves (the library, first) and which stays inert" \
     grep -q "^WARN  .*: two copies of libtunerguard.so are preloaded: /.*/libtunerguard.so serves this process (first in LD_PRELOAD's order); this other copy, $WORK/other/libtunerguard.so, stays inert" two.out
 check "another copy already in LD_PRELOAD: hooks still arm" grep -q 'hooks arm (a preloaded child' two.out
+# A stand-in that answers the doctor's question as a CPython 3.16 would.
+printf '#!/bin/sh\necho "cpython 3 16 0 3.16.0"\n' >py316 && chmod +x py316
+env -u TUNERGUARD_OPTIONS "$TG" doctor --python "$WORK/py316" >v.out 2>&1
+check "CPython 3.16: WARN, not served" \
+    grep -q "^WARN  --python: $WORK/py316 is CPython 3.16.0: supported are 3.9 to 3.15; tunerguard stays inert there" v.out
 PYTHON=/no/such/python env -u TUNERGUARD_OPTIONS "$TG" doctor >p.out 2>&1
 check "missing \$PYTHON: WARN" grep -q '^WARN  \$PYTHON: /no/such/python not found' p.out
 run_tg x doctor --bogus

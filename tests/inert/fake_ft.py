@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""A free-threaded CPython gets exactly one line, naming the module and the
-version, when a target module is imported, and nothing else (no interpreter
-of that kind can be had here: tests/inert/fake_ft_python.c stands in for one).
+"""A free-threaded CPython, and one newer than tunerguard serves (3.16), gets
+exactly one line, naming the module and the version, when a target module is
+imported, and nothing else (no interpreter of either kind can be had here:
+tests/inert/fake_ft_python.c stands in for one).
 
   fake_ft.py --prog FAKE_FT_PYTHON --lib LIB
 
 Checks, with LD_PRELOAD=LIB and verbosity=2: a 3.14t and a 3.13t version
 string, target modules imported four times among others: the one exact line;
-no target imported: nothing; the same stand-in saying a GIL build's 3.14:
+no target imported: nothing; the same for a GIL build's 3.16 and its line;
+the same stand-in saying a GIL build's 3.14:
 no such line (tunerguard then serves it, which the stand-in cannot host, so
 only the absence of the refusal is checked).  Exit 0 or 1."""
 import argparse
@@ -17,6 +19,8 @@ import sys
 
 LINE = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is a free-threaded build, "
         "which tunerguard does not serve: its tuners run unguarded")
+NEWER = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is newer than 3.15, the newest "
+         "tunerguard serves: its tuners run unguarded")
 FT = {"3.14.0": "3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]",
       "3.13.1": "3.13.1 experimental free-threading build (main, Dec 3 2024, 10:00:00) [GCC 12.2.0]"}
 
@@ -42,13 +46,15 @@ def main():
 
     mods = ["os", "triton", "triton.runtime", "triton.runtime.autotuner", "triton.runtime.autotuner",
             "json", "triton.runtime.autotuner", "triton.runtime.autotuner"]
-    for short, version in FT.items():
+    cases = [(short, "free-threaded", version, LINE) for short, version in FT.items()]
+    cases.append(("3.16.0", "with a GIL", "3.16.0 (main, Oct 7 2027, 10:00:00) [GCC 16.2.0]", NEWER))
+    for short, kind, version, line in cases:
         p = run(a.prog, lib, version, mods)
-        check("%s free-threaded, a target imported: exactly the one line" % short,
-              p.returncode == 0 and p.stderr == LINE.format(v=short) + "\n"
+        check("%s %s, a target imported: exactly the one line" % (short, kind),
+              p.returncode == 0 and p.stderr == line.format(v=short) + "\n"
               and p.stdout.startswith("1 audit hook(s)"), (p.returncode, p.stdout, p.stderr))
         p = run(a.prog, lib, version, ["os", "json", "triton"])
-        check("%s free-threaded, no target imported: nothing" % short,
+        check("%s %s, no target imported: nothing" % (short, kind),
               p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr))
     p = run(a.prog, lib, "3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]", ["os", "json"])
     check("3.14 with a GIL: no refusal", "free-threaded" not in p.stderr, p.stderr)

@@ -589,8 +589,8 @@ def check_race_after_warmup(ctx):
 
 
 # A guarded call made from a hot loop: specialized by the adaptive
-# interpreter (3.11+) and, where the JIT is on (3.14 with PYTHON_JIT=1: the
-# integration/race/3.14-debian-jit test), run from a compiled trace.  The guard
+# interpreter (3.11+) and, where the JIT is on (3.14 and 3.15 with PYTHON_JIT=1:
+# the integration/race/*-debian-jit tests), run from a compiled trace.  The guard
 # must stay in that path: the main thread's calls from the hot loop's trace
 # overlap a victim parked inside and are reported.  Where the JIT is on, the
 # program checks that the loop did get a trace (an executor on its code).
@@ -637,7 +637,7 @@ def check_race_hot_loop(ctx):
     expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
     expect("TRACED False" not in res.out, "the JIT is on but traced no loop", res)
     expect(os.environ.get("PYTHON_JIT") != "1" or "TRACED True" in res.out,
-           "PYTHON_JIT=1 (integration/race/3.14-debian-jit) but the JIT is not on", res)
+           "PYTHON_JIT=1 (integration/race/*-debian-jit) but the JIT is not on", res)
     expect(re.search(r"^tunerguard: 1 race reported \(3 seen\)", res.err, re.M),
            "each of the main thread's three calls seen (two of them from the trace, where there is one)", res)
     objs = jsonl_lines(res)

@@ -1,8 +1,9 @@
 /* tg_py_decref (core/py_api.h): Py_DECREF as each CPython's header does it,
  * on fake objects (a count word, then padding), with _Py_Dealloc and
- * Py_DecRef replaced by recorders.  3.14 (Debian sid's 3.14.10, run in the
- * interpreter matrix) is one of the versions it does itself: the low 32 bits
- * are the count there, a uint32_t with ob_overflow and ob_flags above it. */
+ * Py_DecRef replaced by recorders.  3.14 and 3.15 (Debian sid's 3.14.10 and
+ * 3.15.2, run in the interpreter matrix) are versions it does itself: the low
+ * 32 bits are the count there, a uint32_t with ob_overflow and ob_flags above
+ * it. */
 #include <criterion/criterion.h>
 
 #include <stdint.h>
@@ -41,7 +42,7 @@ static uint64_t decref(uint64_t word)
 
 Test(py_decref, every_served_version_in_place)
 {
-    for (int minor = 9; minor <= 14; minor++) {
+    for (int minor = 9; minor <= 15; minor++) {
         as_version(minor);
         cr_expect_eq(decref(3), 2, "3.%d", minor);
         cr_expect_null(deallocated, "3.%d", minor);
@@ -55,10 +56,10 @@ Test(py_decref, immortal_from_3_12)
 {
     static const uint64_t immortal[] = {
         0x00000000ffffffffull, /* 3.12/3.13: _Py_IMMORTAL_REFCNT */
-        0x00050000c0000000ull, /* 3.14: None as 3.14.10 has it (static flag, 3 << 30) */
-        0x00000000c0000001ull, /* 3.14: an immortal whose count moved */
+        0x00050000c0000000ull, /* 3.14/3.15: None as 3.14.10 and 3.15.2 have it (static flag, 3 << 30) */
+        0x00000000c0000001ull, /* 3.14/3.15: an immortal whose count moved */
     };
-    for (int minor = 12; minor <= 14; minor++)
+    for (int minor = 12; minor <= 15; minor++)
         for (size_t i = 0; i < sizeof immortal / sizeof immortal[0]; i++) {
             as_version(minor);
             cr_expect_eq(decref(immortal[i]), immortal[i], "3.%d: %#llx", minor, (unsigned long long)immortal[i]);
@@ -69,18 +70,20 @@ Test(py_decref, immortal_from_3_12)
 
 Test(py_decref, v3_14_counts_the_low_half)
 {
-    as_version(14);
-    /* Bits above the 32-bit count (ob_overflow, ob_flags) are not part of it. */
-    cr_expect_eq(decref(0x0001000000000002ull), 0x0001000000000001ull);
-    cr_expect_null(deallocated);
-    cr_expect_eq(decref(0x0001000000000001ull), 0x0001000000000000ull);
-    cr_expect_not_null(deallocated, "a count of 1 in the low half is the last reference");
-    cr_expect_null(decref_called);
+    for (int minor = 14; minor <= 15; minor++) {
+        as_version(minor);
+        /* Bits above the 32-bit count (ob_overflow, ob_flags) are not part of it. */
+        cr_expect_eq(decref(0x0001000000000002ull), 0x0001000000000001ull, "3.%d", minor);
+        cr_expect_null(deallocated, "3.%d", minor);
+        cr_expect_eq(decref(0x0001000000000001ull), 0x0001000000000000ull, "3.%d", minor);
+        cr_expect_not_null(deallocated, "3.%d: a count of 1 in the low half is the last reference", minor);
+        cr_expect_null(decref_called, "3.%d", minor);
+    }
 }
 
 Test(py_decref, elsewhere_py_decref)
 {
-    static const int minors[] = {8, 15, -1};
+    static const int minors[] = {8, 16, -1};
     for (size_t i = 0; i < sizeof minors / sizeof minors[0]; i++) {
         as_version(minors[i]);
         cr_expect_eq(decref(1), 1, "3.%d: the header is not touched", minors[i]);

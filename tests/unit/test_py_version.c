@@ -1,8 +1,8 @@
 /* Which interpreters tunerguard serves (core/py_api.c tg_py_version_parse),
  * from Py_GetVersion() strings as each kind of build prints them: 3.9 to
- * 3.14 with a GIL are served; 3.8 and older, a free-threaded 3.13t or 3.14t and
- * whatever is not a 3.x are not (loader/py_arm.c then says one line when a
- * target module is imported).  No interpreter is loaded: the strings are
+ * 3.15 with a GIL are served; 3.8 and older, 3.16 and newer, a free-threaded
+ * 3.13t or 3.14t and whatever is not a 3.x are not (loader/py_arm.c then says
+ * one line when a target module is imported).  No interpreter is loaded: the strings are
  * the ones those builds print. */
 #include <criterion/criterion.h>
 
@@ -23,6 +23,7 @@ Test(py_version, served_versions)
         {"3.13.0 (main, Nov 28 2026, 10:00:00) [GCC 12.2.0]", 13},
         {"3.14.0a1+ (heads/main:1234567, Oct 1 2024) [GCC 14.1.0]", 14},
         {"3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]", 14}, /* Debian sid's python3.14 */
+        {"3.15.2 (main, Oct 26 2026, 15:10:10) [GCC 16.2.0]", 15},  /* Debian sid's python3.15 */
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int minor = -2, ft = -2;
@@ -44,6 +45,22 @@ Test(py_version, older_than_3_9)
         cr_expect(!served(old[i].v, &minor, &ft), "%s", old[i].v);
         cr_expect_eq(minor, old[i].minor, "%s: minor %d", old[i].v, minor);
         cr_expect_eq(ft, 0);
+    }
+}
+
+Test(py_version, newer_than_3_15)
+{
+    /* Layouts not checked against their headers: inert there. */
+    static const struct { const char *v; int minor; } newer[] = {
+        {"3.16.0a1+ (heads/main:1234567, Oct 1 2026) [GCC 16.2.0]", 16},
+        {"3.16.0 (main, Oct 7 2027, 10:00:00) [GCC 16.2.0]", 16},
+        {"3.20.1 (main, Oct 7 2031, 10:00:00) [GCC 20.1.0]", 20},
+    };
+    for (size_t i = 0; i < sizeof newer / sizeof newer[0]; i++) {
+        int minor = -2, ft = -2;
+        cr_expect(!served(newer[i].v, &minor, &ft), "%s", newer[i].v);
+        cr_expect_eq(minor, newer[i].minor, "%s: minor %d", newer[i].v, minor);
+        cr_expect_eq(ft, 0, "%s", newer[i].v);
     }
 }
 
