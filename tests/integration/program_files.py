@@ -271,7 +271,8 @@ def run(args, kind, mode):
 
 def blocks(text):
     """The race reports of a text report: from WARNING to SUMMARY."""
-    return re.findall(r"^WARNING: tunerguard: (?:thread entered|race).*?^SUMMARY:[^\n]*", text, re.M | re.S)
+    return [b for b in re.findall(r"^WARNING: tunerguard: .*?^SUMMARY:[^\n]*", text, re.M | re.S)
+            if "\n  In short: " in b]
 
 
 def main():
