@@ -364,7 +364,10 @@ static void scan_distribution(const char *site, const char *entry)
         }
         return;
     }
-    if (under_program(site) && read_small(distinfo, "RECORD") >= 0)
+    /* a site-packages below the program's folder (a venv in the project)
+     * is a library's by its path already: its RECORDs are not read */
+    if (under_program(site) && !strstr(site, "/site-packages") && !strstr(site, "/dist-packages") &&
+        read_small(distinfo, "RECORD") >= 0)
         add_record_tops(site);
 }
 
@@ -395,13 +398,14 @@ static void scan_sys_path(void)
     tg_py_drop_error();
 }
 
-/* The program's folder: the main script's, else (-m, -c, the prompt) the
- * working folder. */
+/* The program's folder: the main script's (__spec__ None; "__main__" for
+ * a folder or a zip file run as a script: its __main__.py), else (-m, -c,
+ * the prompt) the working folder. */
 static void find_program(void)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
     PyObject *main = mods ? tg_py.PyDict_GetItemString(mods, "__main__") : NULL; /* borrowed */
-    char file[TG_PP_PATH], spec_name[8], dir[TG_PP_PATH];
+    char file[TG_PP_PATH], spec_name[16], dir[TG_PP_PATH];
     file[0] = spec_name[0] = '\0';
     if (main) {
         PyObject *spec = tg_py.PyObject_GetAttrString(main, "__spec__");
@@ -411,7 +415,8 @@ static void find_program(void)
         tg_py_attr_str(main, "__file__", file, sizeof file);
     }
     tg_py_drop_error();
-    if (file[0] && !spec_name[0] && absolute(file, dir, sizeof dir)) {
+    int script = !spec_name[0] || strcmp(spec_name, "__main__") == 0;
+    if (file[0] && script && absolute(file, dir, sizeof dir)) {
         char *slash = strrchr(dir, '/');
         if (slash == dir)
             slash[1] = '\0';

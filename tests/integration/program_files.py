@@ -23,7 +23,8 @@ its own call chain.  The library lives:
   local       in a subfolder of the script's folder that no distribution owns:
               the program's own package, so its line is the call site.
 
-In detect mode the report names prog.py's line for both threads, in its
+In detect mode (also for `python -m prog` with the library on PYTHONPATH)
+the report names prog.py's line for both threads, in its
 summary and in "What to do", and folds the library's frames; in serialize
 mode the kernels' waits are one "prevented" report (a wait the guard does
 not take for a race, the thread inside not seen benchmarking yet, is no
@@ -250,7 +251,7 @@ def layout(args, kind, tmp):
     return py, env, pkg, script
 
 
-def run(args, kind, mode):
+def run(args, kind, mode, dash_m=False):
     tmp = tempfile.mkdtemp(prefix="tg-prog-")
     py, extra, pkg, script = layout(args, kind, tmp)
     env = dict(os.environ)
@@ -259,8 +260,8 @@ def run(args, kind, mode):
     env.update(extra)
     env["LD_PRELOAD"] = args.lib
     env["TUNERGUARD_OPTIONS"] = "mode=%s:log_path=%s/tg" % (mode, tmp)
-    p = subprocess.run([py, script, mode], cwd=os.path.dirname(script), env=env, capture_output=True,
-                       text=True, timeout=60)
+    argv = [py, "-m", "prog", mode] if dash_m else [py, script, mode]
+    p = subprocess.run(argv, cwd=os.path.dirname(script), env=env, capture_output=True, text=True, timeout=60)
     text = "".join(open(f).read() for f in sorted(glob.glob(os.path.join(tmp, "tg.*.txt"))))
     recs = [json.loads(line) for f in glob.glob(os.path.join(tmp, "tg.*.jsonl")) for line in open(f)]
     line = next(i for i, s in enumerate(open(script), 1) if "# CALL SITE" in s)
@@ -321,6 +322,15 @@ def main():
         check("%s detect: JSON location is %s" % (kind, site),
               loc and all(str(x.get("file", "")).endswith("/prog.py") and x.get("line") == line for x in loc),
               p, json.dumps(loc))
+
+        if kind == "pythonpath":
+            # python -m prog from the script's folder: the working folder is the program's
+            p, text, recs, line = run(args, kind, "detect", dash_m=True)
+            races = blocks(text)
+            check("%s python -m detect: both threads' call site is %s" % (kind, site),
+                  p.returncode == 0 and races and all(
+                      re.search(r"In short:.*?\n  What it does", b, re.S).group(0).count(site) == 2
+                      for b in races), p, text)
 
         p, text, recs, line = run(args, kind, "serialize")
         prevented = [r for r in recs if r.get("kind") == "race" and r.get("serialized")]
