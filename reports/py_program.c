@@ -167,7 +167,11 @@ static long read_small(const char *dir, const char *name)
 
 static int hexval(char c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
 /* direct_url.json (in filebuf): 1 with the folder of its "file://" url in
@@ -220,6 +224,25 @@ static void add_name(struct names *nm, const char *s, size_t len)
     nm->s[nm->n++][len] = '\0';
 }
 
+/* A module's namespace (a new reference, or NULL): read through it, a
+ * missing name runs no module __getattr__. */
+static PyObject *module_dict(PyObject *mod)
+{
+    PyObject *ns = mod ? tg_py.PyObject_GetAttrString(mod, "__dict__") : NULL;
+    PyObject *type = ns ? tg_py.PyObject_Type(ns) : NULL;
+    PyObject *dict_type = type ? tg_py.PyObject_Type(tg_py.PyImport_GetModuleDict()) : NULL;
+    int is_dict = type && type == dict_type;
+    if (type)
+        tg_py.Py_DecRef(type);
+    if (dict_type)
+        tg_py.Py_DecRef(dict_type);
+    if (ns && !is_dict) {
+        tg_py.Py_DecRef(ns);
+        ns = NULL;
+    }
+    return ns;
+}
+
 /* The values of a finder module's MAPPING (setuptools' editable finder:
  * top-level name -> its source folder or file): C look-ups only, an exact
  * dict only. */
@@ -232,7 +255,8 @@ static void add_finder_mapping(const char *module, size_t len)
     name[len] = '\0';
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
     PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
-    PyObject *map = mod ? tg_py.PyObject_GetAttrString(mod, "MAPPING") : NULL;
+    PyObject *ns = module_dict(mod);
+    PyObject *map = ns ? tg_py.PyDict_GetItemString(ns, "MAPPING") : NULL; /* borrowed */
     PyObject *type = map ? tg_py.PyObject_Type(map) : NULL, *dict_type = type ? tg_py.PyObject_Type(mods) : NULL;
     PyObject *it = type && type == dict_type ? tg_py.PyObject_GetIter(map) : NULL;
     for (PyObject *key; it && (key = tg_py.PyIter_Next(it));) {
@@ -248,14 +272,13 @@ static void add_finder_mapping(const char *module, size_t len)
         tg_py.Py_DecRef(type);
     if (dict_type)
         tg_py.Py_DecRef(dict_type);
-    if (map)
-        tg_py.Py_DecRef(map);
+    if (ns)
+        tg_py.Py_DecRef(ns);
     tg_py_drop_error();
 }
 
-/* A source root an editable install puts on sys.path: its packages and
- * modules of the distribution's names, or the whole root when no name is
- * known (add_lib_one keeps it only below the program's folder). */
+/* A source root an editable install puts on sys.path: the packages and
+ * modules there of the distribution's top-level names. */
 static void add_root(const char *root, const struct names *nm)
 {
     char path[TG_PP_PATH];
@@ -265,8 +288,6 @@ static void add_root(const char *root, const struct names *nm)
         if (join(path, sizeof path, root, nm->s[i], strlen(nm->s[i]), ".py"))
             add_lib(path);
     }
-    if (nm->n == 0)
-        add_lib(root);
 }
 
 /* The .pth files an editable distribution's RECORD lists (relative to the
@@ -328,9 +349,10 @@ static void add_record_tops(const char *site)
             *next++ = '\0';
         size_t n = strcspn(l, "/,");
         int folder = l[n] == '/';
-        if (n == 0 || (folder && n == 2 && strncmp(l, "..", 2) == 0) || (folder && n == 11 && strncmp(l, "__pycache__", 11) == 0) ||
-            (n > 10 && strncmp(l + n - 10, ".dist-info", 10) == 0))
+        if (n == 0 || (n > 10 && strncmp(l + n - 10, ".dist-info", 10) == 0))
             continue;
+        if (folder && ((n == 2 && strncmp(l, "..", 2) == 0) || (n == 11 && strncmp(l, "__pycache__", 11) == 0)))
+            continue; /* outside the folder (scripts), or compiled files */
         if (!folder && !(n > 3 && strncmp(l + n - 3, ".py", 3) == 0))
             continue; /* a file at the top that is no module */
         if (join(path, sizeof path, site, l, n, ""))
@@ -405,15 +427,17 @@ static void find_program(void)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
     PyObject *main = mods ? tg_py.PyDict_GetItemString(mods, "__main__") : NULL; /* borrowed */
+    PyObject *ns = module_dict(main);
+    PyObject *spec = ns ? tg_py.PyDict_GetItemString(ns, "__spec__") : NULL; /* borrowed */
+    PyObject *path = ns ? tg_py.PyDict_GetItemString(ns, "__file__") : NULL; /* borrowed */
+    const char *f = path ? tg_py.PyUnicode_AsUTF8(path) : NULL;
     char file[TG_PP_PATH], spec_name[16], dir[TG_PP_PATH];
-    file[0] = spec_name[0] = '\0';
-    if (main) {
-        PyObject *spec = tg_py.PyObject_GetAttrString(main, "__spec__");
-        tg_py_attr_str(spec, "name", spec_name, sizeof spec_name); /* None for a script */
-        if (spec)
-            tg_py.Py_DecRef(spec);
-        tg_py_attr_str(main, "__file__", file, sizeof file);
-    }
+    file[0] = '\0';
+    if (f && strlen(f) < sizeof file)
+        strcpy(file, f);
+    tg_py_attr_str(spec && spec != tg_py.none ? spec : NULL, "name", spec_name, sizeof spec_name);
+    if (ns)
+        tg_py.Py_DecRef(ns);
     tg_py_drop_error();
     int script = !spec_name[0] || strcmp(spec_name, "__main__") == 0;
     if (file[0] && script && absolute(file, dir, sizeof dir)) {

@@ -8,11 +8,12 @@
  * a folder on sys.path below the program's folder (`pip install --target`),
  * and the source folders an editable install (direct_url.json
  * "dir_info": {"editable": true}) maps: the paths its .pth files put on
- * sys.path, taken with the distribution's top-level names (top_level.txt,
- * else its own name), and the MAPPING of the finder module those .pth files
- * import (setuptools).  A file outside the program's folder (a source
- * folder on PYTHONPATH elsewhere, site-packages, the standard library) is
- * never the program's.
+ * sys.path and its project folder (direct_url.json's "url", and its src/),
+ * taken with the distribution's top-level names (top_level.txt, else its
+ * own name), and the MAPPING of the finder module those .pth files import
+ * (setuptools).  A file outside the program's folder (a source folder on
+ * PYTHONPATH elsewhere, site-packages, the standard library) is never the
+ * program's.
  *
  * The facts (the program's folder, the distributions' folders) are read
  * once per process, at the first report, with C calls and file reads only:
