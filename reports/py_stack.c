@@ -2,6 +2,7 @@
 #include "reports/py_stack.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "reports/py_program.h"
 #include "reports/stack_fold.h"
 
 #include <string.h>
@@ -30,6 +31,8 @@ static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
     /* co_qualname (3.11+) says Autotuner.run rather than run. */
     PyObject *name = code ? tg_py.PyObject_GetAttrString(code, tg_py.minor >= 11 ? "co_qualname" : "co_name") : NULL;
     copy_str(f->file, sizeof f->file, file);
+    const char *full = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
+    tg_py_program_note(full, f->file); /* once per file name */
     copy_str(f->func, sizeof f->func, name);
     f->line = tg_py.PyFrame_GetLineNumber(frame);
     if (file)

@@ -9,7 +9,9 @@
 /* Frames of the calling thread (tstate NULL) or of another thread whose
  * PyThreadState is given (that thread must be blocked with the GIL released,
  * which is the case for a thread inside a tuner while another thread runs).
- * Most recent call first.  Sets v->npy and v->py_truncated. */
+ * Most recent call first.  Sets v->npy and v->py_truncated.  Each file
+ * name not seen before is decided the program's or not, once
+ * (reports/py_program.h). */
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate);
 
 /* Once, before any report (GIL held): tells the text report's frame

@@ -4,6 +4,7 @@
 #include "reports/mixed_stack.h"
 #include "reports/report_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* A stack longer than this has its library runs folded too. */
@@ -60,16 +61,65 @@ static int is_tuner_file(const struct tg_report *r, const char *f, size_t len)
     return has(f, len, "triton/runtime/") || has(f, len, "triton/testing.py") || has(f, len, "torch/cuda/");
 }
 
-enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *fr)
+/* The verdicts of reports/py_program.c, one per file name: the name's
+ * hash with its low bit saying "the program's"; 0 is a free slot.  Written
+ * at capture (GIL held, one writer at a time), read by the writers: one
+ * atomic word per slot, so a reader sees a whole verdict or none. */
+#define TG_FILE_SLOTS 4096
+static uint64_t file_verdict[TG_FILE_SLOTS];
+
+static uint64_t file_hash(const char *f, size_t len)
 {
-    const char *f = fr->file;
-    size_t len = strnlen(f, sizeof fr->file);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)f[i]) * 1099511628211ull;
+    return (h | 2) & ~(uint64_t)1; /* never 0, the low bit free */
+}
+
+static uint64_t *verdict_slot(uint64_t h)
+{
+    unsigned s = (unsigned)(h >> 40) & (TG_FILE_SLOTS - 1);
+    for (int probe = 0; probe < 32; probe++, s = (s + 1) & (TG_FILE_SLOTS - 1)) {
+        uint64_t v = __atomic_load_n(&file_verdict[s], __ATOMIC_ACQUIRE);
+        if (v == 0 || (v & ~(uint64_t)1) == h)
+            return &file_verdict[s];
+    }
+    return NULL; /* that stretch is full: undecided */
+}
+
+void tg_stack_set_file_program(const char *file, int program)
+{
+    uint64_t h = file_hash(file, strnlen(file, TG_FILE_NAME_MAX));
+    uint64_t *slot = verdict_slot(h);
+    if (slot)
+        __atomic_store_n(slot, h | (program ? 1 : 0), __ATOMIC_RELEASE);
+}
+
+static int file_program(const char *f, size_t len)
+{
+    uint64_t h = file_hash(f, len);
+    uint64_t *slot = verdict_slot(h);
+    uint64_t v = slot ? __atomic_load_n(slot, __ATOMIC_ACQUIRE) : 0;
+    return v == 0 ? -1 : (int)(v & 1);
+}
+
+int tg_stack_file_program(const char *file)
+{
+    return file_program(file, strnlen(file, TG_FILE_NAME_MAX));
+}
+
+void tg_stack_forget_files(void)
+{
+    memset(file_verdict, 0, sizeof file_verdict);
+}
+
+/* The class of a file by its path alone: no tuner, no verdict. */
+static enum tg_frame_class path_class(const char *f, size_t len)
+{
     if (len >= 17 && memcmp(f, "<frozen importlib", 17) == 0)
         return TG_FC_IMPORT;
     if (len && f[0] == '<')
         return memcmp(f, "<frozen ", len < 8 ? len : 8) == 0 ? TG_FC_STDLIB : TG_FC_LIBRARY;
-    if (is_tuner_file(r, f, len))
-        return TG_FC_TUNER;
     if (has(f, len, "/site-packages/") || has(f, len, "/dist-packages/"))
         return TG_FC_LIBRARY;
     int std = stdlib_len ? len > stdlib_len && memcmp(f, stdlib_dir, stdlib_len) == 0
@@ -77,6 +127,23 @@ enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py
     if (std)
         return has(f, len, "/importlib/") ? TG_FC_IMPORT : TG_FC_STDLIB;
     return TG_FC_PROGRAM;
+}
+
+int tg_stack_maybe_program(const char *file)
+{
+    return path_class(file, strnlen(file, TG_FILE_NAME_MAX)) == TG_FC_PROGRAM;
+}
+
+enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *fr)
+{
+    const char *f = fr->file;
+    size_t len = strnlen(f, sizeof fr->file);
+    if (!(len && f[0] == '<') && is_tuner_file(r, f, len))
+        return TG_FC_TUNER;
+    enum tg_frame_class c = path_class(f, len);
+    if (c == TG_FC_PROGRAM && file_program(f, len) == 0)
+        return TG_FC_LIBRARY; /* outside the program's folder, or a distribution's */
+    return c;
 }
 
 /* v's first program frame below its tuner's frames; with anywhere, else

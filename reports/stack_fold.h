@@ -6,7 +6,8 @@
  * frames as one line, never the program's or the tuner's frames, never the
  * innermost frames or the thread's start.  The JSON Lines record keeps every
  * frame.  Pure functions over the report plus the standard library's
- * directory: no allocation, no I/O, async-signal-safe. */
+ * directory and the verdicts on file names below: no allocation, no I/O,
+ * async-signal-safe. */
 #ifndef TG_STACK_FOLD_H
 #define TG_STACK_FOLD_H
 
@@ -26,7 +27,26 @@ enum tg_frame_class {
  * site-packages counts as the standard library. */
 void tg_stack_set_stdlib(const char *dir);
 
+/* A file the path rules above call the program's (anything else not in
+ * site-packages, dist-packages, the standard library or a "<...>" name) is
+ * the program's unless a verdict says otherwise: reports/py_program.c
+ * decides at capture, once per file name, whether it lies in the program's
+ * folder and outside every installed distribution.  Without a verdict (a
+ * report built by hand, a process whose program folder is unknown) it is
+ * the program's. */
 enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *f);
+
+/* Verdicts, by file name as a report frame stores it (at most
+ * TG_FILE_NAME_MAX bytes are read).  set: GIL held, one writer at a time;
+ * get: 1 the program's, 0 not, -1 undecided (async-signal-safe);
+ * tg_stack_maybe_program: whether the path rules alone call the file the
+ * program's (only those need a verdict); forget: every verdict (unit
+ * tests). */
+#define TG_FILE_NAME_MAX 200
+void tg_stack_set_file_program(const char *file, int program);
+int tg_stack_file_program(const char *file);
+int tg_stack_maybe_program(const char *file);
+void tg_stack_forget_files(void);
 
 /* The first frame of v (most recent first) in the program's own code,
  * searched below the tuner's outermost frame when it has one; -1 if none. */

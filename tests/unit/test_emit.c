@@ -353,3 +353,81 @@ Test(emit, nested_call_site_at_entry_is_the_hook, .init = setup)
     i = tg_site_frame(&r, e);
     cr_assert(i >= 0 && e->py[i].line == 33, "deep inside: below the outermost tuner frame, got frame %d", i);
 }
+
+/* A thread whose race is seen at its return (its call on a tuned key left
+ * the tuner while another thread benchmarked in it), the call made from a
+ * hook of the program's that an outer tuner ran: its stack is its caller's,
+ * as at entry, and still holds the outer tuner's frames and the program's
+ * hook they called.  Its call site is the hook's line, below the run of
+ * tuner frames the call ends in, as at entry; not the outer kernel's call
+ * below the outermost tuner frame, the rule for a stack taken deep inside. */
+Test(emit, nested_call_site_at_return_is_the_hook, .init = setup)
+{
+    fx_race_high(&r);
+    struct tg_thread_view *in = &r.inside;
+    in->npy = 0;
+    fx_py(in, "<lambda>", "/usr/lib/python3/site-packages/triton/runtime/jit.py", 390);
+    fx_py(in, "init_out", "/home/me/prog.py", 22);
+    fx_py(in, "helper", "/usr/lib/python3/site-packages/fla/utils.py", 7);
+    fx_py(in, "_bench", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 143);
+    fx_py(in, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+    fx_py(in, "<lambda>", "/usr/lib/python3/site-packages/triton/runtime/jit.py", 390);
+    fx_py(in, "main", "/home/me/prog.py", 33);
+    snprintf(in->native_where, sizeof in->native_where, "at return");
+    int i = tg_site_frame(&r, in);
+    cr_assert(i >= 0 && in->py[i].line == 22, "at return: the hook's line, as at entry, got frame %d", i);
+    r.seen_at_exit = 1;
+    r.entering = *in;
+    snprintf(r.entering.native_where, sizeof r.entering.native_where, "at return");
+    i = tg_summary_frame(&r);
+    cr_assert(i >= 0 && r.entering.py[i].line == 22, "the SUMMARY line names the hook's line, got frame %d", i);
+}
+
+/* A kernel library outside the program's folder (a source folder on
+ * PYTHONPATH, an editable install): reports/py_program.c's verdict says its
+ * files are not the program's.  The call site is then the program's line
+ * below the library, and kernels reached through different library lines
+ * from that one line are one prevented race; without the verdict the
+ * library's line is the call site, one report per kernel. */
+static void from_source_library(struct tg_report *rr, int k)
+{
+    fx_race_high(rr);
+    rr->serialized = 1;
+    rr->instance += 0x100 * (uintptr_t)(1 + k);
+    snprintf(rr->kernel, sizeof rr->kernel, "kernel_%d", k);
+    for (int t = 0; t < 2; t++) {
+        struct tg_thread_view *v = t ? &rr->inside : &rr->entering;
+        v->npy = 0;
+        if (t)
+            fx_py(v, "run", "/usr/lib/python3/site-packages/triton/runtime/autotuner.py", 171);
+        fx_py(v, "norm", "/src/fla/modules/layernorm.py", 500 + k);
+        fx_py(v, "forward", "/src/fla/models/model.py", 210);
+        fx_py(v, "step", "/home/me/train.py", 41);
+        fx_py(v, "run", "/usr/lib/python3.11/threading.py", 975);
+    }
+}
+
+Test(emit, source_library_is_no_call_site, .init = setup)
+{
+    enum tg_emit_status st;
+    from_source_library(&r, 0);
+    cr_assert_eq(tg_frame_class(&r, &r.entering.py[0]), TG_FC_PROGRAM, "no verdict: the path rules alone");
+    tg_stack_set_file_program("/src/fla/modules/layernorm.py", 0);
+    tg_stack_set_file_program("/src/fla/models/model.py", 0);
+    tg_stack_set_file_program("/home/me/train.py", 1);
+    cr_assert_eq(tg_stack_file_program("/src/fla/models/model.py"), 0);
+    cr_assert_eq(tg_stack_file_program("/home/me/train.py"), 1);
+    cr_assert_eq(tg_stack_file_program("/home/me/other.py"), -1);
+    cr_assert_eq(tg_frame_class(&r, &r.entering.py[0]), TG_FC_LIBRARY);
+    cr_assert_eq(tg_frame_class(&r, &r.entering.py[2]), TG_FC_PROGRAM);
+    int i = tg_site_frame(&r, &r.entering);
+    cr_assert(i == 2, "the program's line below the library, got frame %d", i);
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    for (int k = 1; k < 10; k++) {
+        from_source_library(&r, k);
+        cr_assert_eq(tg_emit(&r, &st), 0, "kernel_%d: the same call sites", k);
+    }
+    tg_stack_forget_files();
+    from_source_library(&r, 10);
+    cr_assert_eq(tg_emit(&r, &st), 2, "without the verdicts: the library's line, a report of its own");
+}
