@@ -1931,6 +1931,48 @@ def check_distinct_races_reported(ctx):
     expect(re.search(r"^tunerguard: 2 races reported", res.err, re.M), "summary", res)
 
 
+def check_new_tuner_every_call_is_one_bug(ctx):
+    # A program that builds its tuner inside the function it calls: a new
+    # Autotuner (all kept alive: thirty addresses) for one kernel, raced at
+    # one pair of call sites, is one bug: one report, thirty seen.  Fails if
+    # the dedupe key holds the instance.
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        keep = []
+        def step():
+            tuner = Autotuner(my_kernel)
+            keep.append(tuner)
+            race_once(tuner)
+        for i in range(30):
+            step()
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 1, "thirty tuner objects, one report", res)
+    expect(re.search(r"^tunerguard: 1 race reported \(30 seen\)", res.err, re.M), "summary: 1 of 30 seen", res)
+
+
+def check_report_cap(ctx):
+    # report_cap=2: five kernels raced, two reports written, the exit line
+    # counts the other three.
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        def kernel(name):
+            def k(*a, **kw): return "ok"
+            k.__name__ = k.__qualname__ = name
+            return k
+        for i in range(5):
+            race_once(Autotuner(kernel("kernel_%d" % i)))
+        print("DONE")
+    ''', options=opts(report_cap=2))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 2, "two reports written", res)
+    expect(re.search(r"^tunerguard: 2 races reported \(5 seen\); 3 more reports not written \(report_cap=2\)",
+                     res.err, re.M), "the exit line counts the rest", res)
+
+
 def check_distinct_call_sites_reported(ctx):
     # One tuner, the same thread inside at the same place, the entering thread
     # calling it from two lines: two races (each call site is its own bug),
@@ -2782,7 +2824,7 @@ CHECKS = {
     "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
-              check_distinct_call_sites_reported],
+              check_distinct_call_sites_reported, check_new_tuner_every_call_is_one_bug, check_report_cap],
     "fork": [check_fork, check_fork_child_after_race],
     "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
