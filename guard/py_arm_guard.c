@@ -626,6 +626,8 @@ void tg__arm_exit_summary_core(void)
         tg_guard_contended(kernels, sizeof kernels);
         ADD("; %llu call%s serialized, waited %.3f s in total", (unsigned long long)s.waits,
             s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9);
+        if (s.still_waiting)
+            ADD(" (%llu still waiting at exit)", (unsigned long long)s.still_waiting);
         if (kernels[0])
             ADD(" (contended: %s)", kernels);
     }

@@ -2731,6 +2731,45 @@ def check_exit_line_one_count_per_call(ctx):
     expect(line and "; 1 call serialized, waited " in line[-1], "one call serialized", res)
 
 
+# serialize: a wait still going when the program exits (a daemon thread
+# waits for a tuner a daemon holder never leaves).  The main thread sees the
+# wait begin (the serialize_wait audit event: the turn's), then lets 0.3 s
+# pass and returns.  The exit line counts the call and its time so far, at
+# least those 0.3 s, and says one is still waiting.  Broken, it said nothing
+# of that call ("waited 0.000 s", or no line at all).
+STILL_WAITING_PROG = """
+    import time
+    from triton.runtime.autotuner import Autotuner
+    inside, never, waiting = threading.Event(), threading.Event(), threading.Event()
+    began = []
+    _wait_callbacks.append(lambda: (began.append(time.monotonic()), waiting.set()))
+    def hook(t, tag, *rest):
+        if tag == "holder":
+            inside.set()
+            never.wait(60)
+    tuner = Autotuner(my_kernel, hook)
+    threading.Thread(target=tuner.run, args=("holder",), name="holder", daemon=True).start()
+    inside.wait()
+    threading.Thread(target=tuner.run, args=("waiter",), name="waiter", daemon=True).start()
+    assert waiting.wait(20)
+    threading.Event().wait(0.3)
+    print("WAITED AT LEAST %.3f" % (time.monotonic() - began[0]), flush=True)
+"""
+
+
+def check_exit_line_counts_wait_in_progress(ctx):
+    """serialize: a wait not over at exit is in the exit line's count and
+    total."""
+    res = ctx.run_py(STILL_WAITING_PROG, options=opts(mode="serialize"))
+    m = re.search(r"WAITED AT LEAST ([0-9.]+)", res.out)
+    expect(res.rc == 0 and m, "the waiter began waiting, the program ended", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    w = re.search(r"(\d+) calls? serialized, waited ([0-9.]+) s in total \(1 still waiting at exit\)",
+                  line[-1] if line else "")
+    expect(w and int(w.group(1)) == 1 and float(w.group(2)) >= float(m.group(1)) - 0.002,
+           "the wait still going is counted, its time so far included", res)
+
+
 # Ten threads inside one tuner at once, more than its entry has occupant
 # slots (8): each parks in its benchmark until all ten are in, then each
 # raises TypeError in the tuner's own code.  Every one of them raced, so
@@ -2834,7 +2873,8 @@ CHECKS = {
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
-                 check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
+                 check_exit_line_one_count_per_call, check_exit_line_counts_wait_in_progress,
+                 check_exception_linked_past_occupant_slots,
                  check_exception_every_cleared_call_linked],
 }
 
