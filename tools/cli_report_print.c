@@ -7,21 +7,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-/* S escaped for a terminal (cli_buf_put_esc); "" for NULL.  The text stays
+/* S escaped for a terminal (cli_buf_put_esc); "" for NULL.  A "\\xNN" in S
+ * stays as it is: the reports write a byte that is not UTF-8 (a folder named
+ * in another encoding) so, and the text report shows it so.  The text stays
  * valid until eight more calls have been made (a ring of buffers, freed by
  * esc_free), which is enough for one line of output. */
 static struct cli_buf esc_ring[8];
 static unsigned esc_next;
 
+static int is_byte_escape(const char *p)
+{
+    return p[0] == '\\' && p[1] == 'x' && isxdigit((unsigned char)p[2]) && isxdigit((unsigned char)p[3]);
+}
+
 static const char *esc(const char *s)
 {
     struct cli_buf *b = &esc_ring[esc_next++ % 8];
     b->len = 0;
-    cli_buf_put_esc(b, s ? s : "", s ? strlen(s) : 0);
+    const char *from = s ? s : "";
+    for (const char *p = from; *p; p++) {
+        if (!is_byte_escape(p))
+            continue;
+        cli_buf_put_esc(b, from, (size_t)(p - from));
+        cli_buf_add(b, p, 4);
+        from = p + 4;
+        p += 3;
+    }
+    cli_buf_put_esc(b, from, strlen(from));
     cli_buf_add(b, "", 0);
     return b->s;
 }

@@ -1973,6 +1973,40 @@ def check_report_cap(ctx):
                      res.err, re.M), "the exit line counts the rest", res)
 
 
+def check_non_utf8_folder_escaped(ctx):
+    # A program under a folder whose name is not UTF-8 (byte 0xff): its file
+    # names read "run\\xff/prog.py" in the text report (the frames, the
+    # summary, "What to do"), in the JSON Lines (valid JSON, the same four
+    # characters) and in `tunerguard report`; never "?".
+    tmp = ctx.tmpdir()
+    folder = os.path.join(os.fsencode(tmp), b"run\xff")
+    os.mkdir(folder)
+    prog = os.path.join(folder, b"prog.py")
+    with open(prog, "w") as f:
+        f.write(prelude())
+        f.write(textwrap.dedent('''
+            from triton.runtime.autotuner import Autotuner
+            race_once(Autotuner(my_kernel))
+            print("DONE")
+        '''))
+    res = ctx.run_argv([ctx.python, prog], opts(), cwd=tmp)
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    shown = "run\\xff/prog.py:"
+    expect(("  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or call " in text
+            and text.count(shown) >= 3 and "?:" not in text), "the text report shows the byte as \\xff", res)
+    objs = jsonl_lines(res)
+    files = [fr["file"] for fr in objs[0]["entering"]["python"]]
+    expect(any(f.endswith("run\\xff/prog.py") for f in files) and "?" not in files,
+           "the JSON frame's file has the same four characters", res)
+    cli = os.path.join(os.path.dirname(ctx.lib), "tunerguard")
+    if os.access(cli, os.X_OK):
+        rep = subprocess.run([cli, "report", res.files("tg.*.jsonl")[0]], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=ctx.env(preload=False))
+        out = rep.stdout.decode(errors="replace")
+        expect(shown in out and "?:" not in out, "tunerguard report shows it too:\n" + out, res)
+
+
 def check_distinct_call_sites_reported(ctx):
     # One tuner, the same thread inside at the same place, the entering thread
     # calling it from two lines: two races (each call site is its own bug),
@@ -2863,7 +2897,8 @@ CHECKS = {
     "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
-              check_distinct_call_sites_reported, check_new_tuner_every_call_is_one_bug, check_report_cap],
+              check_distinct_call_sites_reported, check_new_tuner_every_call_is_one_bug, check_report_cap,
+              check_non_utf8_folder_escaped],
     "fork": [check_fork, check_fork_child_after_race],
     "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,

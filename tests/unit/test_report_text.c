@@ -300,3 +300,20 @@ Test(report_text, unknown_device_in_words)
     cr_assert(!strstr(out, "device -1"), "%s", out);
     free(out);
 }
+
+/* A file under a folder named in another encoding: its bytes that are not
+ * UTF-8 read \xNN wherever the file is named (the frames, the summary, "What
+ * to do"); UTF-8 characters stay as they are. */
+Test(report_text, bytes_not_utf8_as_hex)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    snprintf(r.entering.py[2].file, sizeof r.entering.py[2].file, "/srv/caf\xe9-\xc3\xa9/model.py");
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or call "
+                          "/srv/caf\\xe9-\xc3\xa9/model.py:88 once"), "%s", out);
+    cr_assert(!strstr(out, "caf\xe9"), "%s", out);
+    free(out);
+}
