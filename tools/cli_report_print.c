@@ -76,8 +76,44 @@ static size_t distinct(const struct state *st, const char *kernel, int which, lo
     return n;
 }
 
+/* The text summary lists this many numbers (pids, ranks) in full; more are
+ * summed up (put_longs_summary). */
+#define TG_LONGS_LISTED 8
+
+/* N sorted distinct numbers, more than TG_LONGS_LISTED, in one short line:
+ * their count, then their runs of consecutive numbers ("100-1099") when
+ * there are few, else the first three and the last two
+ * ("10000 (20305 20523 20600 ... 40110 40111)"). */
+static void put_longs_summary(struct cli_buf *b, const long *v, size_t n)
+{
+    size_t runs = 1;
+    for (size_t i = 1; i < n; i++)
+        runs += v[i] != v[i - 1] + 1;
+    cli_buf_printf(b, "%zu (", n);
+    if (runs <= TG_LONGS_LISTED / 2) {
+        for (size_t i = 0; i < n;) {
+            size_t k = i; /* the run v[i..k] */
+            while (k + 1 < n && v[k + 1] == v[k] + 1)
+                k++;
+            cli_buf_printf(b, "%s%ld", i ? " " : "", v[i]);
+            if (k > i)
+                cli_buf_printf(b, "-%ld", v[k]);
+            i = k + 1;
+        }
+    } else {
+        cli_buf_printf(b, "%ld %ld %ld ... %ld %ld", v[0], v[1], v[2], v[n - 2], v[n - 1]);
+    }
+    cli_buf_puts(b, ")");
+}
+
+/* Numbers as a JSON array, or for the text summary separated by spaces
+ * ("-" for none; past TG_LONGS_LISTED summed up). */
 static void put_longs(struct cli_buf *b, const long *v, size_t n, int json)
 {
+    if (!json && n > TG_LONGS_LISTED) {
+        put_longs_summary(b, v, n);
+        return;
+    }
     if (json)
         cli_buf_puts(b, "[");
     for (size_t i = 0; i < n; i++)
