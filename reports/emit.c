@@ -241,11 +241,10 @@ static void halt_if(const struct tg_report *r, const struct tg_report_kind_info 
  * report_cap, is one).  Under dedup_mu; called once per slot taken. */
 static int kernel_named_before(const struct dedup_slot *self, const char *k)
 {
-    int n = 0;
-    for (unsigned i = 0; i < TG_DEDUP_SLOTS; i++)
-        if (&dedup[i] != self && dedup[i].h && dedup[i].kind == TG_REPORT_INTERFERENCE && strcmp(dedup[i].kernel, k) == 0)
-            n++;
-    return n > 0;
+    for (const struct dedup_slot *d = dedup; d < dedup + TG_DEDUP_SLOTS; d++)
+        if (d != self && d->h && d->kind == TG_REPORT_INTERFERENCE && strcmp(d->kernel, k) == 0)
+            return 1;
+    return 0;
 }
 
 uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
