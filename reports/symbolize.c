@@ -193,11 +193,11 @@ char *tg_native_symbolize(void *addr, char *buf, size_t len)
 
 /* name (a field of len bytes) demangled in place, the name as it was into
  * mangled (as long): where it is a C++ name and the process can demangle
- * (reports/demangle.h); mangled "" otherwise. */
+ * (reports/demangle.h); both left as they are otherwise (mangled "" from
+ * capture, or the name kept by an earlier call). */
 static void demangle_field(char *name, char *mangled, size_t len)
 {
     char out[512];
-    mangled[0] = '\0';
     if (!tg_demangle(name, len, out, sizeof out))
         return;
     memcpy(mangled, name, len);
