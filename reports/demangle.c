@@ -27,6 +27,8 @@ static demangle_fn lookup_locked(void)
         if (h) /* kept open: the pointer stays good */
             found = (demangle_fn)tg_real_sym(h, "__cxa_demangle");
     }
+    if (!found)
+        (void)dlerror(); /* the failed look-ups leave the program no message of ours */
     return found;
 }
 
