@@ -33,7 +33,7 @@ static void (*halt_fn)(void); /* written at activation */
  * scenario gave 21 reports that differed only there.  A slot keeps the seq
  * of the report written and the repeats, written at exit as one "repeats"
  * record each (tg_emit_flush_repeats).  A tuning under load is one report
- * per tuner and kernel, whatever the call sites: 4 to 8 benchmarks of one
+ * per tuner class and kernel, whatever the call sites: 4 to 8 benchmarks of one
  * kernel are timed under load where one is.  Under dedup_mu: interference
  * reports come without the report lock. */
 #define TG_DEDUP_SLOTS 1024

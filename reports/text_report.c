@@ -713,8 +713,8 @@ static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_str(w, " of this process repeated ");
     tg_w_u64(w, r->repeats);
     tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
-    tg_w_str(w, " for the same bug (the same tuner and call sites into it; an exception: the same race);\n"
-                "  not written again (verbosity=2 writes each occurrence).\n");
+    tg_w_str(w, " for the same bug (the same kernel, tuner class and call sites into it; an exception: the same"
+                " race);\n  not written again (verbosity=2 writes each occurrence).\n");
     summary(w, r, k->what);
 }
 
