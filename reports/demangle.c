@@ -72,11 +72,12 @@ int tg_demangle_frame(const char *sym, size_t max, char *out, size_t len)
     size_t end = 0; /* NAME ends at its "+0x" offset, or at " (" without one */
     while (end < n && sym[end] != '+' && sym[end] != ' ')
         end++;
-    if (!tg_demangle(sym, end, out, len))
+    size_t rest = n - end;
+    if (rest + 4 > len || !tg_demangle(sym, end, out, len - rest))
         return 0;
-    size_t k = strlen(out), rest = n - end;
-    if (rest > len - 1 - k)
-        rest = len - 1 - k;
+    size_t k = strlen(out);
+    if (k == len - rest - 1 && k >= 3) /* cut to fit: the offset and module kept whole */
+        memcpy(out + k - 3, "...", 3);
     memcpy(out + k, sym + end, rest);
     out[k + rest] = '\0';
     return 1;

@@ -19,7 +19,8 @@ int tg_demangle(const char *name, size_t max, char *out, size_t len);
 
 /* A symbolized native frame ("NAME+0xOFF (module+0xOFF)", reports/report.h)
  * with NAME demangled (tg_demangle), the rest as it is, into out: 1; 0 and
- * out untouched when NAME is not demangled. */
+ * out untouched when NAME is not demangled.  A name too long for out is cut,
+ * ending in "...": the offset and module stay whole. */
 int tg_demangle_frame(const char *sym, size_t max, char *out, size_t len);
 
 #endif

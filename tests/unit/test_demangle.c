@@ -103,4 +103,7 @@ Test(demangle, other_names_untouched)
                                    sizeof out), 1);
     cr_assert_str_eq(out, "std::thread::hardware_concurrency()+0x1 (libstdc++.so.6+0xd9a31)");
     cr_assert_eq(tg_demangle_frame("?? (libc.so.6+0x9cb84)", 160, out, sizeof out), 0);
+    /* too long for out: the name cut, the offset and module whole */
+    cr_assert_eq(tg_demangle_frame(GATHER "+0x1c (libtorch_cuda.so+0x1a2b3c)", 160, out, 80), 1);
+    cr_assert_str_eq(out, "void at::native::vectorized_gather_kernel<1...+0x1c (libtorch_cuda.so+0x1a2b3c)");
 }
