@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -190,7 +191,8 @@ def cell(variant, n, phase, workdir):
         res = {"ok": False, "errors": [p.stderr.strip()[-400:]], "backend": a.backend, "threads": n, "phase": phase}
     res["variant"] = variant
     res["rc"] = p.returncode
-    summary = [ln for ln in p.stderr.splitlines() if ln.startswith("tunerguard: ") and "races reported" in ln]
+    summary = [ln for ln in p.stderr.splitlines() if ln.startswith("tunerguard: ") and
+               re.search(r"races? reported|prevented by serialize|calls? serialized|on already tuned keys", ln)]
     if summary:  # the exit summary: waits and overlaps
         res["summary"] = summary[-1]
     if p.returncode != 0 or not res.get("ok"):

@@ -19,6 +19,7 @@
 #define TG_REPORT_SCHEMA_VERSION 1
 #define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
 #define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
+#define TG_MANGLED_LEN 128     /* the mangled C++ name of one native frame, NUL included */
 
 struct tg_py_frame {
     char file[200];
@@ -43,7 +44,9 @@ struct tg_thread_view {
     int has_cuda;              /* cuda is valid */
     struct tg_cuda_call cuda;  /* last GIL-releasing CUDA call */
     char cuda_fn[48];          /* its driver function name */
-    char cuda_kernel[128];     /* kernel name, "" if none or unknown */
+    char cuda_kernel[128];     /* kernel name, "" if none or unknown; a C++ name
+                                  demangled by tg_report_symbolize() */
+    char cuda_kernel_mangled[128]; /* ... and then as the binary has it; "" if not demangled */
     int has_entry_device;      /* !has_cuda, and entry_device is known */
     int entry_device;          /* the thread made no CUDA call yet: its current
                                   device when it entered the tuner */
@@ -62,6 +65,10 @@ struct tg_thread_view {
      * no debug info).  A path too long keeps its end, prefixed "...". */
     char native_file[TG_MAX_NATIVE_FRAMES][TG_SRC_LEN];
     int native_line[TG_MAX_NATIVE_FRAMES];
+    /* A C++ function name of native_sym[i], demangled there by
+     * tg_report_symbolize(): the name as the binary has it ("_ZN..."); ""
+     * when native_sym[i] was not demangled. */
+    char native_mangled[TG_MAX_NATIVE_FRAMES][TG_MANGLED_LEN];
 };
 
 /* The kinds, one row each in core/report_kinds.inc. */
@@ -110,13 +117,16 @@ struct tg_itf_report {
     int device;                /* device benchmarked on */
     uint64_t foreign;          /* kernels other threads launched on it meanwhile */
     uint64_t own;              /* the benchmarking thread's own launches there */
-    char cuda_kernel[128];     /* CUDA name of the kernel benchmarked, "" if unknown */
+    char cuda_kernel[128];     /* CUDA name of the kernel benchmarked, "" if unknown
+                                  (demangled: as the view's cuda_kernel) */
+    char cuda_kernel_mangled[128];
     char best_config[200];     /* str() of the tuner's best_config after the session, "" if none */
     int nfrom;                 /* entries in from[] (a sample: at most TG_ITF_REPORT_FROM) */
     struct {
         pid_t tid;             /* a launching thread */
         uint64_t func;         /* CUfunction / CUkernel / CUgraphExec it launched */
-        char kernel[96];       /* its name, "" if unknown */
+        char kernel[96];       /* its name, "" if unknown (demangled, as cuda_kernel) */
+        char kernel_mangled[96];
     } from[TG_ITF_REPORT_FROM];
     /* cupti=1 (docs/cupti.md): the verdict came from GPU intervals */
     int gpu;                   /* 1: the fields below are valid */
@@ -129,7 +139,8 @@ struct tg_itf_report {
         uint32_t stream;       /* CUPTI stream id */
         uint32_t count;        /* kernels of that name/thread/stream that overlapped */
         uint64_t overlap_ns;   /* their overlap */
-        char kernel[96];
+        char kernel[96];       /* demangled, as cuda_kernel */
+        char kernel_mangled[96];
     } gpu_by[TG_ITF_REPORT_FROM];
 };
 

@@ -626,6 +626,8 @@ void tg__arm_exit_summary_core(void)
         tg_guard_contended(kernels, sizeof kernels);
         ADD("; %llu call%s serialized, waited %.3f s in total", (unsigned long long)s.waits,
             s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9);
+        if (s.still_waiting)
+            ADD(" (%llu still waiting at exit)", (unsigned long long)s.still_waiting);
         if (kernels[0])
             ADD(" (contended: %s)", kernels);
     }
@@ -639,9 +641,14 @@ void tg__arm_exit_summary_core(void)
     if (es->overlaps)
         ADD("; %llu overlap%s on already tuned keys (low severity%s)", (unsigned long long)es->overlaps,
             es->overlaps == 1 ? "" : "s", tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
+    if (es->capped)
+        ADD("; %llu more report%s not written (report_cap=%d)", (unsigned long long)es->capped,
+            es->capped == 1 ? "" : "s", tg_opts.report_cap);
     const char *path = tg_sink_text_path();
     if (path[0] && es->reports)
         ADD("; reports in %s", path);
 #undef ADD
-    tg__warn("%s", line);
+    /* A part that begins "; " when the race part before it had nothing to
+     * say (a serialize run that only prevented races): said first. */
+    tg__warn("%s", strncmp(line, "; ", 2) == 0 ? line + 2 : line);
 }

@@ -40,9 +40,15 @@ int tg_guard_count(void);
 
 /* Counts for the exit summary (the reports' own: reports/emit.h). */
 struct tg_guard_stats {
-    uint64_t waits;        /* serialized calls */
-    uint64_t wait_ns;      /* total time they waited */
+    uint64_t waits;        /* serialized calls: ended waits, and calls still waiting */
+    uint64_t wait_ns;      /* total time they waited, until now for those still waiting */
     int guards;            /* methods guarded */
+    /* Waits begun and not ended (a thread still waiting at exit): how many,
+     * the sum of their start times (CLOCK_MONOTONIC ns), and how many of
+     * them are calls not counted in waits yet.  tg_guard_stats adds them to
+     * waits and wait_ns; still_waiting says how many there were. */
+    uint64_t waiting, waiting_t0_sum, waiting_calls;
+    uint64_t still_waiting;
 };
 void tg_guard_stats(struct tg_guard_stats *out);
 /* In a fork child: forget the parent's counts (the child reports its own). */

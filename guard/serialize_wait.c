@@ -141,6 +141,16 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
         tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (park_until) */
 }
 
+/* A wait of t's begins at t0: until wait_done, the exit line counts it as
+ * one still going (tg_guard_stats).  GIL held. */
+static void wait_begin(struct tg_thread *t, uint64_t t0)
+{
+    tg__gstats.waiting++;
+    tg__gstats.waiting_t0_sum += t0;
+    if (!t->wait_call_counted)
+        tg__gstats.waiting_calls++;
+}
+
 /* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
  * time goes to the exit line's total (and u's, for a tuner), measured to
  * this real end, and the call to its count of serialized calls, unless a
@@ -148,8 +158,12 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
 {
     const uint64_t dt = tg_mono_ns() - t0;
-    if (!t->wait_call_counted)
+    tg__gstats.waiting--;
+    tg__gstats.waiting_t0_sum -= t0;
+    if (!t->wait_call_counted) {
         tg__gstats.waits++;
+        tg__gstats.waiting_calls--;
+    }
     tg__gstats.wait_ns += dt;
     if (u) {
         u->waits++;
@@ -302,6 +316,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const struct tg_occupant *holder = tg_tuner_other(u, t);
     pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
     holder = NULL; /* the audit hooks below are Python code: other threads may run */
+    wait_begin(t, t0);
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Only on contention. */
     t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
@@ -421,6 +436,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     if (tg__turn.waiters == 0)
         turn_slice_start(t0); /* the holder is waited for from now on */
     tg_tuner_wait_push(&tg__turn, t);
+    wait_begin(t, t0);
     pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
     t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);

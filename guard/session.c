@@ -585,4 +585,9 @@ void tg_guard_atfork_child(void)
 void tg_guard_stats(struct tg_guard_stats *out)
 {
     *out = tg__gstats;
+    if (out->waiting) { /* waits not over: their time until now */
+        out->wait_ns += out->waiting * tg_mono_ns() - out->waiting_t0_sum;
+        out->waits += out->waiting_calls;
+        out->still_waiting = out->waiting;
+    }
 }

@@ -23,15 +23,17 @@ static struct tg_emit_stats stats; /* every field updated atomically */
 static void (*halt_fn)(void); /* written at activation */
 
 /* De-duplication of reports of TG_KIND_DEDUP kinds, by what a person calls
- * one bug: the tuner instance and the call sites into it of both threads
- * (the SUMMARY line's frame, reports/report_internal.h), seen_at, and
- * whether a serialize wait prevented it.  Where
+ * one bug: the kernel's name, the tuner's class and the call sites into it
+ * of both threads (the SUMMARY line's frame, reports/report_internal.h),
+ * seen_at, and whether a serialize wait prevented it.  Not the instance: a
+ * program that builds its tuner inside a function makes a new one every
+ * call (one call site gave 11,450 reports of one kernel in 18 s).  Where
  * the thread inside happened to be (torch's synchronize, clear_cache,
  * Event.record, ...) is not part of it: on an H200 one race of the hammer
  * scenario gave 21 reports that differed only there.  A slot keeps the seq
  * of the report written and the repeats, written at exit as one "repeats"
  * record each (tg_emit_flush_repeats).  A tuning under load is one report
- * per tuner and kernel, whatever the call sites: 4 to 8 benchmarks of one
+ * per tuner class and kernel, whatever the call sites: 4 to 8 benchmarks of one
  * kernel are timed under load where one is.  Under dedup_mu: interference
  * reports come without the report lock. */
 #define TG_DEDUP_SLOTS 1024
@@ -163,8 +165,10 @@ static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
         h = site_hash(h * 31, r, &r->inside);
     }
     if (!is_prevented(r)) { /* a prevented race: the call sites alone (others, above) */
-        h ^= (uint64_t)r->instance * 0x9E3779B97F4A7C15ull;
-        for (const char *c = r->kernel; *c; c++) /* the kernel too: an address is reused once freed */
+        for (const char *c = r->tuner_class; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = (h ^ 0xC1A55ull) * 1099511628211ull; /* the class ends here, the kernel begins */
+        for (const char *c = r->kernel; *c; c++)
             h = (h ^ (unsigned char)*c) * 1099511628211ull;
     }
     h |= 1;
@@ -223,6 +227,26 @@ static void halt(void)
     _exit(tg_opts.exitcode >= 0 ? tg_opts.exitcode : 66);
 }
 
+/* The halt after report r of kind k when its kind's option says so (counts:
+ * not a race a wait prevented, unless prevented_is_race=1). */
+static void halt_if(const struct tg_report *r, const struct tg_report_kind_info *k, int counts)
+{
+    if (((k->flags & TG_KIND_HALT_RACE) && tg_opts.halt_on_race && r->high_severity && counts) ||
+        ((k->flags & TG_KIND_HALT_ABORT) && tg_opts.deadlock == TG_DEADLOCK_ABORT))
+        halt();
+}
+
+/* Whether a slot holds an interference report of kernel name k (the exit
+ * line counts kernels by name: one kernel of several tuner classes, or past
+ * report_cap, is one).  Under dedup_mu; called once per slot taken. */
+static int kernel_named_before(const struct dedup_slot *self, const char *k)
+{
+    for (const struct dedup_slot *d = dedup; d < dedup + TG_DEDUP_SLOTS; d++)
+        if (d != self && d->h && d->kind == TG_REPORT_INTERFERENCE && strcmp(d->kernel, k) == 0)
+            return 1;
+    return 0;
+}
+
 uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
 {
     enum tg_emit_status dummy;
@@ -256,6 +280,7 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
     add(&stats.seen[r->kind], 1);
     const int dedupe = (k->flags & TG_KIND_DEDUP) && tg_opts.verbosity < 2; /* verbosity=2: every occurrence */
     struct dedup_slot *d = NULL;
+    int new_kernel = 1; /* an interference report of a kernel no report named before */
     if (dedupe) {
         int repeat;
         pthread_mutex_lock(&dedup_mu);
@@ -269,30 +294,44 @@ uint64_t tg_emit(struct tg_report *r, enum tg_emit_status *status)
             *status = TG_EMIT_REPEAT;
             return 0;
         }
+        if (d) {
+            if (r->kind == TG_REPORT_INTERFERENCE)
+                new_kernel = !kernel_named_before(d, r->kernel);
+            d->kind = r->kind;
+            d->declared = r->declared;
+            d->prevented = is_prevented(r);
+            snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
+            snprintf(d->method, sizeof d->method, "%s", r->method);
+        }
+    }
+    if (r->kind == TG_REPORT_INTERFERENCE && new_kernel)
+        add(&stats.load_kernels, 1);
+    if (tg_report_fails(r->kind, r->serialized, !counted, tg_opts.prevented_is_race))
+        add(&stats.failing, 1); /* written or past report_cap: exitcode= all the same */
+    /* report_cap: past it, a report is counted, not written (its repeats
+     * too, in its slot, without a record at exit). */
+    const uint64_t cap = tg_opts.report_cap > 0 ? (uint64_t)tg_opts.report_cap : 0;
+    if (cap && __atomic_load_n(&stats.reports, __ATOMIC_RELAXED) >= cap) {
+        if (dedupe)
+            pthread_mutex_unlock(&dedup_mu);
+        add(&stats.capped, 1);
+        *status = TG_EMIT_CAPPED;
+        halt_if(r, k, counts);
+        return 0;
     }
     add(prevented ? &stats.prevented : &stats.written[r->kind], (uint64_t)counted);
     if (!counts)
         add(&stats.prevented_reports, 1);
-    if (tg_report_fails(r->kind, r->serialized, !counted, tg_opts.prevented_is_race))
-        add(&stats.failing, 1);
     r->seq = __atomic_add_fetch(&stats.reports, 1, __ATOMIC_RELAXED);
-    if (d) {
+    if (d)
         d->seq = r->seq;
-        d->kind = r->kind;
-        d->declared = r->declared;
-        d->prevented = is_prevented(r);
-        snprintf(d->kernel, sizeof d->kernel, "%s", r->kernel);
-        snprintf(d->method, sizeof d->method, "%s", r->method);
-    }
     if (dedupe)
         pthread_mutex_unlock(&dedup_mu);
     *status = TG_EMIT_WRITTEN;
     tg_sink_emit(r);
     if (k->flags & TG_KIND_TRACE)
         tg_trace_race(r); /* no-op unless trace=1 */
-    if (((k->flags & TG_KIND_HALT_RACE) && tg_opts.halt_on_race && r->high_severity && counts) ||
-        ((k->flags & TG_KIND_HALT_ABORT) && tg_opts.deadlock == TG_DEADLOCK_ABORT))
-        halt();
+    halt_if(r, k, counts);
     return r->seq;
 }
 
@@ -338,6 +377,8 @@ void tg_emit_stats(struct tg_emit_stats *out)
     out->prevented_seen = __atomic_load_n(&stats.prevented_seen, __ATOMIC_RELAXED);
     out->prevented_reports = __atomic_load_n(&stats.prevented_reports, __ATOMIC_RELAXED);
     out->repeat_records = __atomic_load_n(&stats.repeat_records, __ATOMIC_RELAXED);
+    out->capped = __atomic_load_n(&stats.capped, __ATOMIC_RELAXED);
+    out->load_kernels = __atomic_load_n(&stats.load_kernels, __ATOMIC_RELAXED);
     out->reports = __atomic_load_n(&stats.reports, __ATOMIC_RELAXED);
 }
 

@@ -42,6 +42,8 @@ enum tg_emit_status {
     TG_EMIT_SUPPRESSED, /* a suppressions= line matched: not written, not counted */
     TG_EMIT_HIDDEN,     /* low severity at verbosity 0: counted as an overlap only */
     TG_EMIT_REPEAT,     /* a repeat of one written before (TG_KIND_DEDUP) */
+    TG_EMIT_CAPPED,     /* past report_cap: counted (and halts, fails the run) as one
+                           written, but not written */
 };
 
 /* Emit report r (filled; r->seq is set here).  In order: the suppressions of
@@ -81,6 +83,8 @@ struct tg_emit_stats {
                                 counted or not, and leave exitcode= alone themselves */
     uint64_t overlaps;     /* low-severity overlaps (already tuned key) */
     uint64_t reports;      /* reports written, all kinds, fatal records too: the last seq */
+    uint64_t capped;       /* reports not written past report_cap (repeats aside) */
+    uint64_t load_kernels; /* kernels, by name, with a tuning-under-load report */
 };
 void tg_emit_stats(struct tg_emit_stats *out);
 

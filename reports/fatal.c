@@ -431,7 +431,7 @@ static int write_jsonl(int fd)
         } else {
             tg_w_str(&w, "null");
         }
-        tg_w_str(&w, ",\"file\":null,\"line\":null}");
+        tg_w_str(&w, ",\"mangled\":null,\"file\":null,\"line\":null}");
     }
     tg_w_str(&w, "],\"tuners\":[");
     int cursor = 0, any = 0;

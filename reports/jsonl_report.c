@@ -66,6 +66,8 @@ static void gpu_itf(struct tg_w *w, const struct tg_itf_report *f)
     for (int i = 0; i < f->ngpu && i < TG_ITF_REPORT_FROM; i++) {
         tg_w_str(w, i ? ",{\"kernel\":" : "{\"kernel\":");
         str_or_null(w, f->gpu_by[i].kernel, sizeof f->gpu_by[i].kernel);
+        tg_w_str(w, ",\"kernel_mangled\":");
+        str_or_null(w, f->gpu_by[i].kernel_mangled, sizeof f->gpu_by[i].kernel_mangled);
         tg_w_str(w, ",\"tid\":");
         if (f->gpu_by[i].tid)
             tg_w_i64(w, f->gpu_by[i].tid);
@@ -120,6 +122,8 @@ static void cuda(struct tg_w *w, const struct tg_thread_view *v)
         tg_w_str(w, "null");
     tg_w_str(w, ",\"kernel\":");
     str_or_null(w, v->cuda_kernel, sizeof v->cuda_kernel);
+    tg_w_str(w, ",\"kernel_mangled\":");
+    str_or_null(w, v->cuda_kernel_mangled, sizeof v->cuda_kernel_mangled);
     tg_w_str(w, ",\"t_enter_ns\":");
     tg_w_u64(w, c->t_enter);
     tg_w_str(w, ",\"t_exit_ns\":");
@@ -139,6 +143,11 @@ static void native_fields(struct tg_w *w, const struct tg_thread_view *v, void *
     tg_w_str(w, ",\"symbol\":");
     if (i < v->nsym && v->native_sym[i][0])
         J_STR(w, v->native_sym[i]);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"mangled\":");
+    if (i < v->nsym)
+        str_or_null(w, v->native_mangled[i], sizeof v->native_mangled[i]);
     else
         tg_w_str(w, "null");
     int src = i < v->nsym && v->native_line[i] > 0 && v->native_file[i][0];
@@ -379,6 +388,8 @@ static void json_interference(struct tg_w *w, const struct tg_report *r, const s
     tg_w_u64(w, r->itf.own);
     tg_w_str(w, ",\"cuda_kernel\":");
     str_or_null(w, r->itf.cuda_kernel, sizeof r->itf.cuda_kernel);
+    tg_w_str(w, ",\"cuda_kernel_mangled\":");
+    str_or_null(w, r->itf.cuda_kernel_mangled, sizeof r->itf.cuda_kernel_mangled);
     tg_w_str(w, ",\"best_config\":");
     str_or_null(w, r->itf.best_config, sizeof r->itf.best_config);
     tg_w_str(w, ",\"from\":[");
@@ -389,6 +400,8 @@ static void json_interference(struct tg_w *w, const struct tg_report *r, const s
         hexstr(w, r->itf.from[i].func);
         tg_w_str(w, ",\"kernel\":");
         str_or_null(w, r->itf.from[i].kernel, sizeof r->itf.from[i].kernel);
+        tg_w_str(w, ",\"kernel_mangled\":");
+        str_or_null(w, r->itf.from[i].kernel_mangled, sizeof r->itf.from[i].kernel_mangled);
         tg_w_char(w, '}');
     }
     tg_w_str(w, "],\"gpu\":");

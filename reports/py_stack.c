@@ -7,9 +7,35 @@
 
 #include <string.h>
 
+/* A str with lone surrogates (a file name's bytes that are not UTF-8,
+ * decoded with surrogateescape, as Python decodes paths): its bytes, else
+ * the surrogates as \udcNN (backslashreplace); the writers show a byte that
+ * is not UTF-8 as \xNN.  A new reference to the bytes, NULL on failure (no
+ * exception left). */
+static PyObject *surrogate_bytes(PyObject *o)
+{
+    if (!tg_py.PyUnicode_AsEncodedString || !tg_py.PyBytes_AsString)
+        return NULL;
+    PyObject *b = tg_py.PyUnicode_AsEncodedString(o, "utf-8", "surrogateescape");
+    if (!b) {
+        tg_py_drop_error();
+        b = tg_py.PyUnicode_AsEncodedString(o, "utf-8", "backslashreplace");
+    }
+    tg_py_drop_error();
+    return b;
+}
+
+/* The str o into dst, its tail where it is too long; "?" when it is no str.
+ * GIL held. */
 static void copy_str(char *dst, size_t len, PyObject *o)
 {
+    PyObject *bytes = NULL;
     const char *s = o ? tg_py.PyUnicode_AsUTF8(o) : NULL;
+    if (!s && o) {
+        tg_py_drop_error();
+        bytes = surrogate_bytes(o);
+        s = bytes ? tg_py.PyBytes_AsString(bytes) : NULL;
+    }
     if (!s) {
         tg_py_drop_error();
         s = "?";
@@ -22,6 +48,8 @@ static void copy_str(char *dst, size_t len, PyObject *o)
     }
     memcpy(dst, s, n);
     dst[n] = '\0';
+    if (bytes)
+        tg_py.Py_DecRef(bytes);
 }
 
 static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)

@@ -13,7 +13,8 @@
 #include "core/report_record.h"
 
 /* Resolve the native frames of both thread views into native_sym[] (see
- * tg_thread_view).  Slow (reads symbol tables), allocates, takes a lock: call
+ * tg_thread_view), and demangle the C++ names of frames and CUDA kernels
+ * (reports/demangle.h: the mangled ones kept in their *_mangled fields).  Slow (reads symbol tables), allocates, takes a lock: call
  * outside signal context, before the writers.  tg_sink_emit() calls it on
  * its own copy of the report, so callers of the sink need not. */
 void tg_report_symbolize(struct tg_report *r);

@@ -2,13 +2,14 @@
  *
  * Order: dladdr (dynamic symbols: cheap), then the module's own ELF .symtab
  * (static and hidden functions, when the file is not stripped), read through
- * a read-only mmap that stays cached for the life of the process.  C++ names
- * are demangled when the process already has __cxa_demangle (libstdc++
- * loaded); nothing is loaded for it.  Source file:line comes from
+ * a read-only mmap that stays cached for the life of the process.  Names
+ * are kept as the binary has them (the JSON keeps the mangled C++ name); the
+ * writers demangle (reports/demangle.h).  Source file:line comes from
  * reports/dwarf_lines.c (libdw on demand), in tg_report_symbolize().
  *
- * Contract: not signal-safe; allocates (mmap, __cxa_demangle); serialized by
- * one mutex.  Never fails: an unknown address prints as "0x...". */
+ * Contract: not signal-safe; allocates (mmap); serialized by one mutex.
+ * Never fails: an unknown address prints as "0x...". */
+#include "reports/demangle.h"
 #include "reports/dwarf_lines.h"
 #include "reports/native_stack.h"
 #include "reports/report.h"
@@ -123,8 +124,6 @@ static const char *elf_lookup(const struct elf_syms *e, uint64_t key, uint64_t *
     return memchr(name, 0, e->strsz - best->st_name) && name[0] ? name : NULL;
 }
 
-typedef char *(*tg__demangle_fn)(const char *, char *, size_t *, int *);
-
 /* symbolize= option: 2 names and file:line, 1 names, 0 module+offset.  Set
  * once at start-up (before any report), read at report time. */
 static int tg__sym_level = 2;
@@ -183,23 +182,47 @@ char *tg_native_symbolize(void *addr, char *buf, size_t len)
             symoff = pc - (lm->l_addr + start);
     }
 
-    char *demangled = NULL;
-    if (name && name[0] == '_' && name[1] == 'Z') {
-        tg__demangle_fn dm = (tg__demangle_fn)tg_real_sym(RTLD_DEFAULT, "__cxa_demangle");
-        int status = -1;
-        if (dm)
-            demangled = dm(name, NULL, NULL, &status);
-        if (demangled && status == 0)
-            name = demangled;
-    }
     if (name)
         snprintf(buf, len, "%s+0x%lx (%s+0x%lx)", name, (unsigned long)symoff, mod,
                  (unsigned long)modoff);
     else
         snprintf(buf, len, "?? (%s+0x%lx)", mod, (unsigned long)modoff);
     pthread_mutex_unlock(&tg__sym_lock);  /* name may point into the cache */
-    free(demangled);
     return buf;
+}
+
+/* name (a field of len bytes) demangled in place, the name as it was into
+ * mangled (as long): where it is a C++ name and the process can demangle
+ * (reports/demangle.h); both left as they are otherwise (mangled "" from
+ * capture, or the name kept by an earlier call). */
+static void demangle_field(char *name, char *mangled, size_t len)
+{
+    char out[512];
+    if (!tg_demangle(name, len, out, sizeof out))
+        return;
+    memcpy(mangled, name, len);
+    mangled[len - 1] = '\0';
+    snprintf(name, len, "%s", out);
+}
+
+/* The names of v's CUDA call and native frames demangled (demangle_field);
+ * the mangled function name of a frame kept apart. */
+static void demangle_view(struct tg_thread_view *v)
+{
+    demangle_field(v->cuda_kernel, v->cuda_kernel_mangled, sizeof v->cuda_kernel);
+    for (int i = 0; i < v->nsym; i++) {
+        char out[TG_SYM_LEN];
+        const char *s = v->native_sym[i];
+        v->native_mangled[i][0] = '\0';
+        if (!tg_demangle_frame(s, sizeof v->native_sym[i], out, sizeof out))
+            continue;
+        size_t n = strcspn(s, "+ "); /* the name, before "+0xOFF (module+0xOFF)" */
+        if (n >= sizeof v->native_mangled[i])
+            n = sizeof v->native_mangled[i] - 1;
+        memcpy(v->native_mangled[i], s, n);
+        v->native_mangled[i][n] = '\0';
+        memcpy(v->native_sym[i], out, sizeof out);
+    }
 }
 
 static void symbolize_view(struct tg_thread_view *v)
@@ -221,4 +244,14 @@ void tg_report_symbolize(struct tg_report *r)
     symbolize_view(&r->entering);
     if (r->kind == TG_REPORT_RACE)
         symbolize_view(&r->inside);
+    demangle_view(&r->entering);
+    demangle_view(&r->inside);
+    if (r->kind == TG_REPORT_INTERFERENCE) {
+        struct tg_itf_report *f = &r->itf;
+        demangle_field(f->cuda_kernel, f->cuda_kernel_mangled, sizeof f->cuda_kernel);
+        for (int i = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++)
+            demangle_field(f->from[i].kernel, f->from[i].kernel_mangled, sizeof f->from[i].kernel);
+        for (int i = 0; i < f->ngpu && i < TG_ITF_REPORT_FROM; i++)
+            demangle_field(f->gpu_by[i].kernel, f->gpu_by[i].kernel_mangled, sizeof f->gpu_by[i].kernel);
+    }
 }

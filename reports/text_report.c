@@ -205,6 +205,17 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
     }
 }
 
+/* " on device N", or " on an unknown device" (a negative number). */
+static void device_words(struct tg_w *w, int device)
+{
+    if (device < 0) {
+        tg_w_str(w, " on an unknown device");
+        return;
+    }
+    tg_w_str(w, " on device ");
+    tg_w_i64(w, device);
+}
+
 /* A thread with no CUDA call yet: the device it entered the tuner on. */
 static void entry_device_line(struct tg_w *w, const struct tg_thread_view *v)
 {
@@ -223,11 +234,7 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
         tg_w_str(w, "driver function #");
         tg_w_u64(w, c->fn);
     }
-    tg_w_str(w, " on device ");
-    if (c->device >= 0)
-        tg_w_i64(w, c->device);
-    else
-        tg_w_char(w, '?');
+    device_words(w, c->device);
     if (strncmp(v->cuda_fn, "cuCtxSynchronize", 16) == 0) {
         tg_w_str(w, " (all its streams)"); /* context-wide: no stream of its own */
     } else {
@@ -567,8 +574,8 @@ static void text_interference(struct tg_w *w, const struct tg_report *r, const s
         W_FIELD(w, f->cuda_kernel);
         tg_w_str(w, "')");
     }
-    tg_w_str(w, ": timings on device ");
-    tg_w_i64(w, f->device);
+    tg_w_str(w, ": timings");
+    device_words(w, f->device);
     tg_w_str(w, " were taken under load: ");
     tg_w_u64(w, f->foreign);
     tg_w_str(w, f->foreign == 1 ? " foreign kernel" : " foreign kernels");
@@ -706,8 +713,8 @@ static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct
     tg_w_str(w, " of this process repeated ");
     tg_w_u64(w, r->repeats);
     tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
-    tg_w_str(w, " for the same bug (the same tuner and call sites into it; an exception: the same race);\n"
-                "  not written again (verbosity=2 writes each occurrence).\n");
+    tg_w_str(w, " for the same bug (the same kernel, tuner class and call sites into it; an exception: the same"
+                " race);\n  not written again (verbosity=2 writes each occurrence).\n");
     summary(w, r, k->what);
 }
 

@@ -79,6 +79,29 @@ void tg_w_strn(struct tg_w *w, const char *s, size_t max)
     put(w, s, strnlen(s, max));
 }
 
+/* Length of a valid UTF-8 sequence starting at s (at most n bytes), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
+    else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
+    else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
+    else return 0;
+    if (len > n)
+        return 0;
+    unsigned cp = c & (0x3f >> (len - 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
 void tg_w_text(struct tg_w *w, const char *s, size_t max)
 {
     if (!s) {
@@ -89,8 +112,15 @@ void tg_w_text(struct tg_w *w, const char *s, size_t max)
     size_t n = strnlen(s, max), from = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != 0x7f && c != '\\')
+        if (c >= 0x80) {
+            size_t k = utf8_len((const unsigned char *)s + i, n - i);
+            if (k) { /* a whole character */
+                i += k - 1;
+                continue;
+            }
+        } else if (c >= 0x20 && c != 0x7f && c != '\\') {
             continue;
+        }
         put(w, s + from, i - from);
         from = i + 1;
         char e[4] = {'\\', 'x', hexd[c >> 4], hexd[c & 15]};
@@ -161,29 +191,6 @@ void tg_w_duration(struct tg_w *w, uint64_t ns)
     tg_w_str(w, " ns");
 }
 
-/* Length of a valid UTF-8 sequence starting at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
-    else return 0;
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0x3f >> (len - 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 void tg_w_json_str(struct tg_w *w, const char *s, size_t max)
 {
     static const char digits[] = "0123456789abcdef";
@@ -222,8 +229,9 @@ void tg_w_json_str(struct tg_w *w, const char *s, size_t max)
             if (k) {
                 put(w, s + i, k);
                 i += k;
-            } else {
-                tg_w_str(w, "\\ufffd");
+            } else { /* not UTF-8 (a file name's byte, a cut character): "\\xNN", as the text report */
+                char esc[5] = {'\\', '\\', 'x', digits[c >> 4], digits[c & 15]};
+                put(w, esc, 5);
                 i++;
             }
         }

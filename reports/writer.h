@@ -30,7 +30,8 @@ void tg_w_str(struct tg_w *w, const char *s);            /* NULL writes "(null)"
 void tg_w_strn(struct tg_w *w, const char *s, size_t max); /* stops at NUL or max */
 /* A string from the program (a name, a path) for the text report: control
  * bytes as \n, \t, \r or \xNN and a backslash as \\, so no name can start
- * a line of its own (a forged SUMMARY line).  Reads at most max bytes of s
+ * a line of its own (a forged SUMMARY line); bytes that are not UTF-8 (a
+ * folder named in another encoding) as \xNN.  Reads at most max bytes of s
  * (stops at NUL). */
 void tg_w_text(struct tg_w *w, const char *s, size_t max);
 void tg_w_u64(struct tg_w *w, uint64_t v);               /* decimal */
@@ -40,7 +41,8 @@ void tg_w_hex(struct tg_w *w, uint64_t v);               /* "0x" + lowercase hex
  * "3.2 us", "3.2 ms", "1.2 s". */
 void tg_w_duration(struct tg_w *w, uint64_t ns);
 /* A JSON string literal with quotes: escapes '"', '\\' and control bytes;
- * invalid UTF-8 (e.g. a buffer cut mid-character) becomes U+FFFD.  Reads at
+ * a byte that is not UTF-8 (a file name's, a buffer cut mid-character)
+ * becomes the four characters \xNN, as tg_w_text writes it.  Reads at
  * most max bytes of s (stops at NUL).  NULL writes null. */
 void tg_w_json_str(struct tg_w *w, const char *s, size_t max);
 

@@ -7,21 +7,38 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-/* S escaped for a terminal (cli_buf_put_esc); "" for NULL.  The text stays
+/* S escaped for a terminal (cli_buf_put_esc); "" for NULL.  A "\\xNN" in S
+ * stays as it is: the reports write a byte that is not UTF-8 (a folder named
+ * in another encoding) so, and the text report shows it so.  The text stays
  * valid until eight more calls have been made (a ring of buffers, freed by
  * esc_free), which is enough for one line of output. */
 static struct cli_buf esc_ring[8];
 static unsigned esc_next;
 
+static int is_byte_escape(const char *p)
+{
+    return p[0] == '\\' && p[1] == 'x' && isxdigit((unsigned char)p[2]) && isxdigit((unsigned char)p[3]);
+}
+
 static const char *esc(const char *s)
 {
     struct cli_buf *b = &esc_ring[esc_next++ % 8];
     b->len = 0;
-    cli_buf_put_esc(b, s ? s : "", s ? strlen(s) : 0);
+    const char *from = s ? s : "";
+    for (const char *p = from; *p; p++) {
+        if (!is_byte_escape(p))
+            continue;
+        cli_buf_put_esc(b, from, (size_t)(p - from));
+        cli_buf_add(b, p, 4);
+        from = p + 4;
+        p += 3;
+    }
+    cli_buf_put_esc(b, from, strlen(from));
     cli_buf_add(b, "", 0);
     return b->s;
 }
@@ -59,8 +76,44 @@ static size_t distinct(const struct state *st, const char *kernel, int which, lo
     return n;
 }
 
+/* The text summary lists this many numbers (pids, ranks) in full; more are
+ * summed up (put_longs_summary). */
+#define TG_LONGS_LISTED 8
+
+/* N sorted distinct numbers, more than TG_LONGS_LISTED, in one short line:
+ * their count, then their runs of consecutive numbers ("100-1099") when
+ * there are few, else the first three and the last two
+ * ("10000 (20305 20523 20600 ... 40110 40111)"). */
+static void put_longs_summary(struct cli_buf *b, const long *v, size_t n)
+{
+    size_t runs = 1;
+    for (size_t i = 1; i < n; i++)
+        runs += v[i] != v[i - 1] + 1;
+    cli_buf_printf(b, "%zu (", n);
+    if (runs <= TG_LONGS_LISTED / 2) {
+        for (size_t i = 0; i < n;) {
+            size_t k = i; /* the run v[i..k] */
+            while (k + 1 < n && v[k + 1] == v[k] + 1)
+                k++;
+            cli_buf_printf(b, "%s%ld", i ? " " : "", v[i]);
+            if (k > i)
+                cli_buf_printf(b, "-%ld", v[k]);
+            i = k + 1;
+        }
+    } else {
+        cli_buf_printf(b, "%ld %ld %ld ... %ld %ld", v[0], v[1], v[2], v[n - 2], v[n - 1]);
+    }
+    cli_buf_puts(b, ")");
+}
+
+/* Numbers as a JSON array, or for the text summary separated by spaces
+ * ("-" for none; past TG_LONGS_LISTED summed up). */
 static void put_longs(struct cli_buf *b, const long *v, size_t n, int json)
 {
+    if (!json && n > TG_LONGS_LISTED) {
+        put_longs_summary(b, v, n);
+        return;
+    }
     if (json)
         cli_buf_puts(b, "[");
     for (size_t i = 0; i < n; i++)

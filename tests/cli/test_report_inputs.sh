@@ -86,6 +86,14 @@ check "1100 files, ranks and racing processes: all counted" python3 -c "
 import json; d = json.load(open('h5b.out'))
 assert d['files'] == 1100 and len(d['processes']) == 1100 and len(d['ranks']) == 1100, (d['files'], len(d['ranks']))
 k = d['kernels'][0]; assert k['races'] == 1100 and len(k['pids']) == 1100 and len(k['ranks']) == 1100, k['races']"
+rtg h5t report h5b
+check "1100 racing processes in text: one short line, their count and ranges" \
+    sh -c "grep -q '^  processes: 1100 (20000-21099)   ranks: 1100 (0-1099)\$' h5t.out && [ \$(wc -L <h5t.out) -lt 200 ]"
+mkdir h5c
+i=0; while [ $i -lt 20 ]; do race $((30000 + 7 * i)) null a >h5c/tg.$((30000 + 7 * i)).jsonl; i=$((i + 1)); done
+rtg h5c report h5c
+check "20 processes apart: the count, the first three and the last two" \
+    sh -c "grep -q '^  processes: 20 (30000 30007 30014 ... 30126 30133)\$' h5c.out"
 
 # ---- a newer schema: refused by name, nothing of it counted ---------------------
 mkdir h6 && race 17 null a 99 >h6/tg.17.jsonl && race 18 null b >h6/tg.18.jsonl

@@ -1931,6 +1931,82 @@ def check_distinct_races_reported(ctx):
     expect(re.search(r"^tunerguard: 2 races reported", res.err, re.M), "summary", res)
 
 
+def check_new_tuner_every_call_is_one_bug(ctx):
+    # A program that builds its tuner inside the function it calls: a new
+    # Autotuner (all kept alive: thirty addresses) for one kernel, raced at
+    # one pair of call sites, is one bug: one report, thirty seen.  Fails if
+    # the dedupe key holds the instance.
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        keep = []
+        def step():
+            tuner = Autotuner(my_kernel)
+            keep.append(tuner)
+            race_once(tuner)
+        for i in range(30):
+            step()
+        print("DONE")
+    ''', options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 1, "thirty tuner objects, one report", res)
+    expect(re.search(r"^tunerguard: 1 race reported \(30 seen\)", res.err, re.M), "summary: 1 of 30 seen", res)
+
+
+def check_report_cap(ctx):
+    # report_cap=2: five kernels raced, two reports written, the exit line
+    # counts the other three.
+    res = ctx.run_py('''
+        from triton.runtime.autotuner import Autotuner
+        def kernel(name):
+            def k(*a, **kw): return "ok"
+            k.__name__ = k.__qualname__ = name
+            return k
+        for i in range(5):
+            race_once(Autotuner(kernel("kernel_%d" % i)))
+        print("DONE")
+    ''', options=opts(report_cap=2))
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    expect(text.count("WARNING: tunerguard: thread entered") == 2, "two reports written", res)
+    expect(re.search(r"^tunerguard: 2 races reported \(5 seen\); 3 more reports not written \(report_cap=2\)",
+                     res.err, re.M), "the exit line counts the rest", res)
+
+
+def check_non_utf8_folder_escaped(ctx):
+    # A program under a folder whose name is not UTF-8 (byte 0xff): its file
+    # names read "run\\xff/prog.py" in the text report (the frames, the
+    # summary, "What to do"), in the JSON Lines (valid JSON, the same four
+    # characters) and in `tunerguard report`; never "?".
+    tmp = ctx.tmpdir()
+    folder = os.path.join(os.fsencode(tmp), b"run\xff")
+    os.mkdir(folder)
+    prog = os.path.join(folder, b"prog.py")
+    with open(prog, "w") as f:
+        f.write(prelude())
+        f.write(textwrap.dedent('''
+            from triton.runtime.autotuner import Autotuner
+            race_once(Autotuner(my_kernel))
+            print("DONE")
+        '''))
+    res = ctx.run_argv([ctx.python, prog], opts(), cwd=tmp)
+    expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
+    _, text = only_report(res)
+    shown = "run\\xff/prog.py:"
+    expect(("  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or call " in text
+            and text.count(shown) >= 3 and "?:" not in text), "the text report shows the byte as \\xff", res)
+    objs = jsonl_lines(res)
+    files = [fr["file"] for fr in objs[0]["entering"]["python"]]
+    expect(any(f.endswith("run\\xff/prog.py") for f in files) and "?" not in files,
+           "the JSON frame's file has the same four characters", res)
+    cli = os.path.join(os.path.dirname(ctx.lib), "tunerguard")
+    if os.access(cli, os.X_OK):
+        rep = subprocess.run([cli, "report", res.files("tg.*.jsonl")[0]], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=ctx.env(preload=False))
+        out = rep.stdout.decode(errors="replace")
+        expect(shown in out and "?:" not in out, "tunerguard report shows it too:\n" + out, res)
+
+
 def check_distinct_call_sites_reported(ctx):
     # One tuner, the same thread inside at the same place, the entering thread
     # calling it from two lines: two races (each call site is its own bug),
@@ -2689,6 +2765,45 @@ def check_exit_line_one_count_per_call(ctx):
     expect(line and "; 1 call serialized, waited " in line[-1], "one call serialized", res)
 
 
+# serialize: a wait still going when the program exits (a daemon thread
+# waits for a tuner a daemon holder never leaves).  The main thread sees the
+# wait begin (the serialize_wait audit event: the turn's), then lets 0.3 s
+# pass and returns.  The exit line counts the call and its time so far, at
+# least those 0.3 s, and says one is still waiting.  Broken, it said nothing
+# of that call ("waited 0.000 s", or no line at all).
+STILL_WAITING_PROG = """
+    import time
+    from triton.runtime.autotuner import Autotuner
+    inside, never, waiting = threading.Event(), threading.Event(), threading.Event()
+    began = []
+    _wait_callbacks.append(lambda: (began.append(time.monotonic()), waiting.set()))
+    def hook(t, tag, *rest):
+        if tag == "holder":
+            inside.set()
+            never.wait(60)
+    tuner = Autotuner(my_kernel, hook)
+    threading.Thread(target=tuner.run, args=("holder",), name="holder", daemon=True).start()
+    inside.wait()
+    threading.Thread(target=tuner.run, args=("waiter",), name="waiter", daemon=True).start()
+    assert waiting.wait(20)
+    threading.Event().wait(0.3)
+    print("WAITED AT LEAST %.3f" % (time.monotonic() - began[0]), flush=True)
+"""
+
+
+def check_exit_line_counts_wait_in_progress(ctx):
+    """serialize: a wait not over at exit is in the exit line's count and
+    total."""
+    res = ctx.run_py(STILL_WAITING_PROG, options=opts(mode="serialize"))
+    m = re.search(r"WAITED AT LEAST ([0-9.]+)", res.out)
+    expect(res.rc == 0 and m, "the waiter began waiting, the program ended", res)
+    line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
+    w = re.search(r"(\d+) calls? serialized, waited ([0-9.]+) s in total \(1 still waiting at exit\)",
+                  line[-1] if line else "")
+    expect(w and int(w.group(1)) == 1 and float(w.group(2)) >= float(m.group(1)) - 0.002,
+           "the wait still going is counted, its time so far included", res)
+
+
 # Ten threads inside one tuner at once, more than its entry has occupant
 # slots (8): each parks in its benchmark until all ten are in, then each
 # raises TypeError in the tuner's own code.  Every one of them raced, so
@@ -2782,7 +2897,8 @@ CHECKS = {
     "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
-              check_distinct_call_sites_reported],
+              check_distinct_call_sites_reported, check_new_tuner_every_call_is_one_bug, check_report_cap,
+              check_non_utf8_folder_escaped],
     "fork": [check_fork, check_fork_child_after_race],
     "copies": [check_two_copies_detect, check_two_copies_serialize],
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
@@ -2792,7 +2908,8 @@ CHECKS = {
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
-                 check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
+                 check_exit_line_one_count_per_call, check_exit_line_counts_wait_in_progress,
+                 check_exception_linked_past_occupant_slots,
                  check_exception_every_cleared_call_linked],
 }
 

@@ -90,13 +90,14 @@ TOP = {
 FATAL_TUNER = {"instance": "hex", "occupants": "list", "waiters": "uint"}
 FATAL_OCCUPANT = {"tid": "int", "inside_ns": "uint", "depth": "int", "race_seq": ("uint", "null")}
 INTERFERENCE = {"device": "uint", "foreign_launches": "uint", "own_launches": "uint",
-                "cuda_kernel": ("str", "null"), "best_config": ("str", "null"), "from": "list",
+                "cuda_kernel": ("str", "null"), "cuda_kernel_mangled": ("str", "null"),
+                "best_config": ("str", "null"), "from": "list",
                 "gpu": ("object", "null")}
 ITF_GPU = {"overlap_us": "num", "overlap_ns": "uint", "timed_ns": "uint", "own_kernels": "uint",
            "foreign_kernels": "uint", "kernels": "list"}
-ITF_GPU_KERNEL = {"kernel": ("str", "null"), "tid": ("int", "null"), "stream": "uint", "count": "uint",
+ITF_GPU_KERNEL = {"kernel": ("str", "null"), "kernel_mangled": ("str", "null"), "tid": ("int", "null"), "stream": "uint", "count": "uint",
                   "overlap_ns": "uint"}
-ITF_FROM = {"tid": "int", "function": "hex", "kernel": ("str", "null")}
+ITF_FROM = {"tid": "int", "function": "hex", "kernel": ("str", "null"), "kernel_mangled": ("str", "null")}
 TUNER = {"class": ("str", "null"), "method": ("str", "null"), "kernel": ("str", "null"),
          "declared": ("bool", "null"), "instance": ("hex", "null")}
 FRAME = {"func": "str", "file": "str", "line": "int"}
@@ -107,13 +108,15 @@ THREAD = {
     "native_where": ("str", "null"), "native": "list", "mixed": "list", "cuda": ("object", "null"),
     "device_at_entry": ("int", "null"),
 }
-NATIVE = {"pc": "hex", "symbol": ("str", "null"), "file": ("str", "null"), "line": ("uint", "null")}
+NATIVE = {"pc": "hex", "symbol": ("str", "null"), "mangled": ("str", "null"), "file": ("str", "null"),
+          "line": ("uint", "null")}
 MIXED_NATIVE = dict(NATIVE, kind="str", index="uint")
 MIXED_PYTHON = dict(FRAME, kind="str", index="uint")
 CUDA = {
     "fn": ("str", "null"), "fn_index": "uint", "kind": "str", "inside": "bool",
     "device": ("uint", "null"), "stream": "hex", "function": ("hex", "null"),
-    "kernel": ("str", "null"), "t_enter_ns": "uint", "t_exit_ns": ("uint", "null"),
+    "kernel": ("str", "null"), "kernel_mangled": ("str", "null"), "t_enter_ns": "uint",
+    "t_exit_ns": ("uint", "null"),
 }
 
 

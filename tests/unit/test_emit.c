@@ -183,7 +183,7 @@ Test(emit, interference_once_per_kernel_counted_at_exit, .init = setup)
     cr_assert_eq(s.failing, 0, "tuning under load is informational");
     tg_arm_exit_summary();
     char *e = fx_read_file(errpath);
-    cr_assert(strstr(e, "; 4 benchmarks timed under load (2 kernels, one report each); "), "%s", e);
+    cr_assert(strstr(e, "tunerguard: 4 benchmarks timed under load (2 kernels, one report each); "), "%s", e);
     free(e);
     char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
     cr_assert(strstr(txt, "  2 more benchmarks of this kernel timed under load after report #1;"), "%s", txt);
@@ -430,4 +430,114 @@ Test(emit, source_library_is_no_call_site, .init = setup)
     tg_stack_forget_files();
     from_source_library(&r, 10);
     cr_assert_eq(tg_emit(&r, &st), 2, "without the verdicts: the library's line, a report of its own");
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+/* A program that builds its tuner inside a function makes a new instance
+ * every call: the same kernel of the same tuner class, at the same call
+ * sites, is one bug however many instances it went through.  Another tuner
+ * class, or another kernel, is another. */
+Test(emit, dedupe_ignores_the_instance, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    for (int i = 1; i <= 50; i++) {
+        fx_race_high(&r);
+        r.instance += 0x1000 * (uintptr_t)i; /* a new Autotuner every call */
+        cr_assert_eq(tg_emit(&r, &st), 0, "instance %d of one tuner, one kernel, one call site", i);
+        cr_assert_eq(st, TG_EMIT_REPEAT);
+    }
+    fx_race_high(&r);
+    snprintf(r.tuner_class, sizeof r.tuner_class, "fla.ops.utils.cache.CachedAutotuner");
+    cr_assert_eq(tg_emit(&r, &st), 2, "another tuner class: its own report");
+    fx_race_high(&r);
+    snprintf(r.kernel, sizeof r.kernel, "other_kernel");
+    cr_assert_eq(tg_emit(&r, &st), 3, "another kernel: its own report");
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    cr_assert(strstr(e, "tunerguard: 3 races reported (53 seen)"), "%s", e);
+    free(e);
+    char *js = fx_read_file(path_in(dir, "tg.%ld.jsonl"));
+    cr_assert(strstr(js, "\"race_seq\":1,\"repeats\":50,\"of\":\"race\""), "%s", js);
+    free(js);
+}
+
+/* Tuning under load of one kernel through many tuner instances and two
+ * tuner classes: the exit line counts one kernel, by its name. */
+Test(emit, exit_line_counts_load_kernels_by_name, .init = setup)
+{
+    enum tg_emit_status st;
+    for (int i = 0; i < 20; i++) {
+        fx_race_high(&r);
+        r.kind = TG_REPORT_INTERFERENCE;
+        r.instance += 0x1000 * (uintptr_t)i;
+        if (i % 2)
+            snprintf(r.tuner_class, sizeof r.tuner_class, "fla.ops.utils.cache.CachedAutotuner");
+        tg_emit(&r, &st);
+    }
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    cr_assert(strstr(e, "tunerguard: 20 benchmarks timed under load (1 kernel, one report each); "), "%s", e);
+    free(e);
+}
+
+/* report_cap: what one process writes is bounded; past the cap reports are
+ * counted (and still fail the run), and the exit line says how many were
+ * not written. */
+Test(emit, report_cap_counts_the_rest, .init = setup)
+{
+    tg_opts.report_cap = 2;
+    enum tg_emit_status st;
+    for (int i = 0; i < 5; i++) {
+        fx_race_high(&r);
+        snprintf(r.kernel, sizeof r.kernel, "kernel_%d", i);
+        uint64_t seq = tg_emit(&r, &st);
+        if (i < 2) {
+            cr_assert_eq(seq, (uint64_t)i + 1);
+        } else {
+            cr_assert_eq(seq, 0, "report %d is past the cap", i + 1);
+            cr_assert_eq(st, TG_EMIT_CAPPED);
+        }
+    }
+    fx_race_high(&r);
+    snprintf(r.kernel, sizeof r.kernel, "kernel_4");
+    tg_emit(&r, &st);
+    cr_assert_eq(st, TG_EMIT_REPEAT, "a repeat of one past the cap is a repeat, not another");
+    struct tg_emit_stats s;
+    tg_emit_stats(&s);
+    cr_assert_eq(s.reports, 2);
+    cr_assert_eq(s.capped, 3);
+    cr_assert_eq(s.failing, 5, "exitcode= sees every race, written or not");
+    tg_arm_exit_summary();
+    char *txt = fx_read_file(path_in(dir, "tg.%ld.txt"));
+    cr_assert_eq(count_of(txt, "WARNING: tunerguard"), 2, "%s", txt);
+    free(txt);
+    char *e = fx_read_file(errpath);
+    cr_assert(strstr(e, "tunerguard: 2 races reported (6 seen); 3 more reports not written (report_cap=2); "
+                        "reports in "), "%s", e);
+    free(e);
+}
+
+/* serialize that only prevented races: the line says that first, not "0
+ * races reported (0 seen)"; and a run with no race at all does not begin
+ * with one either. */
+Test(emit, exit_line_prevented_only, .init = setup)
+{
+    enum tg_emit_status st;
+    fx_race_high(&r);
+    r.serialized = 1;
+    cr_assert_eq(tg_emit(&r, &st), 1);
+    tg_arm_exit_summary();
+    char *e = fx_read_file(errpath);
+    static const char want[] = "tunerguard: 1 race prevented by serialize (1 seen); reports in ";
+    cr_assert(strncmp(e, want, sizeof want - 1) == 0, "%s", e);
+    free(e);
 }

@@ -212,7 +212,7 @@ Test(mixed, writers_print_the_mixed_view)
     cr_assert_eq(rc, 0);
     const char *wantj =
         "\"mixed\":[{\"kind\":\"native\",\"index\":0,\"pc\":\"0x7f3a10003a1c\","
-        "\"symbol\":\"tg_guard_call+0x1a (libtunerguard.so+0x3a1c)\",\"file\":\"guard/session.c\",\"line\":412},"
+        "\"symbol\":\"tg_guard_call+0x1a (libtunerguard.so+0x3a1c)\",\"mangled\":null,\"file\":\"guard/session.c\",\"line\":412},"
         "{\"kind\":\"python\",\"index\":0,\"func\":\"run\",";
     cr_assert(strstr(js, wantj), "jsonl lacks:\n%s\n---- got:\n%s", wantj, js);
     cr_assert(strstr(js, "{\"kind\":\"python\",\"index\":3,\"func\":\"run\",\"file\":\"/usr/lib/python3.11/threading.py\",\"line\":975}]"));

@@ -76,7 +76,7 @@ Test(report_jsonl, hostile_strings_are_escaped)
              "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn");
     const char *expects[] = {
         "1:entering.name=\"a\\\"b\\\\c\\nd\\te\\u0001\\u007f\"",
-        "1:tuner.kernel=\"k\\ufffd\\ufffd\\u00e9\\ufffd\\ufffd\"",
+        "1:tuner.kernel=\"k\\\\xff\\\\xfe\\u00e9\\\\xe2\\\\x82\"",
         "1:entering.python.0.func=\"\\u20ac\\ud83d\\ude00\"",
         name64,
         NULL,

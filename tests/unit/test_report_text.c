@@ -276,3 +276,44 @@ Test(report_text, library_run_folded_in_long_stack_only)
     cr_assert(strstr(out, "      #3 __enter__  /usr/lib/python3/site-packages/filelock/_api.py:350\n"), "%s", out);
     free(out);
 }
+
+/* A CUDA call or a benchmark whose device is not known says so in words,
+ * never "device ?" nor "device -1". */
+Test(report_text, unknown_device_in_words)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.entering.cuda.device = -1;
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, "Last CUDA call: cuLaunchKernelEx on an unknown device stream "), "%s", out);
+    cr_assert(!strstr(out, "device ?"), "%s", out);
+    free(out);
+    fx_race_high(&r);
+    r.kind = TG_REPORT_INTERFERENCE;
+    r.itf.device = -1;
+    r.itf.foreign = 3;
+    out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, ": timings on an unknown device were taken under load"), "%s", out);
+    cr_assert(!strstr(out, "device -1"), "%s", out);
+    free(out);
+}
+
+/* A file under a folder named in another encoding: its bytes that are not
+ * UTF-8 read \xNN wherever the file is named (the frames, the summary, "What
+ * to do"); UTF-8 characters stay as they are. */
+Test(report_text, bytes_not_utf8_as_hex)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    snprintf(r.entering.py[2].file, sizeof r.entering.py[2].file, "/srv/caf\xe9-\xc3\xa9/model.py");
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or call "
+                          "/srv/caf\\xe9-\xc3\xa9/model.py:88 once"), "%s", out);
+    cr_assert(!strstr(out, "caf\xe9"), "%s", out);
+    free(out);
+}
