@@ -157,6 +157,23 @@ def main():
               "parked": "another thread while the main thread is parked in the tuner's wait"}[how]
         check(f"serialize wait interruptible, SIGINT to {to}: "
               "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
+    # A kernel called from a signal handler while the main thread waits for
+    # its tuner: the handler's call waits for the holder too (it went in
+    # past it, unguarded, and the holder's call raised the TypeError).
+    for script, sig in (("handler_alarm.py", "SIGALRM from setitimer"), ("handler_kill.py", "SIGUSR1 from a thread")):
+        p, text, jsonl = run(args, script, "verbosity=0")
+        recs = [json.loads(x) for x in jsonl]
+        check(f"serialize, a {sig} handler calling the kernel the main thread waits for: the handler's call "
+              f"waits for the holder, a prevented race ({p.stdout.strip()})",
+              p.returncode == 0 and "['A', 'handler', 'main']" in p.stdout
+              and "1 race prevented by serialize (2 seen)" in p.stderr
+              and [r["kind"] for r in recs] == ["race", "repeats"] and recs[0]["serialized"], p, text)
+        p, text, jsonl = run(args, script, "mode=detect")
+        kinds = [json.loads(x)["kind"] for x in jsonl]
+        check(f"detect, a {sig} handler calling the kernel while another thread is inside: the race reported, "
+              f"named at the handler ({kinds})",
+              p.returncode == 3 and kinds[:1] == ["race"] and "1 race reported (1 seen)" in p.stderr
+              and " handler  " in text, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
