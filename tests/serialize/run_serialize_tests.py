@@ -174,6 +174,13 @@ def main():
               f"named at the handler ({kinds})",
               p.returncode == 3 and kinds[:1] == ["race"] and "1 race reported (1 seen)" in p.stderr
               and " handler  " in text, p, text)
+    p, text, jsonl = run(args, "handler_nested.py", "verbosity=0")
+    check("serialize, a SIGALRM handler calling a kernel whose tuner the waiting main thread is inside: a nested "
+          f"level, no wait, no race ({p.stdout.strip()})",
+          p.returncode == 0 and "1 race prevented by serialize (1 seen)" in p.stderr, p, text)
+    p, text, jsonl = run(args, "handler_interrupt.py", "verbosity=0")
+    check(f"serialize, Ctrl-C while a handler's call waits inside the main thread's wait: KeyboardInterrupt out "
+          f"of the main thread's call, the tuner entered again after ({p.stdout.strip()})", p.returncode == 0, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
