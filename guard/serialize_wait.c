@@ -286,6 +286,22 @@ static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, in
     return 1;
 }
 
+/* The entry of inst that t waits for, again, where a guarded call made
+ * inside the wait took t out of its FIFO (tg__wait_away_begin) and Python
+ * code ran since: an entry nobody was inside or waiting for meanwhile may
+ * have been given back (tg_tuner_get), so it is looked up before t queues
+ * in it again.  NULL: the table is full.  GIL held. */
+static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
+{
+    if (__builtin_expect(!t->wait_left, 1))
+        return u;
+    struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
+    t->wait_lock = t->waiting_for = v;
+    if (!v)
+        t->wait_left = 0;
+    return v;
+}
+
 /* t's wait for u has lasted wait_timeout (waited_ns), and u's holder has
  * been blocked outside tunerguard for blocked_ns (0: it runs): report it,
  * once while the wait goes on (*reported), and once more as t proceeds.
@@ -360,7 +376,13 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
     struct holder_look look = {0};
     int timed_out = 0, rc;
-    while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
+    for (;;) {
+        if (!(u = entry_again(u, t, inst))) {
+            wait_done(NULL, t, t0);
+            return 0; /* the table is full: the call runs unguarded (guard/session.c) */
+        }
+        if (park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc))
+            break;
         if (wait_interrupted(u, t, rc, main_thread, t0))
             return -1;
         uint64_t now = tg_mono_ns();
@@ -516,12 +538,14 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
  * event, a property read for the kernel's name.  The thread is busy there
  * (tunerguard's own hooks pass through) and in the FIFO of the lock it
  * waits for.  A guarded call from that code (a SIGALRM handler calling the
- * kernel, seen on Triton 3.6) is the program's, made by a thread that has
- * not entered the tuner it waits for: it passed straight in, unguarded,
- * trampling the holder's call.  So it is guarded as any call of the thread
- * would be: it waits for its tuner's holder, and for the turn unless t
- * holds it; a call on a tuner t is inside already (a handler interrupting
- * a nested call's wait) is a nested level, depth on t, never a race.
+ * kernel) is the program's, made by a thread that has not entered the
+ * tuner it waits for: passed through as tunerguard's own calls are, it
+ * would go in past the holder, unguarded, and trample the holder's call
+ * (the TypeError of Triton 3.6's Autotuner, no race counted).  So it is
+ * guarded as any call of the thread: it waits for its tuner's holder, and
+ * for the turn unless t holds it; a call on a tuner t is inside already (a
+ * handler interrupting a nested call's wait) is a nested level, depth on
+ * t, never a race.
  *
  * Its waits need t in no other FIFO (one link per thread), and the lock of
  * the interrupted wait must not be handed to t while t waits for another
