@@ -73,9 +73,11 @@ def arm():
 
 
 def install(signum, arm_fn):
+    """signum: the signal whose handler calls the kernel; None: arm_fn calls it."""
     global arm
     arm = arm_fn
-    signal.signal(signum, handler)
+    if signum is not None:
+        signal.signal(signum, handler)
     if not DETECT:
         import sys
         sys.addaudithook(audit)

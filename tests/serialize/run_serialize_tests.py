@@ -157,21 +157,24 @@ def main():
               "parked": "another thread while the main thread is parked in the tuner's wait"}[how]
         check(f"serialize wait interruptible, SIGINT to {to}: "
               "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
-    # A kernel called from a signal handler while the main thread waits for
-    # its tuner: the handler's call waits for the holder too (it went in
-    # past it, unguarded, and the holder's call raised the TypeError).
-    for script, sig in (("handler_alarm.py", "SIGALRM from setitimer"), ("handler_kill.py", "SIGUSR1 from a thread")):
+    # A kernel called from a signal handler (or an audit hook) on the main
+    # thread while it waits for that kernel's tuner: the call waits for the
+    # holder too (it went in past it, unguarded, and the holder's call
+    # raised the TypeError, with no race counted).
+    for script, who in (("handler_alarm.py", "a SIGALRM handler (setitimer)"),
+                        ("handler_kill.py", "a SIGUSR1 handler (signal.pthread_kill from a thread)"),
+                        ("handler_audit.py", "an audit hook on the wait's event")):
         p, text, jsonl = run(args, script, "verbosity=0")
         recs = [json.loads(x) for x in jsonl]
-        check(f"serialize, a {sig} handler calling the kernel the main thread waits for: the handler's call "
-              f"waits for the holder, a prevented race ({p.stdout.strip()})",
+        check(f"serialize, {who} calling the kernel the main thread waits for: that call waits for the holder, "
+              f"a prevented race ({p.stdout.strip()})",
               p.returncode == 0 and "['A', 'handler', 'main']" in p.stdout
               and "1 race prevented by serialize (2 seen)" in p.stderr
               and [r["kind"] for r in recs] == ["race", "repeats"] and recs[0]["serialized"], p, text)
         p, text, jsonl = run(args, script, "mode=detect")
         kinds = [json.loads(x)["kind"] for x in jsonl]
-        check(f"detect, a {sig} handler calling the kernel while another thread is inside: the race reported, "
-              f"named at the handler ({kinds})",
+        check(f"detect, {who} calling the kernel while another thread is inside: the race reported, named at "
+              f"the handler ({kinds})",
               p.returncode == 3 and kinds[:1] == ["race"] and "1 race reported (1 seen)" in p.stderr
               and " handler  " in text, p, text)
     p, text, jsonl = run(args, "handler_nested.py", "verbosity=0")
