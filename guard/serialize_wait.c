@@ -1,6 +1,7 @@
 /* serialize's waits: the wait for a tuner's lock and for the process's
  * turn (both released with the GIL while they block), the turn's slices,
- * the release of holds of threads that died inside, and the list of kernels
+ * the release of holds of threads that died inside, a guarded call made by
+ * Python code run inside a wait (a signal handler), and the list of kernels
  * that made a thread wait (the summary).  The guarded call that uses them is
  * guard/session.c; the locks themselves are detectors/tuner_table.h.
  *

@@ -1,6 +1,7 @@
-"""What handler_alarm.py and handler_kill.py share: a kernel called from a
-signal handler on the main thread while the main thread waits for that
-kernel's tuner (serialize), ordered by events.
+"""What handler_alarm.py, handler_kill.py and handler_audit.py share: a
+kernel called from a signal handler (or an audit hook) on the main thread
+while the main thread waits for that kernel's tuner (serialize), ordered
+by events.
 
 Thread A calls the kernel and stays inside, its call's state kept on the
 shared object (t.nargs, as Triton's Autotuner keeps self.nargs), until the
@@ -10,7 +11,8 @@ while the handler runs); then A reads its state, None if the handler's call
 went in and cleared it (TypeError: 'NoneType' object is not a mapping).
 
 serialize: the main thread calls the kernel too and waits for A; at its
-first wait (the audit event) arm() makes the signal come.  detect
+first wait (the audit event) arm() makes the signal come (or calls the
+handler itself).  detect
 (TUNERGUARD_OPTIONS has mode=detect): nothing waits, so the main thread
 does not call the kernel itself; it calls arm() and polls for the handler's
 call (the handler runs between the polls), which races with A.
