@@ -185,6 +185,10 @@ struct tg_thread {
      * in at the FIFO's tail (guard/serialize_wait.c).  Own thread, GIL held. */
     void *wait_lock;
     int wait_left;
+    /* >0 while that wait runs the program's Python code (its audit hooks,
+     * its signal handlers), where a guarded call is the program's call
+     * and is guarded as one (guard/serialize_wait.c).  Own thread, GIL held. */
+    int wait_open;
     /* A session that raced without an occupant slot (more threads inside
      * one tuner than it has slots): its link for the exception report, as
      * an occupant's raced_* fields, and the instance (0: none).

@@ -30,15 +30,33 @@ struct tg_guard_stats tg__gstats; /* guard/guard_internal.h */
 static char contended[TG_MAX_CONTENDED][128];
 static int ncontended;
 
+/* Around the program's Python code that a wait of t's runs (its audit
+ * hooks, its signal handlers, a property read for a kernel's name): t is
+ * busy, as in tunerguard's own code (its hooks pass through), and open: a
+ * guarded call made there is the program's, guarded as a call of t's
+ * ("a call made inside a wait", below).  Not open: the Python code a
+ * report runs under the report lock, where such a call, reporting, would
+ * wait for the lock its own thread holds; it passes through.  GIL held. */
+static void program_code_begin(struct tg_thread *t)
+{
+    t->busy++;
+    t->wait_open++;
+}
+
+static void program_code_end(struct tg_thread *t)
+{
+    t->wait_open--;
+    t->busy--;
+}
+
 /* The kernel's name for the exit line's contended list; for a tuner without
  * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
- * reads Python attributes (a property, __getattr__: Python code), with t's
- * busy raised: t is in a FIFO already, and a guarded call from there would
- * queue it a second time. */
+ * reads Python attributes (a property, __getattr__: Python code), the
+ * program's code inside t's wait (program_code_begin). */
 static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
 {
     char k[sizeof contended[0]];
-    t->busy++;
+    program_code_begin(t);
     tg_py_kernel_name(inst, k, sizeof k);
     if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
         snprintf(k, sizeof k, "%s", method);
@@ -49,7 +67,7 @@ static void note_contended(struct tg_thread *t, PyObject *inst, const char *meth
             tg_py.Py_DecRef(type);
         tg_py_drop_error();
     }
-    t->busy--;
+    program_code_end(t);
     if (!k[0])
         return; /* no name at all: not listed */
     for (int i = 0; i < ncontended; i++)
@@ -276,9 +294,9 @@ static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, in
          * hooks pass through).  A guarded call from one is the program's
          * call: it takes t out of the FIFO and is guarded as any other
          * (tg__wait_away_begin), so it waits for its tuner's holder. */
-        t->busy++;
+        program_code_begin(t);
         raised = tg_py.PyErr_CheckSignals() < 0;
-        t->busy--;
+        program_code_end(t);
     }
     if (!raised)
         return 0;
@@ -354,9 +372,9 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     holder = NULL; /* the audit hooks below are Python code: other threads may run */
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Only on contention. */
-    t->busy++; /* a guarded call from an audit hook here waits as a call of its own (tg__wait_away_begin) */
+    program_code_begin(t); /* a guarded call from an audit hook here waits as a call of its own */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    t->busy--;
+    program_code_end(t);
     tg_py_drop_error();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
@@ -478,9 +496,9 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
         turn_slice_start(t0); /* the holder is waited for from now on */
     fifo_join(&tg__turn, t);
     pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
-    t->busy++; /* as in tg__wait_for_tuner */
+    program_code_begin(t); /* as in tg__wait_for_tuner */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    t->busy--;
+    program_code_end(t);
     tg_py_drop_error();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
@@ -562,6 +580,7 @@ void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
     w->lk = t->wait_lock;
     w->waiting_for = t->waiting_for;
     w->busy = t->busy;
+    w->open = t->wait_open;
     w->counted = t->wait_call_counted;
     w->had_turn = t->nheld == 0 && w->lk != &tg__turn &&
                   __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid;
@@ -570,6 +589,7 @@ void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
     t->wait_lock = NULL;
     t->waiting_for = NULL;
     t->busy = 0;
+    t->wait_open = 0;
     t->wait_call_counted = 0;
 }
 
@@ -579,6 +599,7 @@ void tg__wait_away_end(struct tg_thread *t, const struct tg_wait_away *w)
     t->wait_left = 1;
     t->waiting_for = w->waiting_for;
     t->busy = w->busy;
+    t->wait_open = w->open;
     t->wait_call_counted = w->counted;
     /* The turn the interrupted wait held (it waits for its tuner): the
      * call's session gave it up as an outermost one does; taken back if
