@@ -584,7 +584,7 @@ void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
     w->counted = t->wait_call_counted;
     w->had_turn = t->nheld == 0 && w->lk != &tg__turn &&
                   __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid;
-    if (!t->wait_left)
+    if (w->lk && !t->wait_left)
         abandon_wait(w->lk, t);
     t->wait_lock = NULL;
     t->waiting_for = NULL;
