@@ -177,6 +177,18 @@ struct tg_thread {
      * turn already, and was counted then (guard/serialize_wait.c).  Own
      * thread, GIL held. */
     int wait_call_counted;
+    /* serialize: the lock (the turn, or a tuner's entry; opaque here) this
+     * thread waits for, NULL when it waits for none; and whether it is out
+     * of that lock's FIFO for now: a guarded call made by Python code run
+     * inside the wait (a signal handler run between its stretches, an audit
+     * hook) took it out to wait as a call of its own, and the wait goes back
+     * in at the FIFO's tail (guard/serialize_wait.c).  Own thread, GIL held. */
+    void *wait_lock;
+    int wait_left;
+    /* >0 while that wait runs the program's Python code (its audit hooks,
+     * its signal handlers), where a guarded call is the program's call
+     * and is guarded as one (guard/serialize_wait.c).  Own thread, GIL held. */
+    int wait_open;
     /* A session that raced without an occupant slot (more threads inside
      * one tuner than it has slots): its link for the exception report, as
      * an occupant's raced_* fields, and the instance (0: none).

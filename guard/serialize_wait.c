@@ -1,6 +1,7 @@
 /* serialize's waits: the wait for a tuner's lock and for the process's
  * turn (both released with the GIL while they block), the turn's slices,
- * the release of holds of threads that died inside, and the list of kernels
+ * the release of holds of threads that died inside, a guarded call made by
+ * Python code run inside a wait (a signal handler), and the list of kernels
  * that made a thread wait (the summary).  The guarded call that uses them is
  * guard/session.c; the locks themselves are detectors/tuner_table.h.
  *
@@ -29,15 +30,33 @@ struct tg_guard_stats tg__gstats; /* guard/guard_internal.h */
 static char contended[TG_MAX_CONTENDED][128];
 static int ncontended;
 
+/* Around the program's Python code that a wait of t's runs (its audit
+ * hooks, its signal handlers, a property read for a kernel's name): t is
+ * busy, as in tunerguard's own code (its hooks pass through), and open: a
+ * guarded call made there is the program's, guarded as a call of t's
+ * ("a call made inside a wait", below).  Not open: the Python code a
+ * report runs under the report lock, where such a call, reporting, would
+ * wait for the lock its own thread holds; it passes through.  GIL held. */
+static void program_code_begin(struct tg_thread *t)
+{
+    t->busy++;
+    t->wait_open++;
+}
+
+static void program_code_end(struct tg_thread *t)
+{
+    t->wait_open--;
+    t->busy--;
+}
+
 /* The kernel's name for the exit line's contended list; for a tuner without
  * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
- * reads Python attributes (a property, __getattr__: Python code), with t's
- * busy raised: t is in a FIFO already, and a guarded call from there would
- * queue it a second time. */
+ * reads Python attributes (a property, __getattr__: Python code), the
+ * program's code inside t's wait (program_code_begin). */
 static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
 {
     char k[sizeof contended[0]];
-    t->busy++;
+    program_code_begin(t);
     tg_py_kernel_name(inst, k, sizeof k);
     if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
         snprintf(k, sizeof k, "%s", method);
@@ -48,7 +67,7 @@ static void note_contended(struct tg_thread *t, PyObject *inst, const char *meth
             tg_py.Py_DecRef(type);
         tg_py_drop_error();
     }
-    t->busy--;
+    program_code_end(t);
     if (!k[0])
         return; /* no name at all: not listed */
     for (int i = 0; i < ncontended; i++)
@@ -125,13 +144,44 @@ static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struc
     return idle ? now - cur.since : 0;
 }
 
+static void turn_slice_start(uint64_t now);
+
+/* t's wait for lock lk begins: into lk's FIFO.  GIL held. */
+static void fifo_join(struct tg_tuner *lk, struct tg_thread *t)
+{
+    tg_tuner_wait_push(lk, t);
+    t->wait_lock = lk;
+    t->wait_left = 0;
+}
+
+/* t's wait for lk ends: out of lk's FIFO, if still in it.  GIL held. */
+static void fifo_leave(struct tg_tuner *lk, struct tg_thread *t)
+{
+    tg_tuner_wait_remove(lk, t); /* no-op when out of it (tg__wait_away_begin) */
+    t->wait_lock = NULL;
+    t->wait_left = 0;
+}
+
+/* Back into lk's FIFO, at its tail, where a guarded call made inside t's
+ * wait took t out (tg__wait_away_begin): before the wait blocks again.
+ * GIL held. */
+static void fifo_rejoin(struct tg_tuner *lk, struct tg_thread *t)
+{
+    if (__builtin_expect(!t->wait_left, 1))
+        return;
+    if (lk == &tg__turn && lk->waiters == 0)
+        turn_slice_start(tg_mono_ns()); /* the holder is waited for from now on, as at the first wait */
+    tg_tuner_wait_push(lk, t);
+    t->wait_left = 0;
+}
+
 /* A waiter leaves u's FIFO without entering (a signal's exception): if the
  * lock was handed to it meanwhile, pass it on; if it was the one woken for a
  * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
 static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 {
     const int was_head = u->wq_head == t;
-    tg_tuner_wait_remove(u, t);
+    fifo_leave(u, t);
     t->waiting_for = NULL;
     if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
         tg__unlock_tuner(u, t);
@@ -195,6 +245,7 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
     const uint32_t tid = (uint32_t)t->tid;
     uint32_t seen = __atomic_load_n(&t->park, __ATOMIC_ACQUIRE);
     *rc = 0;
+    fifo_rejoin(lk, t);
     if (tg_tuner_try_lock(lk, tid))
         return 1;
     int got = 0;
@@ -253,18 +304,35 @@ static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, in
 {
     int raised = t->kept_exc[0] != NULL;
     if (!raised && (rc == EINTR || main_thread)) {
-        /* The handlers run here, t still in lk's FIFO: a guarded call from one
-         * passes through (busy) instead of queueing t a second time, which
-         * left the FIFO's count wrong and the tuner's entry never given back. */
-        t->busy++;
+        /* The handlers run here, t still in lk's FIFO (busy: tunerguard's
+         * hooks pass through).  A guarded call from one is the program's
+         * call: it takes t out of the FIFO and is guarded as any other
+         * (tg__wait_away_begin), so it waits for its tuner's holder. */
+        program_code_begin(t);
         raised = tg_py.PyErr_CheckSignals() < 0;
-        t->busy--;
+        program_code_end(t);
     }
     if (!raised)
         return 0;
     abandon_wait(lk, t);
     wait_done(lk == &tg__turn ? NULL : lk, t, t0);
     return 1;
+}
+
+/* The entry of inst that t waits for, again, where a guarded call made
+ * inside the wait took t out of its FIFO (tg__wait_away_begin) and Python
+ * code ran since: an entry nobody was inside or waiting for meanwhile may
+ * have been given back (tg_tuner_get), so it is looked up before t queues
+ * in it again.  NULL: the table is full.  GIL held. */
+static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
+{
+    if (__builtin_expect(!t->wait_left, 1))
+        return u;
+    struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
+    t->wait_lock = t->waiting_for = v;
+    if (!v)
+        t->wait_left = 0;
+    return v;
 }
 
 /* t's wait for u has lasted wait_timeout (waited_ns), and u's holder has
@@ -304,7 +372,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const uint32_t tid = (uint32_t)t->tid;
     /* In the FIFO, u stays this instance's entry while Python code runs below
      * (reports, audit hooks), which lets other threads leave and enter. */
-    tg_tuner_wait_push(u, t);
+    fifo_join(u, t);
     t->waiting_for = u;
     uint64_t t0 = tg_mono_ns();
     struct tg_tuner *path[16];
@@ -319,9 +387,9 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     wait_begin(t, t0);
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Only on contention. */
-    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
+    program_code_begin(t); /* a guarded call from an audit hook here waits as a call of its own */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    t->busy--;
+    program_code_end(t);
     tg_py_drop_error();
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
@@ -342,7 +410,13 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
     struct holder_look look = {0};
     int timed_out = 0, rc;
-    while (!park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc)) {
+    for (;;) {
+        if (!(u = entry_again(u, t, inst))) {
+            wait_done(NULL, t, t0);
+            return 0; /* the table is full: the call runs unguarded (guard/session.c) */
+        }
+        if (park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc))
+            break;
         if (wait_interrupted(u, t, rc, main_thread, t0))
             return -1;
         uint64_t now = tg_mono_ns();
@@ -364,7 +438,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
         }
     }
     tg_tuner_served(u, tg_mono_ns() - t0);
-    tg_tuner_wait_remove(u, t);
+    fifo_leave(u, t);
     t->waiting_for = NULL;
     wait_done(u, t, t0);
     return 1;
@@ -435,12 +509,12 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     uint64_t t0 = tg_mono_ns();
     if (tg__turn.waiters == 0)
         turn_slice_start(t0); /* the holder is waited for from now on */
-    tg_tuner_wait_push(&tg__turn, t);
+    fifo_join(&tg__turn, t);
     wait_begin(t, t0);
     pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
-    t->busy++; /* a guarded call from an audit hook here passes through: t is in a FIFO already */
+    program_code_begin(t); /* as in tg__wait_for_tuner */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    t->busy--;
+    program_code_end(t);
     tg_py_drop_error();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
@@ -469,7 +543,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     }
     uint64_t dt = tg_mono_ns() - t0;
     const int was_head = tg__turn.wq_head == t;
-    tg_tuner_wait_remove(&tg__turn, t);
+    fifo_leave(&tg__turn, t);
     if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
         t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
@@ -490,6 +564,65 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     }
     wait_done(NULL, t, t0);
     return got;
+}
+
+/* ---- a call made inside a wait ---------------------------------------------------
+ *
+ * Python code runs on a waiting thread: the signal handlers run between the
+ * main thread's stretches (wait_interrupted), the audit hooks on the wait's
+ * event, a property read for the kernel's name.  The thread is busy there
+ * (tunerguard's own hooks pass through) and in the FIFO of the lock it
+ * waits for.  A guarded call from that code (a SIGALRM handler calling the
+ * kernel) is the program's, made by a thread that has not entered the
+ * tuner it waits for: passed through as tunerguard's own calls are, it
+ * would go in past the holder, unguarded, and trample the holder's call
+ * (the TypeError of Triton 3.6's Autotuner, no race counted).  So it is
+ * guarded as any call of the thread: it waits for its tuner's holder, and
+ * for the turn unless t holds it; a call on a tuner t is inside already (a
+ * handler interrupting a nested call's wait) is a nested level, depth on
+ * t, never a race.
+ *
+ * Its waits need t in no other FIFO (one link per thread), and the lock of
+ * the interrupted wait must not be handed to t while t waits for another
+ * (or for the same one as a second caller: the handler's wait would never
+ * get the turn its own interrupted wait holds the place for).  So t leaves
+ * that FIFO first, as an abandoned wait does (a lock handed to it meanwhile
+ * goes on to the next), and goes back in at the tail when the interrupted
+ * wait parks again (fifo_rejoin): the handler's call, which the program
+ * made later, goes first. */
+
+void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
+{
+    w->lk = t->wait_lock;
+    w->waiting_for = t->waiting_for;
+    w->busy = t->busy;
+    w->open = t->wait_open;
+    w->counted = t->wait_call_counted;
+    w->had_turn = t->nheld == 0 && w->lk != &tg__turn &&
+                  __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid;
+    if (w->lk && !t->wait_left)
+        abandon_wait(w->lk, t);
+    t->wait_lock = NULL;
+    t->waiting_for = NULL;
+    t->busy = 0;
+    t->wait_open = 0;
+    t->wait_call_counted = 0;
+}
+
+void tg__wait_away_end(struct tg_thread *t, const struct tg_wait_away *w)
+{
+    t->wait_lock = w->lk;
+    t->wait_left = 1;
+    t->waiting_for = w->waiting_for;
+    t->busy = w->busy;
+    t->wait_open = w->open;
+    t->wait_call_counted = w->counted;
+    /* The turn the interrupted wait held (it waits for its tuner): the
+     * call's session gave it up as an outermost one does; taken back if
+     * nobody has it (it is a preference, not what keeps a tuner's
+     * callers apart). */
+    if (w->had_turn && t->nheld == 0)
+        tg__try_turn(t);
 }
 
 void tg_guard_contended(char *buf, int len)

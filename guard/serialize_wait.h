@@ -98,6 +98,21 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method);
  * signal handler raised (nothing held). */
 int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g);
 
+/* A guarded call made by the program's Python code run inside t's own
+ * wait (t->wait_open: a signal handler, an audit hook) is guarded as a
+ * call of t's (serialize_wait.c, "a call made inside a wait"): begin takes
+ * t out of the wait's FIFO and saves what the wait keeps on t, the call is
+ * guarded, end puts that back (the wait goes back in at the FIFO's tail
+ * when it parks again). */
+struct tg_wait_away {
+    struct tg_tuner *lk; /* the lock the interrupted wait is for */
+    void *waiting_for;
+    int busy, open, counted;
+    int had_turn;        /* it held the turn (a wait for its tuner) */
+};
+void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w);
+void tg__wait_away_end(struct tg_thread *t, const struct tg_wait_away *w);
+
 /* Release the holds of threads that died inside u (reported); how many. */
 int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
                   int (*alive)(pid_t));

@@ -457,14 +457,32 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     return session_exit(g, t, inst, u, o, epoch, res);
 }
 
+/* A guarded call made by the program's Python code run inside this
+ * thread's own serialize wait (a signal handler, an audit hook): guarded as
+ * a call of its own
+ * (guard/serialize_wait.c, "a call made inside a wait"). */
+static __attribute__((cold, noinline)) PyObject *call_in_wait(struct tg_guard *g, struct tg_thread *t, PyObject *f,
+                                                              PyObject *const *args, Py_ssize_t nargs,
+                                                              PyObject *kwnames)
+{
+    struct tg_wait_away w;
+    tg__wait_away_begin(t, &w);
+    PyObject *res = guard_call(g, t, f, args, nargs, kwnames);
+    tg__wait_away_end(t, &w);
+    return res;
+}
+
 /* t: the calling thread's record (tg__guard_entry's tg__self()); f: what
  * call_orig calls (the function, or a descriptor guard's original); args[0]
  * is self. */
 static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
                             Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
+    if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0)) {
+        if (t->wait_open && nargs >= 1 && tg_opts.mode == TG_MODE_SERIALIZE)
+            return call_in_wait(g, t, f, args, nargs, kwnames); /* t->busy: its wait's */
         return tg__call_orig(g, f, args, nargs, kwnames);
+    }
     if (__builtin_expect(g->chains, 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)

@@ -50,6 +50,7 @@ SCENARIOS = {
     "fast_path_first": ("fast_first_kernel", NONE_IS_NOT_A_MAPPING),
     "disk_cache": ("disk_cache_kernel", NONE_IS_NOT_A_MAPPING),
     "pruned_single": ("pruned_single_kernel", NONE_IS_NOT_A_MAPPING),
+    "signal_handler": ("signal_handler_kernel", NONE_IS_NOT_A_MAPPING),
     # other tuners (docs/tuners.md): fla-core 0.6.0's CachedAutotuner from its wheel (TG_FLA_WHEEL,
     # run_wheel_repro.py), and the model of Inductor's CachingAutotuner (torch 2.15.0)
     "fla_cached_autotuner": ("fla_l2norm_kernel", NONE_IS_NOT_A_MAPPING),

@@ -157,6 +157,33 @@ def main():
               "parked": "another thread while the main thread is parked in the tuner's wait"}[how]
         check(f"serialize wait interruptible, SIGINT to {to}: "
               "KeyboardInterrupt while the holder is inside, the queue intact after", p.returncode == 0, p, text)
+    # A kernel called from a signal handler (or an audit hook) on the main
+    # thread while it waits for that kernel's tuner: the call waits for the
+    # holder too (it went in past it, unguarded, and the holder's call
+    # raised the TypeError, with no race counted).
+    for script, who in (("handler_alarm.py", "a SIGALRM handler (setitimer)"),
+                        ("handler_kill.py", "a SIGUSR1 handler (signal.pthread_kill from a thread)"),
+                        ("handler_audit.py", "an audit hook on the wait's event")):
+        p, text, jsonl = run(args, script, "verbosity=0")
+        recs = [json.loads(x) for x in jsonl]
+        check(f"serialize, {who} calling the kernel the main thread waits for: that call waits for the holder, "
+              f"a prevented race ({p.stdout.strip()})",
+              p.returncode == 0 and "['A', 'handler', 'main']" in p.stdout
+              and "1 race prevented by serialize (2 seen)" in p.stderr
+              and [r["kind"] for r in recs] == ["race", "repeats"] and recs[0]["serialized"], p, text)
+        p, text, jsonl = run(args, script, "mode=detect")
+        kinds = [json.loads(x)["kind"] for x in jsonl]
+        check(f"detect, {who} calling the kernel while another thread is inside: the race reported, named at "
+              f"the handler ({kinds})",
+              p.returncode == 3 and kinds[:1] == ["race"] and "1 race reported (1 seen)" in p.stderr
+              and " handler  " in text, p, text)
+    p, text, jsonl = run(args, "handler_nested.py", "verbosity=0")
+    check("serialize, a SIGALRM handler calling a kernel whose tuner the waiting main thread is inside: a nested "
+          f"level, no wait, no race ({p.stdout.strip()})",
+          p.returncode == 0 and "1 race prevented by serialize (1 seen)" in p.stderr, p, text)
+    p, text, jsonl = run(args, "handler_interrupt.py", "verbosity=0")
+    check(f"serialize, Ctrl-C while a handler's call waits inside the main thread's wait: KeyboardInterrupt out "
+          f"of the main thread's call, the tuner entered again after ({p.stdout.strip()})", p.returncode == 0, p, text)
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
