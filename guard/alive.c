@@ -54,8 +54,9 @@ int tg__py_finalizing(void)
 
 void *tg__occupant_tstate(const struct tg_occupant *o)
 {
-    /* Py_FinalizeEx marks the runtime finalizing, then frees the other
-     * threads' states (3.9 to 3.14): reading one after the mark is reading
-     * freed memory (a crash under PYTHONMALLOC=debug). */
+    /* Py_FinalizeEx marks the runtime finalizing, then deletes the other
+     * threads' states: freed on 3.9 to 3.13, cleared on 3.14 (their frames'
+     * stack released; the thread keeps a reference).  Reading one after the
+     * mark reads freed memory (a crash under PYTHONMALLOC=debug). */
     return o->tstate && !tg__py_finalizing() ? o->tstate : NULL;
 }

@@ -122,10 +122,10 @@ void tg__alive_atfork_child(void);
 /* Is the interpreter finalizing (Py_IsFinalizing)?  GIL held. */
 int tg__py_finalizing(void);
 /* Occupant o's PyThreadState, for its Python stack, or NULL where it may
- * be freed: once the interpreter finalizes, CPython has deleted every
- * thread state but the finalizing thread's (a daemon thread inside a tuner
- * stops where it is, its state gone), so another thread's is never read
- * from then on.  The calling thread is not o.  GIL held. */
+ * be released: once the interpreter finalizes, CPython deletes every thread
+ * state but the finalizing thread's (a daemon thread inside a tuner stops
+ * where it is, its state freed or cleared), so another thread's is never
+ * read from then on.  The calling thread is not o.  GIL held. */
 void *tg__occupant_tstate(const struct tg_occupant *o);
 
 /* ---- guard_install.c ------------------------------------------------------ */

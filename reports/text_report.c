@@ -124,7 +124,7 @@ static void python_stack(struct tg_w *w, const struct tg_report *r, const struct
     int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
     tg_w_str(w, "    Python (most recent call first):\n");
     if (n == 0 && v->py_unreadable)
-        tg_w_str(w, "      <not readable: the interpreter was finalizing and had freed this thread's state>\n");
+        tg_w_str(w, "      <not readable: the interpreter was finalizing and had released this thread's state>\n");
     else if (n == 0)
         tg_w_str(w, "      <no Python frame>\n");
     for (int i = 0; i < n; i++)

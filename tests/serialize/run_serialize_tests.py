@@ -128,7 +128,7 @@ def main():
     check(f"serialize does not wait at finalization: a __del__'s call goes in though a daemon thread never "
           f"leaves the tuner (rc {p.returncode})", p.returncode == 0 and "del ok" in p.stdout, p, text)
     inside = [json.loads(x).get("inside") or {} for x in jsonl]
-    check("at finalization the daemon's Python stack is not read (CPython freed its state): the report says so",
+    check("at finalization the daemon's Python stack is not read (CPython released its state): the report says so",
           "fatal signal" not in p.stderr and "<not readable: the interpreter was finalizing" in text
           and len(inside) == 1 and inside[0].get("python_unreadable") is True and inside[0].get("python") == [],
           p, text)
