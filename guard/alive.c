@@ -46,17 +46,11 @@ void tg__alive_atfork_child(void)
     memset(alive_cache, 0, sizeof alive_cache); /* the parent's threads */
 }
 
-int tg__py_finalizing(void)
-{
-    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
-    return fin && fin();
-}
-
 void *tg__occupant_tstate(const struct tg_occupant *o)
 {
     /* Py_FinalizeEx marks the runtime finalizing, then deletes the other
      * threads' states: freed on 3.9 to 3.13, cleared on 3.14 (their frames'
      * stack released; the thread keeps a reference).  Reading one after the
      * mark reads freed memory (a crash under PYTHONMALLOC=debug). */
-    return o->tstate && !tg__py_finalizing() ? o->tstate : NULL;
+    return o->tstate && !tg_py_finalizing() ? o->tstate : NULL;
 }

@@ -119,8 +119,6 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
 int tg__tid_alive_cached(pid_t tid);
 /* In a fork child: forget the parent's threads (alive.c). */
 void tg__alive_atfork_child(void);
-/* Is the interpreter finalizing (Py_IsFinalizing)?  GIL held. */
-int tg__py_finalizing(void);
 /* Occupant o's PyThreadState, for its Python stack, or NULL where it may
  * be released: once the interpreter finalizes, CPython deletes every thread
  * state but the finalizing thread's (a daemon thread inside a tuner stops

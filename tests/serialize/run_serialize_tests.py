@@ -124,14 +124,17 @@ def main():
     p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
     check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
           p.returncode == 0, p, text)
-    p, text, jsonl = run(args, "finalizer_call.py", "verbosity=0")
-    check(f"serialize does not wait at finalization: a __del__'s call goes in though a daemon thread never "
-          f"leaves the tuner (rc {p.returncode})", p.returncode == 0 and "del ok" in p.stdout, p, text)
-    inside = [json.loads(x).get("inside") or {} for x in jsonl]
-    check("at finalization the daemon's Python stack is not read (CPython released its state): the report says so",
-          "fatal signal" not in p.stderr and "<not readable: the interpreter was finalizing" in text
-          and len(inside) == 1 and inside[0].get("python_unreadable") is True and inside[0].get("python") == [],
-          p, text)
+    for when in ("", "late"):
+        p, text, jsonl = run(args, "finalizer_call.py", "verbosity=0", extra=(when,) if when else ())
+        check(f"serialize does not wait at finalization: a {when + ' ' if when else ''}__del__'s call goes in "
+              f"though a daemon thread never leaves the tuner (rc {p.returncode})",
+              p.returncode == 0 and "del ok" in p.stdout, p, text)
+        inside = [json.loads(x).get("inside") or {} for x in jsonl]
+        check(f"at finalization ({when or 'modules cleared'}) the daemon's Python stack is not read (CPython "
+              f"released its state): the report says so",
+              "fatal signal" not in p.stderr and "<not readable: the interpreter was finalizing" in text
+              and len(inside) == 1 and inside[0].get("python_unreadable") is True and inside[0].get("python") == [],
+              p, text)
     p, text, jsonl = run(args, "turn_other_kernel.py", "targets=tgfix.homegrown:HomeTuner.run:"
                          "tuning=tgfix.homegrown:HomeTuner.measure")
     check(f"serialize's turn never holds up a tuner nobody is in while another thread tunes ({p.stdout.strip()})",
