@@ -103,7 +103,8 @@ static int in_main(void)
 /* 3.12+: does an interpreter other than the main one exist (see the head
  * comment)?  Interpreters are listed newest first, the main one last: one
  * load of the list's head, nothing of another interpreter is read.  Unknown
- * counts as yes. */
+ * counts as yes.  Yes says so in one line at verbosity 1: "<what> through
+ * type's slots: ...". */
 static int others_exist(const char *what)
 {
     if (tg_py.minor < 12)
@@ -111,8 +112,8 @@ static int others_exist(const char *what)
     if (tg_py.PyInterpreterState_Head && tg_py.PyInterpreterState_Main &&
         tg_py.PyInterpreterState_Head() == tg_py.PyInterpreterState_Main())
         return 0;
-    tg__info(1, "cannot watch %s: other interpreters exist, and each keeps its own view of type's slots "
-                "(changing them would break type.__setattr__ there)", what);
+    tg__info(1, "%s through type's slots: other interpreters exist, each with its own view of them "
+                "(changing them would break type.__setattr__ and type.__new__ there)", what);
     return 1;
 }
 
@@ -197,7 +198,7 @@ int tg__guard_watch_new(void)
         tg__info(1, "cannot watch classes as they are made: type has no tp_new");
         return 0;
     }
-    if (others_exist("classes as they are made")) {
+    if (others_exist("classes made later are watched through an __init_subclass__, not")) {
         orig_new = NULL;
         return 0;
     }
@@ -230,7 +231,9 @@ void tg__guard_watch_setattr(void)
     }
     orig_setattro = *slot_of(type_type);
     main_interp = tg_py.PyInterpreterState_Get ? tg_py.PyInterpreterState_Get() : NULL;
-    if (orig_setattro && others_exist("class attribute assignments or classes as they are made")) {
+    if (orig_setattro && others_exist("a guarded method replaced by the program is guarded at its first call "
+                                      "through the original, and classes made later are watched through an "
+                                      "__init_subclass__, not")) {
         orig_setattro = NULL; /* tg__type_setattr: PyObject_SetAttr */
         return;
     }
