@@ -2,7 +2,8 @@
 """Lifecycle tests on one interpreter: exceptions inside
 sessions, fork while a tuner is held (serialize, several children), os.fork
 and multiprocessing spawn/forkserver/fork children that arm and report on
-their own, subinterpreters left alone with one line.
+their own, subinterpreters left alone with one line, and interpreters started
+before or after the first guard working there as without tunerguard.
 
   run_lifecycle_tests.py --lib LIB --python EXE [--only NAME,...]
 
