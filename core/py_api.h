@@ -82,6 +82,14 @@ static inline void tg_py_decref(PyObject *o)
         tg_py._Py_Dealloc(o);
 }
 
+/* Is the interpreter finalizing (Py_IsFinalizing; _Py_IsFinalizing before
+ * 3.13)?  0 where neither is resolved.  GIL held. */
+static inline int tg_py_finalizing(void)
+{
+    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
+    return fin && fin();
+}
+
 /* The constructor's part: PySys_AddAuditHook and the version (minor,
  * free_threaded, supported, version).  Returns 0 in a CPython process (any
  * version with audit hooks: 3.8 too), -1 elsewhere.  Calls only

@@ -36,6 +36,8 @@ struct tg_thread_view {
     int py_truncated;          /* more frames existed than fit */
     int py_omitted;            /* how many: they were between py[TG_PY_HEAD_FRAMES - 1]
                                   and py[TG_PY_HEAD_FRAMES] (0 if none) */
+    int py_unreadable;         /* another thread's stack, not read: the interpreter was
+                                  finalizing and had released that thread's state (npy 0) */
     struct tg_py_frame py[TG_MAX_PY_FRAMES];
     int nnative;               /* raw return addresses, innermost first */
     void *native[TG_MAX_NATIVE_FRAMES];

@@ -1,7 +1,9 @@
 /* Whether other threads are alive, asked of the kernel at most every 100 ms
  * per thread: contended entries and exits check their occupants, and an
- * overlap of tuned calls must not cost a system call.  GIL held. */
+ * overlap of tuned calls must not cost a system call.  Whether another
+ * thread's Python state can still be read.  GIL held. */
 #include "guard/guard_internal.h"
+#include "core/py_api.h"
 #include "core/thread_state.h"
 
 #include <stdint.h>
@@ -42,4 +44,13 @@ int tg__tid_alive_cached(pid_t tid)
 void tg__alive_atfork_child(void)
 {
     memset(alive_cache, 0, sizeof alive_cache); /* the parent's threads */
+}
+
+void *tg__occupant_tstate(const struct tg_occupant *o)
+{
+    /* Py_FinalizeEx marks the runtime finalizing, then deletes the other
+     * threads' states: freed on 3.9 to 3.13, cleared on 3.14 (their frames'
+     * stack released; the thread keeps a reference).  Reading one after the
+     * mark reads freed memory (a crash under PYTHONMALLOC=debug). */
+    return o->tstate && !tg_py_finalizing() ? o->tstate : NULL;
 }

@@ -119,6 +119,12 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
 int tg__tid_alive_cached(pid_t tid);
 /* In a fork child: forget the parent's threads (alive.c). */
 void tg__alive_atfork_child(void);
+/* Occupant o's PyThreadState, for its Python stack, or NULL where it may
+ * be released: once the interpreter finalizes, CPython deletes every thread
+ * state but the finalizing thread's (a daemon thread inside a tuner stops
+ * where it is, its state freed or cleared), so another thread's is never
+ * read from then on.  The calling thread is not o.  GIL held. */
+void *tg__occupant_tstate(const struct tg_occupant *o);
 
 /* ---- guard_install.c ------------------------------------------------------ */
 

@@ -20,6 +20,21 @@
  * tg__guard_unwatch_setattr).  Nothing is hooked when any of them does not
  * look as expected.
  *
+ * Other interpreters.  From 3.12 on, type is shared by all interpreters but
+ * each has its own type.__dict__ (its own wrappers, made when it started,
+ * holding the slot function of that moment) and its own type.__subclasses__()
+ * (its own metaclasses).  An interpreter that already runs when the slots are
+ * switched keeps the original in both, out of reach from here, and its
+ * hackcheck then refuses every type.__setattr__ / __delattr__ (Enum's
+ * super().__setattr__ among them: "can't apply this __setattr__ to type
+ * object") and tp_new_wrapper every type.__new__ of a metaclass it made
+ * ("type.__new__(M2) is not safe").  So on 3.12+ a hook goes in only while
+ * the main interpreter is the only one; otherwise that watch is off, with one
+ * line (the replacement watch falls back to the first call's check, the
+ * subclass watch to an __init_subclass__).  An interpreter started after the
+ * switch makes its wrappers and metaclasses from the hooks, which pass
+ * straight through there: guards belong to the main interpreter.
+ *
  * The subclass watch: a class made from a guarded one (`class
  * Mine(Autotuner)`, also later) has its overrides guarded as it is made.
  * type's tp_new is hooked the same way (type's own slot and every metaclass
@@ -76,11 +91,36 @@ static inline setattro_fn *wrapped_of(PyObject *wrapper)
 
 /* Set when the interpreter finalizes: the hooks pass straight through. */
 static int finalizing;
+/* The main interpreter (PyInterpreterState *), where the hooks went in. */
+static void *main_interp;
+
+/* Is the calling thread's interpreter the main one (the hooks' business)? */
+static int in_main(void)
+{
+    return !tg_py.PyInterpreterState_Get || tg_py.PyInterpreterState_Get() == main_interp;
+}
+
+/* 3.12+: does an interpreter other than the main one exist (see the head
+ * comment)?  Interpreters are listed newest first, the main one last: one
+ * load of the list's head, nothing of another interpreter is read.  Unknown
+ * counts as yes.  Yes says so in one line at verbosity 1: "<what> through
+ * type's slots: ...". */
+static int others_exist(const char *what)
+{
+    if (tg_py.minor < 12)
+        return 0; /* one type.__dict__ and one __subclasses__() for all */
+    if (tg_py.PyInterpreterState_Head && tg_py.PyInterpreterState_Main &&
+        tg_py.PyInterpreterState_Head() == tg_py.PyInterpreterState_Main())
+        return 0;
+    tg__info(1, "%s through type's slots: other interpreters exist, each with its own view of them "
+                "(changing them would break type.__setattr__ and type.__new__ there)", what);
+    return 1;
+}
 
 static int hook(PyObject *cls, PyObject *name, PyObject *value)
 {
     int rc = orig_setattro(cls, name, value);
-    if (rc == 0 && value && !finalizing)
+    if (rc == 0 && value && !finalizing && in_main())
         tg__guard_class_setattr(cls, name, value);
     return rc;
 }
@@ -96,7 +136,7 @@ int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value)
 static PyObject *new_hook(PyObject *meta, PyObject *args, PyObject *kwds)
 {
     PyObject *made = orig_new(meta, args, kwds);
-    if (made && !finalizing && args && tg_py.PyTuple_Size(args) == 3) {
+    if (made && !finalizing && args && tg_py.PyTuple_Size(args) == 3 && in_main()) {
         /* A metaclass's __new__ that type.__new__ handed the call to may
          * return anything: only a class is looked at. */
         PyObject *mt = tg_py.PyObject_Type(made);
@@ -158,6 +198,10 @@ int tg__guard_watch_new(void)
         tg__info(1, "cannot watch classes as they are made: type has no tp_new");
         return 0;
     }
+    if (others_exist("classes made later are watched through an __init_subclass__, not")) {
+        orig_new = NULL;
+        return 0;
+    }
     retarget(type_type, TG_SLOT_NEW, (any_fn)orig_new, (any_fn)new_hook, 0);
     on = 1;
     return 1;
@@ -186,6 +230,13 @@ void tg__guard_watch_setattr(void)
         return;
     }
     orig_setattro = *slot_of(type_type);
+    main_interp = tg_py.PyInterpreterState_Get ? tg_py.PyInterpreterState_Get() : NULL;
+    if (orig_setattro && others_exist("a guarded method replaced by the program is guarded at its first call "
+                                      "through the original, and classes made later are watched through an "
+                                      "__init_subclass__, not")) {
+        orig_setattro = NULL; /* tg__type_setattr: PyObject_SetAttr */
+        return;
+    }
     PyObject *dict = tg_py.PyObject_GetAttrString(type_type, "__dict__");
     int wrappers_ok = 1;
     for (int i = 0; i < 2; i++) {

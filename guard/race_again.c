@@ -76,7 +76,8 @@ static int fold_stack(void *ts, uint64_t *h)
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
                       const struct tg_occupant *other, int serialized)
 {
-    if (tg_opts.verbosity >= 2 || !other->tstate)
+    void *other_ts = tg__occupant_tstate(other);
+    if (tg_opts.verbosity >= 2 || !other_ts)
         return 0;
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
@@ -85,7 +86,7 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     if (type)
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
     h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
-    int ok = fold_stack(NULL, &h) && fold_stack(other->tstate, &h);
+    int ok = fold_stack(NULL, &h) && fold_stack(other_ts, &h);
     tg_py.PyErr_Restore(et, ev, tb);
     return ok ? h | 1 : 0;
 }

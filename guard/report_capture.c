@@ -147,7 +147,11 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
     const struct tg_thread *ot = o->thread;
     in->tid = o->tid;
     in->ident = o->ident;
-    tg_py_capture_frames(in, o->tstate);
+    void *ts = tg__occupant_tstate(o);
+    if (ts)
+        tg_py_capture_frames(in, ts);
+    else if (o->tstate)
+        in->py_unreadable = 1; /* finalizing; the view was zeroed: no frame */
     in->entered_ns = tg_ticks_to_ns(o->entered_ns);
     int read_ok = read_cuda_call(ot, &in->cuda);
     if (in->cuda.kind != TG_CUDA_NONE) {
@@ -241,7 +245,8 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
                                          "warmup", "benchmark_all_configs", "autotune_to_one_config",
                                          "coordinate_descent_tuning", "precompile"};
     int found = 0;
-    PyFrameObject *f = o->tstate ? tg_py.PyThreadState_GetFrame((PyThreadState *)o->tstate) : NULL;
+    void *ts = tg__occupant_tstate(o);
+    PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;
     for (int depth = 0; f && depth < 64 && !found; depth++) {
         PyObject *code = tg_py.PyFrame_GetCode(f);
         if (code && code == g->orig_code) {

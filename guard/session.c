@@ -258,13 +258,6 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
 
 _Atomic uint32_t tg__tuning_threads; /* guard/guard_internal.h */
 
-/* Is the interpreter finalizing?  GIL held. */
-static int finalizing(void)
-{
-    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
-    return fin && fin();
-}
-
 /* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
  * Someone inside this very tuner is the race this wait prevents: said now,
  * as a wait for the tuner would. */
@@ -278,7 +271,7 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
      * enough; the turn's fairness is for threads that meet in one tuner. */
     if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
         return TG_ENTRY_GO;
-    if (finalizing()) /* its holder may never come back (decide) */
+    if (tg_py_finalizing()) /* its holder may never come back (decide) */
         return TG_ENTRY_GO;
     const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
@@ -306,7 +299,7 @@ static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct t
      * or end in pthread_exit), so nobody is waited for and no thread is
      * counted dead; the call goes in as in detect.  One function call, on
      * contended entries only. */
-    const int fin = __builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) && finalizing();
+    const int fin = __builtin_expect(e->v == TG_RACE || e->v == TG_WAIT, 0) && tg_py_finalizing();
     if (fin && e->v == TG_WAIT)
         e->v = TG_RACE;
     /* Contended entry: is every thread inside alive?  A thread that died

@@ -213,6 +213,8 @@ static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_th
     bool_(w, v->py_truncated);
     tg_w_str(w, ",\"python_omitted\":");
     tg_w_i64(w, v->py_omitted > 0 ? v->py_omitted : 0);
+    tg_w_str(w, ",\"python_unreadable\":");
+    bool_(w, v->py_unreadable);
 
     const char *where;
     void *const *frames = tg__view_native(v, &n, &where);

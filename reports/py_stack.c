@@ -144,6 +144,11 @@ void tg_py_stack_arm(void)
 void tg_py_thread_name(unsigned long ident, char *buf, int len)
 {
     buf[0] = '\0';
+    /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict then
+     * ends the process: a finalizer run at the last collection calling a
+     * tuner), and threading with it. */
+    if (tg_py_finalizing())
+        return;
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */

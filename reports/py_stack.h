@@ -19,7 +19,8 @@ void tg_py_capture_frames(struct tg_thread_view *v, void *tstate);
  * os.__file__ (the os module is always loaded; nothing is imported). */
 void tg_py_stack_arm(void);
 
-/* threading's name for the thread with this ident ("" if none). */
+/* threading's name for the thread with this ident ("" if none, and while
+ * the interpreter finalizes). */
 void tg_py_thread_name(unsigned long ident, char *buf, int len);
 
 /* A hash of the top `n` frames' (file, line) pairs: the "code locations" of a

@@ -123,7 +123,9 @@ static void python_stack(struct tg_w *w, const struct tg_report *r, const struct
     struct tg_fold_line lines[TG_MAX_PY_FRAMES + 1];
     int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
     tg_w_str(w, "    Python (most recent call first):\n");
-    if (n == 0)
+    if (n == 0 && v->py_unreadable)
+        tg_w_str(w, "      <not readable: the interpreter was finalizing and had released this thread's state>\n");
+    else if (n == 0)
         tg_w_str(w, "      <no Python frame>\n");
     for (int i = 0; i < n; i++)
         fold_line(w, v, &lines[i]);

@@ -6,8 +6,11 @@
 
 Each check writes a small Python program into a fresh temporary directory and
 runs it with LD_PRELOAD (and TUNERGUARD_OPTIONS) set in the child's
-environment only.  The fake Triton package under fixtures/ is put on sys.path
-by the program itself.  Overlaps are forced with threading.Event and, in
+environment only, with Python's debug allocator hooks (PYTHONMALLOC=debug,
+unless the environment names an allocator): memory tunerguard reads after
+CPython freed it is overwritten at once, so such a read fails the check.
+The fake Triton package under fixtures/ is put on sys.path by the program
+itself.  Overlaps are forced with threading.Event and, in
 serialize mode, with an audit hook on "tunerguard.serialize_wait": no sleeps.
 
 Prints one line per check (PASS/FAIL/SKIP), exits 0 when all passed, 1 when
@@ -77,6 +80,7 @@ class Ctx:
         for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "PYTHONPATH", "RANK", "PYTHONSTARTUP",
                   "PYTHONWARNINGS"):
             env.pop(k, None)
+        env.setdefault("PYTHONMALLOC", "debug")
         if preload:
             env["LD_PRELOAD"] = self.lib
         if options is not None:

@@ -2,7 +2,8 @@
 """Lifecycle tests on one interpreter: exceptions inside
 sessions, fork while a tuner is held (serialize, several children), os.fork
 and multiprocessing spawn/forkserver/fork children that arm and report on
-their own, subinterpreters left alone with one line.
+their own, subinterpreters left alone with one line, and interpreters started
+before or after the first guard working there as without tunerguard.
 
   run_lifecycle_tests.py --lib LIB --python EXE [--only NAME,...]
 
@@ -123,10 +124,24 @@ def t_subinterp(args, check):
           r.rc == 0 and "MAIN True True" in r.out and r.kinds(r.pid) == ["race"], r)
 
 
+def t_subinterp_before(args, check):
+    for when in ("before", "after"):
+        r = Run(args, "subinterp_before.py", "mode=detect:targets=tglife.pair_a:A.run", [when])
+        if "SKIP no subinterpreters" in r.out:
+            return
+        if when == "before":
+            check("subinterpreter started before the first guard: Enum, type.__setattr__/__delattr__/__new__ "
+                  "work there afterwards", "PRE ok\n" in r.out, r)
+        check("subinterpreter started after the first guard (%s: one started before it): the same work there"
+              % ("with" if when == "before" else "without"), "NEW ok\n" in r.out, r)
+        check("subinterpreters (%s the first guard): the main interpreter is still guarded and detects its race"
+              % when, r.rc == 0 and "MAIN True" in r.out and r.kinds(r.pid) == ["race"], r)
+
+
 TESTS = {"exceptions": t_exceptions, "fork_serialize": t_fork_serialize, "fork_race_child": t_fork_race_child,
          "fork_memory": t_fork_memory,
          "mp_spawn": t_mp("spawn"), "mp_forkserver": t_mp("forkserver"), "mp_fork": t_mp("fork"),
-         "subinterp": t_subinterp}
+         "subinterp": t_subinterp, "subinterp_before": t_subinterp_before}
 
 
 def main():

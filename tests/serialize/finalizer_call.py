@@ -3,7 +3,12 @@ inside a tuner (blocked in the program's own wait) when the program ends,
 and a module global's __del__, run as the interpreter finalizes, calls the
 same tuner.  The daemon can never leave now, so a wait would last until
 wait_timeout (600 s); the call must go in at once.  Prints "del ok" from
-the finalizer; the runner's timeout turns a hang into a failure."""
+the finalizer; the runner's timeout turns a hang into a failure.
+
+  finalizer_call.py [late]
+
+late: the finalizer is in a reference cycle that only sys holds, so it runs
+at the interpreter's last collection, after sys.modules is gone."""
 import os
 import sys
 import threading
@@ -28,4 +33,8 @@ class Finalizer:
 
 
 g = Finalizer()
+if sys.argv[1:] == ["late"]:
+    g.cycle = g
+    sys.tunerguard_test_keep = g
+    del g
 print("main done", flush=True)

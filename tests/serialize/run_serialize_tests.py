@@ -5,8 +5,11 @@ followed by a segfault, and guard transparency (patch/restore of a method).
 
   run_serialize_tests.py --lib LIB --python EXE
 
-Each child gets LD_PRELOAD in its own environment only.  Exit 0 when every
-check holds, 1 otherwise, 77 when the interpreter is missing."""
+Each child gets LD_PRELOAD in its own environment only, and Python's debug
+allocator hooks (PYTHONMALLOC=debug, unless the environment names an
+allocator): memory tunerguard reads after CPython freed it is overwritten at
+once, so such a read crashes the test instead of passing unseen.  Exit 0
+when every check holds, 1 otherwise, 77 when the interpreter is missing."""
 import argparse
 import glob
 import os
@@ -22,6 +25,7 @@ def run(args, script, opts, extra=(), env_extra=None, fsize=None, files=None):
     tmp = tempfile.mkdtemp(prefix="tg-ser-")
     prefix = os.path.join(tmp, "tg")
     env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run:{opts}")
+    env.setdefault("PYTHONMALLOC", "debug")
     env.update(env_extra or {})
 
     def limit():  # ulimit -f: writes past it fail with EFBIG (Python ignores SIGXFSZ)
@@ -120,9 +124,17 @@ def main():
     p, text, jsonl = run(args, "turn_bypass.py", "verbosity=0")
     check(f"serialize's turn is bypassed after its bound: no deadlock across tuners ({p.stdout.strip()})",
           p.returncode == 0, p, text)
-    p, text, jsonl = run(args, "finalizer_call.py", "verbosity=0")
-    check(f"serialize does not wait at finalization: a __del__'s call goes in though a daemon thread never "
-          f"leaves the tuner (rc {p.returncode})", p.returncode == 0 and "del ok" in p.stdout, p, text)
+    for when in ("", "late"):
+        p, text, jsonl = run(args, "finalizer_call.py", "verbosity=0", extra=(when,) if when else ())
+        check(f"serialize does not wait at finalization: a {when + ' ' if when else ''}__del__'s call goes in "
+              f"though a daemon thread never leaves the tuner (rc {p.returncode})",
+              p.returncode == 0 and "del ok" in p.stdout, p, text)
+        inside = [json.loads(x).get("inside") or {} for x in jsonl]
+        check(f"at finalization ({when or 'modules cleared'}) the daemon's Python stack is not read (CPython "
+              f"released its state): the report says so",
+              "fatal signal" not in p.stderr and "<not readable: the interpreter was finalizing" in text
+              and len(inside) == 1 and inside[0].get("python_unreadable") is True and inside[0].get("python") == [],
+              p, text)
     p, text, jsonl = run(args, "turn_other_kernel.py", "targets=tgfix.homegrown:HomeTuner.run:"
                          "tuning=tgfix.homegrown:HomeTuner.measure")
     check(f"serialize's turn never holds up a tuner nobody is in while another thread tunes ({p.stdout.strip()})",
