@@ -61,7 +61,7 @@ static size_t st_bufsz;
 static struct tg_gpu_kernel *st_store; /* ring */
 static size_t st_cap;
 static uint64_t st_n;                   /* kernels stored in total (ring index) */
-static _Atomic uint64_t st_kernels, st_correlated, st_dropped, st_buffers;
+static _Atomic uint64_t st_kernels, st_correlated, st_dropped;
 
 #define NAMES 2048
 #define NAME_LEN 128
@@ -190,7 +190,6 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     size_t dropped = 0;
     if (cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add_explicit(&st_dropped, dropped, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st_buffers, 1, memory_order_relaxed);
     for (int i = 0; i < NBUF; i++)
         if (st_buf[i] == buffer)
             st_buf_free[i] = 1;
@@ -517,17 +516,6 @@ void tg_cupti_atfork_child(void)
 {
     if (atomic_load(&st_state) == ST_ACTIVE)
         atomic_store(&st_state, ST_FAILED); /* CUPTI does not follow fork: nothing to flush here */
-}
-
-void tg_cupti_stats(struct tg_cupti_stats *o)
-{
-    memset(o, 0, sizeof *o);
-    o->state = atomic_load(&st_state);
-    o->kernels = atomic_load(&st_kernels);
-    o->correlated = atomic_load(&st_correlated);
-    o->dropped = atomic_load(&st_dropped);
-    o->buffers = atomic_load(&st_buffers);
-    snprintf(o->lib, sizeof o->lib, "%s", st_libpath);
 }
 
 /* ---- another CUPTI client arrives (torch.profiler's Kineto, ...) -----------------
