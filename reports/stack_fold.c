@@ -299,7 +299,7 @@ int tg_native_guard(const struct tg_thread_view *v, int i)
         return 0;
     const char *s = v->native_sym[i];
     return strncmp(s, "tg_guard_call", 13) == 0 || strncmp(s, "tg__guard_", 10) == 0 ||
-           strncmp(s, "quiet_call", 10) == 0 || in_module(v, i, "libtunerguard_core.so");
+           strncmp(s, "tg__lazy_call", 13) == 0 || in_module(v, i, "libtunerguard_core.so");
 }
 
 /* Does native frame i add to the Python stack? */
