@@ -17,9 +17,9 @@
 
 /* The last CUDA driver call a thread made that can release the GIL: written
  * by the CUDA hooks of the owning thread (no GIL held), read by another thread
- * when it writes a race report (GIL held).  Readers use tg__cuda_call_read(),
- * which retries while seq is odd or changed (a seqlock; the writer never
- * waits). */
+ * when it writes a race report (GIL held).  A seqlock: the writer
+ * (tg__cuda_seq_begin / _end, cuda/cuda_record.h) never waits; a reader
+ * copies the record and retries while seq is odd or changed. */
 struct tg_cuda_call {
     uint32_t seq;          /* odd while the writer is mid-update */
     uint16_t fn;           /* index into the CUDA hook table (core/cuda_api.inc) */

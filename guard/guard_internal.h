@@ -1,17 +1,30 @@
-/* Internal to the guard (guard/guard_install.c, guard/session.c,
- * guard/serialize_wait.c, guard/report_capture.c): the guard record and the
- * calls between them.
+/* Internal to the guard (the files of guard/): the guard record and the calls
+ * between the guard's files.
  *
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
+ *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
+ *                     an assignment over a guarded method is guarded at once
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
+ *   lazy_session.c    detect's lazy session: a tuned call registered on the
+ *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
  *                     that died inside (guard/serialize_wait.h)
+ *   alive.c           whether other threads are alive (rate-limited), and
+ *                     whether their Python state can still be read
  *   report_capture.c  the reports those find (race, race seen at exit,
  *                     exception, deadlock, wait timeout, holder died, method
  *                     replaced): views of threads, handed to reports/emit.h
+ *   race_again.c      a declared tuner's race seen again, decided before
+ *                     its capture
+ *   exception_link.c  which exceptions of a raced call the race can have
+ *                     caused
+ *   py_arm_guard.c    arming, the core library's part: target modules'
+ *                     classes guarded; the exit line
+ *   core_entry.c      the core library's one entry point (loader/core_api.h)
+ *   lifecycle.c       fork child and shutdown (guard/lifecycle.h)
  *
  * Everything here: GIL held (the serialize wait releases it while it
  * blocks). */
