@@ -6,6 +6,7 @@
 #include "cuda/interference_report.h"
 #include "loader/core_api.h"
 #include "cuda/listener.h"
+#include "cuda/tls.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -53,10 +54,6 @@ void tg__stress_atfork_child(void)
     atomic_store(&st_holding, 0);
     atomic_store(&st_iso_waiting, 0);
 }
-
-/* cupti=1: when the benchmark began (defined in cuda/tls.c: the loader
- * holds every thread-local, loader/core_api.h) */
-extern __thread uint64_t tg__stress_bench_t0;
 
 void tg__cuda_bench_begin(struct tg_thread *t, int dev)
 {

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/thread_state.h"
+#include "cuda/tls.h"
 
 enum { ST_OFF, ST_ACTIVE, ST_FAILED, ST_RELEASED };
 static _Atomic int st_state;      /* enum above */
@@ -49,8 +50,6 @@ static struct {
 
 /* ---- correlation (written by launching threads in the API callback) ----- */
 static struct tg_gpu_corr *st_corr; /* malloc'ed at start, never freed */
-/* defined in cuda/tls.c: the loader holds every thread-local (loader/core_api.h) */
-extern __thread uint64_t tg__cupti_sess_t0;
 
 /* ---- buffers and the kernel store (st_mu: never taken on a launch) ------ */
 static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
