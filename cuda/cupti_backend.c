@@ -16,6 +16,7 @@
 
 #include "reports/trace.h"
 #include "core/clock.h"
+#include "core/hash.h"
 #include "cuda/cuda_hooks.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -67,19 +68,11 @@ static _Atomic uint64_t st_kernels, st_correlated, st_dropped;
 static char (*st_names)[NAME_LEN];      /* interned kernel names (CUPTI's may die with cuptiFinalize) */
 static uint64_t st_name_hash[NAMES];
 
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h | 1;
-}
-
 static const char *intern(const char *s)
 {
     if (!s || !s[0])
         return "?";
-    uint64_t h = fnv(s);
+    uint64_t h = tg_hash_str(TG_HASH_SEED, s) | 1; /* 0: a free slot */
     for (unsigned p = 0; p < 16; p++) {
         unsigned i = (unsigned)(h + p) % NAMES;
         if (st_name_hash[i] == h && strncmp(st_names[i], s, NAME_LEN - 1) == 0)
