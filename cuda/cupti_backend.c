@@ -559,8 +559,7 @@ static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
  * (libtunerguard.so, where tg__real_dlsym lives), not this core. */
 static int is_own(void *p)
 {
-    Dl_info me, it;
-    return p && dladdr((void *)tg__real_dlsym, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
+    return tg_same_object(p, (const void *)tg__real_dlsym);
 }
 
 static void *caller_sym(const void *ret, const char *name)
