@@ -88,11 +88,11 @@ static void isolate_wait(int dev)
         if (el >= limit) {
             atomic_store(&iso_gave_up[dev], 1);
             atomic_fetch_add(&st_iso_timeouts, 1);
-            static _Atomic int said;
-            if (!atomic_exchange(&said, 1))
-                tg__warn("isolate_tuning: a launch on device %d waited %d s for a benchmark to end; "
-                         "launching anyway (said once; no more waiting on that device until it is idle)",
-                         dev, TG_ISOLATE_TIMEOUT_S);
+            static unsigned said;
+            tg__say_capped(&said, 1, 0,
+                           "isolate_tuning: a launch on device %d waited %d s for a benchmark to end; "
+                           "launching anyway (said once; no more waiting on that device until it is idle)",
+                           dev, TG_ISOLATE_TIMEOUT_S);
             break;
         }
         waited = 1;
