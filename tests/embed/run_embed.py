@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""tunerguard in a program that embeds CPython (embed_host.c: Py_Initialize,
+then PyRun_SimpleString or PyRun_SimpleFile; Python's own main never runs, so
+no cpython.run_* audit event).
+
+    run_embed.py --host EMBED_HOST --lib LIB --fixtures tests/integration/fixtures
+
+For each way the host runs the script (string, file): detect reports the
+forced race once, serialize makes the second call wait for the first; and
+the target imported through importlib.import_module arms too.  A host whose
+script imports no target writes nothing and says nothing.  LD_PRELOAD is set
+in each child's environment only.  Exit 0 when every check holds, 1
+otherwise."""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "embed_race.py")
+
+
+def run(args, how, mode, options, extra=()):
+    tmp = tempfile.mkdtemp(prefix="tg-embed-")
+    env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=options)
+    for k in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
+        env.pop(k, None)
+    p = subprocess.run([args.host, how, SCRIPT, args.fixtures, mode, *extra], cwd=tmp, env=env,
+                       capture_output=True, text=True, timeout=60)
+    files = sorted(os.listdir(tmp))
+    text = "".join(open(f).read() for f in glob.glob(os.path.join(tmp, "tg.*.txt")))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return p, files, text
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--host", required=True)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--fixtures", required=True)
+    args = ap.parse_args()
+    args.lib = os.path.abspath(args.lib)
+    ok = True
+
+    def check(name, cond, p, files, text=""):
+        nonlocal ok
+        print(f"{'PASS' if cond else 'FAIL'} {name}", flush=True)
+        if not cond:
+            ok = False
+            print(f"rc={p.returncode} files={files}", p.stdout, p.stderr, text, sep="\n----\n")
+
+    overlap = "ORDER victim:start,other:start,other:end,victim:end"
+    waited = "ORDER victim:start,victim:end,other:start,other:end"
+    for how in ("string", "file"):
+        p, files, text = run(args, how, "detect", "log_path=tg")
+        check(f"PyRun_Simple{how.title()}, detect: the target's import arms, the race is reported once",
+              p.returncode == 0 and "GUARDED True" in p.stdout and overlap in p.stdout
+              and text.count("WARNING: tunerguard: thread entered a tuner") == 1 and "Autotuner.run" in text
+              and re.search(r"^tunerguard: 1 race reported", p.stderr, re.M), p, files, text)
+        p, files, text = run(args, how, "serialize", "mode=serialize:log_path=tg")
+        check(f"PyRun_Simple{how.title()}, serialize: the second call waits until the first ended",
+              p.returncode == 0 and "GUARDED True" in p.stdout and waited in p.stdout
+              and re.search(r"^tunerguard: .*1 call serialized", p.stderr, re.M)
+              and "race prevented (serialize)" in text, p, files, text)
+    p, files, text = run(args, "file", "detect", "log_path=tg", ["importlib"])
+    check("importlib.import_module of the target: armed, the race reported",
+          p.returncode == 0 and "GUARDED True" in p.stdout and overlap in p.stdout
+          and text.count("WARNING: tunerguard: thread entered a tuner") == 1, p, files, text)
+    for how in ("string", "file"):
+        p, files, text = run(args, how, "quiet", "mode=serialize:verbosity=2:log_path=tg")
+        check(f"PyRun_Simple{how.title()}, no target imported: nothing said, no file",
+              p.returncode == 0 and p.stdout == "QUIET 4\n" and p.stderr == "" and files == [], p, files)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
