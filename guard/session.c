@@ -238,6 +238,11 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
 {
     if (__builtin_expect(t->quiet_inst != 0, 0))
         tg__quiet_register(t, t->quiet_inst);
+    if (__builtin_expect(t->depth == 0 && nargs >= 1, 0)) { /* tuning outside any session */
+        t->busy++;
+        tg__guard_tuning_outside(args[0]);
+        t->busy--;
+    }
     if (t->tuning++ == 0) {
         __atomic_fetch_add(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
         t->tuning_step = g;
@@ -465,6 +470,8 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
 {
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0))
         return tg__call_orig(g, f, args, nargs, kwnames);
+    if (__builtin_expect(g->family != NULL, 0) && !tg__guard_serves(g, args[0]))
+        return tg__call_orig(g, f, args, nargs, kwnames); /* a mixin's function on another class's instance */
     if (__builtin_expect(g->chains, 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
