@@ -82,11 +82,12 @@ static int said_for(PyObject *cls)
     return 0;
 }
 
-/* One line, once per class: cls.<name> (held by owner as a `tname`) runs
+/* One line, once per class that holds it (owner: its subclasses made by the
+ * thousand say nothing more): cls.<name> (held by owner as a `tname`) runs
  * unguarded, and why. */
 static void say_unguarded(PyObject *cls, PyObject *owner, const char *name, const char *tname, const char *why)
 {
-    if (said_for(cls))
+    if (said_for(owner))
         return;
     char mod[96], qual[160], omod[96], oqual[160], from[280] = "";
     tg_py_attr_str(cls, "__module__", mod, sizeof mod);
@@ -147,8 +148,9 @@ void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int de
         return;
     }
     tg_py.Py_DecRef(key);
-    if (tg_guard_is_ours(value)) {
-        /* guarded: on the class that defines it */
+    if (owner == base || tg_guard_is_ours(value)) {
+        /* guarded on the class that defines it, or the target class's own
+         * attribute, which arming and the replacement watch look after */
     } else if (is_plain_function(tname)) {
         /* A tuner's own function that is not ours was refused at its install,
          * which said why where a line is due; a mixin's is guarded here. */

@@ -997,6 +997,8 @@ SHAPES = {
         @property
         def run(self):
             return types.MethodType(own_run, self)
+    class MoreTuners(Tuner):  # inherits the property: said for Tuner, once
+        pass
     """,
     "descriptor": """
     class Bound:
