@@ -24,14 +24,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "embed_race.py")
 
 
-def run(args, how, mode, options, extra=()):
+def run(args, how, mode, options, extra=(), site=False):
+    """site: a sitecustomize imports the target while Py_Initialize runs."""
     tmp = tempfile.mkdtemp(prefix="tg-embed-")
     env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=options)
     for k in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP"):
         env.pop(k, None)
+    if site:
+        os.mkdir(os.path.join(tmp, "site"))
+        with open(os.path.join(tmp, "site", "sitecustomize.py"), "w") as f:
+            f.write("import sys\nsys.path.insert(0, %r)\nimport triton.runtime.autotuner\n" % args.fixtures)
+        env["PYTHONPATH"] = os.path.join(tmp, "site")
     p = subprocess.run([args.host, how, SCRIPT, args.fixtures, mode, *extra], cwd=tmp, env=env,
                        capture_output=True, text=True, timeout=60)
-    files = sorted(os.listdir(tmp))
+    files = sorted(f for f in os.listdir(tmp) if f != "site")
     text = "".join(open(f).read() for f in glob.glob(os.path.join(tmp, "tg.*.txt")))
     shutil.rmtree(tmp, ignore_errors=True)
     return p, files, text
@@ -43,7 +49,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--fixtures", required=True)
     args = ap.parse_args()
-    args.lib = os.path.abspath(args.lib)
+    args.lib, args.host, args.fixtures = (os.path.abspath(a) for a in (args.lib, args.host, args.fixtures))
     ok = True
 
     def check(name, cond, p, files, text=""):
@@ -68,6 +74,10 @@ def main():
               and "race prevented (serialize)" in text, p, files, text)
     p, files, text = run(args, "file", "detect", "log_path=tg", ["importlib"])
     check("importlib.import_module of the target: armed, the race reported",
+          p.returncode == 0 and "GUARDED True" in p.stdout and overlap in p.stdout
+          and text.count("WARNING: tunerguard: thread entered a tuner") == 1, p, files, text)
+    p, files, text = run(args, "string", "detect", "log_path=tg", site=True)
+    check("the target imported by sitecustomize, inside Py_Initialize: armed, the race reported",
           p.returncode == 0 and "GUARDED True" in p.stdout and overlap in p.stdout
           and text.count("WARNING: tunerguard: thread entered a tuner") == 1, p, files, text)
     for how in ("string", "file"):
