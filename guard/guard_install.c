@@ -681,16 +681,16 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
     g->marked = g->clears_args || derives_from(kind, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
-    /* Its tuning step named (tuning=) and marked on that class (arm_class
-     * marks the steps before it guards the class's methods): races only
-     * while a thread inside is in the step.  A step that could not be
-     * marked (misspelled, no plain function) leaves every overlap a race,
-     * as its one line says. */
     g->pyname = key;
     tg_py.Py_IncRef(key);
     g->in_holder = holder != NULL;
     if (family)
         g->family = class_ref(family, &g->family_weak);
+    /* Its tuning step named (tuning=) and marked on that class (arm_class
+     * marks the steps before it guards the class's methods): races only
+     * while a thread inside is in the step.  A step that could not be
+     * marked (misspelled, no plain function) leaves every overlap a race,
+     * as its one line says. */
     if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(kind) && tg__guard_has_markers(g))
         g->marked = 1;
     if (vc) {
