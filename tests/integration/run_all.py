@@ -1061,6 +1061,16 @@ def check_run_shape_said(ctx):
         lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
         expect(len(lines) == 1 and want in lines[0] and "run unguarded" in lines[0],
                "%s: one line names the class and why its run is unguarded" % shape, res)
+    # run set on the instance, called from inside another tuner's guarded
+    # call (a kernel tuned inside another's benchmark): said as well.
+    res = ctx.run_py(SHAPE_PRELUDE + SHAPES["instance"] + """
+    inner = Tuner(my_kernel)
+    outer = Autotuner(lambda *args: inner.run(*args))
+    print(outer.run("x"))
+    """, options=opts())
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "ok" in res.out and len(lines) == 1 and wants["instance"] in lines[0],
+           "instance, inside another tuner's call: one line", res)
 
 
 # --------------------------------------------------------------------------
