@@ -175,7 +175,7 @@ static PyObject *guard_cls(const struct tg_guard *g)
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
     PyObject *cls = guard_cls(g);
-    if (!cls || g->in_holder) /* cls.<name> is the holder (a partialmethod), never the function */
+    if (!cls || g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
         return;
     PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
     if (!cur) {
@@ -594,7 +594,8 @@ static void type_name_of(PyObject *value, char tname[64])
 
 /* install(), and where `at` says: the function at->value (else cls's own
  * attribute), set as at->holder's func where a descriptor guard must be put
- * somewhere (else on cls), serving instances of at->family only. */
+ * somewhere (else on cls; nowhere with at->vc_only: then 0), serving
+ * instances of at->family only. */
 static int install_at(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
                       const struct tg_guard_at *at)
 {
@@ -638,12 +639,14 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         }
         goto done;
     }
-    struct tg_guard *again = holder ? NULL : descr_guard_for(cls, name, value, marker);
+    struct tg_guard *again = holder || (at && at->vc_only) ? NULL : descr_guard_for(cls, name, value, marker);
     if (again) {
         rc = reinstall_descriptor(again, cls);
         goto done;
     }
     const int vc = strcmp(tname, "function") == 0 && vc_usable(value);
+    if (!vc && at && at->vc_only)
+        goto done; /* nowhere to put a descriptor guard */
     if (!vc && is_abstract(value)) {
         /* A descriptor has no __isabstractmethod__: put in the function's
          * place it would make an abstract class instantiable.  An abstract
@@ -683,7 +686,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
     g->pyname = key;
     tg_py.Py_IncRef(key);
-    g->in_holder = holder != NULL;
+    g->off_class = holder != NULL || (at && at->vc_only);
     if (family)
         g->family = class_ref(family, &g->family_weak);
     /* Its tuning step named (tuning=) and marked on that class (arm_class

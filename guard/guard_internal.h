@@ -91,9 +91,9 @@ struct tg_guard {
                              the mixin's other users pass through; NULL: every
                              call (guard_install.c's tg__guard_serves) */
     int family_weak;
-    int in_holder;        /* the function a partialmethod on the class calls
-                             (the class attribute is the partialmethod): no
-                             replacement check reads it */
+    int off_class;        /* the function is not the class's attribute (a
+                             partialmethod's function, one a tuner instance's
+                             own run calls): no replacement check reads it */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
                              1 yes, -1 no, 0 not looked yet (session.c) */
@@ -174,7 +174,10 @@ struct tg_guard_at {
     PyObject *holder; /* a partialmethod of cls's whose func value is: a descriptor
                          guard (3.11) is put there, as its func; NULL: on cls */
     PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
+    int vc_only;      /* in the function's vectorcall slot or not at all (a function
+                         reached from an instance, not from any class) */
 };
+
 /* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
  * do or refused (a line said where one is due), -1 failed with one line.
  * GIL held. */
@@ -191,10 +194,11 @@ int tg__guard_serves(const struct tg_guard *g, PyObject *inst);
  * guarded, or one line, once per class, says it runs unguarded and why.
  * declared: a targets= entry's.  GIL held; the thread busy. */
 void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
-/* A tuning method ran on tuner inst outside any guarded call of this
- * thread: an entry point set on the instance itself (`tuner.run = f`)
- * shadows the class's guarded one, said once per class.  GIL held; the
- * thread busy. */
+/* A tuning method ran on tuner inst while this thread holds no session on
+ * it: an entry point set on the instance itself (`tuner.run = f`), which
+ * shadows the class's guarded one, is looked for; the function it calls
+ * with inst first guarded where it can be, said once per class.  GIL
+ * held; the thread busy. */
 void tg__guard_tuning_outside(PyObject *inst);
 
 /* ---- guard_setattr.c ------------------------------------------------------ */

@@ -19,7 +19,11 @@
  *       attribute (hooking the tuner classes' tp_setattro would make
  *       object.__setattr__ refuse their instances on 3.12+, hackcheck), so
  *       it is found when a tuning method (_bench, ...) runs on the
- *       instance outside any guarded call: one line, once per class
+ *       instance outside any guarded call on it.  A bound method of the
+ *       instance, or a functools.partial with the instance first: the
+ *       function it calls is guarded from then on, in its vectorcall slot
+ *       (not on 3.11: no class to put a descriptor on).  One line, once per
+ *       class, says which, or that its calls run unguarded
  *
  * Everything here: GIL held, the thread busy (arming). */
 #include "guard/guard_internal.h"
@@ -67,6 +71,16 @@ static int lookup(PyObject *cls, PyObject *key, PyObject **owner, PyObject **val
 static int is_plain_function(const char *tname)
 {
     return strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0;
+}
+
+/* value's type's name into tname (64 bytes; "" when there is none). */
+static void type_name(PyObject *value, char tname[64])
+{
+    PyObject *type = tg_py.PyObject_Type(value);
+    tname[0] = '\0';
+    tg_py_attr_str(type, "__name__", tname, 64);
+    if (type)
+        tg_py.Py_DecRef(type);
 }
 
 /* Was cls's unguarded entry said already?  Notes it if not.  Identity only:
@@ -188,26 +202,90 @@ static PyObject *instance_attr(PyObject *inst, const char *name)
     return v;
 }
 
+/* The plain function v calls with inst first: a bound method of inst
+ * (types.MethodType(f, inst), `self.run = self._run`) or
+ * functools.partial(f, inst, ...) without keywords; a new reference, or
+ * NULL.  *callee_name: the function's __qualname__ ("" if none). */
+static PyObject *function_with_inst_first(PyObject *v, PyObject *inst, char callee_name[160])
+{
+    char tname[64];
+    type_name(v, tname);
+    callee_name[0] = '\0';
+    PyObject *fn = NULL, *first = NULL;
+    if (strcmp(tname, "method") == 0) {
+        first = tg_py.PyObject_GetAttrString(v, "__self__");
+        fn = first == inst ? tg_py.PyObject_GetAttrString(v, "__func__") : NULL;
+    } else if (strcmp(tname, "partial") == 0) {
+        PyObject *args = tg_py.PyObject_GetAttrString(v, "args");
+        PyObject *kw = tg_py.PyObject_GetAttrString(v, "keywords");
+        int bound = args && tg_py.PyTuple_Size(args) >= 1 && tg_py.PyTuple_GetItem(args, 0) == inst &&
+                    kw && tg_py.PyObject_IsTrue && tg_py.PyObject_IsTrue(kw) == 0;
+        fn = bound ? tg_py.PyObject_GetAttrString(v, "func") : NULL;
+        if (args)
+            tg_py.Py_DecRef(args);
+        if (kw)
+            tg_py.Py_DecRef(kw);
+    }
+    if (first)
+        tg_py.Py_DecRef(first);
+    tg_py.PyErr_Clear();
+    if (fn) {
+        type_name(fn, tname);
+        if (!is_plain_function(tname)) {
+            tg_py.Py_DecRef(fn);
+            return NULL;
+        }
+        tg_py_attr_str(fn, "__qualname__", callee_name, 160);
+    }
+    return fn;
+}
+
+/* inst's own `run` (v), shadowing its class's t->method: the function it
+ * calls with inst first guarded (in its vectorcall slot: there is no class
+ * to put a descriptor on), for t's family; one line, once per class, says
+ * which and from when, or that its calls run unguarded. */
+static void guard_instance_attr(PyObject *inst, PyObject *type, PyObject *v, const struct tg__arm_target *t)
+{
+    char callee[160];
+    PyObject *fn = function_with_inst_first(v, inst, callee);
+    int guarded = 0;
+    if (fn && tg_guard_is_ours(fn)) { /* self.run = self.run: the guarded function itself */
+        tg_py.Py_DecRef(fn);
+        return;
+    }
+    if (fn) {
+        struct tg_guard_at at = {.value = fn, .family = t->base, .vc_only = 1};
+        tg__guard_install_at(type, t->method, "the function a tuner instance's own run calls", t->user, &at);
+        guarded = tg_guard_is_ours(fn);
+        tg_py.Py_DecRef(fn);
+    }
+    if (said_for(type))
+        return;
+    char mod[96], qual[160], tname[64];
+    tg_py_attr_str(type, "__module__", mod, sizeof mod);
+    tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
+    type_name(v, tname);
+    if (guarded)
+        tg__warn("a %s.%s instance has %s set on itself (a %s of %s), which shadows %s.%s: %s is guarded from now "
+                 "on; this instance's calls before ran unguarded (define %s on the class, as a method)", mod, qual,
+                 t->method, tname, callee, qual, t->method, callee, t->method);
+    else
+        tg__warn("a %s.%s instance has %s set on itself (a %s), which shadows %s.%s: calls of it run unguarded "
+                 "(define %s on the class, as a method)", mod, qual, t->method, tname[0] ? tname : "?", qual,
+                 t->method, t->method);
+    tg_py.PyErr_Clear();
+}
+
 void tg__guard_tuning_outside(PyObject *inst)
 {
     PyObject *type = tg_py.PyObject_Type(inst);
     for (int i = 0; type && i < tg__arm_ntargets; i++) {
-        const struct tg__arm_target *tt = &tg__arm_targets[i];
-        if (!tt->base || !tg_py.PyType_IsSubtype(type, tt->base))
+        const struct tg__arm_target *t = &tg__arm_targets[i];
+        if (!t->base || !tg_py.PyType_IsSubtype(type, t->base))
             continue;
-        PyObject *v = instance_attr(inst, tt->method);
-        if (v && !tg_guard_is_ours(v) && !said_for(type)) {
-            char mod[96], qual[160], tname[64];
-            tg_py_attr_str(type, "__module__", mod, sizeof mod);
-            tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
-            PyObject *vt = tg_py.PyObject_Type(v);
-            tg_py_attr_str(vt, "__name__", tname, sizeof tname);
-            if (vt)
-                tg_py.Py_DecRef(vt);
-            tg__warn("a %s.%s instance has %s set on itself (a %s), which shadows %s.%s: calls of it run "
-                     "unguarded (define %s on the class, as a method)", mod, qual, tt->method,
-                     tname[0] ? tname : "?", qual, tt->method, tt->method);
-        }
+        PyObject *v = instance_attr(inst, t->method);
+        if (v && !tg_guard_is_ours(v))
+            guard_instance_attr(inst, type, v, t);
         if (v)
             tg_py.Py_DecRef(v);
     }

@@ -1029,6 +1029,48 @@ def run_shape(ctx, shape, mode):
     return ctx.run_py(prog, options=opts(mode=mode))
 
 
+# run set on a tuner instance, found at its first tuning call: the function
+# the bound method calls is guarded from then on (in its vectorcall slot), or,
+# on 3.11 (no such slot), said to run unguarded.
+INSTANCE_LINE = {False: "a __main__.Tuner instance has run set on itself (a method of own_run), which shadows "
+                        "Tuner.run: own_run is guarded from now on",
+                 True: "a __main__.Tuner instance has run set on itself (a method), which shadows Tuner.run: "
+                       "calls of it run unguarded"}
+
+
+def interpreter_minor(ctx):
+    if not hasattr(ctx, "minor"):
+        out = subprocess.run([ctx.python, "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                             text=True, env=ctx.env(preload=False))
+        ctx.minor = int(out.stdout)
+    return ctx.minor
+
+
+def check_run_shape_instance_guarded(ctx):
+    """run set on the instance, the tuner's first call made alone: the race
+    of later calls is reported (detect) and prevented (serialize); 3.11: the
+    line says they run unguarded, and nothing is reported."""
+    unguarded = interpreter_minor(ctx) == 11
+    for mode in ("detect", "serialize"):
+        prog = (SHAPE_PRELUDE + SHAPES["instance"] + """
+    Tuner(my_kernel).run("alone")  # its first tuning: found, guarded from here
+    """ + SHAPE_RACE) % {"serialize": mode == "serialize"}
+        res = ctx.run_py(prog, options=opts(mode=mode))
+        expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % mode, res)
+        lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+        expect(lines and INSTANCE_LINE[unguarded] in lines[0], "%s: the line" % mode, res)
+        if unguarded:
+            expect("ORDER victim:start,other:start,other:end,victim:end" in res.out and not res.files("tg.*"),
+                   "3.11 %s: unguarded, nothing reported" % mode, res)
+        elif mode == "detect":
+            _, text = only_report(res)
+            expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1 and "Tuner.run" in text,
+                   "detect: the later race reported", res)
+        else:
+            expect("ORDER victim:start,victim:end,other:start,other:end" in res.out and "WAIT_EVENTS 1" in res.out,
+                   "serialize: the later race prevented", res)
+
+
 def check_run_shape_guarded(ctx):
     """A mixin's run, and a partialmethod's function: a race through them is
     reported (detect) and prevented (serialize); the mixin's calls on an
@@ -1054,12 +1096,12 @@ def check_run_shape_said(ctx):
     method runs outside any guarded call)."""
     wants = {"property": "__main__.Tuner.run is a property, not a function",
              "descriptor": "__main__.Tuner.run is a Bound, not a function",
-             "instance": "a __main__.Tuner instance has run set on itself (a method), which shadows Tuner.run"}
+             "instance": INSTANCE_LINE[interpreter_minor(ctx) == 11]}
     for shape, want in wants.items():
         res = run_shape(ctx, shape, "detect")
         expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % shape, res)
         lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
-        expect(len(lines) == 1 and want in lines[0] and "run unguarded" in lines[0],
+        expect(len(lines) == 1 and want in lines[0] and "unguarded" in lines[0],
                "%s: one line names the class and why its run is unguarded" % shape, res)
     # run set on the instance, called from inside another tuner's guarded
     # call (a kernel tuned inside another's benchmark): said as well.
@@ -2905,7 +2947,7 @@ CHECKS = {
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_stderr_taken_by_program_file,
                     check_stderr_pipe_broken_or_full, check_stderr_capture_by_test_runner, check_group_writable_folder,
                     check_full_disk],
-    "run_shapes": [check_run_shape_guarded, check_run_shape_said],
+    "run_shapes": [check_run_shape_guarded, check_run_shape_said, check_run_shape_instance_guarded],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
