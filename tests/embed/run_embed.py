@@ -43,13 +43,39 @@ def run(args, how, mode, options, extra=(), site=False):
     return p, files, text
 
 
+def run_repro(args, how, mode):
+    """tests/repro's seeds004 scenario (eight threads tune one cold kernel of
+    the Triton model on the stand-in libcuda, the overlap forced in its
+    synchronize gate), run by the host; mode none: without tunerguard."""
+    tmp = tempfile.mkdtemp(prefix="tg-embed-repro-")
+    env = dict(os.environ, TG_TRITON_MODEL="3.6", PYTHONDONTWRITEBYTECODE="1",
+               PYTHONPATH=os.path.join(args.repro, "scenarios"),
+               LD_LIBRARY_PATH=args.fakecuda + (":" + os.environ["LD_LIBRARY_PATH"]
+                                                if os.environ.get("LD_LIBRARY_PATH") else ""))
+    for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "PYTHONHOME", "PYTHONSTARTUP", "TG_TRITON_RELEASE"):
+        env.pop(k, None)
+    if mode != "none":
+        env.update(LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS="mode=%s:log_path=tg" % mode)
+    extra = ["--expect-serialized"] if mode == "serialize" else []
+    p = subprocess.run([args.host, how, os.path.join(args.repro, "scenarios", "seeds004.py"), *extra], cwd=tmp,
+                       env=env, capture_output=True, text=True, timeout=120)
+    files = sorted(os.listdir(tmp))
+    text = "".join(open(f).read() for f in glob.glob(os.path.join(tmp, "tg.*.txt")))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return p, files, text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--host", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--fixtures", required=True)
+    ap.add_argument("--repro", help="tests/repro (the Triton model and its scenarios)")
+    ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1; with --repro, the seeds004 checks")
     args = ap.parse_args()
     args.lib, args.host, args.fixtures = (os.path.abspath(a) for a in (args.lib, args.host, args.fixtures))
+    if args.repro and args.fakecuda:
+        args.repro, args.fakecuda = os.path.abspath(args.repro), os.path.abspath(args.fakecuda)
     ok = True
 
     def check(name, cond, p, files, text=""):
@@ -84,6 +110,21 @@ def main():
         p, files, text = run(args, how, "quiet", "mode=serialize:verbosity=2:log_path=tg")
         check(f"PyRun_Simple{how.title()}, no target imported: nothing said, no file",
               p.returncode == 0 and p.stdout == "QUIET 4\n" and p.stderr == "" and files == [], p, files)
+    if not (args.repro and args.fakecuda):
+        print("(no --repro/--fakecuda: the seeds004 checks are not run)")
+    else:
+        fail_line = "repro seeds004: FAIL: thread worker-0 raised TypeError: 'NoneType' object is not a mapping"
+        for how in ("string", "file"):
+            name = "PyRun_Simple%s, seeds004" % how.title()
+            p, files, text = run_repro(args, how, "none")
+            check(name + " without tunerguard: the TypeError", p.returncode == 1 and fail_line in p.stderr,
+                  p, files)
+            p, files, text = run_repro(args, how, "detect")
+            check(name + ", detect: reported",
+                  "WARNING: tunerguard" in text and "test_seed004" in text, p, files, text)
+            p, files, text = run_repro(args, how, "serialize")
+            check(name + ", serialize: every thread's result right",
+                  p.returncode == 0 and "calls serialized" in p.stderr, p, files, text)
     return 0 if ok else 1
 
 
