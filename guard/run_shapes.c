@@ -34,6 +34,21 @@
 #include <stdio.h>
 #include <string.h>
 
+static int is_plain_function(const char *tname)
+{
+    return strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0;
+}
+
+/* value's type's name into tname (64 bytes; "" when there is none). */
+static void type_name(PyObject *value, char tname[64])
+{
+    PyObject *type = tg_py.PyObject_Type(value);
+    tname[0] = '\0';
+    tg_py_attr_str(type, "__name__", tname, 64);
+    if (type)
+        tg_py.Py_DecRef(type);
+}
+
 /* The first class in cls's MRO whose own __dict__ holds `name`, and what it
  * holds (both new references), tname its type's name; 0, or -1 when none
  * has it.  No error left set. */
@@ -61,26 +76,8 @@ static int lookup(PyObject *cls, PyObject *key, PyObject **owner, PyObject **val
     tname[0] = '\0';
     if (!*value)
         return -1;
-    PyObject *type = tg_py.PyObject_Type(*value);
-    tg_py_attr_str(type, "__name__", tname, 64);
-    if (type)
-        tg_py.Py_DecRef(type);
+    type_name(*value, tname);
     return 0;
-}
-
-static int is_plain_function(const char *tname)
-{
-    return strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0;
-}
-
-/* value's type's name into tname (64 bytes; "" when there is none). */
-static void type_name(PyObject *value, char tname[64])
-{
-    PyObject *type = tg_py.PyObject_Type(value);
-    tname[0] = '\0';
-    tg_py_attr_str(type, "__name__", tname, 64);
-    if (type)
-        tg_py.Py_DecRef(type);
 }
 
 /* Was cls's unguarded entry said already?  Notes it if not.  Identity only:
@@ -123,19 +120,15 @@ static int in_family(PyObject *owner, PyObject *base)
 
 /* run = functools.partialmethod(f, ...) on owner: guard f.  0 guarded (or
  * ours already), -1 not a function (the caller says why). */
-static int guard_partialmethod(PyObject *owner, PyObject *base, PyObject *pm, const char *name,
-                               int declared)
+static int guard_partialmethod(PyObject *owner, PyObject *base, PyObject *pm, const char *name, int declared)
 {
     PyObject *func = tg_py.PyObject_GetAttrString(pm, "func");
     tg_py.PyErr_Clear();
     if (!func)
         return -1;
     int rc = -1;
-    char tname[64] = "";
-    PyObject *type = tg_py.PyObject_Type(func);
-    tg_py_attr_str(type, "__name__", tname, sizeof tname);
-    if (type)
-        tg_py.Py_DecRef(type);
+    char tname[64];
+    type_name(func, tname);
     if (tg_guard_is_ours(func)) {
         rc = 0;
     } else if (is_plain_function(tname)) {
