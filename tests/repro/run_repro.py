@@ -13,7 +13,10 @@ the outcome each mode must have.
 
 LD_PRELOAD and TUNERGUARD_OPTIONS are set in the child's environment only, and
 removed from it for the none/control modes. The child gets
-LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory.
+LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory, with
+TMPDIR a private folder in it: a child that ends on its own (not killed for
+its timeout) and leaves anything there fails, so a scenario removes what it
+creates in the temporary folder, whatever its exit status.
 
 The Triton the children import: the model in tests/repro/model (TG_TRITON_MODEL, the
 default), or, with --triton-release X.Y.Z, the release installed in --python's
@@ -313,11 +316,13 @@ EXPECTED = {
     "control": "passes",
 }
 EXIT_PASS, EXIT_RACE, EXIT_HARNESS = 0, 1, 2
+TMPDIR_NAME = ".tmp"  # the child's TMPDIR, in its directory
 SKIP = 77
 
 
 def child_env(args, mode, log_prefix):
     env = dict(os.environ)
+    env["TMPDIR"] = private_tmpdir(os.path.dirname(log_prefix))
     for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS"):
         env.pop(k, None)
     ld = env.get("LD_LIBRARY_PATH")
@@ -349,8 +354,25 @@ def last_repro_line(stderr, stdout, scenario):
     return tail[:200]
 
 
+def private_tmpdir(tmp):
+    """The child's TMPDIR: a hidden folder in its directory (the report listings skip it)."""
+    path = os.path.join(tmp, TMPDIR_NAME)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def left_behind(tmp):
+    """What the child left in its TMPDIR, sorted."""
+    path = os.path.join(tmp, TMPDIR_NAME)
+    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+
 def finish(args, rec, ok, outcome, tmp, out, err):
-    """Record the outcome; keep the child's directory (with its output) when asked, else remove it."""
+    """Record the outcome; keep the child's directory (with its output) when asked, else remove it.
+    A child that ended on its own and left something in its TMPDIR fails."""
+    left = left_behind(tmp) if rec.get("rc") is not None else []
+    if left:
+        ok, outcome = False, f"{outcome}; but it left {left} in its TMPDIR"
     rec["ok"] = ok
     rec["outcome"] = outcome
     if args.keep or (not ok and args.keep_failed):
