@@ -139,6 +139,11 @@ EXTRA = {
     "fast_path_first_tuner_first": dict(script="fast_path_first.py", args=["--tuner-first"], options="mode=detect",
                                         expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                         check="race_at_exit"),
+    # ... and the report lock is busy when the fast-path call returns: the tuner raises and
+    # leaves while that call waits for it; its TypeError is linked all the same
+    "cleared_while_reporting": dict(script="cleared_while_reporting.py", args=["--expect-linked"],
+                                    options="mode=detect", expect="race_at_exit", kernel="cleared_kernel",
+                                    min_runs=3, models=("3.6", "main"), check="cleared_while_reporting"),
     # ... the fast-path call's whole call runs while the tuner is held in its key: the
     # tuner begins tuning with self.nargs already None, nobody else inside
     "fast_path_first_whole_call": dict(script="fast_path_first.py", args=["--whole-call"], options="mode=detect",
@@ -218,6 +223,30 @@ def check_race_at_exit(jsonl_path):
     if c.get("kind") != "sync" or not c.get("inside"):
         return f"entering thread not shown inside its benchmark synchronize: {c}"
     return type_error_linked(jsonl_path, r)
+
+
+def check_cleared_while_reporting(jsonl_path):
+    """cleared_while_reporting.py: the race seen when 'fast' returned (high,
+    entering 'tuner', inside 'fast'), and tuner's TypeError linked to it: the
+    exception record names fast's thread, and the race's seq, or none when the
+    tuner took the report lock first (its record is written before the race's)."""
+    with open(jsonl_path) as f:
+        recs = [json.loads(x) for x in f]
+    races = [r for r in recs if r.get("kind") == "race" and r.get("seen_at") == "exit"]
+    if len(races) != 1:
+        return f"{len(races)} races seen at exit, want 1"
+    r = races[0]
+    if r.get("severity") != "high" or r["entering"].get("name") != "tuner" or r["inside"].get("name") != "fast":
+        return (f"race at exit {r.get('severity')!r}, entering {r['entering'].get('name')!r}, inside "
+                f"{r['inside'].get('name')!r}; want 'high', 'tuner', 'fast'")
+    exc = [x for x in recs if x.get("kind") == "exception"]
+    if len(exc) != 1 or exc[0]["exception"].get("type") != "TypeError" or exc[0]["entering"].get("name") != "tuner":
+        return f"want one TypeError exception record of thread 'tuner', got {exc}"
+    x = exc[0]
+    if x["inside"].get("tid") != r["inside"]["tid"] or x.get("race_seq") not in (r["seq"], None) or \
+            (x.get("race_seq") is None and x["seq"] > r["seq"]):
+        return f"tuner's exception is not linked to race #{r['seq']}: {x}"
+    return None
 
 
 def type_error_linked(jsonl_path, r):
@@ -303,7 +332,7 @@ def check_deep_stack(jsonl_path):
 
 CHECKS = {"deep_stack": check_deep_stack, "two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
           "race_at_exit": check_race_at_exit, "race_at_tuning": check_race_at_tuning,
-          "pruned_single": check_pruned_single}
+          "pruned_single": check_pruned_single, "cleared_while_reporting": check_cleared_while_reporting}
 # checks whose verdict depends on the Triton version modelled
 CHECKS_BY_MODEL = {"pruned_single"}
 EXIT_PREVENTED_PROBE = 9  # serialize cells run with exitcode=9: it must not fire
