@@ -1835,6 +1835,25 @@ def check_exitcode(ctx):
     expect(res.rc == 5, "no race: the program's own status 5", res)
 
 
+def check_prevented_is_race(ctx):
+    """serialize: a race the wait prevented leaves the exit status alone and
+    does not halt; with prevented_is_race=1 it sets exitcode= and halts as a
+    race does (the same program, the same one prevented race)."""
+    prog = RACE_PROG % {"serialize": True}
+    res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7))
+    expect(res.rc == 0 and "DONE" in res.out, "exitcode=7, prevented race: the program's own status 0", res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7, prevented_is_race=1))
+    expect(res.rc == 7 and "DONE" in res.out, "exitcode=7, prevented_is_race=1: status 7 (%s)" % res.rc, res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", halt_on_race=1))
+    expect(res.rc == 0 and "DONE" in res.out, "halt_on_race=1, prevented race: the program runs to its end", res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", halt_on_race=1, exitcode=9, prevented_is_race=1))
+    expect("DONE" not in res.out and res.rc == 9,
+           "halt_on_race=1, prevented_is_race=1: halted at the race with exitcode=9 (%s)" % res.rc, res)
+    _, text = only_report(res)
+    expect(re.search(r"^WARNING: tunerguard: race prevented \(serialize\)", text, re.M)
+           and text.rstrip("\n").endswith("=================="), "the prevented race's report is complete", res)
+
+
 HALT_PROG = '''
     from triton.runtime.autotuner import Autotuner
     tuner = Autotuner(my_kernel)
@@ -2779,7 +2798,7 @@ CHECKS = {
                 check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
                 check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
-    "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
+    "exit": [check_exitcode, check_halt_on_race, check_prevented_is_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
               check_distinct_call_sites_reported],
