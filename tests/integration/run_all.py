@@ -2673,6 +2673,38 @@ def check_exception_every_cleared_call_linked(ctx):
     expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
 
 
+# One thread, one call of a subclass whose run() calls _bench with the
+# tuner's `nargs` attribute gone (a tuner that keeps its arguments elsewhere),
+# then, as a control, with it None: only None is what another call's return
+# left (the race seen when a call begins tuning).  Broken (a missing
+# attribute taken for a cleared one), the first call is reported as a race.
+NO_NARGS_PROG = r"""
+from triton.runtime.autotuner import Autotuner
+class Keeps(Autotuner):
+    def run(self, tag):
+        if self.drop:
+            del self.nargs
+        return self._bench(tag)
+tuner = Keeps(lambda tag: tag)
+tuner.drop = os.environ["NARGS"] == "drop"
+print("RESULT", tuner.run("one"), hasattr(tuner, "nargs"))
+"""
+
+
+def check_no_nargs_attribute_not_cleared(ctx):
+    """A tuner with no `nargs` attribute at all has not had its arguments
+    cleared: no race when its call begins tuning.  None is (the control)."""
+    res = ctx.run_py(NO_NARGS_PROG, options=opts(), extra_env={"NARGS": "drop"})
+    expect(res.rc == 0 and "RESULT one False" in res.out, "ran, the attribute gone", res)
+    expect(res.err == "", "nothing said", res)
+    no_files(res, "no report")
+    res = ctx.run_py(NO_NARGS_PROG, options=opts(), extra_env={"NARGS": "keep"})
+    expect(res.rc == 0 and "RESULT one True" in res.out, "ran, the attribute None", res)
+    _, text = only_report(res)
+    expect("another call cleared a tuner call's arguments before it began tuning" in text,
+           "the control: None is reported as cleared", res)
+
+
 # serialize: the main thread's call waits for the turn (held by the thread
 # inside, which keeps running Python code), goes on without it past the
 # bypass, and then waits for the tuner: one call, two waits.  The thread
@@ -2812,7 +2844,7 @@ CHECKS = {
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
-                 check_exception_every_cleared_call_linked],
+                 check_exception_every_cleared_call_linked, check_no_nargs_attribute_not_cleared],
 }
 
 
