@@ -84,26 +84,36 @@ class Ctx:
         env.update(extra_env or {})
         return env
 
-    def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT, extra_env=None):
+    def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT, extra_env=None,
+                 stderr_file=None):
+        """stderr_file: the child starts with its stderr on this file (in cwd,
+        written from its start); res.err is what the file holds after."""
         cwd = cwd or self.tmpdir()
+        err_f = open(os.path.join(cwd, stderr_file), "wb") if stderr_file else None
         p = subprocess.Popen(argv, cwd=cwd, env=self.env(options, preload, extra_env), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True)
+                             stderr=err_f or subprocess.PIPE, start_new_session=True)
+        timed_out = False
         try:
             out, err = p.communicate(timeout=timeout)
-            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)  # the child and any grandchild it forked
             out, err = p.communicate()
-            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd,
-                          timed_out=True)
+            timed_out = True
+        if err_f:
+            err_f.close()
+            with open(os.path.join(cwd, stderr_file), "rb") as f:
+                err = f.read()
+        return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd,
+                      timed_out=timed_out)
 
-    def run_py(self, body, options=None, preload=True, timeout=CHILD_TIMEOUT, extra_env=None):
+    def run_py(self, body, options=None, preload=True, timeout=CHILD_TIMEOUT, extra_env=None, stderr_file=None):
         tmp = self.tmpdir()
         prog = os.path.join(tmp, "prog.py")
         with open(prog, "w") as f:
             f.write(prelude())
             f.write(textwrap.dedent(body))
-        return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout, extra_env=extra_env)
+        return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout, extra_env=extra_env,
+                             stderr_file=stderr_file)
 
 
 # Shared by every program: the fixture on sys.path, and race_once(), which
@@ -2419,6 +2429,37 @@ def check_stderr_taken_by_program_file(ctx):
             expect(re.match(r"tunerguard: 1 race reported", log), "%s: the exit line in the log: %r" % (what, log), res)
 
 
+# The process starts with stderr on a file (start.txt); the program then
+# puts another file of the same folder, so the same filesystem, on fd 2.  fd
+# 2's identity is its device and inode together: data.bin is the program's
+# file, not the stderr it started with, and tunerguard writes nothing there.
+STDERR_SAME_FS_PROG = """
+    st_start = os.stat("start.txt")
+    data = os.open("data.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(data, b"DATA")
+    os.dup2(data, 2)
+    st = os.fstat(2)
+    print("SAME_DEV", st.st_dev == st_start.st_dev, "SAME_INO", st.st_ino == st_start.st_ino)
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_file_then_another_file_same_fs(ctx):
+    for log_path in ("tg", "stderr"):
+        res = ctx.run_py(STDERR_SAME_FS_PROG, options="log_path=" + log_path, stderr_file="start.txt")
+        expect(res.rc == 0 and "DONE" in res.out, "log_path=%s: ran" % log_path, res)
+        expect("SAME_DEV True SAME_INO False" in res.out, "one filesystem, another inode", res)
+        with open(os.path.join(res.tmp, "data.bin"), "rb") as f:
+            got = f.read()
+        expect(got == b"DATA", "log_path=%s: the program's file holds only what it wrote: %r" % (log_path, got[:300]),
+               res)
+        txt = res.files("tg.*.txt" if log_path == "tg" else "tunerguard.*.txt")
+        text = open(txt[0]).read() if len(txt) == 1 else ""
+        expect(text.count("WARNING: tunerguard") == 1, "log_path=%s: the report in a file of its own" % log_path, res)
+
+
 # A test runner's capture: an unlinked temporary file put on fd 2 (pytest's
 # capfd/--capture=fd).  It is a stderr: the report goes there.
 STDERR_CAPTURE_PROG = """
@@ -2839,6 +2880,7 @@ CHECKS = {
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_stderr_taken_by_program_file,
+                    check_stderr_file_then_another_file_same_fs,
                     check_stderr_pipe_broken_or_full, check_stderr_capture_by_test_runner, check_group_writable_folder,
                     check_full_disk],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
