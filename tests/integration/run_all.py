@@ -790,6 +790,52 @@ def check_race_serialize(ctx):
            "the report's headline, SUMMARY and summary say the race was prevented", res)
 
 
+# Two races on one tuner: the entering thread calls from one line both
+# times, the thread inside from line A, then from line B (or A again, the
+# control).  The report's de-duplication key holds both threads' call sites:
+# another inside site is another race, written; the same two sites again
+# are its repeat, counted.
+TWO_INSIDE_SITES_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    def race_with(victim_call):
+        entered, release = threading.Event(), threading.Event()
+        def hook(t, tag, *rest):
+            if tag == "victim":
+                entered.set()
+                release.wait()
+        tuner.hook = hook
+        th = threading.Thread(target=victim_call, name="victim")
+        th.start()
+        entered.wait()
+        enter()
+        release.set()
+        th.join()
+    def enter():
+        tuner.run("other")  # the entering call site, both races
+    def inside_a():
+        tuner.run("victim")  # inside call site A
+    def inside_b():
+        tuner.run("victim")  # inside call site B
+    race_with(inside_a)
+    race_with(inside_b if os.environ["SECOND"] == "b" else inside_a)
+    print("DONE")
+"""
+
+
+def check_two_inside_sites_two_reports(ctx):
+    """Same entering call site, another inside call site: two reports."""
+    for second, want_written in (("b", 2), ("a", 1)):
+        res = ctx.run_py(TWO_INSIDE_SITES_PROG, options=opts(), extra_env={"SECOND": second})
+        expect(res.rc == 0 and "DONE" in res.out, "ran", res)
+        _, text = only_report(res)
+        what = "inside sites A, B" if second == "b" else "inside site A twice (the control)"
+        written = text.count("WARNING: tunerguard: thread entered a tuner another thread is inside")
+        expect(written == want_written, "%s: %d race reports, %d written" % (what, want_written, written), res)
+        expect(re.search(r"^tunerguard: %d races? reported \(2 seen\)" % want_written, res.err, re.M),
+               "%s: the exit line says %d reported, 2 seen" % (what, want_written), res)
+
+
 def check_race_off(ctx):
     prog = RACE_PROG.replace("assert is_guarded(Autotuner)", "assert not is_guarded(Autotuner)")
     res = ctx.run_py(prog % {"serialize": False}, options=opts(mode="off"))
@@ -2854,7 +2900,7 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_exec_at_finalization, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
+    "race": [check_race_detect, check_two_inside_sites_two_reports, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
              check_race_hot_loop, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
