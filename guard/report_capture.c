@@ -568,7 +568,8 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
  * tuners (inductor's CachingAutotuner, targets=) keep no per-call arguments
  * that their return clears.
  * Called before t leaves u; cheap to rule out (u->nocc > 1 first).  GIL
- * held; `mine` is t's occupant slot; allocates one view when it reports. */
+ * held; `mine` is t's occupant slot (NULL: the session has none, its entry
+ * time is not known); allocates one view when it reports. */
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine)
 {
@@ -608,7 +609,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     struct tg_thread_view *xv = calloc(1, sizeof *xv);
     if (xv)
         view_other_c(xv, x);
-    uint64_t t_entered = mine->entered_ns;
+    uint64_t t_entered = mine ? mine->entered_ns : 0; /* none: a session without a slot */
     x = NULL; mine = NULL; /* from here on, Python code runs: the links are made */
     char t_name[sizeof xv->name];
     tg_py_thread_name(t->ident, t_name, sizeof t_name);
@@ -632,7 +633,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         x = NULL;
     }
     view_self_c(in, t, "at return");
-    in->entered_ns = tg_ticks_to_ns(t_entered);
+    in->entered_ns = t_entered ? tg_ticks_to_ns(t_entered) : 0; /* 0: not known */
     in->launches = t->session_launches;
     in->syncs = t->session_syncs;
     in->benchmarking = t->session_syncs > 0 || t->session_launches > 1;

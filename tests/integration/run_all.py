@@ -2866,6 +2866,63 @@ def check_exception_linked_past_occupant_slots(ctx):
     expect(int(m.group(2)) == 10 * int(m.group(3)), "a note on each (3.11+)", res)
 
 
+# The call whose return clears the arguments has no occupant slot: 'tuner'
+# entered first and 7 fast-path calls after it hold the tuner's 8 slots
+# (verbosity=1: registered sessions from the first call on), then 'fast'
+# enters with none left.  'tuner' goes on to benchmark and parks there;
+# 'fast' returns (self.nargs = None); 'tuner' reads the arguments: TypeError.
+# Nobody was benchmarking at any entry, so only the check at fast's return
+# can link it.  Broken (no check for a session without a slot), tuner's
+# TypeError has no note and is not counted.
+SLOTLESS_CLEAR_PROG = r"""
+import collections
+from cleartuner import ClearTuner
+errors, notes = {}, {}
+ev = collections.defaultdict(threading.Event)
+def gate(tag, phase):  # parks each thread, by name, where main says
+    me = threading.current_thread().name
+    ev[(me, phase)].set()
+    ev[(me, phase + "-go")].wait(20)
+tuner = ClearTuner(gate)
+def call(tag):
+    try:
+        tuner.run(tag)
+    except BaseException as e:
+        name = threading.current_thread().name
+        errors[name] = type(e).__name__
+        notes[name] = len([n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:")])
+def start(name, tag):
+    th = threading.Thread(target=call, args=(tag,), name=name)
+    th.start()
+    assert ev[(name, "entered")].wait(20), name
+    return th
+first = start("tuner", "tuner")
+fillers = [start("fill%d" % i, "fast") for i in range(7)]
+fast = start("fast", "fast")
+ev[("tuner", "entered-go")].set()
+assert ev[("tuner", "bench")].wait(20)
+ev[("fast", "entered-go")].set()
+fast.join()
+ev[("tuner", "bench-go")].set()
+first.join()
+for i, th in enumerate(fillers):
+    ev[("fill%d" % i, "entered-go")].set()
+    th.join()
+print("ERRORS", sorted(errors.items()), "NOTES", sorted(notes.items()), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_linked_by_slotless_return(ctx):
+    """A return without an occupant slot clears the arguments a benchmarking
+    call reads next: that call's TypeError is linked to the race."""
+    res = ctx.run_py(SLOTLESS_CLEAR_PROG, options=opts(verbosity=1))
+    expect("ERRORS [('tuner', 'TypeError')]" in res.out, "tuner raised TypeError, nobody else", res)
+    m = re.search(r"NOTES \[\('tuner', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(2), "a note on it (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -2932,6 +2989,7 @@ CHECKS = {
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exception_linked_past_occupant_slots,
+                 check_exception_linked_by_slotless_return,
                  check_exception_every_cleared_call_linked, check_no_nargs_attribute_not_cleared],
 }
 
