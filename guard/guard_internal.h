@@ -259,7 +259,8 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 
 /* t's outermost call on u returned while a thread that entered during it is
- * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
+ * benchmarking: the race seen at exit.  `mine` is t's occupant slot (NULL:
+ * the session has none); called
  * before t leaves u, only when u->nocc > 1 and g->clears_args. */
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine);

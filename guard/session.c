@@ -565,8 +565,11 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * Only a call that returned (an exception may leave before the tuner's
      * own `self.nargs = None`), and, for a marked tuner, only when some
      * thread began tuning during the call: overlapping tuned calls, the
-     * common case with several threads, look at nobody else's record. */
-    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL &&
+     * common case with several threads, look at nobody else's record.  A
+     * session without a slot (more threads inside than the entry has slots)
+     * is checked too when it is the thread's only one: its return clears
+     * the arguments as any other's does. */
+    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
