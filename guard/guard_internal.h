@@ -6,6 +6,9 @@
  *                     put on the class), the replaced-method check
  *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
  *                     an assignment over a guarded method is guarded at once
+ *   run_shapes.c      a subclass's entry point that is no plain function of
+ *                     its own (a mixin's, a partialmethod): guarded where
+ *                     the MRO finds it, or one line says why not
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
  *   lazy_session.c    detect's lazy session: a tuned call registered on the
