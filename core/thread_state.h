@@ -112,7 +112,7 @@ struct tg_thread {
     const void *lazy_g;
     void *lazy_tstate;
     uint64_t lazy_t0;
-    int lazy_slot;           /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
+    int lazy_slot;            /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
      * (guard/report_capture.c, tg__other_is_tuning: for a marked tuner only

@@ -1,4 +1,5 @@
-/* detect's lazy session: a tuned call's session, registered only once it can matter.
+/* detect's lazy session: a tuned call's session, registered only once it
+ * can matter.
  *
  * detect mode, a tuned call: with several threads calling the same kernels,
  * every entry and leave wrote the tuner's shared line (its occupant count
