@@ -1,17 +1,33 @@
-/* Internal to the guard (guard/guard_install.c, guard/session.c,
- * guard/serialize_wait.c, guard/report_capture.c): the guard record and the
- * calls between them.
+/* Internal to the guard (the files of guard/): the guard record and the calls
+ * between the guard's files.
  *
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
+ *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
+ *                     an assignment over a guarded method is guarded at once
+ *   run_shapes.c      a subclass's entry point that is no plain function of
+ *                     its own (a mixin's, a partialmethod): guarded where
+ *                     the MRO finds it, or one line says why not
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
+ *   lazy_session.c    detect's lazy session: a tuned call registered on the
+ *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
  *                     that died inside (guard/serialize_wait.h)
+ *   alive.c           whether other threads are alive (rate-limited), and
+ *                     whether their Python state can still be read
  *   report_capture.c  the reports those find (race, race seen at exit,
  *                     exception, deadlock, wait timeout, holder died, method
  *                     replaced): views of threads, handed to reports/emit.h
+ *   race_again.c      a declared tuner's race seen again, decided before
+ *                     its capture
+ *   exception_link.c  which exceptions of a raced call the race can have
+ *                     caused
+ *   py_arm_guard.c    arming, the core library's part: target modules'
+ *                     classes guarded; the exit line
+ *   core_entry.c      the core library's one entry point (loader/core_api.h)
+ *   lifecycle.c       fork child and shutdown (guard/lifecycle.h)
  *
  * Everything here: GIL held (the serialize wait releases it while it
  * blocks). */
@@ -85,6 +101,15 @@ struct tg_guard {
                              tuning step is named (tuning=: then it is also
                              marked, and they are races while a thread inside
                              is in that step) */
+    PyObject *family;     /* a mixin's function guarded for the tuner classes
+                             that inherit it: only calls on instances of this
+                             class (a class_ref, family_weak) start sessions,
+                             the mixin's other users pass through; NULL: every
+                             call (guard_install.c's tg__guard_serves) */
+    int family_weak;
+    int off_class;        /* the function is not the class's attribute (a
+                             partialmethod's function, one a tuner instance's
+                             own run calls): no replacement check reads it */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
                              1 yes, -1 no, 0 not looked yet (session.c) */
@@ -165,6 +190,39 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
  * the turn more often, which is a preference. */
 extern _Atomic uint32_t tg__tuning_threads;
 
+/* Where a guard goes, past cls's own attribute (tg__guard_install_at). */
+struct tg_guard_at {
+    PyObject *value;  /* the function to guard (borrowed); NULL: cls's own attribute */
+    PyObject *holder; /* a partialmethod of cls's whose func value is: a descriptor
+                         guard (3.11) is put there, as its func; NULL: on cls */
+    PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
+    int vc_only;      /* in the function's vectorcall slot or not at all (a function
+                         reached from an instance, not from any class) */
+};
+
+/* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
+ * do or refused (a line said where one is due), -1 failed with one line.
+ * GIL held. */
+int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at);
+/* Is inst an instance of g's family (g->family set, its class alive)?  C
+ * calls only, no error set.  GIL held. */
+int tg__guard_serves(const struct tg_guard *g, PyObject *inst);
+
+/* ---- run_shapes.c ---------------------------------------------------------- */
+
+/* cls, a subclass of the guarded class base, may reach its entry point
+ * `name` some other way than a plain function of its own (a mixin's, a
+ * partialmethod, a property or another descriptor): what its calls run is
+ * guarded, or one line, once per class, says it runs unguarded and why.
+ * declared: a targets= entry's.  GIL held; the thread busy. */
+void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
+/* A tuning method ran on tuner inst while this thread holds no session on
+ * it: an entry point set on the instance itself (`tuner.run = f`), which
+ * shadows the class's guarded one, is looked for; the function it calls
+ * with inst first guarded where it can be, said once per class.  GIL
+ * held; the thread busy. */
+void tg__guard_tuning_outside(PyObject *inst);
+
 /* ---- guard_setattr.c ------------------------------------------------------ */
 
 /* From the first guard on: class attribute assignments reach
@@ -217,7 +275,8 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 
 /* t's outermost call on u returned while a thread that entered during it is
- * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
+ * benchmarking: the race seen at exit.  `mine` is t's occupant slot (NULL:
+ * the session has none); called
  * before t leaves u, only when u->nocc > 1 and g->clears_args. */
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine);
@@ -294,7 +353,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
  * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
  * of u's first line.  GIL held. */
-static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg_guard *g)
+static inline int tg__overlap_is_low_severity(const struct tg_tuner *u, const struct tg_guard *g)
 {
     return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
 }
@@ -304,9 +363,9 @@ static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg
  * registry slot for threads entering its tuner, which register the session
  * on its behalf.  Any thread's own hook, without the GIL; reached through
  * cuda/listener.h. */
-void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+void tg__lazy_evidence(struct tg_thread *t, uint8_t bit);
 
-/* ---- calling the original (session.c, quiet.c) --------------------------- */
+/* ---- calling the original (session.c, lazy_session.c) --------------------------- */
 
 typedef PyObject *(*tg__vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
@@ -338,28 +397,28 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #endif
 }
 
-/* ---- detect's unregistered session (quiet.c) ----------------------------- */
+/* ---- detect's unregistered session (lazy_session.c) ----------------------------- */
 
 /* Slots of the registry that say their session showed evidence: an
  * entering thread looks at the registry only while one does. */
-extern _Atomic uint32_t tg__quiet_evident;
+extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
  * or 0 when the registry is full (t then registers its sessions).  GIL held. */
-int tg__quiet_slot(struct tg_thread *t);
+int tg__lazy_slot(struct tg_thread *t);
 /* An outermost call that registers nothing unless it must.  0: done, *resp
  * is the call's result; 1: it registered, and the caller leaves as a
  * registered session does (session_exit, with *epochp).  GIL held. */
-int tg__quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
+int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
 /* Thread a's unregistered session on inst becomes a registered one; 0 when
  * the table is full.  GIL held. */
-int tg__quiet_register(struct tg_thread *a, uintptr_t inst);
+int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
 /* Register the evident unregistered sessions inside inst for their threads,
  * before t enters it.  GIL held. */
-void tg__quiet_adopt(uintptr_t inst, const struct tg_thread *t);
+void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);
 /* The owner's session ended: its slot no longer speaks for it.  GIL held. */
-void tg__quiet_clear(struct tg_thread *t);
-void tg__quiet_atfork_child(void);
+void tg__lazy_clear(struct tg_thread *t);
+void tg__lazy_atfork_child(void);
 /* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
 void tg__table_full(void);
 

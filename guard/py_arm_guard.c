@@ -144,11 +144,10 @@ static void hook_subclasses(PyObject *base)
         if (bases[i].cls == base)
             return;
     if (nbases == TG_MAX_BASES) {
-        static int said;
-        if (!said)
-            tg__warn("cannot watch subclasses of more than %d guarded classes; overrides defined later in "
-                     "subclasses of the others run unguarded", TG_MAX_BASES);
-        said = 1;
+        static unsigned said;
+        tg__say_capped(&said, 1, 0,
+                       "cannot watch subclasses of more than %d guarded classes; overrides defined later in "
+                       "subclasses of the others run unguarded", TG_MAX_BASES);
         return;
     }
     struct base *b = &bases[nbases];
@@ -202,8 +201,10 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
             break; /* once: the entries are matched by base's module and class */
         }
     for (int i = 0; i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].base == base)
+        if (tg__arm_targets[i].base == base) {
             tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
+            tg__guard_run_shape(cls, base, tg__arm_targets[i].method, tg__arm_targets[i].user);
+        }
 }
 
 /* Is a target method of base guarded on base itself? */
@@ -379,11 +380,10 @@ static void arm_reloaded(const char *name, PyObject *mod)
             continue;
         }
         if (tg__arm_ntargets == TG_MAX_TARGETS) {
-            static int said;
-            if (!said)
-                tg__warn("%s was run again (a reload): the table of guarded targets is full (%d), so its new "
-                         "class %s runs unguarded", name, TG_MAX_TARGETS, t->cls);
-            said = 1;
+            static unsigned said;
+            tg__say_capped(&said, 1, 0,
+                           "%s was run again (a reload): the table of guarded targets is full (%d), so its new "
+                           "class %s runs unguarded", name, TG_MAX_TARGETS, t->cls);
             tg_py.Py_DecRef(cls);
             continue;
         }

@@ -7,6 +7,8 @@
  *   cpython.run_*    -> arm(): guard targets already imported (by site, .pth
  *                       files, sitecustomize); the meta-path finder goes in
  *                       now only with targets= (the program's own modules)
+ *   "import"/"exec"  -> of a target, not armed yet (a program that embeds
+ *                       Python: no cpython.run_*): arm() there, then as below
  *   "import"/"exec"  -> a target's package is being imported: the finder goes
  *                       in (first in sys.meta_path), before the target module
  *                       itself is looked for
@@ -51,6 +53,7 @@ TG_STARTUP_TEXT(ev_run_module, "cpython.run_module");
 TG_STARTUP_TEXT(ev_import, "import");
 TG_STARTUP_TEXT(ev_exec, "exec");
 TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
+TG_STARTUP_TEXT(txt_interp_main, "PyInterpreterState_Main");
 TG_STARTUP_TEXT(txt_sys, "sys");
 TG_STARTUP_TEXT(txt_meta_path, "meta_path");
 TG_STARTUP_TEXT(txt_find_spec, "find_spec");
@@ -472,26 +475,62 @@ TG_STARTUP static void parse_targets_quietly(void)
 
 TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 {
-    static int said;
+    static unsigned said;
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
     if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, ev_import) != 0)
-        return;
+        return; /* said already: nothing more to look up */
     if (tg_py_resolve_unsupported() < 0)
         return;
     pthread_once(&once, parse_targets_quietly);
     const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
     tg_py.PyErr_Clear();
-    if (!name || !is_target_module(name) || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    if (!name || !is_target_module(name))
         return;
+    char why[64];
     if (tg_py.free_threaded)
-        tg__warn("%s imported, but this Python (%s) is a free-threaded build, which tunerguard does not serve: "
-                 "its tuners run unguarded", name, tg_py.version);
+        snprintf(why, sizeof why, "a free-threaded build, which tunerguard does not serve");
     else if (tg_py.minor > TG_PY_MINOR_LAST)
-        tg__warn("%s imported, but this Python (%s) is newer than 3.%d, the newest tunerguard serves: "
-                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_LAST);
+        snprintf(why, sizeof why, "newer than 3.%d, the newest tunerguard serves", TG_PY_MINOR_LAST);
     else
-        tg__warn("%s imported, but this Python (%s) is older than 3.%d, which tunerguard does not serve: "
-                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_FIRST);
+        snprintf(why, sizeof why, "older than 3.%d, which tunerguard does not serve", TG_PY_MINOR_FIRST);
+    tg__say_capped(&said, 1, 0, "%s imported, but this Python (%s) is %s: its tuners run unguarded", name,
+                   tg_py.version, why);
+}
+
+/* A program that embeds Python (Py_Initialize, then PyRun_SimpleString,
+ * PyRun_SimpleFile or PyImport_ImportModule; a pybind11 host) never reaches
+ * Python's main, which alone raises cpython.run_*.  There arming waits for
+ * the first event that concerns a target once the interpreter is
+ * initialized: an "import" of a target module or a package above one, or an
+ * "exec" while a target's package is in sys.modules (importlib.import_module
+ * raises no "import"; the package's __init__ raises "exec").  In the main
+ * interpreter only (a subinterpreter's events are not ours to arm on).  In
+ * python itself the same holds between initialization and cpython.run_*
+ * (a .pth file importing a target): arming there is arming earlier, with
+ * the target in sight.  Costs, per event until armed, a call to
+ * Py_IsInitialized and a few string compares ("exec": a look-up of each
+ * target's package).  GIL held. */
+TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
+{
+    int import = strcmp(event, ev_import) == 0;
+    if ((!import && strcmp(event, ev_exec) != 0) || tg_py_resolve() < 0 || !tg_py.Py_IsInitialized())
+        return 0;
+    parse_targets(1);
+    int concerns;
+    if (import) {
+        const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+        concerns = name && names_target_or_package(name);
+        tg_py.PyErr_Clear();
+    } else {
+        concerns = target_package_present();
+    }
+    if (!concerns)
+        return 0;
+    static void *(*interp_main)(void) TG_STARTUP_DATA;
+    static int looked TG_STARTUP_DATA;
+    if (!looked++)
+        interp_main = (void *(*)(void))tg_py_symbol(txt_interp_main);
+    return !interp_main || !tg_py.PyInterpreterState_Get || tg_py.PyInterpreterState_Get() == interp_main();
 }
 
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
@@ -513,19 +552,26 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
             arm();
             if (armed && strcmp(event, ev_run_module) == 0)
                 say_run_as_main(args);
+            return 0;
         }
-        return 0;
+        /* No cpython.run_* (an embedding program): arm at the target's own
+         * import, then handle this event as an armed hook does. */
+        if (!target_import_unarmed(event, args))
+            return 0;
+        arm();
+        if (!armed)
+            return 0;
     }
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
     if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
-        static int said;
+        static unsigned said;
         const char *name = event[0] == 'i' && strcmp(event, ev_import) == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
-        if (name && is_target_module(name) && !said++)
-            tg__warn("%s imported in a subinterpreter: subinterpreters are not supported, their tuner calls "
-                     "run unguarded (the main interpreter stays guarded)", name);
+        if (name && is_target_module(name))
+            tg__say_capped(&said, 1, 0, "%s imported in a subinterpreter: subinterpreters are not supported, their "
+                           "tuner calls run unguarded (the main interpreter stays guarded)", name);
         tg_py.PyErr_Clear();
         return 0;
     }
