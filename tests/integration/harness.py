@@ -215,23 +215,23 @@ def opts(tmp_prefix=True, **kw):
     return ":".join(parts)
 
 
-def read_program(checks_file, name):
-    """The text of cases/<group>/<name>.py, beside checks_file."""
+def read_program(checks_file, name, **params):
+    """The text of cases/<group>/<name>.py, beside checks_file, each
+    parameter's name in capitals (a placeholder there) replaced by str() of
+    its value."""
     with open(os.path.join(os.path.dirname(os.path.abspath(checks_file)), name + ".py")) as f:
-        return f.read()
+        text = f.read()
+    for key, value in params.items():
+        text, n = re.subn(r"\b%s\b" % key.upper(), lambda m: str(value), text)
+        assert n, "%s.py has no placeholder %s" % (name, key.upper())
+    return text
 
 
 # Programs more than one group runs.
 PRINT_RAN = 'print("PROGRAM RAN")\n'
 
 # Two threads in Triton's Autotuner, the second entering while the first is
-# inside; %(serialize)s: whether the main thread waits (serialize mode).
-RACE_PROG = '''
-    from triton.runtime.autotuner import Autotuner
-    assert is_guarded(Autotuner), "Autotuner.run is not guarded"
-    tuner = Autotuner(my_kernel)
-    order = race_once(tuner, serialize=%(serialize)s)
-    print("ORDER", ",".join(order))
-    print("WAIT_EVENTS", len(_wait_events))
-    print("DONE pid", os.getpid())
-'''
+# inside; serialize: whether the main thread waits (serialize mode).
+def race_prog(serialize):
+    text = read_program(os.path.join(HERE, "cases", "checks.py"), "shared_race", serialize=serialize)
+    return "\n" + text.split("\n", 1)[1]  # the first line, a comment, left blank

@@ -4,11 +4,7 @@ import os
 import re
 import shutil
 
-from harness import RACE_PROG, expect, jsonl_lines, only_report, opts, read_program
-
-
-def program(name):
-    return read_program(__file__, name)
+from harness import expect, jsonl_lines, only_report, opts, race_prog
 
 
 # --------------------------------------------------------------------------
@@ -33,7 +29,7 @@ def two_copies(ctx):
 
 def check_two_copies_detect(ctx):
     pre, paths = two_copies(ctx)
-    res = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts(verbosity=1), extra_env={"LD_PRELOAD": pre})
+    res = ctx.run_py(race_prog(False), options=opts(verbosity=1), extra_env={"LD_PRELOAD": pre})
     expect(res.rc == 0 and "DONE" in res.out, "the program ran to its end", res)
     expect("RecursionError" not in res.err and "Traceback" not in res.err, "no RecursionError", res)
     path, text = only_report(res)
@@ -42,13 +38,13 @@ def check_two_copies_detect(ctx):
     inert = [l for l in res.err.splitlines() if "stays inert" in l]
     expect(len(inert) == 1 and inert[0].startswith("tunerguard: %s serves this process" % paths[0])
            and paths[1] in inert[0], "one line (verbosity=1): the first copy serves, the second stays inert", res)
-    quiet = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts(), extra_env={"LD_PRELOAD": pre})
+    quiet = ctx.run_py(race_prog(False), options=opts(), extra_env={"LD_PRELOAD": pre})
     expect(quiet.rc == 0 and "stays inert" not in quiet.err, "nothing said about the copies at verbosity=0", quiet)
 
 
 def check_two_copies_serialize(ctx):
     pre, _ = two_copies(ctx)
-    res = ctx.run_py(RACE_PROG % {"serialize": True}, options=opts(mode="serialize"), extra_env={"LD_PRELOAD": pre})
+    res = ctx.run_py(race_prog(True), options=opts(mode="serialize"), extra_env={"LD_PRELOAD": pre})
     expect(res.rc == 0 and "DONE" in res.out and "Traceback" not in res.err, "program completed", res)
     expect("WAIT_EVENTS 1" in res.out, "tunerguard.serialize_wait raised once", res)
     expect("ORDER victim:start,victim:end,other:start,other:end" in res.out,

@@ -8,8 +8,8 @@ import textwrap
 from harness import expect, jsonl_lines, only_report, opts, prelude, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------

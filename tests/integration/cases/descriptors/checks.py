@@ -7,11 +7,11 @@ import re
 import stat
 import textwrap
 
-from harness import Fail, RACE_PROG, expect, jsonl_lines, only_report, opts, prelude, read_program
+from harness import Fail, expect, jsonl_lines, only_report, opts, prelude, race_prog, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # The program closes what it inherited and opens files of its own, which take
@@ -21,25 +21,8 @@ def program(name):
 # frame).  The files must be untouched: the input reads whole from its first
 # byte, nothing is written to the others; the reports and the trace (trace=1)
 # are in their own files.
-OWN_FDS_PROG = """
-    from triton.runtime.autotuner import Autotuner
-    tuner = Autotuner(my_kernel)
-    race_once(tuner, serialize=%(serialize)s)  # report files open, libunwind used
-    os.closerange(3, 256)
-    fin = os.open("in.txt", os.O_RDONLY)
-    fouts = [os.open("out%%d.bin" %% i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644) for i in range(8)]
-    def enter(t):
-        th = threading.Thread(target=t.run, args=("other",))
-        th.start(); th.join()
-    for i in range(3):
-        t = Autotuner(my_kernel)
-        race_once(t, serialize=%(serialize)s, enter=lambda: enter(t))
-    print("FDS", fin, fouts[0])
-    print("IN", os.read(fin, 100).decode())
-    for fd in [fin] + fouts:
-        os.close(fd)
-    print("DONE pid", os.getpid())
-"""
+def own_fds_prog(serialize):
+    return program('own_fds', serialize=serialize)
 
 
 def check_program_fds_untouched(ctx):
@@ -50,7 +33,7 @@ def check_program_fds_untouched(ctx):
         prog = os.path.join(tmp, "prog.py")
         with open(prog, "w") as f:
             f.write(prelude())
-            f.write(textwrap.dedent(OWN_FDS_PROG % {"serialize": serialize}))
+            f.write(own_fds_prog(serialize))
         mode = "serialize" if serialize else "detect"
         res = ctx.run_argv([ctx.python, prog], options=opts(mode=mode, trace=1), cwd=tmp)
         expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
@@ -73,29 +56,14 @@ def check_program_fds_untouched(ctx):
 # With the report folder missing, or log_path=stderr, nothing of tunerguard's
 # may land in that file; log_path=stderr moves the reports to the default
 # files, whose text report says so on its first line.
-CLOSED_STDERR_PROG = """
-    mine = os.open("mine.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.write(mine, b"mine\\n")
-    from triton.runtime.autotuner import Autotuner
-    race_once(Autotuner(my_kernel))
-    print("FD", mine)
-    print("DONE pid", os.getpid())
-"""
+CLOSED_STDERR_PROG = program('closed_stderr')
 
 # The same with the target imported and a race reported (libunwind's pipe,
 # the report files, the trace opened) before the program opens its file: it
 # still gets fd 2, tunerguard holds no standard number.  symbolize=1: libdw
 # (file:line, symbolize=2) keeps the ELF files it read open, wherever they
 # landed (a limit, not tested here).
-CLOSED_STDERR_LATE_PROG = """
-    from triton.runtime.autotuner import Autotuner
-    race_once(Autotuner(my_kernel))
-    mine = os.open("mine.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.write(mine, b"mine\\n")
-    race_once(Autotuner(my_kernel))
-    print("FD", mine)
-    print("DONE pid", os.getpid())
-"""
+CLOSED_STDERR_LATE_PROG = program('closed_stderr_late')
 
 
 def check_stderr_closed_at_start(ctx):
@@ -134,24 +102,13 @@ def check_stderr_closed_at_start(ctx):
 # number (a sloppy daemonization): a race, then exit.  What that file holds
 # is the program's alone; a log the program opens for appending onto fd 2
 # (dup2: its stderr redirected) gets tunerguard's exit line.
-STDERR_TAKEN_PROG = """
-    import signal
-    os.close(2)
-    data = os.open("data.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.write(data, b"DATA")
-    from triton.runtime.autotuner import Autotuner
-    race_once(Autotuner(my_kernel))
-    print("FD", data)
-    if %(append_log)s:
-        log = os.open("log.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        os.dup2(log, 2)
-    print("DONE pid", os.getpid())
-"""
+def stderr_taken_prog(append_log):
+    return program('stderr_taken', append_log=append_log)
 
 
 def check_stderr_taken_by_program_file(ctx):
     for log_path, append_log in (("tg", False), ("stderr", False), ("tg", True)):
-        res = ctx.run_py(STDERR_TAKEN_PROG % {"append_log": append_log}, options="log_path=" + log_path)
+        res = ctx.run_py(stderr_taken_prog(append_log), options="log_path=" + log_path)
         what = "log_path=%s%s" % (log_path, ", a log on fd 2" if append_log else "")
         expect(res.rc == 0 and "DONE" in res.out and "FD 2\n" in res.out, "%s: ran; its file is fd 2" % what, res)
         with open(os.path.join(res.tmp, "data.bin"), "rb") as f:
@@ -208,31 +165,14 @@ def check_stderr_capture_by_test_runner(ctx):
 # fd 2 made a pipe by the program: its reader gone (SIGPIPE's default
 # restored, as command-line tools do), or alive and never reading, the pipe
 # full.  tunerguard's exit line must neither kill the process nor hang it.
-STDERR_PIPE_PROG = """
-    import fcntl, signal
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    r, w = os.pipe()
-    if %(full)s:
-        os.set_blocking(w, False)
-        try:
-            while True:
-                os.write(w, b"x" * 4096)
-        except BlockingIOError:
-            pass
-        os.set_blocking(w, True)
-    else:
-        os.close(r)
-    os.dup2(w, 2)
-    from triton.runtime.autotuner import Autotuner
-    race_once(Autotuner(my_kernel), serialize=%(serialize)s)
-    print("DONE pid", os.getpid(), flush=True)
-"""
+def stderr_pipe_prog(full, serialize):
+    return program('stderr_pipe', full=full, serialize=serialize)
 
 
 def check_stderr_pipe_broken_or_full(ctx):
     for full in (False, True):
         for options in (opts(), opts(mode="serialize"), "log_path=stderr"):
-            res = ctx.run_py(STDERR_PIPE_PROG % {"full": full, "serialize": "serialize" in options}, options=options,
+            res = ctx.run_py(stderr_pipe_prog(full, "serialize" in options), options=options,
                              timeout=60)
             what = "%s, %s" % ("a full pipe" if full else "a pipe without reader", options)
             expect(res.rc == 0 and "DONE" in res.out, "%s: the program's status kept (%s)" % (what, res.rc), res)
@@ -240,11 +180,8 @@ def check_stderr_pipe_broken_or_full(ctx):
 
 # The same planted link in a folder its group may write (0775, 0770): not
 # followed either; report files created in such a folder are 0600.
-GROUP_FOLDER_PROG = """
-    os.mkdir("shared"); os.chmod("shared", %(mode)s); os.mkdir("elsewhere")
-    os.symlink(os.path.abspath("elsewhere"), "shared/evil")
-    os.lchown("shared/evil", 4242, -1)
-""" + RACE_PROG
+def group_folder_prog(mode):
+    return program('group_folder', mode=mode) + race_prog(False)
 
 
 def check_group_writable_folder(ctx):
@@ -252,13 +189,13 @@ def check_group_writable_folder(ctx):
         print("  (skipped group_writable_folder: needs root to give a link away)")
         return
     for mode in ("0o775", "0o770"):
-        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/evil/tg")
+        res = ctx.run_py(group_folder_prog(mode), options="log_path=shared/evil/tg")
         expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
         expect(os.listdir(os.path.join(res.tmp, "elsewhere")) == [], "%s: nothing written through the link" % mode,
                res)
         said = [l for l in res.err.splitlines() if "symbolic link 'evil'" in l]
         expect(len(said) == 1 and "not followed" in said[0], "%s: one line names the link" % mode, res)
-        res = ctx.run_py(GROUP_FOLDER_PROG % {"mode": mode, "serialize": False}, options="log_path=shared/tg")
+        res = ctx.run_py(group_folder_prog(mode), options="log_path=shared/tg")
         expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % mode, res)
         made = glob.glob(os.path.join(res.tmp, "shared", "tg.*"))
         expect(len(made) == 2, "%s: the reports in shared/: %s" % (mode, made), res)

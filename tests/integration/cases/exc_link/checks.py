@@ -2,11 +2,11 @@
 beside this one, or a string built here) and states what must hold."""
 import re
 
-from harness import RACE_PROG, expect, jsonl_lines, no_files, only_report, opts, read_program
+from harness import expect, jsonl_lines, no_files, only_report, opts, race_prog, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------
@@ -15,37 +15,8 @@ def program(name):
 # The victim parks inside tuner.run; the calling thread then makes CALLS
 # calls of its own, each racing with it; then the victim is let go.  Each
 # call's exception (and the victim's) is caught, and its notes kept.
-EXC_LINK_PROG = r"""
-import functools, signal
-from triton.runtime.autotuner import Autotuner
-notes, errors = [], []
-def catch(fn, *args):
-    try:
-        fn(*args)
-    except BaseException as e:
-        errors.append(type(e).__name__)
-        notes.extend(n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:"))
-class Sub(Autotuner):  # the program's own subclass: its run is guarded, Triton's code raises
-    def run(self, *args, **kwargs):
-        return super().run(*args, **kwargs)
-tuner = %(cls)s(%(fn)s)
-entered, release = threading.Event(), threading.Event()
-def hook(t, tag, *rest):
-    if tag == "victim":
-        entered.set()
-        release.wait()
-    elif tag == "own":
-        {}["missing"]  # the program's own KeyError
-tuner.hook = hook
-th = threading.Thread(target=catch, args=(tuner.run, "victim"), name="victim")
-th.start()
-entered.wait()
-for i in range(%(calls)d):
-    catch(tuner.run, "%(tag)s")
-release.set()
-th.join()
-print("ERRORS", sorted(errors), "NOTES", len(notes), "NOTED", int(sys.version_info >= (3, 11)))
-"""
+def exc_link_prog(cls, fn, calls, tag):
+    return program('exc_link', cls=cls, fn=fn, calls=calls, tag=tag)
 
 
 def linked_exceptions(res):
@@ -55,7 +26,7 @@ def linked_exceptions(res):
 def check_exception_own_keyerror_not_linked(ctx):
     """A KeyError the program raises itself (in its hook) inside a call that
     overlapped is the program's, not the race's: no note, no record."""
-    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "my_kernel", "calls": 1, "tag": "own"}, options=opts())
+    res = ctx.run_py(exc_link_prog("Autotuner", "my_kernel", 1, "own"), options=opts())
     expect("ERRORS ['KeyError'] NOTES 0" in res.out, "the KeyError raised, without a note", res)
     expect(not linked_exceptions(res), "no exception record", res)
     expect("linked" not in res.err, "the exit line links none", res)
@@ -64,8 +35,7 @@ def check_exception_own_keyerror_not_linked(ctx):
 def check_exception_keyboard_interrupt_not_linked(ctx):
     """A KeyboardInterrupt raised inside the tuner's own frames (where a
     Ctrl-C lands) is never the race's."""
-    res = ctx.run_py(EXC_LINK_PROG % {"cls": "Autotuner", "fn": "functools.partial(signal.default_int_handler, 2)",
-                                     "calls": 1, "tag": "other"},
+    res = ctx.run_py(exc_link_prog("Autotuner", "functools.partial(signal.default_int_handler, 2)", 1, "other"),
                      options=opts())
     expect("ERRORS ['KeyboardInterrupt', 'KeyboardInterrupt'] NOTES 0" in res.out, "both interrupted, no note",
            res)
@@ -78,7 +48,7 @@ def check_exception_every_linked_one_counted(ctx):
     also through the program's own subclass (its run guarded, Triton's
     code raising)."""
     for cls in ("Autotuner", "Sub"):
-        res = ctx.run_py(EXC_LINK_PROG % {"cls": cls, "fn": "None", "calls": 3, "tag": "other"}, options=opts())
+        res = ctx.run_py(exc_link_prog(cls, "None", 3, "other"), options=opts())
         expect_four_linked(res)
 
 
@@ -221,8 +191,8 @@ def check_exception_linked_by_slotless_return(ctx):
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
-    prog = RACE_PROG.replace("Autotuner(my_kernel)", "Autotuner(functools.partial(my_kernel))")
-    res = ctx.run_py("    import functools\n" + prog % {"serialize": True}, options=opts(mode="serialize"))
+    prog = race_prog(True).replace("Autotuner(my_kernel)", "Autotuner(functools.partial(my_kernel))")
+    res = ctx.run_py("import functools\n" + prog, options=opts(mode="serialize"))
     expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
     line = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard: ")]
     expect(line and "(contended: Autotuner.run)" in line[-1], "the method named", res)

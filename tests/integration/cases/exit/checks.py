@@ -3,11 +3,11 @@ beside this one, or a string built here) and states what must hold."""
 import json
 import re
 
-from harness import Fail, RACE_PROG, expect, jsonl_lines, only_report, opts, read_program
+from harness import Fail, expect, jsonl_lines, only_report, opts, race_prog, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------
@@ -25,7 +25,7 @@ def check_exit_with_audit_hook_and_open_file(ctx):
 
 
 def check_exitcode(ctx):
-    res = ctx.run_py(RACE_PROG % {"serialize": False} + "\n    sys.exit(3)\n", options=opts(exitcode=7))
+    res = ctx.run_py(race_prog(False) + "\nsys.exit(3)\n", options=opts(exitcode=7))
     expect(res.rc == 7, "exitcode=7 after a race", res)
     expect("DONE" in res.out, "program ran to the end", res)
     res = ctx.run_py(program('exitcode'), options=opts(exitcode=7))
@@ -39,7 +39,7 @@ def check_prevented_is_race(ctx):
     """serialize: a race the wait prevented leaves the exit status alone and
     does not halt; with prevented_is_race=1 it sets exitcode= and halts as a
     race does (the same program, the same one prevented race)."""
-    prog = RACE_PROG % {"serialize": True}
+    prog = race_prog(True)
     res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7))
     expect(res.rc == 0 and "DONE" in res.out, "exitcode=7, prevented race: the program's own status 0", res)
     res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7, prevented_is_race=1))

@@ -8,11 +8,11 @@ import stat
 import subprocess
 import textwrap
 
-from harness import PRINT_RAN, RACE_PROG, expect, jsonl_lines, only_report, opts, prelude, read_program
+from harness import PRINT_RAN, expect, jsonl_lines, only_report, opts, prelude, race_prog, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------
@@ -21,15 +21,8 @@ def program(name):
 
 # The program plants things at its own report names before the race, as
 # someone who can guess the pid would.
-PLANT_PROG = """
-    pid = os.getpid()
-    for ext in %(exts)r:
-        name = "tg.%%d%%s" %% (pid, ext)
-        if %(fifo)r:
-            os.mkfifo(name)
-        else:
-            os.symlink(os.path.abspath("precious" + ext), name)
-""" + RACE_PROG
+def plant_prog(exts, fifo):
+    return program('plant', exts=exts, fifo=fifo) + race_prog(False)
 
 
 def report_names(res, pid, rank=""):
@@ -44,16 +37,12 @@ def report_names(res, pid, rank=""):
     return ident, txt[0], jsonl
 
 
-PRECIOUS = '''
-    for e in (".txt", ".jsonl", ".trace.json"):
-        with open("precious" + e, "w") as f:
-            f.write("keep me\\n")
-'''
+PRECIOUS = program('precious')
 
 
 def check_planted_symlinks(ctx):
     for ext in (".txt", ".jsonl", ".trace.json"):
-        prog = PRECIOUS + PLANT_PROG % {"exts": [ext], "fifo": False, "serialize": False}
+        prog = PRECIOUS + plant_prog([ext], False)
         res = ctx.run_py(prog, options=opts(trace=1))
         expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % ext, res)
         pid = re.search(r"DONE pid (\d+)", res.out).group(1)
@@ -78,18 +67,14 @@ def check_planted_symlinks(ctx):
 # A log_path whose folder is reached through a link someone else planted in
 # a folder anyone may write (a 1777 /tmp): not followed, one line, the report
 # on stderr.  As root the program gives the link away (lchown); else skipped.
-PLANTED_FOLDER_PROG = """
-    os.mkdir("shared"); os.chmod("shared", 0o1777); os.mkdir("elsewhere")
-    os.symlink(os.path.abspath("elsewhere"), "shared/evil")
-    os.lchown("shared/evil", 4242, -1)
-""" + RACE_PROG
+PLANTED_FOLDER_PROG = program('planted_folder') + race_prog(False)
 
 
 def check_log_path_through_planted_link(ctx):
     if os.geteuid() != 0:
         print("  (skipped log_path_through_planted_link: needs root to give a link away)")
         return
-    res = ctx.run_py(PLANTED_FOLDER_PROG % {"serialize": False}, options="log_path=shared/evil/tg")
+    res = ctx.run_py(PLANTED_FOLDER_PROG, options="log_path=shared/evil/tg")
     expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
     expect(os.listdir(os.path.join(res.tmp, "elsewhere")) == [], "nothing written through the link", res)
     said = [l for l in res.err.splitlines() if "symbolic link 'evil'" in l]
@@ -102,7 +87,7 @@ def check_fifo_at_report_path(ctx):
     # the text report opened O_RDWR (a FIFO swallowed it); the trace O_WRONLY (hung until a reader came)
     for ext in (".txt", ".trace.json"):
         trace = ext == ".trace.json"  # the text report alone must say it too
-        res = ctx.run_py(PLANT_PROG % {"exts": [ext], "fifo": True, "serialize": False},
+        res = ctx.run_py(plant_prog([ext], True),
                          options=opts(trace=int(trace)), timeout=30)
         expect(not res.timed_out, "%s: a FIFO at the report path hung the program" % ext, res)
         expect(res.rc == 0 and "DONE" in res.out, "%s: the program ran" % ext, res)
@@ -130,7 +115,7 @@ def check_fifo_as_suppressions(ctx):
 
 def check_rank_one_rule(ctx):
     for rank, infix, json_rank in (("3x", "", None), ("3", "rank3.", 3)):
-        res = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts(trace=1), extra_env={"RANK": rank})
+        res = ctx.run_py(race_prog(False), options=opts(trace=1), extra_env={"RANK": rank})
         expect(res.rc == 0 and "DONE" in res.out, "RANK=%s: the program ran" % rank, res)
         pid = re.search(r"DONE pid (\d+)", res.out).group(1)
         names = sorted(os.path.basename(f) for f in res.files("tg.*"))
@@ -144,14 +129,11 @@ def check_rank_one_rule(ctx):
         expect(len(bad) == (1 if json_rank is None else 0), "RANK=%s: one line for a bad rank" % rank, res)
 
 
-CHDIR_PROG = '''
-    os.mkdir("sub")
-    os.chdir("sub")
-''' + RACE_PROG
+CHDIR_PROG = program('chdir') + race_prog(False)
 
 
 def check_chdir_after_start(ctx):
-    res = ctx.run_py(CHDIR_PROG % {"serialize": False}, options="log_path=tg")
+    res = ctx.run_py(CHDIR_PROG, options="log_path=tg")
     expect(res.rc == 0 and "DONE" in res.out, "the program ran", res)
     pid = re.search(r"DONE pid (\d+)", res.out).group(1)
     report_names(res, pid)
@@ -170,7 +152,7 @@ def check_same_pid_twice(ctx):
     prog = os.path.join(tmp, "prog.py")
     with open(prog, "w") as f:
         f.write(prelude())
-        f.write(textwrap.dedent(RACE_PROG % {"serialize": False}))
+        f.write(textwrap.dedent(race_prog(False)))
     for i in range(2):
         res = ctx.run_argv([unshare, "-pf", "--mount-proc", ctx.python, prog], options=opts(trace=1), cwd=tmp)
         expect(res.rc == 0 and "DONE pid 1\n" in res.out, "run %d: the program ran as pid 1" % i, res)

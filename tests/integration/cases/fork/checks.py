@@ -5,8 +5,8 @@ import os
 from harness import expect, no_files, norm, opts, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------

@@ -5,8 +5,8 @@ import json
 from harness import expect, jsonl_lines, no_files, only_report, opts, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------

@@ -2,18 +2,14 @@
 beside this one, or a string built here) and states what must hold."""
 import re
 
-from harness import RACE_PROG, expect, no_files, read_program
-
-
-def program(name):
-    return read_program(__file__, name)
+from harness import expect, no_files, race_prog
 
 
 # --------------------------------------------------------------------------
 # (g) log_path into a missing directory
 
 def check_log_path_missing_dir(ctx):
-    res = ctx.run_py(RACE_PROG % {"serialize": False}, options="log_path=missing/dir/tg")
+    res = ctx.run_py(race_prog(False), options="log_path=missing/dir/tg")
     expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
     warn = [l for l in res.err.splitlines() if "cannot write report file" in l]
     expect(len(warn) == 1, "one warning line", res)

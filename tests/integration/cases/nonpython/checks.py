@@ -3,11 +3,7 @@ beside this one, or a string built here) and states what must hold."""
 import os
 import shutil
 
-from harness import expect, read_program
-
-
-def program(name):
-    return read_program(__file__, name)
+from harness import expect
 
 
 NONPYTHON = [

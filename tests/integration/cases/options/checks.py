@@ -4,11 +4,7 @@ import os
 import re
 import textwrap
 
-from harness import PRINT_RAN, RACE_PROG, expect, no_files, read_program
-
-
-def program(name):
-    return read_program(__file__, name)
+from harness import PRINT_RAN, expect, no_files, race_prog
 
 
 def check_bad_options(ctx):
@@ -73,7 +69,7 @@ QUOTED_DIRS = [("my reports", "'"), ("a:b", '"'), ("it's here: x", '"'), ('say "
 
 def check_quoted_log_path(ctx):
     for d, q in QUOTED_DIRS:
-        prog = "os.makedirs(%r)\n" % d + textwrap.dedent(RACE_PROG % {"serialize": False})
+        prog = "os.makedirs(%r)\n" % d + textwrap.dedent(race_prog(False))
         res = ctx.run_py(prog, options="log_path=%s%s/tg%s:verbosity=0" % (q, d, q))
         expect(res.rc == 0 and "DONE" in res.out, "log_path=%s%s/tg%s: the program ran" % (q, d, q), res)
         pid = re.search(r"DONE pid (\d+)", res.out).group(1)

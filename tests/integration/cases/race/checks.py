@@ -4,15 +4,15 @@ import json
 import os
 import re
 
-from harness import RACE_PROG, expect, jsonl_lines, no_files, only_report, opts, read_program
+from harness import expect, jsonl_lines, no_files, only_report, opts, race_prog, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 def check_race_detect(ctx):
-    res = ctx.run_py(RACE_PROG % {"serialize": False}, options=opts())
+    res = ctx.run_py(race_prog(False), options=opts())
     expect(res.rc == 0, "program status kept", res)
     expect("DONE" in res.out, "program completed", res)
     expect("ORDER victim:start,other:start,other:end,victim:end" in res.out, "the overlap was forced", res)
@@ -247,7 +247,7 @@ def check_race_interrupt_in_wait_report(ctx):
 
 
 def check_race_serialize(ctx):
-    res = ctx.run_py(RACE_PROG % {"serialize": True}, options=opts(mode="serialize"))
+    res = ctx.run_py(race_prog(True), options=opts(mode="serialize"))
     expect(res.rc == 0, "no exception, status kept", res)
     expect("DONE" in res.out and "Traceback" not in res.err, "program completed", res)
     expect("WAIT_EVENTS 1" in res.out, "tunerguard.serialize_wait raised once", res)
@@ -285,8 +285,8 @@ def check_two_inside_sites_two_reports(ctx):
 
 
 def check_race_off(ctx):
-    prog = RACE_PROG.replace("assert is_guarded(Autotuner)", "assert not is_guarded(Autotuner)")
-    res = ctx.run_py(prog % {"serialize": False}, options=opts(mode="off"))
+    prog = race_prog(False).replace("assert is_guarded(Autotuner)", "assert not is_guarded(Autotuner)")
+    res = ctx.run_py(prog, options=opts(mode="off"))
     expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
     expect("ORDER victim:start,other:start,other:end,victim:end" in res.out, "the overlap happened", res)
     expect(res.err == "", "nothing on stderr", res)
@@ -294,7 +294,7 @@ def check_race_off(ctx):
 
 
 def check_race_log_stderr(ctx):
-    res = ctx.run_py(RACE_PROG % {"serialize": False}, options="log_path=stderr")
+    res = ctx.run_py(race_prog(False), options="log_path=stderr")
     expect(res.rc == 0 and "DONE" in res.out, "program unaffected", res)
     expect(res.err.count("WARNING: tunerguard") == 1 and "my_kernel" in res.err, "report on stderr", res)
     no_files(res, "no report file (log_path=stderr)")

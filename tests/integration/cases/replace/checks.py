@@ -6,8 +6,8 @@ import re
 from harness import expect, jsonl_lines, no_files, only_report, opts, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------

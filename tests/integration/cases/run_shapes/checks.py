@@ -3,11 +3,7 @@ beside this one, or a string built here) and states what must hold."""
 import re
 import subprocess
 
-from harness import expect, only_report, opts, read_program
-
-
-def program(name):
-    return read_program(__file__, name)
+from harness import expect, only_report, opts
 
 
 # --------------------------------------------------------------------------

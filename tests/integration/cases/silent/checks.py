@@ -4,8 +4,8 @@ beside this one, or a string built here) and states what must hold."""
 from harness import expect, no_files, read_program
 
 
-def program(name):
-    return read_program(__file__, name)
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------
