@@ -78,11 +78,7 @@ def check_non_utf8_folder_escaped(ctx):
     prog = os.path.join(folder, b"prog.py")
     with open(prog, "w") as f:
         f.write(prelude())
-        f.write(textwrap.dedent('''
-            from triton.runtime.autotuner import Autotuner
-            race_once(Autotuner(my_kernel))
-            print("DONE")
-        '''))
+        f.write(textwrap.dedent(program("non_utf8_folder_escaped")))
     res = ctx.run_argv([ctx.python, prog], opts(), cwd=tmp)
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     _, text = only_report(res)

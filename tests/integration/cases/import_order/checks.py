@@ -33,19 +33,7 @@ def check_import_module_run_again(ctx):
     a race on the new class is reported."""
     for how in ("importlib.reload(A)", "(sys.modules.pop('triton.runtime.autotuner'), "
                 "importlib.import_module('triton.runtime.autotuner'))[1]"):
-        res = ctx.run_py('''
-            import importlib, sys
-            A = importlib.import_module("triton.runtime.autotuner")
-            Old = A.Autotuner
-            B = %s
-            assert B.Autotuner is not Old, "the module did not run again"
-            class Sub(B.Autotuner):
-                def run(self, *a, **k):
-                    return super().run(*a, **k)
-            print("GUARDED", is_guarded(Old), is_guarded(B.Autotuner), is_guarded(Sub))
-            race_once(Sub(my_kernel))
-            print("DONE")
-        ''' % how, options=opts())
+        res = ctx.run_py(program("import_module_run_again", how=how), options=opts())
         expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
         expect("GUARDED True True True" in res.out, "old class, new class and its subclass guarded", res)
         _, text = only_report(res)
@@ -71,24 +59,7 @@ def check_import_finder_before_ours(ctx):
     announced the module, so it is guarded at the first audit event after
     it has run, and its race is reported."""
     for how in ("front", "snapshot"):
-        res = ctx.run_py('''
-            import importlib.abc, importlib.machinery
-            how = %r
-            snapshot = list(sys.meta_path)
-            import triton  # the package: our finder goes in
-            if how == "front":
-                class Hook(importlib.abc.MetaPathFinder):
-                    def find_spec(self, name, path, target=None):
-                        if name.startswith("triton."):
-                            return importlib.machinery.PathFinder.find_spec(name, path)
-                sys.meta_path.insert(0, Hook())
-            else:
-                sys.meta_path[:] = snapshot
-            import triton.runtime.autotuner as A
-            open(os.devnull).close()  # an audit event ("open")
-            race_once(A.Autotuner(my_kernel))
-            print("GUARDED", is_guarded(A.Autotuner))
-        ''' % how, options=opts())
+        res = ctx.run_py(program("import_finder_before_ours", how=repr(how)), options=opts())
         expect(res.rc == 0 and "GUARDED True" in res.out, "%s: guarded" % how, res)
         _, text = only_report(res)
         expect(text.count("WARNING: tunerguard") == 1, "%s: the race reported" % how, res)
@@ -104,21 +75,11 @@ def check_import_leaves_loader_as_it_was(ctx):
            "the loader as it was, the module guarded", res)
 
 
-SUB_PROG = '''
-    from triton.runtime.autotuner import Autotuner
-    class CachedAutotuner(Autotuner):
-        def run(self, *args, **kwargs):
-            return super().run(*args, **kwargs)
-    assert is_guarded(CachedAutotuner), "subclass override not guarded"
-    tuner = CachedAutotuner(my_kernel)
-'''
+SUB_PROG = program('sub_tuner')
 
 
 def check_subclass_race(ctx):
-    res = ctx.run_py(SUB_PROG + '''
-    race_once(tuner)
-    print("DONE")
-    ''', options=opts())
+    res = ctx.run_py(SUB_PROG + program("subclass_race"), options=opts())
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     _, text = only_report(res)
     expect(text.count("WARNING: tunerguard") == 1, "one race reported", res)
@@ -128,12 +89,7 @@ def check_subclass_race(ctx):
 
 
 def check_subclass_nested_single_thread(ctx):
-    res = ctx.run_py(SUB_PROG + '''
-    for i in range(3):
-        tuner.run(i)
-    tuner.warmup(1)
-    print("DONE")
-    ''', options=opts(verbosity=1))
+    res = ctx.run_py(SUB_PROG + program("subclass_nested_single_thread"), options=opts(verbosity=1))
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     expect(res.err == "", "run -> super().run() on one thread is not a race", res)
     no_files(res)

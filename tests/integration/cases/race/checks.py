@@ -136,91 +136,23 @@ def check_race_hot_loop(ctx):
 # then INTERRUPT_TAIL parks a victim thread inside the tuner and calls it
 # from the main thread.  Broken, the main thread gets no KeyboardInterrupt,
 # or gets it only after the safety timer let the victim go.
-INTERRUPT_TAIL = '''
-    ran = []
-    entered, release = threading.Event(), threading.Event()
-    def hook(t, tag, *rest):
-        ran.append(tag)
-        if tag == "victim":
-            entered.set()
-            release.wait()
-    tuner = make_tuner(hook)
-    th = threading.Thread(target=tuner.run, args=("victim",), name="victim")
-    th.start()
-    entered.wait()
-    safety = threading.Timer(20.0, release.set)
-    safety.start()
-    before_call()
-    try:
-        tuner.run("other")
-        print("NOT INTERRUPTED")
-    except KeyboardInterrupt:
-        print("INTERRUPTED", "victim still inside" if not release.is_set() else "after the victim")
-    release.set()
-    safety.cancel()
-    th.join()
-    print("RAN", ",".join(ran))
-    print("DONE pid", os.getpid())
-'''
+INTERRUPT_TAIL = program('interrupt_tail')
 
 # A tuner whose kernel name (a property tunerguard reads for its reports)
 # raises KeyboardInterrupt in the main thread when fire_now() says so, as
 # Ctrl-C's handler raises it when it runs in there.
-RAISING_NAME_TUNER = '''
-    from triton.runtime.autotuner import Autotuner
-    class Tuner(Autotuner):
-        @property
-        def base_fn(self):
-            if threading.current_thread() is threading.main_thread() and fire_now():
-                raise KeyboardInterrupt
-            return self._base_fn
-        @base_fn.setter
-        def base_fn(self, fn):
-            self._base_fn = fn
-    def make_tuner(hook):
-        return Tuner(my_kernel, hook)
-'''
+RAISING_NAME_TUNER = program('raising_name_tuner')
 
 # detect: the race report at the call's entry reads the name.
-INTERRUPT_IN_LOOKUP_PROG = '''
-    fire = []
-    def fire_now():
-        return bool(fire) and fire.pop() == 1
-    def before_call():
-        fire.append(1)
-''' + RAISING_NAME_TUNER + INTERRUPT_TAIL
+INTERRUPT_IN_LOOKUP_PROG = program('interrupt_in_lookup') + RAISING_NAME_TUNER + INTERRUPT_TAIL
 
 # serialize: the handler runs in the program's audit hook on
 # tunerguard.serialize_wait, just before the main thread would block.
-INTERRUPT_IN_WAIT_HOOK_PROG = '''
-    import signal
-    from triton.runtime.autotuner import Autotuner
-    fire = [1]
-    def audit(event, args):
-        if event == "tunerguard.serialize_wait" and fire and threading.current_thread() is threading.main_thread():
-            fire.clear()
-            signal.raise_signal(signal.SIGINT)  # its handler runs in this hook
-    sys.addaudithook(audit)
-    def make_tuner(hook):
-        return Autotuner(my_kernel, hook)
-    def before_call():
-        pass
-''' + INTERRUPT_TAIL
+INTERRUPT_IN_WAIT_HOOK_PROG = program('interrupt_in_wait_hook') + INTERRUPT_TAIL
 
 # serialize, wait_timeout=1: in the wait_timeout report, which reads the name
 # once the wait is under way (armed after the reads before the wait).
-INTERRUPT_IN_WAIT_REPORT_PROG = '''
-    import time
-    arm = []
-    def fire_now():
-        return bool(arm) and time.monotonic() > arm[0] and arm.pop() > 0
-    def audit(event, args):
-        if event == "tunerguard.serialize_wait" and threading.current_thread() is threading.main_thread():
-            arm.append(time.monotonic() + 0.3)  # before the 1 s report
-    sys.addaudithook(audit)
-    def before_call():
-        pass
-''' + RAISING_NAME_TUNER + INTERRUPT_TAIL
+INTERRUPT_IN_WAIT_REPORT_PROG = program('interrupt_in_wait_report') + RAISING_NAME_TUNER + INTERRUPT_TAIL
 
 
 def check_interrupted(ctx, prog, **options):

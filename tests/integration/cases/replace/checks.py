@@ -67,24 +67,7 @@ def check_replaced_method_late_alternating(ctx):
     64th call of the thread, counted for all guards together, never checked
     one of them)."""
     for off in (0, 1):
-        res = ctx.run_py('''
-            from triton.runtime.autotuner import Autotuner
-            class Sub(Autotuner):
-                def run(self, *a, **k):
-                    return super().run(*a, **k)
-            a, s = Autotuner(my_kernel), Sub(my_kernel)
-            for i in range(1100):
-                a.run(i); s.run(i)
-            orig = Autotuner.run
-            def locked(self, *x, **k):
-                return orig(self, *x, **k)
-            Autotuner.run = locked
-            for i in range(%d):
-                s.run(0)
-            for i in range(3000):  # a check is one call in 64 at random: missed in 3000 with p < 1e-20
-                a.run(i); s.run(i)
-            print("DONE")
-        ''' % off, options=opts(verbosity=1))
+        res = ctx.run_py(program("replaced_method_late_alternating", off=off), options=opts(verbosity=1))
         expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
         expect(re.search(r"^tunerguard: Autotuner\.run was replaced", res.err, re.M),
                "offset %d: the late replacement is found" % off, res)

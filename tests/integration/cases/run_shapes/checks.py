@@ -3,7 +3,11 @@ beside this one, or a string built here) and states what must hold."""
 import re
 import subprocess
 
-from harness import expect, only_report, opts
+from harness import expect, only_report, opts, read_program
+
+
+def program(name, **params):
+    return read_program(__file__, name, **params)
 
 
 # --------------------------------------------------------------------------
@@ -13,68 +17,17 @@ from harness import expect, only_report, opts
 # another descriptor).  Each run is a run of its own, which never calls
 # Autotuner.run: guarded only where its own entry is.
 
-SHAPE_PRELUDE = """
-    import functools, types
-    from triton.runtime.autotuner import Autotuner
-    def own_run(self, *args, **kwargs):
-        self.nargs = dict(enumerate(args))  # kept on the shared tuner, as Triton's run does
-        try:
-            return self._bench(*args)
-        finally:
-            self.nargs = None
-"""
+def shape_part(shape, serialize):
+    """cases/run_shapes/shape_<shape>.py: the mixin's program races too."""
+    return program("shape_" + shape, **({"serialize": serialize} if shape == "mixin" else {}))
 
-SHAPES = {
-    "partialmethod": """
-    class Tuner(Autotuner):
-        run = functools.partialmethod(own_run, mode="fast")
-    """,
-    "mixin": """
-    class RunMixin:  # no tuner: its other users' calls are no sessions
-        def run(self, *args, **kwargs):
-            return own_run(self, *args, **kwargs)
-    class Tuner(RunMixin, Autotuner):
-        pass
-    class NotATuner(RunMixin):
-        def _bench(self, *args):
-            self.hook(self, *args)
-    race_once(NotATuner(), serialize=%(serialize)s)  # overlapping, but no tuner: no report, no wait
-    print("NOT_A_TUNER_WAITS", len(_wait_events))
-    """,
-    "property": """
-    class Tuner(Autotuner):
-        @property
-        def run(self):
-            return types.MethodType(own_run, self)
-    class MoreTuners(Tuner):  # inherits the property: said for Tuner, once
-        pass
-    """,
-    "descriptor": """
-    class Bound:
-        def __get__(self, inst, owner=None):
-            return self if inst is None else functools.partial(own_run, inst)
-    class Tuner(Autotuner):
-        run = Bound()
-    """,
-    "instance": """
-    class Tuner(Autotuner):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.run = types.MethodType(own_run, self)  # shadows the class's guarded run
-    """,
-}
 
-SHAPE_RACE = """
-    tuner = Tuner(my_kernel)
-    order = race_once(tuner, serialize=%(serialize)s)
-    print("ORDER", ",".join(order))
-    print("WAIT_EVENTS", len(_wait_events))
-    print("DONE")
-"""
+def shape_prog(shape, serialize, middle=""):
+    return program("shape_prelude") + shape + middle + program("shape_race", serialize=serialize)
 
 
 def run_shape(ctx, shape, mode):
-    prog = (SHAPE_PRELUDE + SHAPES[shape] + SHAPE_RACE) % {"serialize": mode == "serialize"}
+    prog = shape_prog(shape_part(shape, mode == "serialize"), mode == "serialize")
     return ctx.run_py(prog, options=opts(mode=mode))
 
 
@@ -101,12 +54,10 @@ def check_run_shape_instance_guarded(ctx):
     line says they run unguarded, and nothing is reported."""
     unguarded = interpreter_minor(ctx) == 11
     for mode, kind in (("detect", "method"), ("serialize", "method"), ("detect", "partial")):
-        shape = SHAPES["instance"]
+        shape = shape_part("instance", mode == "serialize")
         if kind == "partial":
             shape = shape.replace("types.MethodType(own_run, self)", "functools.partial(own_run, self)")
-        prog = (SHAPE_PRELUDE + shape + """
-    Tuner(my_kernel).run("alone")  # its first tuning: found, guarded from here
-    """ + SHAPE_RACE) % {"serialize": mode == "serialize"}
+        prog = shape_prog(shape, mode == "serialize", program("shape_instance_alone"))
         res = ctx.run_py(prog, options=opts(mode=mode))
         expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % mode, res)
         lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
@@ -165,11 +116,8 @@ def check_run_shape_said(ctx):
                "%s: one line names the class and why its run is unguarded" % shape, res)
     # run set on the instance, called from inside another tuner's guarded
     # call (a kernel tuned inside another's benchmark): said as well.
-    res = ctx.run_py(SHAPE_PRELUDE + SHAPES["instance"] + """
-    inner = Tuner(my_kernel)
-    outer = Autotuner(lambda *args: inner.run(*args))
-    print(outer.run("x"))
-    """, options=opts())
+    res = ctx.run_py(program("shape_prelude") + shape_part("instance", False) + program("shape_instance_inside_other"),
+                     options=opts())
     lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
     expect(res.rc == 0 and "ok" in res.out and len(lines) == 1 and wants["instance"] in lines[0],
            "instance, inside another tuner's call: one line", res)
