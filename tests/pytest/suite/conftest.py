@@ -6,12 +6,15 @@ libcuda.so.1 is on LD_LIBRARY_PATH), so the suite runs on a CPU.  Run with
 pytest-run-parallel (--parallel-threads=N): every test body runs in N threads.
 
 The racing tests force the overlap with no sleeps (Meeting): the first thread
-to finish a benchmark (it launched and synchronized inside the tuner) waits
-there until each other thread has settled: its kernel call returned or raised,
-or it waits in tunerguard (serialize mode, the "tunerguard.serialize_wait"
-audit event).  Without tunerguard the other threads' calls return, each one
-clearing the Autotuner's self.nargs, and the waiting thread's next benchmark
-reads None: TypeError: 'NoneType' object is not a mapping.
+to call the kernel (the leader) tunes it alone until it has finished one
+benchmark (it launched and synchronized inside the tuner); then the other
+threads call it, and the leader waits there until each of them has settled:
+its kernel call returned or raised, or it waits in tunerguard (serialize mode,
+the "tunerguard.serialize_wait" audit event).  Without tunerguard the other
+threads' calls tune and return, each one clearing the Autotuner's self.nargs,
+and the leader's next benchmark reads None: TypeError: 'NoneType' object is not
+a mapping.  Under serialize they wait for the leader instead, then find the key
+tuned.
 """
 import os
 import sys
@@ -34,15 +37,12 @@ class Meeting:
 
     def __init__(self):
         self.cond = threading.Condition()
-        self.threads = 1
-        self.victim = None
-        self.settled = set()
-        self.armed = False
+        self.arm(1)
         sys.addaudithook(self._audit)
 
     def arm(self, threads):
         with self.cond:
-            self.threads, self.victim, self.settled, self.armed = threads, None, set(), threads > 1
+            self.threads, self.leader, self.benchmarked, self.settled = threads, None, False, set()
 
     def _audit(self, event, args):
         if event == "tunerguard.serialize_wait":
@@ -50,24 +50,33 @@ class Meeting:
 
     def settle(self):
         with self.cond:
-            if threading.get_ident() != self.victim:
+            if threading.get_ident() != self.leader:
                 self.settled.add(threading.get_ident())
                 self.cond.notify_all()
 
+    def _wait(self, pred, what):
+        if not self.cond.wait_for(pred, SAFETY_TIMEOUT_S):
+            raise RuntimeError("suite harness: %s within %.0f s" % (what, SAFETY_TIMEOUT_S))
+
     def after_benchmark(self):
-        """Called by the suite's do_bench after each benchmark."""
+        """Called by the suite's do_bench after each benchmark: the leader's first
+        lets the others in and waits until they have settled."""
         with self.cond:
-            if not self.armed or self.victim not in (None, threading.get_ident()):
+            if self.leader != threading.get_ident() or self.benchmarked:
                 return
-            self.victim = threading.get_ident()
-            self.settled.discard(self.victim)
-            self.armed = False
-            if not self.cond.wait_for(lambda: len(self.settled) >= self.threads - 1, SAFETY_TIMEOUT_S):
-                raise RuntimeError("suite harness: %d of %d other threads settled within %.0f s"
-                                   % (len(self.settled), self.threads - 1, SAFETY_TIMEOUT_S))
+            self.benchmarked = True
+            self.cond.notify_all()
+            self._wait(lambda: len(self.settled) >= self.threads - 1,
+                       "only %d of %d other threads settled" % (len(self.settled), self.threads - 1))
 
     def call(self, fn):
-        """Run one thread's kernel call; it settles when the call ends, however it ends."""
+        """One thread's kernel call: the leader's at once, the others' once the
+        leader has benchmarked; it settles when the call ends, however it ends."""
+        with self.cond:
+            if self.threads > 1 and self.leader is None:
+                self.leader = threading.get_ident()
+            elif self.threads > 1:
+                self._wait(lambda: self.benchmarked, "the leading thread did not benchmark")
         try:
             return fn()
         finally:

@@ -1,7 +1,13 @@
-"""tunerguard_cold_cache: a fresh Triton cache folder, and tuned keys forgotten."""
+"""tunerguard_cold_cache: a fresh Triton cache folder, and tuned keys forgotten.
+One thread each (the point is the fixture, not the race)."""
 import os
 
+import pytest
+
 import kernels
+
+pytestmark = pytest.mark.parallel_threads(1)
+BEFORE = os.environ.get("TRITON_CACHE_DIR")
 
 
 def test_warm_first():
@@ -16,4 +22,4 @@ def test_cold(tunerguard_cold_cache):
 
 
 def test_cache_dir_put_back():
-    assert os.environ.get("TRITON_CACHE_DIR") == os.environ.get("SUITE_TRITON_CACHE_DIR")
+    assert os.environ.get("TRITON_CACHE_DIR") == BEFORE
