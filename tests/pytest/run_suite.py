@@ -5,7 +5,8 @@
 
 VENV_PYTHON is a Triton release's venv (tools/triton_releases.sh); pytest,
 pytest-run-parallel, pytest-xdist and pytest-timeout come from DIR (default:
-tests/pytest/deps.sh fetches them once into ~/.cache/tunerguard).  --lib: the
+tests/pytest/deps.sh fetches them once into ~/.cache/tunerguard; with
+--installed, VENV_PYTHON's environment has them: tests/pytest/wheel_suite.sh).  --lib: the
 plugin and API from the source tree's python/ (-p tunerguard.pytest_plugin,
 TUNERGUARD_LIB=LIB); --installed: the tunerguard installed in VENV_PYTHON's
 environment (the wheel), found through its pytest11 entry point.  Never with
@@ -98,14 +99,14 @@ def main():
     if not os.access(args.python, os.X_OK):
         print("run_suite: SKIPPED: no %s (tools/triton_releases.sh make)" % args.python)
         return 77
-    if not args.deps:
+    if not args.deps and not args.installed:
         p = subprocess.run(["sh", os.path.join(HERE, "deps.sh"), args.python], stdout=subprocess.PIPE)
         if p.returncode:
             return p.returncode
         args.deps = p.stdout.decode().strip()
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "TUNERGUARD_OPTIONS", "TUNERGUARD_LIB", "PYTHONPATH", "TUNERGUARD_PYTEST_REEXEC")}
-    env["PYTHONPATH"] = args.deps if args.installed else args.deps + os.pathsep + os.path.join(SRC, "python")
+    env["PYTHONPATH"] = (args.deps or "") if args.installed else args.deps + os.pathsep + os.path.join(SRC, "python")
     env["LD_LIBRARY_PATH"] = os.path.abspath(args.fakecuda) + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if not args.installed:
