@@ -165,20 +165,23 @@ def main():
               r.rc == 0 and "mode=serialize" in r.out, r.out)
 
         # 5. pytest-xdist: each worker pins its races; the controller's summary has them all
-        r = Run(args, env, work, "--tunerguard", "-n", "2", par, kern)
-        check("xdist -n 2: test_scale_racing fails with the report, the others pass",
+        # (--dist=loadfile: one file to each of the two workers, both of which race)
+        sup_test = os.path.join(SUITE, "test_suppressed.py")
+        r = Run(args, env, work, "--tunerguard", "-n", "2", "--dist=loadfile", par, kern, sup_test)
+        check("xdist -n 2: test_scale_racing and test_scale_suppressed fail with the report, the others pass",
               r.rc == 1 and r.outcome("test_scale_racing") == "failed" and "In short: kernel 'scale_racing'" in r.out
+              and r.outcome("test_scale_suppressed") == "failed" and "In short: kernel 'scale_suppressed'" in r.out
               and all(r.outcome(x) == "passed" for x in OTHERS), r.out)
         pids = {x["pid"] for x in r.records()}
-        check("xdist -n 2: summary and report files of the workers (pids %s)" % sorted(pids),
-              "races on kernel 'scale_racing': " in r.out and "races on kernel 'scale_known': " in r.out
-              and all(("tunerguard.%d." % p) in r.out for p in pids) and pids, r.out)
+        check("xdist -n 2: one summary with both workers' races and report files (pids %s)" % sorted(pids),
+              len(pids) == 2 and r.out.count("tunerguard summary") == 1 and "races on kernel 'scale_racing': " in r.out
+              and "races on kernel 'scale_suppressed': " in r.out
+              and all(("tunerguard.%d.jsonl" % p) in r.out for p in pids), r.out)
 
         # 6. suppressions apply
         supp = os.path.join(work, "suppressions.txt")
         with open(supp, "w") as f:
             f.write("race:^scale_suppressed$\n")
-        sup_test = os.path.join(SUITE, "test_suppressed.py")
         r = Run(args, env, work, "--tunerguard", par, sup_test)
         check("suppressions: without the file test_scale_suppressed fails", r.outcome("test_scale_suppressed") == "failed", r.out)
         r = Run(args, env, work, "--tunerguard", "--tunerguard-option", "suppressions=" + supp, par, sup_test)

@@ -49,7 +49,7 @@ site=$("$TPY" -c 'import triton, os; print(os.path.dirname(os.path.dirname(trito
 out=$("$V" -m pytest --help 2>&1)
 case "$out" in *"--tunerguard=[MODE]"*) ok "pytest --help lists --tunerguard (the entry point loads the plugin)" ;;
     *) bad "pytest --help lists --tunerguard" ;; esac
-out=$(cd "$WORK" && "$V" -m pytest -p no:cacheprovider "$SRC/tests/pytest/suite/test_cold_cache.py" 2>&1)
+out=$(cd "$WORK" && LD_LIBRARY_PATH="$FAKECUDA" "$V" -m pytest -p no:cacheprovider "$SRC/tests/pytest/suite/test_cold_cache.py" 2>&1)
 case "$out" in *"tunerguard summary"*) bad "without --tunerguard the plugin stays inactive" ;;
     *"3 passed"*) ok "without --tunerguard the plugin stays inactive" ;; *) bad "a plain run ($out)" ;; esac
 "$V" "$SRC/tests/pytest/run_suite.py" --python "$V" --fakecuda "$FAKECUDA" --installed >"$WORK/suite.log" 2>&1
