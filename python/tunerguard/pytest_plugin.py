@@ -90,7 +90,10 @@ def _child_options(config, mode, environ):
         prefix = _report_prefix(config)
     if prefix and prefix != "stderr":
         folder = os.path.dirname(os.path.join(str(config.invocation_params.dir), prefix))
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            raise pytest.UsageError("tunerguard: cannot create the report folder %s: %s" % (folder, e.strerror))
         pairs.append("log_path=" + runtime.quote_option(os.path.join(str(config.invocation_params.dir), prefix)))
     return ":".join(p for p in pairs if p)
 

@@ -5,9 +5,9 @@
 #
 #   tests/gpu/fla_pytest.sh LIB FLA_SRC OUTDIR [THREADS] [TESTS...]
 #
-# LIB: the built libtunerguard.so (the plugin and API come from this checkout's
-# python/, loaded with -p tunerguard.pytest_plugin and TUNERGUARD_LIB=LIB; an
-# installed tunerguard wheel works the same without them).  FLA_SRC: a checkout
+# LIB: the built libtunerguard.so (TUNERGUARD_LIB=LIB); the plugin is the
+# installed tunerguard wheel's, else this checkout's python/ (-p
+# tunerguard.pytest_plugin: not both, pytest would register it twice).  FLA_SRC: a checkout
 # (or sdist) of flash-linear-attention at the installed version, for its tests/
 # (default TESTS: tests/modules).  THREADS: --parallel-threads (default 4).
 # Installs what is missing with pip --no-index (the GPU machine has no
@@ -36,14 +36,21 @@ if ! "$py" -c 'import pytest, pytest_run_parallel, xdist, pytest_timeout' 2>/dev
     [ -n "${PYTEST_WHEELS:-}" ] || { echo "fla_pytest.sh: pytest-run-parallel is not installed and PYTEST_WHEELS is not set" >&2; exit 2; }
     "$py" -m pip install -q --no-index --find-links "$PYTEST_WHEELS" pytest pytest-run-parallel pytest-xdist pytest-timeout || exit 2
 fi
+# the installed wheel's plugin (entry point), else this checkout's python/ and LIB
+plugin=(-p tunerguard.pytest_plugin)
+pypath="$src/python${PYTHONPATH:+:$PYTHONPATH}"
+if "$py" -c 'import importlib.metadata as m; m.distribution("tunerguard")' 2>/dev/null; then
+    plugin=()
+    pypath=${PYTHONPATH:-}
+fi
 summary="$out/summary.txt"
 : >"$summary"
 for mode in none detect serialize; do
     work=$(mktemp -d)
-    args=(-p no:cacheprovider -p tunerguard.pytest_plugin --parallel-threads="$threads" --timeout=600 -q -rfE
+    args=(-p no:cacheprovider "${plugin[@]}" --parallel-threads="$threads" --timeout=600 -q -rfE
           --junitxml="$out/$mode.junit.xml")
     [ "$mode" != none ] && args+=(--tunerguard="$mode" --tunerguard-report-dir="$out/$mode")
-    (cd "$fla" && env TRITON_CACHE_DIR="$work/cache" PYTHONPATH="$src/python${PYTHONPATH:+:$PYTHONPATH}" \
+    (cd "$fla" && env TRITON_CACHE_DIR="$work/cache" PYTHONPATH="$pypath" \
         TUNERGUARD_LIB="$lib" PYTHONUNBUFFERED=1 "$py" -m pytest "${args[@]}" "${tests[@]}") >"$out/$mode.log" 2>&1
     rc=$?
     printf 'fla pytest %-9s exit %d: %s | %s\n' "$mode" "$rc" \

@@ -206,7 +206,16 @@ def main():
             check("API under --tunerguard=%s: active(), mode(), loaded_library(), reports(), text_summary()" % mode,
                   r.rc == 0, r.out)
 
-        # 10. no loop: a library ld.so will not preload is said once and the run goes on without it
+        # 10. the report folder, and a malformed option said in one line
+        r = Run(args, env, work, "--tunerguard", "--tunerguard-report-dir=reports", par, sup_test)
+        check("--tunerguard-report-dir: the report files are there, the failure names them",
+              any(fn.endswith(".jsonl") for fn in os.listdir(os.path.join(r.dir, "reports")))
+              and os.path.join(r.dir, "reports", "tunerguard.") in r.text("test_scale_suppressed") + r.out, r.out)
+        r = Run(args, env, work, "--tunerguard", "--tunerguard-option", "junk", par, sup_test)
+        check("--tunerguard-option junk: a usage error naming it, nothing run",
+              r.rc == 4 and "malformed option 'junk'" in r.out and not r.cases, r.out)
+
+        # 11. no loop: a library ld.so will not preload is said once and the run goes on without it
         bogus = os.path.join(work, "libtunerguard.so")
         with open(bogus, "w") as f:
             f.write("not an ELF file\n")
