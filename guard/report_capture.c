@@ -21,6 +21,7 @@
 #include "cuda/cuda_stress.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The common head of every report about tuner inst (r was zeroed by
@@ -36,15 +37,6 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
     }
     snprintf(r->method, sizeof r->method, "%s", g ? g->method : "?");
     r->declared = g && g->declared;
-}
-
-/* " of kernel 'K'" in buf, or "" where the tuner names no kernel. */
-static const char *of_kernel(const struct tg_report *r, char *buf, size_t size)
-{
-    if (!r->kernel[0] || (r->kernel[0] == '?' && r->kernel[1] == '\0'))
-        return "";
-    snprintf(buf, size, " of kernel '%s'", r->kernel);
-    return buf;
 }
 
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
@@ -156,24 +148,15 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
     e->ident = t->ident;
     tg_py_thread_name(t->ident, e->name, sizeof e->name);
     tg__view_traceback(e, tb);
-    struct tg_thread_view *other = &r->inside;
-    char ok[sizeof r->kernel + 16];
-    if (o->raced_tid == t->tid) { /* tg__check_cleared_at_tuning: the other call is not known */
-        snprintf(r->detail, sizeof r->detail, "this %s was raised in a call whose arguments another call on %s%s "
-                 "cleared before it began tuning", r->exc_type, r->method, of_kernel(r, ok, sizeof ok));
-    } else {
-        other->tid = o->raced_tid;
-        snprintf(other->name, sizeof other->name, "%s", o->raced_name);
-        snprintf(r->detail, sizeof r->detail, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) "
-                 "on %s%s", r->exc_type, other->name[0] ? "'" : "", other->name, other->name[0] ? "' " : "",
-                 (int)other->tid, r->method, of_kernel(r, ok, sizeof ok));
+    if (o->raced_tid != t->tid) { /* == t's own: tg__check_cleared_at_tuning, the other call is not known */
+        r->inside.tid = o->raced_tid;
+        snprintf(r->inside.name, sizeof r->inside.name, "%s", o->raced_name);
     }
     tg_emit(r, NULL);
     if (tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */
         char note[512];
-        const char *path = tg_sink_text_path();
-        snprintf(note, sizeof note, "tunerguard: %s; see %s", r->detail, path[0] ? path : "the report");
+        tg_report_exception_note(r, tg_sink_text_path(), note, sizeof note);
         PyObject *res = tg_py.PyObject_CallMethod(value, "add_note", "s", note);
         if (res)
             tg_py.Py_DecRef(res);
@@ -212,27 +195,13 @@ int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst,
     tg__view_names(&r->inside);
     begin_report(r, TG_REPORT_DEADLOCK, inst, g);
     /* The cycle: each tuner's holder waits for the next; the last is held by t. */
-    size_t used = 0;
-    for (int k = 0; k < n && used < sizeof r->detail; k++) {
-        char kn[64], next[64];
+    for (int k = 0; k < n && k < TG_CYCLE_MAX; k++) {
         const struct tg_occupant *o = tg_tuner_other(path[k], NULL);
-        tuner_kernel(path[k], kn, sizeof kn);
-        tuner_kernel(k + 1 < n ? path[k + 1] : u, next, sizeof next);
-        if (k == 0) {
-            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used, "this thread (tid=%d) waits for '%s'; ",
-                                     (int)t->tid, kn);
-        }
-        if (o && o->thread != t)
-            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used,
-                                     "tid=%d holds '%s' and waits for '%s'; ", (int)o->thread->tid, kn,
-                                     k + 1 < n ? next : "a tuner this thread holds");
-        else if (o)
-            used += (size_t)snprintf(r->detail + used, sizeof r->detail - used, "this thread holds '%s'; ", kn);
+        r->deadlock.cycle[k].holder = o ? o->thread->tid : 0;
+        tuner_kernel(path[k], r->deadlock.cycle[k].kernel, sizeof r->deadlock.cycle[k].kernel);
+        r->deadlock.n = k + 1;
     }
-    if (used < sizeof r->detail)
-        snprintf(r->detail + used, sizeof r->detail - used, "%s",
-                 tg_opts.deadlock == TG_DEADLOCK_ABORT ? "deadlock=abort: the process stops"
-                                                       : "deadlock=proceed: this thread proceeds unserialized");
+    r->deadlock.abort = tg_opts.deadlock == TG_DEADLOCK_ABORT;
     tg_emit(r, NULL); /* deadlock=abort ends the process here */
     tg_report_end(t);
     return 1;
@@ -249,11 +218,6 @@ void tg__report_holders_died(struct tg_thread *t, PyObject *inst, const struct t
         r->inside.ident = ident[i];
         tg_py_thread_name(ident[i], r->inside.name, sizeof r->inside.name);
         begin_report(r, TG_REPORT_HOLDER_DIED, inst, g);
-        char ok[sizeof r->kernel + 16];
-        snprintf(r->detail, sizeof r->detail,
-                 "thread tid=%d left %s%s without returning (it died inside: pthread_exit or a thread "
-                 "destroyed under Python); its hold was released",
-                 (int)dead[i], r->method, of_kernel(r, ok, sizeof ok));
         tg_emit(r, NULL);
         tg_report_end(t);
     }
@@ -274,20 +238,10 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
     tg__view_names(&r->entering);
     tg__view_names(&r->inside);
     begin_report(r, TG_REPORT_WAIT_TIMEOUT, inst, g);
-    if (stalled_ns) /* the verdict first: the kernel's name may fill the rest */
-        snprintf(r->detail, sizeof r->detail,
-                 "this thread proceeds unserialized after %.1f s waiting for '%s' (wait_timeout=%d s, "
-                 "on_wait_timeout=proceed): the holder, below, is blocked outside tunerguard (no CPU time, no CUDA "
-                 "call for %.1f s; a lock of the program's?)",
-                 (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout, (double)stalled_ns / 1e9);
-    else
-        snprintf(r->detail, sizeof r->detail,
-                 "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait "
-                 "goes on%s",
-                 (double)waited_ns / 1e9, r->kernel, tg_opts.wait_timeout,
-                 tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED
-                     ? " while the holder runs (it proceeds if the holder blocks outside tunerguard)"
-                     : " (on_wait_timeout=wait)");
+    r->wait.waited_ns = waited_ns;
+    r->wait.stalled_ns = stalled_ns;
+    r->wait.timeout_s = tg_opts.wait_timeout;
+    r->wait.on_timeout_proceed = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
     tg_emit(r, NULL);
     tg_report_end(t);
 }
@@ -301,11 +255,9 @@ void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file,
     struct tg_report *r = tg_report_begin(t);
     begin_report(r, TG_REPORT_METHOD_REPLACED, NULL, g);
     snprintf(r->tuner_class, sizeof r->tuner_class, "%s", g->cls_name);
-    if (file)
-        snprintf(r->detail, sizeof r->detail, "%s = %s at %s:%s", g->method, qual ? qual : "?", file,
-                 line ? line : "?");
-    else
-        snprintf(r->detail, sizeof r->detail, "%s = %s", g->method, qual ? qual : "an object without code");
+    snprintf(r->replaced.qualname, sizeof r->replaced.qualname, "%s", qual ? qual : "");
+    snprintf(r->replaced.file, sizeof r->replaced.file, "%s", file ? file : "");
+    r->replaced.line = file && line ? atoi(line) : 0;
     tg__view_self(&r->entering, t, "at the call", 0);
     tg__view_names(&r->entering);
     tg_emit(r, NULL);

@@ -252,6 +252,15 @@ static int add_record(struct state *st, const json_t *v, const char *path)
                                        .file = strdup(path), .where = strdup(where)});
     } else if (kind && strcmp(kind, "method_replaced") == 0) {
         st->replaced++;
+    } else if (strcmp(kind, "deadlock") == 0) {
+        st->deadlocks++;
+    } else if (strcmp(kind, "wait_timeout") == 0) {
+        st->wait_timeouts++;
+        /* schema 2: the "proceeds" field; schema 1 had only the sentence */
+        const json_t *proceeds = json_object_get(v, "proceeds");
+        const char *detail = jstr(v, "detail");
+        st->waits_proceeded += json_is_boolean(proceeds) ? json_is_true(proceeds)
+                                                         : detail && strstr(detail, "proceeds unserialized") != NULL;
     } else if (kind && strcmp(kind, "fatal") == 0) {
         add_fatal_record(st, v, path, pid, rank);
         return 1;

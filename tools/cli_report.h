@@ -63,6 +63,9 @@ struct state {
     size_t nprocs, capprocs;
     struct cli_pairset procset; /* the same pairs, for lookup */
     int replaced, other, bad_lines;
+    int deadlocks;      /* "deadlock" records */
+    int wait_timeouts, waits_proceeded; /* "wait_timeout" records; of them, the waits that ended
+                                           with the thread proceeding unserialized */
     size_t failing;     /* records that fail the run (tg_report_fails; fatal records apart) */
     struct cli_pairset records; /* (process, record) of every record counted */
     size_t dup_records; /* records skipped as copies of ones counted (a copied file) */
