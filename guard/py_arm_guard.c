@@ -202,8 +202,10 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
             break; /* once: the entries are matched by base's module and class */
         }
     for (int i = 0; i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].base == base)
+        if (tg__arm_targets[i].base == base) {
             tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
+            tg__guard_run_shape(cls, base, tg__arm_targets[i].method, tg__arm_targets[i].user);
+        }
 }
 
 /* Is a target method of base guarded on base itself? */
@@ -598,7 +600,7 @@ void tg__arm_exit_summary_core(void)
         tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
-    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/report_capture.c) */
+    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/race_decide.c) */
     const struct tg_emit_stats *es = &est;
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the

@@ -18,6 +18,7 @@
 #include "reports/emit.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
+#include "cuda/cuda_hooks.h"
 #include "cuda/cuda_stress.h"
 
 #include <stdio.h>
@@ -92,26 +93,33 @@ uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, cons
 }
 
 uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
-                                  struct tg_thread *t, struct tg_occupant *x, const struct tg_occupant *mine,
-                                  enum tg_emit_status *st)
+                                  struct tg_thread *t, struct tg_thread_view *xv, const struct tg_occupant *x,
+                                  uint64_t t_entered, const char *t_name, enum tg_emit_status *st)
 {
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    tg__view_other(e, x); /* C calls only: x is still inside */
+    if (xv) {
+        memcpy(e, xv, sizeof *e);
+        free(xv);
+    } else {
+        tg__view_other(e, x); /* C calls only: x is still inside */
+        x = NULL;
+    }
     tg__view_self(in, t, "at return", 1);
-    in->entered_ns = tg_ticks_to_ns(mine->entered_ns);
+    in->entered_ns = t_entered ? tg_ticks_to_ns(t_entered) : 0; /* 0: not known */
     in->launches = t->session_launches;
     in->syncs = t->session_syncs;
     in->benchmarking = t->session_syncs > 0 || t->session_launches > 1;
-    /* Link x's session now, while its slot is certainly valid: its exception
-     * names t even if the report is suppressed or a repeat. */
-    x->raced_tid = t->tid;
-    x = NULL;
-    mine = NULL; /* from here on, Python code runs */
+    /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->high_severity = 1;
     r->seen_at_exit = 1;
-    tg__view_names(e);
-    tg__view_names(in);
+    if (!e->name[0])
+        tg_py_thread_name(e->ident, e->name, sizeof e->name);
+    if (e->has_cuda)
+        tg_cuda_kernel_name(e->cuda.func, e->cuda_kernel, sizeof e->cuda_kernel);
+    memcpy(in->name, t_name, sizeof in->name);
+    if (in->has_cuda)
+        tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
     tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */
     return tg_emit(r, st); /* halt_on_race ends the process here */
 }

@@ -1,6 +1,6 @@
 /* Internal to the text report (reports/text_report.c: the races and the
- * shared pieces; reports/text_kinds.c: the other kinds and their
- * sentences).  Async-signal-safe, never allocate, read the report only. */
+ * shared pieces; reports/text_kinds.c: the entry, the other kinds and
+ * their sentences).  Async-signal-safe, never allocate, read the report only. */
 #ifndef TG_TEXT_INTERNAL_H
 #define TG_TEXT_INTERNAL_H
 

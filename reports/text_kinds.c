@@ -1,4 +1,5 @@
-/* The text report of every kind but a race (reports/text_report.c): a
+/* The text report's entry (tg_report_write_text) and the bodies of every
+ * kind but a race (reports/text_report.c, with the pieces all share): a
  * replaced method, serialize's own problems (a cycle of waits, a wait too
  * long, a holder that died), tuning under load, an exception a race
  * caused, the repeats.  Their sentences are made here from the record's
@@ -410,3 +411,22 @@ void tg__text_repeats(struct tg_w *w, const struct tg_report *r, const struct tg
     tg__text_summary(w, r, k->what);
 }
 
+/* The one entry of the text report: the body of r's kind (a race:
+ * reports/text_report.c). */
+int tg_report_write_text(int fd, const struct tg_report *r)
+{
+    struct tg_w w;
+    tg_w_init(&w, fd);
+    const struct tg_report_kind_info *k = (unsigned)r->kind < TG_REPORT_NKINDS ? &tg_report_kinds[r->kind] : NULL;
+    switch (r->kind) {
+#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) \
+    case TG_REPORT_##ID:                                             \
+        tg__text_##body(&w, r, k);                                   \
+        break;
+#include "core/report_kinds.inc"
+#undef TG_REPORT_KIND
+    case TG_REPORT_NKINDS:
+        break;
+    }
+    return tg_w_flush(&w);
+}

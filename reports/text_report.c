@@ -1,5 +1,7 @@
 /* The text report: ThreadSanitizer-shaped, one block per thread, stable and
- * greppable (tests/unit/expected/ holds the exact shape).  A race opens with
+ * greppable (tests/unit/expected/ holds the exact shape).  Here: a race,
+ * and the pieces every kind shares (reports/text_internal.h); the other
+ * kinds and the entry are reports/text_kinds.c.  A race opens with
  * its summary (reports/text_summary.h); stacks are folded
  * (reports/stack_fold.h), the JSON Lines record keeps them whole; every
  * string from the program is escaped (tg_w_text).
@@ -468,22 +470,4 @@ void tg__text_race(struct tg_w *w, const struct tg_report *r, const struct tg_re
         write_race_at_tuning(w, r, k);
     else
         write_race_at_entry(w, r, k);
-}
-
-int tg_report_write_text(int fd, const struct tg_report *r)
-{
-    struct tg_w w;
-    tg_w_init(&w, fd);
-    const struct tg_report_kind_info *k = (unsigned)r->kind < TG_REPORT_NKINDS ? &tg_report_kinds[r->kind] : NULL;
-    switch (r->kind) {
-#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) \
-    case TG_REPORT_##ID:                                             \
-        tg__text_##body(&w, r, k);                                       \
-        break;
-#include "core/report_kinds.inc"
-#undef TG_REPORT_KIND
-    case TG_REPORT_NKINDS:
-        break;
-    }
-    return tg_w_flush(&w);
 }
