@@ -1,13 +1,22 @@
-/* Internal to the guard: the guard record and the calls between the
- * guard's files.
+/* Internal to the guard (the files of guard/): the guard record and the calls
+ * between the guard's files.
  *
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
+ *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
+ *                     an assignment over a guarded method is guarded at once
+ *   run_shapes.c      a subclass's entry point that is no plain function of
+ *                     its own (a mixin's, a partialmethod): guarded where
+ *                     the MRO finds it, or one line says why not
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
+ *   lazy_session.c    detect's lazy session: a tuned call registered on the
+ *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
  *                     that died inside (guard/serialize_wait.h)
+ *   alive.c           whether other threads are alive (rate-limited), and
+ *                     whether their Python state can still be read
  *   race_decide.c     whether an overlap is a race (at entry, at a tuning
  *                     step, at a benchmark, at a return) and which sessions
  *                     it links
@@ -15,6 +24,14 @@
  *                     wait timeout, holder died, method replaced), handed
  *                     to reports/emit.h
  *   thread_view.c     the threads a report shows
+ *   race_again.c      a declared tuner's race seen again, decided before
+ *                     its capture
+ *   exception_link.c  which exceptions of a raced call the race can have
+ *                     caused
+ *   py_arm_guard.c    arming, the core library's part: target modules'
+ *                     classes guarded; the exit line
+ *   core_entry.c      the core library's one entry point (loader/core_api.h)
+ *   lifecycle.c       fork child and shutdown (guard/lifecycle.h)
  *
  * Everything here: GIL held (the serialize wait releases it while it
  * blocks). */
@@ -389,7 +406,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
  * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
  * of u's first line.  GIL held. */
-static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg_guard *g)
+static inline int tg__overlap_is_low_severity(const struct tg_tuner *u, const struct tg_guard *g)
 {
     return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
 }
@@ -399,9 +416,9 @@ static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg
  * registry slot for threads entering its tuner, which register the session
  * on its behalf.  Any thread's own hook, without the GIL; reached through
  * cuda/listener.h. */
-void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+void tg__lazy_evidence(struct tg_thread *t, uint8_t bit);
 
-/* ---- calling the original (session.c, quiet.c) --------------------------- */
+/* ---- calling the original (session.c, lazy_session.c) --------------------------- */
 
 typedef PyObject *(*tg__vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
@@ -433,28 +450,28 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #endif
 }
 
-/* ---- detect's unregistered session (quiet.c) ----------------------------- */
+/* ---- detect's unregistered session (lazy_session.c) ----------------------------- */
 
 /* Slots of the registry that say their session showed evidence: an
  * entering thread looks at the registry only while one does. */
-extern _Atomic uint32_t tg__quiet_evident;
+extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
  * or 0 when the registry is full (t then registers its sessions).  GIL held. */
-int tg__quiet_slot(struct tg_thread *t);
+int tg__lazy_slot(struct tg_thread *t);
 /* An outermost call that registers nothing unless it must.  0: done, *resp
  * is the call's result; 1: it registered, and the caller leaves as a
  * registered session does (session_exit, with *epochp).  GIL held. */
-int tg__quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
+int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
 /* Thread a's unregistered session on inst becomes a registered one; 0 when
  * the table is full.  GIL held. */
-int tg__quiet_register(struct tg_thread *a, uintptr_t inst);
+int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
 /* Register the evident unregistered sessions inside inst for their threads,
  * before t enters it.  GIL held. */
-void tg__quiet_adopt(uintptr_t inst, const struct tg_thread *t);
+void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);
 /* The owner's session ended: its slot no longer speaks for it.  GIL held. */
-void tg__quiet_clear(struct tg_thread *t);
-void tg__quiet_atfork_child(void);
+void tg__lazy_clear(struct tg_thread *t);
+void tg__lazy_atfork_child(void);
 /* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
 void tg__table_full(void);
 

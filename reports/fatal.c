@@ -196,7 +196,7 @@ static const struct tg_occupant *own_session(uintptr_t *inst)
     /* A tuned call in detect that registered nothing (guard/session.c, "The
      * unregistered session") keeps its instance on the thread's record. */
     if (!best && self)
-        *inst = __atomic_load_n(&self->quiet_inst, __ATOMIC_RELAXED);
+        *inst = __atomic_load_n(&self->lazy_inst, __ATOMIC_RELAXED);
     return best;
 }
 
@@ -476,12 +476,6 @@ void tg_fatal_write_block(int fd, int sig, const void *siginfo)
 {
     capture(sig, siginfo);
     (void)write_block(fd);
-}
-
-void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
-{
-    capture(sig, siginfo);
-    write_jsonl(fd);
 }
 
 
