@@ -29,7 +29,7 @@ struct tg_cuda_call {
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
     /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
-     * one instruction on x86-64.  A reader's copy (guard/report_capture.c)
+     * one instruction on x86-64.  A reader's copy (cuda/cuda_record.c, tg_cuda_call_read)
      * holds CLOCK_MONOTONIC ns, converted with tg_ticks_to_ns. */
     uint64_t t_enter;
     uint64_t t_exit;       /* 0 while inside */
@@ -115,7 +115,7 @@ struct tg_thread {
     int lazy_slot;            /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
-     * (guard/report_capture.c, tg__other_is_tuning: for a marked tuner only
+     * (guard/race_decide.c, tg__other_is_tuning: for a marked tuner only
      * when this thread's evidence bit in the tuner is set, for targets=
      * tuners on every overlap).  On a line of their own,
      * each written only when its value changes: in the steady state (tuned
@@ -170,7 +170,7 @@ struct tg_thread {
      * thread is the child's main thread).  serialize's waits read it. */
     int is_main;
     /* While a report of the race seen at a declared tuner's tuning step is
-     * made (guard/report_capture.c, tg__check_race_at_step): that step's
+     * made (guard/race_decide.c, tg__check_race_at_step): that step's
      * guard; NULL otherwise.  Own thread, GIL held. */
     const void *step_entry;
     /* serialize: the call whose wait for a tuner begins has waited for the

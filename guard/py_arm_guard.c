@@ -598,7 +598,7 @@ void tg__arm_exit_summary_core(void)
         tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
-    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/report_capture.c) */
+    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/race_decide.c) */
     const struct tg_emit_stats *es = &est;
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the

@@ -1,7 +1,7 @@
 /* A declared tuner's race seen again, decided before its capture.
  *
  * A tuner declared with targets= and called by several threads in a loop
- * overlaps on many calls, each a race (guard/report_capture.c,
+ * overlaps on many calls, each a race (guard/race_decide.c,
  * tg__report_race).  The report pipeline de-duplicates them by the tuner
  * instance and both threads' call sites (reports/emit.c), but only after the
  * report was captured: both stacks with their names, the native stack, the

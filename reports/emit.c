@@ -117,6 +117,15 @@ void tg_report_unlock(void)
     pthread_mutex_unlock(&report_mu);
 }
 
+void tg_report_head(struct tg_report *r, enum tg_report_kind kind)
+{
+    r->kind = kind;
+    r->pid = getpid();
+    r->rank = tg_proc_rank();
+    r->mode = tg_mode_name(tg_opts.mode);
+    r->ts_ns = tg_mono_ns();
+}
+
 struct tg_report *tg_report_begin(struct tg_thread *t)
 {
     tg_report_lock();
@@ -189,11 +198,7 @@ void tg_emit_flush_repeats(void)
         if (!d->h || !d->repeats || !d->seq)
             continue;
         memset(&rep, 0, sizeof rep);
-        rep.kind = TG_REPORT_REPEATS;
-        rep.pid = getpid();
-        rep.rank = tg_proc_rank();
-        rep.mode = tg_mode_name(tg_opts.mode);
-        rep.ts_ns = tg_mono_ns();
+        tg_report_head(&rep, TG_REPORT_REPEATS);
         rep.race_seq = d->seq;
         rep.repeats = d->repeats;
         rep.repeat_of = d->kind;

@@ -367,7 +367,9 @@ static int write_jsonl(int fd)
     tg_w_init(&w, fd);
     uint64_t before = tg__seq ? __atomic_load_n(tg__seq, __ATOMIC_RELAXED) : 0;
     uint64_t seq = tg__seq ? __atomic_add_fetch(tg__seq, 1, __ATOMIC_RELAXED) : before + 1;
-    tg_w_str(&w, "{\"schema\":1,\"kind\":\"fatal\",\"seq\":");
+    tg_w_str(&w, "{\"schema\":");
+    tg_w_u64(&w, TG_REPORT_SCHEMA_VERSION); /* one schema for every record of the file */
+    tg_w_str(&w, ",\"kind\":\"fatal\",\"seq\":");
     tg_w_u64(&w, seq);
     tg_w_str(&w, ",\"pid\":");
     tg_w_i64(&w, c->pid);
