@@ -17,6 +17,7 @@
 # Writes OUTDIR/summary.txt (a line per mode: exit status, pytest's last line,
 # the tunerguard summary) and OUTDIR/<mode>.log, the report files under
 # OUTDIR/<mode>/.  --timeout 600 per test (pytest-timeout) so a hang ends.
+# MODES="detect serialize" runs fewer modes.
 set -u
 lib=$(readlink -f "${1:?LIB}")
 fla=$(cd "${2:?FLA_SRC}" && pwd)
@@ -45,7 +46,7 @@ if "$py" -c 'import importlib.metadata as m; m.distribution("tunerguard")' 2>/de
 fi
 summary="$out/summary.txt"
 : >"$summary"
-for mode in none detect serialize; do
+for mode in ${MODES:-none detect serialize}; do
     work=$(mktemp -d)
     args=(-p no:cacheprovider "${plugin[@]}" --parallel-threads="$threads" --timeout=600 -q -rfE
           --junitxml="$out/$mode.junit.xml")
