@@ -908,6 +908,25 @@ def check_import_finder_before_ours(ctx):
         expect(text.count("WARNING: tunerguard") == 1, "%s: the race reported" % how, res)
 
 
+def check_import_pending_ends_once_guarded(ctx):
+    """Once the imported target module is guarded, nothing stays pending:
+    the guarded calls and audit events after it skip the pending check.  A
+    built-in target whose module nothing announced (torch's, here) keeps
+    nothing waiting for it."""
+    res = ctx.run_py('''
+        import ctypes
+        import triton.runtime.autotuner as A
+        open(os.devnull).close()  # an audit event after the module ran
+        for _ in range(3):
+            A.Autotuner(my_kernel).run("x")
+        lib = ctypes.CDLL(os.environ["LD_PRELOAD"], mode=os.RTLD_NOLOAD)
+        print("PENDING", ctypes.c_int.in_dll(lib, "tg_arm_pending").value)
+        print("GUARDED", is_guarded(A.Autotuner))
+    ''', options=opts())
+    expect(res.rc == 0 and "GUARDED True" in res.out, "guarded", res)
+    expect("PENDING 0" in res.out, "nothing pending after the target module is guarded", res)
+
+
 def check_import_leaves_loader_as_it_was(ctx):
     """The finder wraps the target module's loader.exec_module for that one
     import and puts it back as the module starts to run: nothing of ours
@@ -2768,8 +2787,8 @@ CHECKS = {
              check_race_serialize, check_race_off,
              check_race_log_stderr],
     "import_order": [check_import_lazy_in_thread, check_import_importlib, check_import_module_run_again, check_import_namespace_package,
-                     check_import_finder_before_ours, check_import_leaves_loader_as_it_was, check_subclass_race,
-                     check_subclass_nested_single_thread],
+                     check_import_finder_before_ours, check_import_pending_ends_once_guarded,
+                     check_import_leaves_loader_as_it_was, check_subclass_race, check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
                 check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
