@@ -56,14 +56,15 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
  * entering its step looks for every call inside it, tuning or not
  * (tg__check_race_at_step).  Claims the thread's registry slot the first
  * time.  GIL held. */
-static int lazy_eligible(struct tg_guard *g, struct tg_thread *t)
+static inline __attribute__((always_inline)) int lazy_eligible(struct tg_guard *g, struct tg_thread *t)
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
           t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
-          !tg_opts.isolate_tuning && !tg_trace_on && tg__guard_has_markers(g)))
+          !tg_opts.isolate_tuning && !tg_trace_on &&
+          (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
         return 0;
-    return tg__lazy_slot(t);
+    return t->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
 
 /* ---- the guard itself ------------------------------------------------------ */
@@ -85,8 +86,9 @@ static inline void insitu_count(struct tg_thread *t, uint64_t is0)
  * A method descriptor's caller keeps self right before args (descrobject.c
  * passes args + 1), but that is CPython's detail, so copy: on the stack up to
  * 32 entries, else one allocation (a call with more than 31 arguments). */
-static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args0,
-                            Py_ssize_t nargs0, PyObject *kwnames);
+static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
+                                                                  PyObject *const *args0, Py_ssize_t nargs0,
+                                                                  PyObject *kwnames);
 
 PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a, Py_ssize_t n,
                           PyObject *kwnames)
@@ -213,8 +215,8 @@ static PyObject *interrupted(const struct tg_entry *e, struct tg_thread *t, PyOb
  * Note whether another thread is inside now: if this thread finds the tuner
  * free when it reaches the original, the wrapper made it wait (a lock), said
  * once at verbosity=1. */
-static PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
-                              Py_ssize_t nargs, PyObject *kwnames)
+static __attribute__((noinline)) PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
+                                                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
     uintptr_t saved_busy = t->wrapped_busy;
@@ -244,8 +246,8 @@ static int tuning_outside(const struct tg_thread *t, PyObject *inst)
  * that this thread is tuning (tg__other_is_tuning).  An unregistered session
  * becomes a registered one first, so that the evidence lands on its tuner
  * where entering threads look. */
-static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
-                             Py_ssize_t nargs, PyObject *kwnames)
+static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
+                                                       PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     if (__builtin_expect(t->lazy_inst != 0, 0))
         tg__lazy_register(t, t->lazy_inst);
@@ -481,11 +483,53 @@ static __attribute__((cold, noinline)) PyObject *call_in_wait(struct tg_guard *g
     return res;
 }
 
+/* The way into a registered session (a call that is not detect's
+ * unregistered session): the turn, the verdict, the session.  Out of line:
+ * the guarded call's fast path (guard_call, inlined in both entry points)
+ * ends before it. */
+static __attribute__((noinline)) PyObject *registered_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst,
+                                                           PyObject *f, PyObject *const *args, Py_ssize_t nargs,
+                                                           PyObject *kwnames)
+{
+    struct tg_entry e = {0};
+    enum tg_entry_end end = relook(&e, inst);
+    /* A thread that has made no CUDA call yet (cold cache: the first tunings
+     * compile before they launch) is known by its current device, taken at
+     * each outermost entry (it may switch devices).  After the thread's first
+     * recorded CUDA call this is one load; before it, an atomic load while
+     * libcuda is not in use, else two driver calls (reads of the driver's
+     * thread state), on outermost entries only. */
+    if (end == TG_ENTRY_GO && __builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
+        t->entry_device = tg_cuda_current_device();
+    if (end == TG_ENTRY_GO)
+        end = take_turn(&e, g, t, inst);
+    if (end == TG_ENTRY_GO)
+        end = decide(&e, g, t, inst);
+    if (end == TG_ENTRY_GO && __builtin_expect(t->kept_exc[0] != NULL, 0))
+        end = TG_ENTRY_INTERRUPTED; /* our own Python code above met the program's signal handler */
+    switch (end) {
+    case TG_ENTRY_GO:
+        return run_session(g, t, inst, &e, f, args, nargs, kwnames);
+    case TG_ENTRY_NESTED:
+        return nested_call(g, t, e.u, f, args, nargs, kwnames);
+    case TG_ENTRY_FULL:
+        return pass_through_full(g, t, f, args, nargs, kwnames);
+    case TG_ENTRY_INTERRUPTED:
+        return interrupted(&e, t, inst);
+    }
+    return NULL; /* not reached: every case returns */
+}
+
 /* t: the calling thread's record (tg__guard_entry's tg__self()); f: what
  * call_orig calls (the function, or a descriptor guard's original); args[0]
- * is self. */
-static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
-                            Py_ssize_t nargs, PyObject *kwnames)
+ * is self.  The fast path of every guarded call, inlined in both entry
+ * points: in detect's steady state (a tuned call, nobody tuning) it calls
+ * tg_tuner_find and tg__lazy_call and nothing else of tunerguard's; the
+ * registered path, the program's wrappers and the tuning methods are out of
+ * line. */
+static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
+                                                                  PyObject *const *args, Py_ssize_t nargs,
+                                                                  PyObject *kwnames)
 {
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0)) {
         if (t->wait_open && nargs >= 1 && tg_opts.mode == TG_MODE_SERIALIZE)
@@ -525,34 +569,7 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
             return session_exit(g, t, inst, u, o, epoch, res);
         }
     }
-
-    struct tg_entry e = {0};
-    enum tg_entry_end end = relook(&e, inst);
-    /* A thread that has made no CUDA call yet (cold cache: the first tunings
-     * compile before they launch) is known by its current device, taken at
-     * each outermost entry (it may switch devices).  After the thread's first
-     * recorded CUDA call this is one load; before it, an atomic load while
-     * libcuda is not in use, else two driver calls (reads of the driver's
-     * thread state), on outermost entries only. */
-    if (end == TG_ENTRY_GO && __builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
-        t->entry_device = tg_cuda_current_device();
-    if (end == TG_ENTRY_GO)
-        end = take_turn(&e, g, t, inst);
-    if (end == TG_ENTRY_GO)
-        end = decide(&e, g, t, inst);
-    if (end == TG_ENTRY_GO && __builtin_expect(t->kept_exc[0] != NULL, 0))
-        end = TG_ENTRY_INTERRUPTED; /* our own Python code above met the program's signal handler */
-    switch (end) {
-    case TG_ENTRY_GO:
-        return run_session(g, t, inst, &e, f, args, nargs, kwnames);
-    case TG_ENTRY_NESTED:
-        return nested_call(g, t, e.u, f, args, nargs, kwnames);
-    case TG_ENTRY_FULL:
-        return pass_through_full(g, t, f, args, nargs, kwnames);
-    case TG_ENTRY_INTERRUPTED:
-        return interrupted(&e, t, inst);
-    }
-    return NULL; /* not reached: every case returns */
+    return registered_call(g, t, inst, f, args, nargs, kwnames);
 }
 
 /* The end of a registered session's outermost or nested level: the checks

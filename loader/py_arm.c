@@ -327,9 +327,25 @@ TG_STARTUP static void install_finder(void)
  * guards it as it runs; but a finder before ours (a program's import hook,
  * sys.meta_path restored from a copy without ours) loads it unseen, and
  * then the next events find it there.  A bound, so that a target whose
- * import failed costs nothing for good. */
+ * import failed costs nothing for good.  Only the targets of an announced
+ * module wait so: a target whose module nothing announced (torch's, in a
+ * program that runs Triton alone) keeps nothing pending, and every guarded
+ * call and audit event after the announced module is guarded skips the
+ * pending check again. */
 #define TG_IMPORT_WAIT_EVENTS 4096
 static int import_wait;
+static unsigned char announced[TG_MAX_TARGETS]; /* per target: its module was announced */
+
+/* An "import" event named module `name`, a target's: its targets pending. */
+TG_STARTUP static void announce(const char *name)
+{
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (strcmp(tg__arm_targets[i].module, name) == 0)
+            announced[i] = 1;
+    tg__arm_module_pending = 1;
+    tg_arm_pending = 1;
+    import_wait = TG_IMPORT_WAIT_EVENTS;
+}
 
 TG_STARTUP void tg_arm_process_pending(void)
 {
@@ -353,11 +369,11 @@ TG_STARTUP void tg_arm_process_pending(void)
                 PyObject *mods = tg_py.PyImport_GetModuleDict();
                 if (mods && tg_py.PyDict_GetItemString(mods, tg__arm_targets[i].module))
                     still = 1; /* importing now: the class is not defined yet */
-                else if (import_wait > 0)
+                else if (import_wait > 0 && announced[i])
                     still = 1; /* announced, not there yet: a finder before ours may load it */
             }
-        if (import_wait > 0)
-            import_wait--;
+        if (import_wait > 0 && --import_wait == 0)
+            memset(announced, 0, sizeof announced);
         tg__arm_module_pending = still;
         tg_arm_pending = tg_arm_pending || still;
     }
@@ -579,11 +595,8 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
         if (name && !finder_tried && names_target_or_package(name))
             need_finder();
-        if (name && is_target_module(name)) {
-            tg__arm_module_pending = 1;
-            tg_arm_pending = 1;
-            import_wait = TG_IMPORT_WAIT_EVENTS;
-        }
+        if (name && is_target_module(name))
+            announce(name);
         tg_py.PyErr_Clear();
     } else if (event[0] == 'e') {
         if (!finder_tried && strcmp(event, ev_exec) == 0 && target_package_present())

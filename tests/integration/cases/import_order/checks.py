@@ -65,6 +65,16 @@ def check_import_finder_before_ours(ctx):
         expect(text.count("WARNING: tunerguard") == 1, "%s: the race reported" % how, res)
 
 
+def check_import_pending_ends_once_guarded(ctx):
+    """Once the imported target module is guarded, nothing stays pending:
+    the guarded calls and audit events after it skip the pending check.  A
+    built-in target whose module nothing announced (torch's, here) keeps
+    nothing waiting for it."""
+    res = ctx.run_py(program('import_pending_ends_once_guarded'), options=opts())
+    expect(res.rc == 0 and "GUARDED True" in res.out, "guarded", res)
+    expect("PENDING 0" in res.out, "nothing pending after the target module is guarded", res)
+
+
 def check_import_leaves_loader_as_it_was(ctx):
     """The finder wraps the target module's loader.exec_module for that one
     import and puts it back as the module starts to run: nothing of ours
@@ -101,6 +111,7 @@ CHECKS = [
     check_import_module_run_again,
     check_import_namespace_package,
     check_import_finder_before_ours,
+    check_import_pending_ends_once_guarded,
     check_import_leaves_loader_as_it_was,
     check_subclass_race,
     check_subclass_nested_single_thread,
