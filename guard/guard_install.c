@@ -22,6 +22,7 @@
  * Everything here runs with the GIL held. */
 #include "guard/guard_internal.h"
 #include "guard/lifecycle.h"
+#include "core/builtin_tuners.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
@@ -341,6 +342,16 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
     return found;
 }
 
+/* The built-in tuner family (core/builtin_tuners.inc) cls is or derives
+ * from, -1 for none.  GIL held; install time only. */
+static int builtin_family(PyObject *cls)
+{
+    for (int f = 0; f < TG_TUNER_NFAMILIES; f++)
+        if (derives_from(cls, tg_tuner_family(f)->module, tg_tuner_family(f)->cls))
+            return f;
+    return -1;
+}
+
 /* See guard/py_guard.h: its type's flags say it is a type (Py_TPFLAGS_TYPE_SUBCLASS,
  * set on type and every metaclass).  A module or an instance named where a
  * class belongs (targets=pkg:mod.run) would reach PyDescr_NewMethod, whose
@@ -635,10 +646,12 @@ static int install(PyObject *cls, const char *name_in, const char *why, int mark
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
     g->cls = class_ref(cls, &g->cls_weak);
-    g->clears_args = derives_from(cls, "triton.runtime.autotuner", "Autotuner");
+    const int family = builtin_family(cls);
+    g->clears_args = family >= 0 && tg_tuner_family(family)->clears_args;
     g->marker = marker;
-    g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
-    g->marked = g->clears_args || derives_from(cls, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
+    g->tuning_entry = !marker && family >= 0 && tg_tuner_entry_tunes(family, name);
+    g->reads_args = marker && g->clears_args && tg_tuner_step_reads_args(family, name);
+    g->marked = family >= 0; /* every built-in family's tuning methods are marked */
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
     /* Its tuning step named (tuning=) and marked on that class (arm_class
      * marks the steps before it guards the class's methods): races only
@@ -687,14 +700,6 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why, int decla
 {
     return install(cls, name, why, 0, declared);
 }
-
-/* The tuning methods of the built-in tuners: a thread inside one is tuning.
- * Names a class lacks are skipped (another version, another tuner). */
-static const char *const tuning_methods[] = {
-    "_bench", "prune_configs", "check_disk_cache",                        /* triton Autotuner */
-    "benchmark_all_configs", "autotune_to_one_config", "precompile",       /* inductor CachingAutotuner */
-    "coordinate_descent_tuning", "bench",
-};
 
 /* Classes whose tuning methods are guarded as markers, each by a weak
  * reference (strong where the class takes none): the target classes, and
@@ -770,22 +775,27 @@ void tg_guard_install_markers(PyObject *cls)
             return;
     if (nseen < (int)(sizeof seen / sizeof seen[0]))
         seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
+    /* The tuning methods of the built-in tuners (core/builtin_tuners.inc): a
+     * thread inside one is tuning.  Names a class lacks are skipped (another
+     * version, another tuner). */
     int marked = 0;
-    for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
-        marked += install(cls, tuning_methods[i], "tuning method", 1, 0) > 0;
+    const char *step;
+    for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
+        marked += install(cls, step, "tuning method", 1, 0) > 0;
     if (marked > 0)
         add_marker_base(cls, 0);
     if (marked == 0) {
         /* Another Autotuner than the ones tunerguard knows (a Triton version
          * whose tuning methods have other names): it is guarded and
          * serialized all the same; only severity loses its Python evidence. */
-        char qual[96], mod[96];
+        char qual[96], mod[96], known[200] = "";
         tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
         tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (_bench, prune_configs, "
-                    "check_disk_cache, benchmark_all_configs, ...): an unknown version; it is guarded and "
-                    "serialized as usual, and a race's severity comes from the CUDA calls alone",
-                 mod, qual);
+        for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", step);
+        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (%s): an unknown version; it is "
+                    "guarded and serialized as usual, and a race's severity comes from the CUDA calls alone",
+                 mod, qual, known);
     }
 }
 

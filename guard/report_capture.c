@@ -8,6 +8,7 @@
  * the hot path: reached only when a call found another thread inside, a wait,
  * an exception in a raced session, or a replaced method. */
 #include "guard/guard_internal.h"
+#include "core/builtin_tuners.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -35,15 +36,10 @@
  * nothing (no libcuda in the process, or a path they do not cover). */
 static int frames_show_tuning(const struct tg_thread_view *v)
 {
-    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
-                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
-                                         "coordinate_descent_tuning", "precompile"};
     for (int i = 0; i < v->npy; i++) {
         const char *f = strrchr(v->py[i].func, '.');
-        f = f ? f + 1 : v->py[i].func;
-        for (size_t k = 0; k < sizeof tuning / sizeof tuning[0]; k++)
-            if (strcmp(f, tuning[k]) == 0)
-                return 1;
+        if (tg_tuning_frame(f ? f + 1 : v->py[i].func))
+            return 1;
     }
     return 0;
 }
@@ -169,8 +165,7 @@ static void view_other_c(struct tg_thread_view *in, const struct tg_occupant *o)
     }
     in->launches = ot->session_launches;
     in->syncs = ot->session_syncs;
-    in->benchmarking = ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || ot->session_launches > 1 ||
-                       frames_show_tuning(in);
+    in->benchmarking = tg_thread_tuning(ot) || ot->session_launches > 1 || frames_show_tuning(in);
 }
 
 /* The calling thread's own last CUDA call: which device and stream it was
@@ -237,13 +232,10 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     const struct tg_thread *ot = o->thread;
     if (g->declared && g->marked)
         return ot->tuning > 0; /* a declared tuner's named step: inside it now, nothing else counts */
-    if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_multi))
+    if (tg_thread_tuning(ot) || (count_launches && ot->session_multi))
         return 1;
     if (g->marked || g->declared)
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
-    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
-                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
-                                         "coordinate_descent_tuning", "precompile"};
     int found = 0;
     void *ts = tg__occupant_tstate(o);
     PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;
@@ -255,8 +247,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
         }
         PyObject *name = code ? tg_py.PyObject_GetAttrString(code, "co_name") : NULL;
         const char *n = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
-        for (size_t k = 0; n && k < sizeof tuning / sizeof tuning[0]; k++)
-            found |= strcmp(n, tuning[k]) == 0;
+        found = tg_tuning_frame(n);
         if (name)
             tg_py.Py_DecRef(name);
         if (code)

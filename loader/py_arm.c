@@ -30,6 +30,7 @@
 #include "loader/py_arm_internal.h"
 #include "core/startup.h"
 #include "loader/core_api.h"
+#include "core/builtin_tuners.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -59,15 +60,50 @@ TG_STARTUP_TEXT(txt_finder_name, "tunerguard.Finder");
 TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
                                 "modules are imported; finds nothing itself.");
 
-/* Built-in targets; targets= adds to them. */
-static const char builtin_targets[][64] TG_STARTUP_RODATA = {
-    "triton.runtime.autotuner:Autotuner.run",
-    "triton.runtime.autotuner:Autotuner.warmup",
-    "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
+/* Built-in targets: the entry points of the built-in tuner families
+ * (core/builtin_tuners.inc); targets= adds to them.  Text only (no
+ * pointers): the families' names by number, each entry its family's. */
+static const struct {
+    char module[48];
+    char cls[24];
+} builtin_families[TG_TUNER_NFAMILIES] TG_STARTUP_RODATA = {
+#define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls},
+#define TG_TUNER_ENTRY(id, method, tuning)
+#define TG_TUNER_STEP(id, method, frame, reads_args)
+#define TG_TUNER_FRAME(id, name)
+#include "core/builtin_tuners.inc"
+#undef TG_TUNER
+#undef TG_TUNER_ENTRY
+#undef TG_TUNER_STEP
+#undef TG_TUNER_FRAME
 };
-
-_Static_assert(sizeof builtin_targets / sizeof builtin_targets[0] + TG_TARGETS_MAX <= TG_MAX_TARGETS,
-               "the arming table holds the built-in targets and as many as targets= may name");
+static const struct {
+    unsigned char family;
+    char method[15];
+} builtin_targets[TG_TUNER_NENTRIES] TG_STARTUP_RODATA = {
+#define TG_TUNER(id, module, cls, clears_args)
+#define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method},
+#define TG_TUNER_STEP(id, method, frame, reads_args)
+#define TG_TUNER_FRAME(id, name)
+#include "core/builtin_tuners.inc"
+#undef TG_TUNER
+#undef TG_TUNER_ENTRY
+#undef TG_TUNER_STEP
+#undef TG_TUNER_FRAME
+};
+/* A name as long as its field would lose its NUL without a word. */
+#define TG_TUNER(id, mod, qual, clears_args)                                                                   \
+    _Static_assert(sizeof mod <= sizeof builtin_families[0].module && sizeof qual <= sizeof builtin_families[0].cls, \
+                   "core/builtin_tuners.inc: " #id "'s names fit the loader's table");
+#define TG_TUNER_ENTRY(id, name, tuning) \
+    _Static_assert(sizeof name <= sizeof builtin_targets[0].method, "core/builtin_tuners.inc: " #id "." name " fits");
+#define TG_TUNER_STEP(id, method, frame, reads_args)
+#define TG_TUNER_FRAME(id, name)
+#include "core/builtin_tuners.inc"
+#undef TG_TUNER
+#undef TG_TUNER_ENTRY
+#undef TG_TUNER_STEP
+#undef TG_TUNER_FRAME
 
 struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
 int tg__arm_ntargets;
@@ -95,13 +131,26 @@ TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
+/* One target, by its names (each within the table's sizes). */
+TG_STARTUP static struct tg__arm_target *add_names(const char *module, const char *cls, const char *method, int user)
+{
+    if (tg__arm_ntargets == TG_MAX_TARGETS)
+        return NULL; /* unreachable: the table holds the built-in ones and as many as the parser accepts */
+    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
+    copy_cut(t->module, sizeof t->module, module);
+    copy_cut(t->cls, sizeof t->cls, cls);
+    copy_cut(t->method, sizeof t->method, method);
+    t->user = user;
+    return t;
+}
+
 /* spec: one entry the option parser accepted (core/options.c: at most
  * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
  * dropped or cut here. */
 TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
 {
     char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
-    if (tg__arm_ntargets == TG_MAX_TARGETS || len >= sizeof buf)
+    if (len >= sizeof buf)
         return; /* unreachable: refused at parsing */
     memcpy(buf, spec, len);
     buf[len] = '\0';
@@ -111,11 +160,9 @@ TG_STARTUP static void add_target(const char *spec, size_t len, int user, int sa
         return;
     *colon = '\0';
     *dot = '\0';
-    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
-    copy_cut(t->module, sizeof t->module, buf);
-    copy_cut(t->cls, sizeof t->cls, colon + 1);
-    copy_cut(t->method, sizeof t->method, dot + 1);
-    t->user = user;
+    struct tg__arm_target *t = add_names(buf, colon + 1, dot + 1, user);
+    if (!t)
+        return;
     if (say && user && strcmp(t->module, "__main__") == 0) {
         /* arming runs before the script does, and the script is never
          * imported after: its classes are not seen */
@@ -151,7 +198,8 @@ TG_STARTUP static void parse_targets(int say)
     if (tg__arm_ntargets)
         return;
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
-        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0, say);
+        add_names(builtin_families[builtin_targets[i].family].module,
+                  builtin_families[builtin_targets[i].family].cls, builtin_targets[i].method, 0);
     const char *p = tg_opts.targets;
     while (p && *p) {
         const char *end = strchr(p, ',');
