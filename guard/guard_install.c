@@ -474,19 +474,14 @@ static PyObject *own_attr(PyObject *cls, PyObject *key, char tname[64])
 static int names_tuning_step(PyObject *cls)
 {
     int found = 0;
-    for (const char *p = tg_opts.tuning; p && *p && !found;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len), *dot = p + len;
-        while (dot > p && *dot != '.')
-            dot--;
+    struct tg_target_span step;
+    for (const char *p = tg_opts.tuning; !found && tg_target_next(&p, &step);) {
         char mod[TG_TARGET_MODULE_MAX + 1], qual[TG_TARGET_CLASS_MAX + 1];
-        if (colon && dot > colon) { /* the option parser checked the shape and the sizes */
-            snprintf(mod, sizeof mod, "%.*s", (int)(colon - p), p);
-            snprintf(qual, sizeof qual, "%.*s", (int)(dot - colon - 1), colon + 1);
+        if (step.colon && step.dot) { /* the option parser checked the shape and the sizes */
+            snprintf(mod, sizeof mod, "%.*s", (int)(step.colon - step.text), step.text);
+            snprintf(qual, sizeof qual, "%.*s", (int)(step.dot - step.colon - 1), step.colon + 1);
             found = derives_from(cls, mod, qual);
         }
-        p = end ? end + 1 : p + len;
     }
     return found;
 }
@@ -863,14 +858,13 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
 {
     size_t ml = strlen(module), ql = strlen(qualname);
     int marked = 0;
-    for (const char *p = tg_opts.tuning; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+    struct tg_target_span step;
+    for (const char *p = tg_opts.tuning; tg_target_next(&p, &step);) {
         /* "module:qualname.method": this class's entries only */
-        if (len > ml + ql + 2 && memcmp(p, module, ml) == 0 && p[ml] == ':' && memcmp(p + ml + 1, qualname, ql) == 0 &&
-            p[ml + 1 + ql] == '.') {
+        if (step.colon && step.dot && (size_t)(step.colon - step.text) == ml && memcmp(step.text, module, ml) == 0 &&
+            (size_t)(step.dot - step.colon - 1) == ql && memcmp(step.colon + 1, qualname, ql) == 0) {
             char method[TG_TARGET_METHOD_MAX + 1];
-            snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
+            snprintf(method, sizeof method, "%.*s", (int)(step.text + step.len - step.dot - 1), step.dot + 1);
             int r = install(cls, method, "tuning step (tuning=)", 1, 1); /* declared: its entry is checked */
             PyObject *base = r == 0 && !guarded_already(cls, method) ? inherited_from(cls, method) : NULL;
             if (base) { /* the step a base defines: marked there, for every class that inherits it */
@@ -880,9 +874,8 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
             if (r > 0)
                 marked++;
             else if (r == 0 && !guarded_already(cls, method)) /* -1: install said why */
-                say_no_step(cls, qualname, method, p, len);
+                say_no_step(cls, qualname, method, step.text, step.len);
         }
-        p = end ? end + 1 : p + len;
     }
     if (marked > 0)
         add_marker_base(cls, 1);

@@ -147,17 +147,14 @@ TG_STARTUP static struct tg__arm_target *add_names(const char *module, const cha
 /* spec: one entry the option parser accepted (core/options.c: at most
  * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
  * dropped or cut here. */
-TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
+TG_STARTUP static void add_target(const struct tg_target_span *spec, int user, int say)
 {
     char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
-    if (len >= sizeof buf)
+    if (!spec->colon || !spec->dot || spec->len >= sizeof buf)
         return; /* unreachable: refused at parsing */
-    memcpy(buf, spec, len);
-    buf[len] = '\0';
-    char *colon = strchr(buf, ':');
-    char *dot = colon ? strrchr(colon, '.') : NULL;
-    if (!colon || !dot) /* the option parser already refused such input */
-        return;
+    memcpy(buf, spec->text, spec->len);
+    buf[spec->len] = '\0';
+    char *colon = buf + (spec->colon - spec->text), *dot = buf + (spec->dot - spec->text);
     *colon = '\0';
     *dot = '\0';
     struct tg__arm_target *t = add_names(buf, colon + 1, dot + 1, user);
@@ -200,13 +197,9 @@ TG_STARTUP static void parse_targets(int say)
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
         add_names(builtin_families[builtin_targets[i].family].module,
                   builtin_families[builtin_targets[i].family].cls, builtin_targets[i].method, 0);
-    const char *p = tg_opts.targets;
-    while (p && *p) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        add_target(p, len, 1, say);
-        p = end ? end + 1 : p + len;
-    }
+    struct tg_target_span spec;
+    for (const char *p = tg_opts.targets; tg_target_next(&p, &spec);)
+        add_target(&spec, 1, say);
 }
 
 TG_STARTUP static int is_target_module(const char *name)
