@@ -20,6 +20,8 @@
 #define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
 #define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
 #define TG_MANGLED_LEN 128     /* the mangled C++ name of one native frame, NUL included */
+#define TG_KERNEL_NAME_LEN 256 /* a CUDA kernel's name, NUL included: C++ templates' mangled
+                                * names run past 100 bytes, and a cut one cannot be demangled */
 
 struct tg_py_frame {
     char file[200];
@@ -46,9 +48,9 @@ struct tg_thread_view {
     int has_cuda;              /* cuda is valid */
     struct tg_cuda_call cuda;  /* last GIL-releasing CUDA call */
     char cuda_fn[48];          /* its driver function name */
-    char cuda_kernel[128];     /* kernel name, "" if none or unknown; a C++ name
+    char cuda_kernel[TG_KERNEL_NAME_LEN]; /* kernel name, "" if none or unknown; a C++ name
                                   demangled by tg_report_symbolize() */
-    char cuda_kernel_mangled[128]; /* ... and then as the binary has it; "" if not demangled */
+    char cuda_kernel_mangled[TG_KERNEL_NAME_LEN]; /* ... and then as the binary has it; "" if not demangled */
     int has_entry_device;      /* !has_cuda, and entry_device is known */
     int entry_device;          /* the thread made no CUDA call yet: its current
                                   device when it entered the tuner */
@@ -119,16 +121,16 @@ struct tg_itf_report {
     int device;                /* device benchmarked on */
     uint64_t foreign;          /* kernels other threads launched on it meanwhile */
     uint64_t own;              /* the benchmarking thread's own launches there */
-    char cuda_kernel[128];     /* CUDA name of the kernel benchmarked, "" if unknown
+    char cuda_kernel[TG_KERNEL_NAME_LEN]; /* CUDA name of the kernel benchmarked, "" if unknown
                                   (demangled: as the view's cuda_kernel) */
-    char cuda_kernel_mangled[128];
+    char cuda_kernel_mangled[TG_KERNEL_NAME_LEN];
     char best_config[200];     /* str() of the tuner's best_config after the session, "" if none */
     int nfrom;                 /* entries in from[] (a sample: at most TG_ITF_REPORT_FROM) */
     struct {
         pid_t tid;             /* a launching thread */
         uint64_t func;         /* CUfunction / CUkernel / CUgraphExec it launched */
-        char kernel[96];       /* its name, "" if unknown (demangled, as cuda_kernel) */
-        char kernel_mangled[96];
+        char kernel[TG_KERNEL_NAME_LEN]; /* its name, "" if unknown (demangled, as cuda_kernel) */
+        char kernel_mangled[TG_KERNEL_NAME_LEN];
     } from[TG_ITF_REPORT_FROM];
     /* cupti=1 (docs/cupti.md): the verdict came from GPU intervals */
     int gpu;                   /* 1: the fields below are valid */
@@ -141,8 +143,8 @@ struct tg_itf_report {
         uint32_t stream;       /* CUPTI stream id */
         uint32_t count;        /* kernels of that name/thread/stream that overlapped */
         uint64_t overlap_ns;   /* their overlap */
-        char kernel[96];       /* demangled, as cuda_kernel */
-        char kernel_mangled[96];
+        char kernel[TG_KERNEL_NAME_LEN]; /* demangled, as cuda_kernel */
+        char kernel_mangled[TG_KERNEL_NAME_LEN];
     } gpu_by[TG_ITF_REPORT_FROM];
 };
 

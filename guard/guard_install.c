@@ -56,6 +56,9 @@ static inline PyObject *type_of(PyObject *o)
  * drawn at random on the thread (tg__guard_check_replaced,
  * guard/guard_internal.h). */
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared);
+static int install_at(PyObject *cls, const char *name, const char *why, int marker, int declared,
+                      const struct tg_guard_at *at);
+static PyObject *class_of_ref(PyObject *ref, int weak);
 
 /* Guard cls.<g's name>, now `cur` (the program's own), as a replacement of
  * g: where it is defined, said at verbosity>=1.  in_call: found from inside
@@ -91,7 +94,14 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
      * and its slot taken by the new guard. */
     struct tg_guard old = *g;
     g = &old;
-    if (install(cls, g->name, "replaced by user code", 0, g->declared) > 0) {
+    /* A mixin's guard serves its tuner family only: so does its replacement. */
+    struct tg_guard_at at = {.family = g->family ? class_of_ref(g->family, g->family_weak) : NULL};
+    if (at.family)
+        tg_py.Py_IncRef(at.family); /* the old slot's reference may go with free_slot */
+    int put = install_at(cls, g->name, "replaced by user code", 0, g->declared, &at);
+    if (at.family)
+        tg_py.Py_DecRef(at.family);
+    if (put > 0) {
         struct tg_guard *ng = last_installed;
         ng->replacement = 1;
         snprintf(ng->where, sizeof ng->where, "%s", where);
@@ -166,7 +176,7 @@ static PyObject *guard_cls(const struct tg_guard *g)
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
     PyObject *cls = guard_cls(g);
-    if (!cls)
+    if (!cls || g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
         return;
     PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
     if (!cur) {
@@ -387,7 +397,8 @@ static char *descr_doc(const char *name, PyObject *fn)
 /* Guard g (slot i, filled but for the mechanism) as a method descriptor
  * put on cls in place of value.  0, or -1 with one line said (nothing
  * changed then). */
-static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject *value, const char *tname)
+static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject *value, const char *tname,
+                              PyObject *holder)
 {
     g->def.ml_name = g->name;
     g->def.ml_meth = trampolines[i];
@@ -407,8 +418,8 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
     if (!method_descr_type)
         method_descr_type = type_of(wrapper);
     g->descr = 1;
-    int rc = tg__type_setattr(cls, g->pyname, wrapper);
-    tg_py.Py_DecRef(wrapper); /* the class holds it; ours is known by its d_method */
+    int rc = holder ? tg_py.PyObject_SetAttrString(holder, "func", wrapper) : tg__type_setattr(cls, g->pyname, wrapper);
+    tg_py.Py_DecRef(wrapper); /* the class (or the holder) holds it; ours is known by its d_method */
     if (rc < 0) {
         tg_py.PyErr_Clear();
         tg__warn("could not set %s.%s; it runs unguarded", g->cls_name, g->name);
@@ -561,7 +572,7 @@ static int free_slot(void)
         }
         /* Emptied first, released after: a release may run code that
          * installs (a class freed with the last reference). */
-        PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code};
+        PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code, g->family};
         memset(g, 0, sizeof *g);
         for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
             if (refs[r])
@@ -572,18 +583,49 @@ static int free_slot(void)
     return -1;
 }
 
-static int install(PyObject *cls, const char *name_in, const char *why, int marker, int declared)
+static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
+{
+    return install_at(cls, name, why, marker, declared, NULL);
+}
+
+/* The type's name of value into tname (64 bytes; "" when there is none). */
+static void type_name_of(PyObject *value, char tname[64])
+{
+    PyObject *type = tg_py.PyObject_Type(value);
+    tname[0] = '\0';
+    tg_py_attr_str(type, "__name__", tname, 64);
+    if (type)
+        tg_py.Py_DecRef(type);
+}
+
+/* install(), and where `at` says: the function at->value (else cls's own
+ * attribute), set as at->holder's func where a descriptor guard must be put
+ * somewhere (else on cls; nowhere with at->vc_only: then 0), serving
+ * instances of at->family only. */
+static int install_at(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
+                      const struct tg_guard_at *at)
 {
     int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
+    PyObject *holder = at ? at->holder : NULL, *family = at ? at->family : NULL;
+    /* The class whose kind the guard takes (Triton's, Inductor's, a
+     * declared one): the family's for a mixin's function. */
+    PyObject *kind = family ? family : cls;
     /* Copied: name_in may be a guard's own name (a replacement of it), and
      * that guard's slot may be the one free_slot empties for this one. */
     char name[sizeof guards[0].name];
     snprintf(name, sizeof name, "%s", name_in);
     PyObject *key = tg_py.PyUnicode_FromString(name);
     char tname[64];
-    PyObject *value = own_attr(cls, key, tname);
+    PyObject *value;
+    if (at && at->value) {
+        value = at->value;
+        tg_py.Py_IncRef(value);
+        type_name_of(value, tname);
+    } else {
+        value = own_attr(cls, key, tname);
+    }
     if (!value || tg_guard_is_ours(value))
         goto done;
     /* Only plain functions: a staticmethod, classmethod or property is not a
@@ -603,12 +645,14 @@ static int install(PyObject *cls, const char *name_in, const char *why, int mark
         }
         goto done;
     }
-    struct tg_guard *again = descr_guard_for(cls, name, value, marker);
+    struct tg_guard *again = holder || (at && at->vc_only) ? NULL : descr_guard_for(cls, name, value, marker);
     if (again) {
         rc = reinstall_descriptor(again, cls);
         goto done;
     }
     const int vc = strcmp(tname, "function") == 0 && vc_usable(value);
+    if (!vc && at && at->vc_only)
+        goto done; /* nowhere to put a descriptor guard */
     if (!vc && is_abstract(value)) {
         /* A descriptor has no __isabstractmethod__: put in the function's
          * place it would make an abstract class instantiable.  An abstract
@@ -641,29 +685,34 @@ static int install(PyObject *cls, const char *name_in, const char *why, int mark
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
     g->cls = class_ref(cls, &g->cls_weak);
-    const int family = builtin_family(cls);
-    g->clears_args = family >= 0 && tg_tuner_family(family)->clears_args;
+    const int builtin = builtin_family(kind);
+    g->clears_args = builtin >= 0 && tg_tuner_family(builtin)->clears_args;
     g->marker = marker;
-    g->tuning_entry = !marker && family >= 0 && tg_tuner_entry_tunes(family, name);
-    g->reads_args = marker && g->clears_args && tg_tuner_step_reads_args(family, name);
-    g->marked = family >= 0; /* every built-in family's tuning methods are marked */
+    g->tuning_entry = !marker && builtin >= 0 && tg_tuner_entry_tunes(builtin, name);
+    g->reads_args = marker && g->clears_args && tg_tuner_step_reads_args(builtin, name);
+    g->marked = builtin >= 0; /* every built-in family's tuning methods are marked */
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
+    g->pyname = key;
+    tg_py.Py_IncRef(key);
+    g->off_class = holder != NULL || (at && at->vc_only);
+    if (family)
+        g->family = class_ref(family, &g->family_weak);
     /* Its tuning step named (tuning=) and marked on that class (arm_class
      * marks the steps before it guards the class's methods): races only
      * while a thread inside is in the step.  A step that could not be
      * marked (misspelled, no plain function) leaves every overlap a race,
      * as its one line says. */
-    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(cls) && tg__guard_has_markers(g))
+    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(kind) && tg__guard_has_markers(g))
         g->marked = 1;
-    g->pyname = key;
-    tg_py.Py_IncRef(key);
     if (vc) {
         /* The function stays where it is, referenced weakly (the class holds it). */
         g->fn_weak = tg_py.PyWeakref_NewRef(value, NULL);
         tg_py.PyErr_Clear(); /* without one the slot stays taken */
         vc_install(g, value, i);
-    } else if (install_descriptor(g, i, cls, value, tname) < 0) {
+    } else if (install_descriptor(g, i, cls, value, tname, holder) < 0) {
         tg_py.Py_DecRef(g->cls);
+        if (g->family)
+            tg_py.Py_DecRef(g->family);
         tg_py.Py_DecRef(key);
         if (g->orig_code)
             tg_py.Py_DecRef(g->orig_code);
@@ -694,6 +743,17 @@ done:
 int tg_guard_install(PyObject *cls, const char *name, const char *why, int declared)
 {
     return install(cls, name, why, 0, declared);
+}
+
+int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at)
+{
+    return install_at(cls, name, why, 0, declared, at);
+}
+
+int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
+{
+    PyObject *family = class_of_ref(g->family, g->family_weak);
+    return family && tg_py.PyType_IsSubtype(type_of(inst), family);
 }
 
 /* Classes whose tuning methods are guarded as markers, each by a weak
@@ -751,7 +811,7 @@ int tg__guard_has_markers(struct tg_guard *g)
 {
     if (g->has_markers == 0) {
         g->has_markers = -1;
-        PyObject *cls = guard_cls(g);
+        PyObject *cls = g->family ? class_of_ref(g->family, g->family_weak) : guard_cls(g);
         for (int i = 0; cls && i < nmarker_bases && g->has_markers < 0; i++) {
             PyObject *c = marker_base_cls(&marker_bases[i]);
             if (c && tg_py.PyType_IsSubtype(cls, c))

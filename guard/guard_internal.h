@@ -90,6 +90,15 @@ struct tg_guard {
                              tuning step is named (tuning=: then it is also
                              marked, and they are races while a thread inside
                              is in that step) */
+    PyObject *family;     /* a mixin's function guarded for the tuner classes
+                             that inherit it: only calls on instances of this
+                             class (a class_ref, family_weak) start sessions,
+                             the mixin's other users pass through; NULL: every
+                             call (guard_install.c's tg__guard_serves) */
+    int family_weak;
+    int off_class;        /* the function is not the class's attribute (a
+                             partialmethod's function, one a tuner instance's
+                             own run calls): no replacement check reads it */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
                              1 yes, -1 no, 0 not looked yet (session.c) */
@@ -170,6 +179,39 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
  * the turn more often, which is a preference. */
 extern _Atomic uint32_t tg__tuning_threads;
 
+/* Where a guard goes, past cls's own attribute (tg__guard_install_at). */
+struct tg_guard_at {
+    PyObject *value;  /* the function to guard (borrowed); NULL: cls's own attribute */
+    PyObject *holder; /* a partialmethod of cls's whose func value is: a descriptor
+                         guard (3.11) is put there, as its func; NULL: on cls */
+    PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
+    int vc_only;      /* in the function's vectorcall slot or not at all (a function
+                         reached from an instance, not from any class) */
+};
+
+/* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
+ * do or refused (a line said where one is due), -1 failed with one line.
+ * GIL held. */
+int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at);
+/* Is inst an instance of g's family (g->family set, its class alive)?  C
+ * calls only, no error set.  GIL held. */
+int tg__guard_serves(const struct tg_guard *g, PyObject *inst);
+
+/* ---- run_shapes.c ---------------------------------------------------------- */
+
+/* cls, a subclass of the guarded class base, may reach its entry point
+ * `name` some other way than a plain function of its own (a mixin's, a
+ * partialmethod, a property or another descriptor): what its calls run is
+ * guarded, or one line, once per class, says it runs unguarded and why.
+ * declared: a targets= entry's.  GIL held; the thread busy. */
+void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
+/* A tuning method ran on tuner inst while this thread holds no session on
+ * it: an entry point set on the instance itself (`tuner.run = f`), which
+ * shadows the class's guarded one, is looked for; the function it calls
+ * with inst first guarded where it can be, said once per class.  GIL
+ * held; the thread busy. */
+void tg__guard_tuning_outside(PyObject *inst);
+
 /* ---- guard_setattr.c ------------------------------------------------------ */
 
 /* From the first guard on: class attribute assignments reach
@@ -222,7 +264,8 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 
 /* t's outermost call on u returned while a thread that entered during it is
- * benchmarking: the race seen at exit.  `mine` is t's occupant slot; called
+ * benchmarking: the race seen at exit.  `mine` is t's occupant slot (NULL:
+ * the session has none); called
  * before t leaves u, only when u->nocc > 1 and g->clears_args. */
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine);

@@ -202,8 +202,10 @@ static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
             break; /* once: the entries are matched by base's module and class */
         }
     for (int i = 0; i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].base == base)
+        if (tg__arm_targets[i].base == base) {
             tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
+            tg__guard_run_shape(cls, base, tg__arm_targets[i].method, tg__arm_targets[i].user);
+        }
 }
 
 /* Is a target method of base guarded on base itself? */

@@ -495,20 +495,56 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
     tg_report_end(t);
 }
 
+/* The sessions a race at exit linked: found again after the report by
+ * thread and entry time (the slot may be another session's by then). */
+struct exit_links {
+    int n;
+    pid_t tid[TG_TUNER_MAX_OCC];
+    uint64_t entered[TG_TUNER_MAX_OCC];
+};
+
 /* t's return cleared the arguments every thread still benchmarking in u
- * reads next, not only the one the race at exit names: link each that no
- * race has linked yet, so its exception is the race's too (seeds/004 on an
- * H200: nine threads' TypeErrors, two of them otherwise without a note).
- * Reported once, above; these are linked only.  GIL held; C loads only. */
-static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const struct tg_thread *t, const char *name,
-                         uint64_t seq)
+ * reads next: link each that no race has linked yet to t's race, so its
+ * exception is the race's (seeds/004 on an H200: nine threads' TypeErrors,
+ * two of them otherwise without a note).  Done before the report lock is
+ * taken: waiting for it lets other threads run, and one of them may raise
+ * the TypeError and leave in that time (32 threads, a switch interval of
+ * 1 us, the CPU model of Triton: 4 of about 1,800 TypeErrors left
+ * unlinked).  A suppressed race unlinks them again after the report; one
+ * that raised while the lock was awaited keeps its link.  The race's sequence
+ * number and t's thread name are added after the report (relink_cleared).
+ * GIL held; C loads only. */
+static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const struct tg_thread *t,
+                         struct exit_links *ln)
 {
+    ln->n = 0;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *c = &u->occ[i];
         if (!c->thread || c->thread == t || c->raced_tid != 0 || u->occ_tid[i] == 0 ||
             !tg__tid_alive_cached(c->tid) || !tg__other_is_tuning(c, g, 0))
             continue;
         c->raced_tid = t->tid;
+        c->raced_name[0] = '\0';
+        c->race_seq = 0;
+        ln->tid[ln->n] = c->tid;
+        ln->entered[ln->n++] = c->entered_ns;
+    }
+}
+
+/* After the report: the linked sessions still inside get its sequence number
+ * and t's name, or, when it was suppressed, lose the link (their exceptions
+ * are not reported).  One that left took the link it had.  GIL held. */
+static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const struct exit_links *ln,
+                           int suppressed, const char *name, uint64_t seq)
+{
+    for (int k = 0; k < ln->n; k++) {
+        struct tg_occupant *c = same_session(u, ln->tid[k], ln->entered[k]);
+        if (!c || c->raced_tid != t->tid)
+            continue;
+        if (suppressed) {
+            c->raced_tid = 0;
+            continue;
+        }
         snprintf(c->raced_name, sizeof c->raced_name, "%s", name);
         c->race_seq = seq;
     }
@@ -522,12 +558,16 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
  * and nothing was benchmarking, so the entry saw only a low-severity
  * overlap; this is where it turns into a race.  Reported as a race with the
  * roles of the entry (entering = the thread that came in second, inside = t)
- * and seen_at_exit set, and linked like one for the exception report.
+ * and seen_at_exit set, and linked like one for the exception report: every
+ * benchmarking session is linked before the report lock (link_cleared), and
+ * the thread reported as entering is captured then too, so the report is
+ * written even when that thread raised and left while t waited for the lock.
  * Only for Triton's Autotuner and its subclasses (g->clears_args): other
  * tuners (inductor's CachingAutotuner, targets=) keep no per-call arguments
  * that their return clears.
  * Called before t leaves u; cheap to rule out (u->nocc > 1 first).  GIL
- * held; `mine` is t's occupant slot. */
+ * held; `mine` is t's occupant slot (NULL: the session has none, its entry
+ * time is not known); allocates one view when it reports. */
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine)
 {
@@ -558,46 +598,58 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     x = NULL; /* a class's own __getattribute__ may run below: looked up again */
     if (!nargs_cleared(inst))
         return;
-    struct tg_report *r = tg_report_begin(t); /* may let other threads run: look both up again, same sessions */
+    /* C calls only from here to the report lock: x stays where it is. */
     x = same_session(u, x_tid, x_entered);
-    mine = occupant_by_tid(u, t->tid);
-    if (!x || !mine || x->raced_tid || !tg__other_is_tuning(x, g, 0)) {
-        tg_report_end(t);
+    if (!x || x->raced_tid || !tg__other_is_tuning(x, g, 0))
         return;
+    struct exit_links ln;
+    link_cleared(u, g, t, &ln); /* x among them */
+    struct tg_thread_view *xv = calloc(1, sizeof *xv);
+    if (xv)
+        view_other_c(xv, x);
+    uint64_t t_entered = mine ? mine->entered_ns : 0; /* none: a session without a slot */
+    x = NULL; mine = NULL; /* from here on, Python code runs: the links are made */
+    char t_name[sizeof xv->name];
+    tg_py_thread_name(t->ident, t_name, sizeof t_name);
+    if (xv) /* its name while it runs: it may have ended by the time the lock is ours */
+        tg_py_thread_name(xv->ident, xv->name, sizeof xv->name);
+    relink_cleared(u, t, &ln, 0, t_name, 0); /* a note written before the report names t */
+    struct tg_report *r = tg_report_begin(t); /* may let other threads run: x may leave */
+    if (!xv) { /* no memory for the early capture: reported only if x is still inside */
+        x = same_session(u, x_tid, x_entered);
+        if (!x) {
+            tg_report_end(t);
+            return;
+        }
     }
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    view_other_c(e, x); /* C calls only: x is still inside */
+    if (xv) {
+        memcpy(e, xv, sizeof *e);
+        free(xv);
+    } else {
+        view_other_c(e, x); /* C calls only: x is still inside */
+        x = NULL;
+    }
     view_self_c(in, t, "at return");
-    in->entered_ns = tg_ticks_to_ns(mine->entered_ns);
+    in->entered_ns = t_entered ? tg_ticks_to_ns(t_entered) : 0; /* 0: not known */
     in->launches = t->session_launches;
     in->syncs = t->session_syncs;
     in->benchmarking = t->session_syncs > 0 || t->session_launches > 1;
-    /* Link x's session now, while its slot is certainly valid: its exception
-     * names t even if the report below is suppressed or a repeat. */
-    struct tg_occupant *xo = (struct tg_occupant *)x;
-    xo->raced_tid = t->tid;
-    x = NULL; xo = NULL; mine = NULL; /* from here on, Python code runs */
+    /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->high_severity = 1;
     r->seen_at_exit = 1;
-    view_other_names(e);
-    tg_py_thread_name(t->ident, in->name, sizeof in->name);
+    if (!e->name[0])
+        tg_py_thread_name(e->ident, e->name, sizeof e->name);
+    if (e->has_cuda)
+        tg_cuda_kernel_name(e->cuda.func, e->cuda_kernel, sizeof e->cuda_kernel);
+    memcpy(in->name, t_name, sizeof in->name);
     if (in->has_cuda)
         tg_cuda_kernel_name(in->cuda.func, in->cuda_kernel, sizeof in->cuda_kernel);
     tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */
     enum tg_emit_status st;
     uint64_t seq = tg_emit(r, &st); /* halt_on_race ends the process here */
-    int suppressed = st == TG_EMIT_SUPPRESSED;
-    struct tg_occupant *back = same_session(u, x_tid, x_entered);
-    if (back && back->raced_tid == t->tid) {
-        /* suppressed: unlinked, as at entry, so its exception is not reported;
-         * the mark stays 0 only if nothing else linked it meanwhile */
-        back->raced_tid = suppressed ? 0 : t->tid;
-        snprintf(back->raced_name, sizeof back->raced_name, "%s", in->name);
-        back->race_seq = seq;
-    }
-    if (!suppressed)
-        link_cleared(u, g, t, in->name, seq);
+    relink_cleared(u, t, &ln, st == TG_EMIT_SUPPRESSED, in->name, seq);
     tg_report_end(t);
 }
 

@@ -229,6 +229,17 @@ static PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject 
     return res;
 }
 
+/* Does t run a tuning method on inst while it holds no session on inst?
+ * (Its unregistered session registered first: marker_call.)  A look-up
+ * of the tuner table only where t is inside some tuner. */
+static int tuning_outside(const struct tg_thread *t, PyObject *inst)
+{
+    if (__builtin_expect(t->depth == 0, 0))
+        return 1;
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    return !u || !tg_tuner_is_inside(u, t);
+}
+
 /* A tuning method (Autotuner._bench, ...): no session, only the evidence
  * that this thread is tuning (tg__other_is_tuning).  An unregistered session
  * becomes a registered one first, so that the evidence lands on its tuner
@@ -238,6 +249,11 @@ static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *
 {
     if (__builtin_expect(t->quiet_inst != 0, 0))
         tg__quiet_register(t, t->quiet_inst);
+    if (__builtin_expect(nargs >= 1, 1) && tuning_outside(t, args[0])) {
+        t->busy++;
+        tg__guard_tuning_outside(args[0]);
+        t->busy--;
+    }
     if (t->tuning++ == 0) {
         __atomic_fetch_add(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
         t->tuning_step = g;
@@ -475,6 +491,8 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
             return call_in_wait(g, t, f, args, nargs, kwnames); /* t->busy: its wait's */
         return tg__call_orig(g, f, args, nargs, kwnames);
     }
+    if (__builtin_expect(g->family != NULL, 0) && !tg__guard_serves(g, args[0]))
+        return tg__call_orig(g, f, args, nargs, kwnames); /* a mixin's function on another class's instance */
     if (__builtin_expect(g->chains, 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
@@ -546,8 +564,11 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * Only a call that returned (an exception may leave before the tuner's
      * own `self.nargs = None`), and, for a marked tuner, only when some
      * thread began tuning during the call: overlapping tuned calls, the
-     * common case with several threads, look at nobody else's record. */
-    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && o && o->depth == 1 && res != NULL &&
+     * common case with several threads, look at nobody else's record.  A
+     * session without a slot (more threads inside than the entry has slots)
+     * is checked too when it is the thread's only one: its return clears
+     * the arguments as any other's does. */
+    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)

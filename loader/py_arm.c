@@ -7,6 +7,8 @@
  *   cpython.run_*    -> arm(): guard targets already imported (by site, .pth
  *                       files, sitecustomize); the meta-path finder goes in
  *                       now only with targets= (the program's own modules)
+ *   "import"/"exec"  -> of a target, not armed yet (a program that embeds
+ *                       Python: no cpython.run_*): arm() there, then as below
  *   "import"/"exec"  -> a target's package is being imported: the finder goes
  *                       in (first in sys.meta_path), before the target module
  *                       itself is looked for
@@ -52,6 +54,7 @@ TG_STARTUP_TEXT(ev_run_module, "cpython.run_module");
 TG_STARTUP_TEXT(ev_import, "import");
 TG_STARTUP_TEXT(ev_exec, "exec");
 TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
+TG_STARTUP_TEXT(txt_interp_main, "PyInterpreterState_Main");
 TG_STARTUP_TEXT(txt_sys, "sys");
 TG_STARTUP_TEXT(txt_meta_path, "meta_path");
 TG_STARTUP_TEXT(txt_find_spec, "find_spec");
@@ -535,6 +538,42 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
                  "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_FIRST);
 }
 
+/* A program that embeds Python (Py_Initialize, then PyRun_SimpleString,
+ * PyRun_SimpleFile or PyImport_ImportModule; a pybind11 host) never reaches
+ * Python's main, which alone raises cpython.run_*.  There arming waits for
+ * the first event that concerns a target once the interpreter is
+ * initialized: an "import" of a target module or a package above one, or an
+ * "exec" while a target's package is in sys.modules (importlib.import_module
+ * raises no "import"; the package's __init__ raises "exec").  In the main
+ * interpreter only (a subinterpreter's events are not ours to arm on).  In
+ * python itself the same holds between initialization and cpython.run_*
+ * (a .pth file importing a target): arming there is arming earlier, with
+ * the target in sight.  Costs, per event until armed, a call to
+ * Py_IsInitialized and a few string compares ("exec": a look-up of each
+ * target's package).  GIL held. */
+TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
+{
+    int import = strcmp(event, ev_import) == 0;
+    if ((!import && strcmp(event, ev_exec) != 0) || tg_py_resolve() < 0 || !tg_py.Py_IsInitialized())
+        return 0;
+    parse_targets(1);
+    int concerns;
+    if (import) {
+        const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
+        concerns = name && names_target_or_package(name);
+        tg_py.PyErr_Clear();
+    } else {
+        concerns = target_package_present();
+    }
+    if (!concerns)
+        return 0;
+    static void *(*interp_main)(void) TG_STARTUP_DATA;
+    static int looked TG_STARTUP_DATA;
+    if (!looked++)
+        interp_main = (void *(*)(void))tg_py_symbol(txt_interp_main);
+    return !interp_main || !tg_py.PyInterpreterState_Get || tg_py.PyInterpreterState_Get() == interp_main();
+}
+
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
@@ -554,8 +593,15 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
             arm();
             if (armed && strcmp(event, ev_run_module) == 0)
                 say_run_as_main(args);
+            return 0;
         }
-        return 0;
+        /* No cpython.run_* (an embedding program): arm at the target's own
+         * import, then handle this event as an armed hook does. */
+        if (!target_import_unarmed(event, args))
+            return 0;
+        arm();
+        if (!armed)
+            return 0;
     }
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects

@@ -476,8 +476,11 @@ void tg_py_program_note(const char *full, const char *stored)
 {
     if (!full || !stored || tg_stack_file_program(stored) >= 0 || !tg_stack_maybe_program(stored))
         return;
-    if (facts.state == 0)
+    if (facts.state == 0) {
+        if (tg_py_finalizing())
+            return; /* sys.modules may be gone: PyImport_GetModuleDict would end the process */
         read_facts();
+    }
     if (facts.state < 0)
         return;
     char abs[PATH_MAX], real[PATH_MAX];

@@ -27,9 +27,16 @@ MAX_NATIVE = 8
 
 
 def generate(lib, fakecuda, python):
-    tmp = tempfile.mkdtemp(prefix="tg-excerpt-")
+    """The first report of the deep_stack scenario, in the README's form.  The
+    scenario runs in a temporary folder, which is also its TMPDIR (its generated
+    package goes there); the folder is removed whatever happens."""
+    with tempfile.TemporaryDirectory(prefix="tg-excerpt-") as tmp:
+        return first_report(lib, fakecuda, python, tmp)
+
+
+def first_report(lib, fakecuda, python, tmp):
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib), TUNERGUARD_OPTIONS=f"log_path={tmp}/tunerguard",
-               LD_LIBRARY_PATH=os.path.abspath(fakecuda), PYTHONDONTWRITEBYTECODE="1")
+               LD_LIBRARY_PATH=os.path.abspath(fakecuda), PYTHONDONTWRITEBYTECODE="1", TMPDIR=tmp)
     subprocess.run([python, os.path.join(ROOT, "tests/repro/scenarios/deep_stack.py")], env=env, cwd=tmp,
                    capture_output=True, timeout=120)
     reps = glob.glob(f"{tmp}/tunerguard.*.txt")

@@ -127,6 +127,22 @@ cat >fc.exp <<'EOF'
 EOF
 check "fatal: race_seq null, kernel by tuner instance" sh -c "[ $rc = 1 ] && diff -u fc.exp fc.out.sec"
 
+# the same, but the tuner raced twice before: the latest race on it is named, not the first
+mkdir flatest
+printf '%s\n' \
+ '{"schema":1,"kind":"race","seq":1,"pid":600,"rank":0,"mode":"detect","ts_ns":10,"severity":"high","serialized":false,"tuner":{"class":"Autotuner","method":"Autotuner.run","kernel":"add_kernel","instance":"0xab0"},"location":null,"entering":{}}' \
+ '{"schema":1,"kind":"race","seq":2,"pid":600,"rank":0,"mode":"detect","ts_ns":11,"severity":"high","serialized":false,"tuner":{"class":"Autotuner","method":"Autotuner.run","kernel":"mul_kernel","instance":"0xcd0"},"location":null,"entering":{}}' \
+ '{"schema":1,"kind":"race","seq":3,"pid":600,"rank":0,"mode":"detect","ts_ns":12,"severity":"high","serialized":false,"tuner":{"class":"Autotuner","method":"Autotuner.run","kernel":"add_kernel","instance":"0xab0"},"location":null,"entering":{}}' \
+ '{"schema":1,"kind":"fatal","seq":4,"pid":600,"rank":0,"mode":"detect","ts_ns":13,"tuner":{"class":null,"method":null,"kernel":null,"instance":"0xAB0"},"location":null,"entering":null,"signal":"SIGBUS","signo":7,"si_code":2,"fault_addr":null,"tid":601,"native":[],"tuners":[{"instance":"0xAB0","occupants":[{"tid":601,"inside_ns":1,"depth":1,"race_seq":null}],"waiters":0}],"race_seq":null,"reports_before":3}' \
+ >flatest/tg.rank0.600.jsonl
+run_tg flatest report flatest
+fsec flatest.out
+cat >flatest.exp <<'EOF'
+1 process died of a fatal signal:
+  pid 600 rank 0: SIGBUS in tid 601, inside kernel 'add_kernel' (this call did not race; that tuner last raced in race report #3 of that process); 3 reports before it; file flatest/tg.rank0.600.jsonl
+EOF
+check "fatal: race_seq null, the tuner's latest race named (not its first)" sh -c "[ $rc = 1 ] && diff -u flatest.exp flatest.out.sec"
+
 run_tg fm report fb fa fc
 check "several fatal records: plural on the header line" has fm.out '^3 races: 2 high, 1 low, 0 serialized; 3 fatal signals; 1 method replacement$'
 fsec fm.out

@@ -88,26 +88,36 @@ class Ctx:
         env.update(extra_env or {})
         return env
 
-    def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT, extra_env=None):
+    def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT, extra_env=None,
+                 stderr_file=None):
+        """stderr_file: the child starts with its stderr on this file (in cwd,
+        written from its start); res.err is what the file holds after."""
         cwd = cwd or self.tmpdir()
+        err_f = open(os.path.join(cwd, stderr_file), "wb") if stderr_file else None
         p = subprocess.Popen(argv, cwd=cwd, env=self.env(options, preload, extra_env), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, start_new_session=True)
+                             stderr=err_f or subprocess.PIPE, start_new_session=True)
+        timed_out = False
         try:
             out, err = p.communicate(timeout=timeout)
-            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)  # the child and any grandchild it forked
             out, err = p.communicate()
-            return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd,
-                          timed_out=True)
+            timed_out = True
+        if err_f:
+            err_f.close()
+            with open(os.path.join(cwd, stderr_file), "rb") as f:
+                err = f.read()
+        return Result(p.returncode, out.decode(errors="replace"), err.decode(errors="replace"), cwd,
+                      timed_out=timed_out)
 
-    def run_py(self, body, options=None, preload=True, timeout=CHILD_TIMEOUT, extra_env=None):
+    def run_py(self, body, options=None, preload=True, timeout=CHILD_TIMEOUT, extra_env=None, stderr_file=None):
         tmp = self.tmpdir()
         prog = os.path.join(tmp, "prog.py")
         with open(prog, "w") as f:
             f.write(prelude())
             f.write(textwrap.dedent(body))
-        return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout, extra_env=extra_env)
+        return self.run_argv([self.python, prog], options, preload, cwd=tmp, timeout=timeout, extra_env=extra_env,
+                             stderr_file=stderr_file)
 
 
 # Shared by every program: the fixture on sys.path, and race_once(), which
@@ -784,6 +794,52 @@ def check_race_serialize(ctx):
            "the report's headline, SUMMARY and summary say the race was prevented", res)
 
 
+# Two races on one tuner: the entering thread calls from one line both
+# times, the thread inside from line A, then from line B (or A again, the
+# control).  The report's de-duplication key holds both threads' call sites:
+# another inside site is another race, written; the same two sites again
+# are its repeat, counted.
+TWO_INSIDE_SITES_PROG = """
+    from triton.runtime.autotuner import Autotuner
+    tuner = Autotuner(my_kernel)
+    def race_with(victim_call):
+        entered, release = threading.Event(), threading.Event()
+        def hook(t, tag, *rest):
+            if tag == "victim":
+                entered.set()
+                release.wait()
+        tuner.hook = hook
+        th = threading.Thread(target=victim_call, name="victim")
+        th.start()
+        entered.wait()
+        enter()
+        release.set()
+        th.join()
+    def enter():
+        tuner.run("other")  # the entering call site, both races
+    def inside_a():
+        tuner.run("victim")  # inside call site A
+    def inside_b():
+        tuner.run("victim")  # inside call site B
+    race_with(inside_a)
+    race_with(inside_b if os.environ["SECOND"] == "b" else inside_a)
+    print("DONE")
+"""
+
+
+def check_two_inside_sites_two_reports(ctx):
+    """Same entering call site, another inside call site: two reports."""
+    for second, want_written in (("b", 2), ("a", 1)):
+        res = ctx.run_py(TWO_INSIDE_SITES_PROG, options=opts(), extra_env={"SECOND": second})
+        expect(res.rc == 0 and "DONE" in res.out, "ran", res)
+        _, text = only_report(res)
+        what = "inside sites A, B" if second == "b" else "inside site A twice (the control)"
+        written = text.count("WARNING: tunerguard: thread entered a tuner another thread is inside")
+        expect(written == want_written, "%s: %d race reports, %d written" % (what, want_written, written), res)
+        expect(re.search(r"^tunerguard: %d races? reported \(2 seen\)" % want_written, res.err, re.M),
+               "%s: the exit line says %d reported, 2 seen" % (what, want_written), res)
+
+
 def check_race_off(ctx):
     prog = RACE_PROG.replace("assert is_guarded(Autotuner)", "assert not is_guarded(Autotuner)")
     res = ctx.run_py(prog % {"serialize": False}, options=opts(mode="off"))
@@ -960,6 +1016,175 @@ def check_subclass_nested_single_thread(ctx):
     expect(res.rc == 0 and "DONE" in res.out, "program ran", res)
     expect(res.err == "", "run -> super().run() on one thread is not a race", res)
     no_files(res)
+
+
+# --------------------------------------------------------------------------
+# (d') a tuner subclass whose run is no plain function of its own: what a
+# call runs is guarded (a mixin's function, a partialmethod's function), or
+# one line names the class whose run is left unguarded and why (a property,
+# another descriptor).  Each run is a run of its own, which never calls
+# Autotuner.run: guarded only where its own entry is.
+
+SHAPE_PRELUDE = """
+    import functools, types
+    from triton.runtime.autotuner import Autotuner
+    def own_run(self, *args, **kwargs):
+        self.nargs = dict(enumerate(args))  # kept on the shared tuner, as Triton's run does
+        try:
+            return self._bench(*args)
+        finally:
+            self.nargs = None
+"""
+
+SHAPES = {
+    "partialmethod": """
+    class Tuner(Autotuner):
+        run = functools.partialmethod(own_run, mode="fast")
+    """,
+    "mixin": """
+    class RunMixin:  # no tuner: its other users' calls are no sessions
+        def run(self, *args, **kwargs):
+            return own_run(self, *args, **kwargs)
+    class Tuner(RunMixin, Autotuner):
+        pass
+    class NotATuner(RunMixin):
+        def _bench(self, *args):
+            self.hook(self, *args)
+    race_once(NotATuner(), serialize=%(serialize)s)  # overlapping, but no tuner: no report, no wait
+    print("NOT_A_TUNER_WAITS", len(_wait_events))
+    """,
+    "property": """
+    class Tuner(Autotuner):
+        @property
+        def run(self):
+            return types.MethodType(own_run, self)
+    class MoreTuners(Tuner):  # inherits the property: said for Tuner, once
+        pass
+    """,
+    "descriptor": """
+    class Bound:
+        def __get__(self, inst, owner=None):
+            return self if inst is None else functools.partial(own_run, inst)
+    class Tuner(Autotuner):
+        run = Bound()
+    """,
+    "instance": """
+    class Tuner(Autotuner):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.run = types.MethodType(own_run, self)  # shadows the class's guarded run
+    """,
+}
+
+SHAPE_RACE = """
+    tuner = Tuner(my_kernel)
+    order = race_once(tuner, serialize=%(serialize)s)
+    print("ORDER", ",".join(order))
+    print("WAIT_EVENTS", len(_wait_events))
+    print("DONE")
+"""
+
+
+def run_shape(ctx, shape, mode):
+    prog = (SHAPE_PRELUDE + SHAPES[shape] + SHAPE_RACE) % {"serialize": mode == "serialize"}
+    return ctx.run_py(prog, options=opts(mode=mode))
+
+
+# run set on a tuner instance, found at its first tuning call: the function
+# the bound method calls is guarded from then on (in its vectorcall slot), or,
+# on 3.11 (no such slot), said to run unguarded.
+INSTANCE_LINE = {False: "a __main__.Tuner instance has run set on itself (a method of own_run), which shadows "
+                        "Tuner.run: own_run is guarded from now on",
+                 True: "a __main__.Tuner instance has run set on itself (a method), which shadows Tuner.run: "
+                       "calls of it run unguarded"}
+
+
+def interpreter_minor(ctx):
+    if not hasattr(ctx, "minor"):
+        out = subprocess.run([ctx.python, "-c", "import sys; print(sys.version_info[1])"], capture_output=True,
+                             text=True, env=ctx.env(preload=False))
+        ctx.minor = int(out.stdout)
+    return ctx.minor
+
+
+def check_run_shape_instance_guarded(ctx):
+    """run set on the instance, the tuner's first call made alone: the race
+    of later calls is reported (detect) and prevented (serialize); 3.11: the
+    line says they run unguarded, and nothing is reported."""
+    unguarded = interpreter_minor(ctx) == 11
+    for mode, kind in (("detect", "method"), ("serialize", "method"), ("detect", "partial")):
+        shape = SHAPES["instance"]
+        if kind == "partial":
+            shape = shape.replace("types.MethodType(own_run, self)", "functools.partial(own_run, self)")
+        prog = (SHAPE_PRELUDE + shape + """
+    Tuner(my_kernel).run("alone")  # its first tuning: found, guarded from here
+    """ + SHAPE_RACE) % {"serialize": mode == "serialize"}
+        res = ctx.run_py(prog, options=opts(mode=mode))
+        expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % mode, res)
+        lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+        want = INSTANCE_LINE[unguarded].replace("(a method", "(a " + kind)
+        expect(lines and want in lines[0], "%s, %s: the line" % (mode, kind), res)
+        if unguarded:
+            expect("ORDER victim:start,other:start,other:end,victim:end" in res.out and not res.files("tg.*"),
+                   "3.11 %s: unguarded, nothing reported" % mode, res)
+        elif mode == "detect":
+            _, text = only_report(res)
+            expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1 and "Tuner.run" in text,
+                   "detect: the later race reported", res)
+        else:
+            expect("ORDER victim:start,victim:end,other:start,other:end" in res.out
+                   and re.search(r"^tunerguard: .*; 1 call serialized", res.err, re.M),
+                   "serialize: the later race prevented", res)
+
+
+def check_run_shape_guarded(ctx):
+    """A mixin's run, and a partialmethod's function: a race through them is
+    reported (detect) and prevented (serialize); the mixin's calls on an
+    instance of another class are no session."""
+    for shape, method in (("mixin", "RunMixin.run"), ("partialmethod", "Tuner.run")):
+        res = run_shape(ctx, shape, "detect")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % shape, res)
+        expect("ORDER victim:start,other:start,other:end,victim:end" in res.out, "%s: the overlap was forced" % shape,
+               res)
+        _, text = only_report(res)
+        expect(text.count("WARNING: tunerguard: thread entered a tuner") == 1 and method in text,
+               "%s: one race reported, in %s" % (shape, method), res)
+        res = run_shape(ctx, shape, "serialize")
+        expect(res.rc == 0 and "DONE" in res.out, "%s serialize: program ran" % shape, res)
+        # (a wait for the turn that passes its bound on a loaded machine
+        # is followed by one for the tuner: two events, one call)
+        expect("ORDER victim:start,victim:end,other:start,other:end" in res.out
+               and re.search(r"^WAIT_EVENTS [12]$", res.out, re.M)
+               and re.search(r"^tunerguard: .*; 1 call serialized", res.err, re.M),
+               "%s serialize: the second call waited until the first ended" % shape, res)
+        expect(shape != "mixin" or "NOT_A_TUNER_WAITS 0" in res.out,
+               "mixin serialize: no wait in the mixin's other user's overlap", res)
+
+
+def check_run_shape_said(ctx):
+    """A property, another descriptor: what a call runs is decided at each
+    access; run set on the instance: nothing announces it.  One line names
+    the class and says its run is unguarded (the instance's when a tuning
+    method runs outside any guarded call)."""
+    wants = {"property": "__main__.Tuner.run is a property, not a function",
+             "descriptor": "__main__.Tuner.run is a Bound, not a function",
+             "instance": INSTANCE_LINE[interpreter_minor(ctx) == 11]}
+    for shape, want in wants.items():
+        res = run_shape(ctx, shape, "detect")
+        expect(res.rc == 0 and "DONE" in res.out, "%s: program ran" % shape, res)
+        lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+        expect(len(lines) == 1 and want in lines[0] and "unguarded" in lines[0],
+               "%s: one line names the class and why its run is unguarded" % shape, res)
+    # run set on the instance, called from inside another tuner's guarded
+    # call (a kernel tuned inside another's benchmark): said as well.
+    res = ctx.run_py(SHAPE_PRELUDE + SHAPES["instance"] + """
+    inner = Tuner(my_kernel)
+    outer = Autotuner(lambda *args: inner.run(*args))
+    print(outer.run("x"))
+    """, options=opts())
+    lines = [ln for ln in res.err.splitlines() if ln.startswith("tunerguard:")]
+    expect(res.rc == 0 and "ok" in res.out and len(lines) == 1 and wants["instance"] in lines[0],
+           "instance, inside another tuner's call: one line", res)
 
 
 # --------------------------------------------------------------------------
@@ -1839,6 +2064,25 @@ def check_exitcode(ctx):
     expect(res.rc == 5, "no race: the program's own status 5", res)
 
 
+def check_prevented_is_race(ctx):
+    """serialize: a race the wait prevented leaves the exit status alone and
+    does not halt; with prevented_is_race=1 it sets exitcode= and halts as a
+    race does (the same program, the same one prevented race)."""
+    prog = RACE_PROG % {"serialize": True}
+    res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7))
+    expect(res.rc == 0 and "DONE" in res.out, "exitcode=7, prevented race: the program's own status 0", res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", exitcode=7, prevented_is_race=1))
+    expect(res.rc == 7 and "DONE" in res.out, "exitcode=7, prevented_is_race=1: status 7 (%s)" % res.rc, res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", halt_on_race=1))
+    expect(res.rc == 0 and "DONE" in res.out, "halt_on_race=1, prevented race: the program runs to its end", res)
+    res = ctx.run_py(prog, options=opts(mode="serialize", halt_on_race=1, exitcode=9, prevented_is_race=1))
+    expect("DONE" not in res.out and res.rc == 9,
+           "halt_on_race=1, prevented_is_race=1: halted at the race with exitcode=9 (%s)" % res.rc, res)
+    _, text = only_report(res)
+    expect(re.search(r"^WARNING: tunerguard: race prevented \(serialize\)", text, re.M)
+           and text.rstrip("\n").endswith("=================="), "the prevented race's report is complete", res)
+
+
 HALT_PROG = '''
     from triton.runtime.autotuner import Autotuner
     tuner = Autotuner(my_kernel)
@@ -2480,6 +2724,37 @@ def check_stderr_taken_by_program_file(ctx):
             expect(re.match(r"tunerguard: 1 race reported", log), "%s: the exit line in the log: %r" % (what, log), res)
 
 
+# The process starts with stderr on a file (start.txt); the program then
+# puts another file of the same folder, so the same filesystem, on fd 2.  fd
+# 2's identity is its device and inode together: data.bin is the program's
+# file, not the stderr it started with, and tunerguard writes nothing there.
+STDERR_SAME_FS_PROG = """
+    st_start = os.stat("start.txt")
+    data = os.open("data.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(data, b"DATA")
+    os.dup2(data, 2)
+    st = os.fstat(2)
+    print("SAME_DEV", st.st_dev == st_start.st_dev, "SAME_INO", st.st_ino == st_start.st_ino)
+    from triton.runtime.autotuner import Autotuner
+    race_once(Autotuner(my_kernel))
+    print("DONE pid", os.getpid())
+"""
+
+
+def check_stderr_file_then_another_file_same_fs(ctx):
+    for log_path in ("tg", "stderr"):
+        res = ctx.run_py(STDERR_SAME_FS_PROG, options="log_path=" + log_path, stderr_file="start.txt")
+        expect(res.rc == 0 and "DONE" in res.out, "log_path=%s: ran" % log_path, res)
+        expect("SAME_DEV True SAME_INO False" in res.out, "one filesystem, another inode", res)
+        with open(os.path.join(res.tmp, "data.bin"), "rb") as f:
+            got = f.read()
+        expect(got == b"DATA", "log_path=%s: the program's file holds only what it wrote: %r" % (log_path, got[:300]),
+               res)
+        txt = res.files("tg.*.txt" if log_path == "tg" else "tunerguard.*.txt")
+        text = open(txt[0]).read() if len(txt) == 1 else ""
+        expect(text.count("WARNING: tunerguard") == 1, "log_path=%s: the report in a file of its own" % log_path, res)
+
+
 # A test runner's capture: an unlinked temporary file put on fd 2 (pytest's
 # capfd/--capture=fd).  It is a stderr: the report goes there.
 STDERR_CAPTURE_PROG = """
@@ -2734,6 +3009,38 @@ def check_exception_every_cleared_call_linked(ctx):
     expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
 
 
+# One thread, one call of a subclass whose run() calls _bench with the
+# tuner's `nargs` attribute gone (a tuner that keeps its arguments elsewhere),
+# then, as a control, with it None: only None is what another call's return
+# left (the race seen when a call begins tuning).  Broken (a missing
+# attribute taken for a cleared one), the first call is reported as a race.
+NO_NARGS_PROG = r"""
+from triton.runtime.autotuner import Autotuner
+class Keeps(Autotuner):
+    def run(self, tag):
+        if self.drop:
+            del self.nargs
+        return self._bench(tag)
+tuner = Keeps(lambda tag: tag)
+tuner.drop = os.environ["NARGS"] == "drop"
+print("RESULT", tuner.run("one"), hasattr(tuner, "nargs"))
+"""
+
+
+def check_no_nargs_attribute_not_cleared(ctx):
+    """A tuner with no `nargs` attribute at all has not had its arguments
+    cleared: no race when its call begins tuning.  None is (the control)."""
+    res = ctx.run_py(NO_NARGS_PROG, options=opts(), extra_env={"NARGS": "drop"})
+    expect(res.rc == 0 and "RESULT one False" in res.out, "ran, the attribute gone", res)
+    expect(res.err == "", "nothing said", res)
+    no_files(res, "no report")
+    res = ctx.run_py(NO_NARGS_PROG, options=opts(), extra_env={"NARGS": "keep"})
+    expect(res.rc == 0 and "RESULT one True" in res.out, "ran, the attribute None", res)
+    _, text = only_report(res)
+    expect("another call cleared a tuner call's arguments before it began tuning" in text,
+           "the control: None is reported as cleared", res)
+
+
 # serialize: the main thread's call waits for the turn (held by the thread
 # inside, which keeps running Python code), goes on without it past the
 # bypass, and then waits for the tuner: one call, two waits.  The thread
@@ -2847,6 +3154,63 @@ def check_exception_linked_past_occupant_slots(ctx):
     expect(int(m.group(2)) == 10 * int(m.group(3)), "a note on each (3.11+)", res)
 
 
+# The call whose return clears the arguments has no occupant slot: 'tuner'
+# entered first and 7 fast-path calls after it hold the tuner's 8 slots
+# (verbosity=1: registered sessions from the first call on), then 'fast'
+# enters with none left.  'tuner' goes on to benchmark and parks there;
+# 'fast' returns (self.nargs = None); 'tuner' reads the arguments: TypeError.
+# Nobody was benchmarking at any entry, so only the check at fast's return
+# can link it.  Broken (no check for a session without a slot), tuner's
+# TypeError has no note and is not counted.
+SLOTLESS_CLEAR_PROG = r"""
+import collections
+from cleartuner import ClearTuner
+errors, notes = {}, {}
+ev = collections.defaultdict(threading.Event)
+def gate(tag, phase):  # parks each thread, by name, where main says
+    me = threading.current_thread().name
+    ev[(me, phase)].set()
+    ev[(me, phase + "-go")].wait(20)
+tuner = ClearTuner(gate)
+def call(tag):
+    try:
+        tuner.run(tag)
+    except BaseException as e:
+        name = threading.current_thread().name
+        errors[name] = type(e).__name__
+        notes[name] = len([n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:")])
+def start(name, tag):
+    th = threading.Thread(target=call, args=(tag,), name=name)
+    th.start()
+    assert ev[(name, "entered")].wait(20), name
+    return th
+first = start("tuner", "tuner")
+fillers = [start("fill%d" % i, "fast") for i in range(7)]
+fast = start("fast", "fast")
+ev[("tuner", "entered-go")].set()
+assert ev[("tuner", "bench")].wait(20)
+ev[("fast", "entered-go")].set()
+fast.join()
+ev[("tuner", "bench-go")].set()
+first.join()
+for i, th in enumerate(fillers):
+    ev[("fill%d" % i, "entered-go")].set()
+    th.join()
+print("ERRORS", sorted(errors.items()), "NOTES", sorted(notes.items()), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_linked_by_slotless_return(ctx):
+    """A return without an occupant slot clears the arguments a benchmarking
+    call reads next: that call's TypeError is linked to the race."""
+    res = ctx.run_py(SLOTLESS_CLEAR_PROG, options=opts(verbosity=1))
+    expect("ERRORS [('tuner', 'TypeError')]" in res.out, "tuner raised TypeError, nobody else", res)
+    m = re.search(r"NOTES \[\('tuner', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(2), "a note on it (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -2881,7 +3245,7 @@ CHECKS = {
     "nonpython": [check_nonpython],
     "quiet": [check_quiet_python, check_quiet_exec_at_finalization, check_quiet_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
-    "race": [check_race_detect, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
+    "race": [check_race_detect, check_two_inside_sites_two_reports, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
              check_race_hot_loop, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
              check_race_interrupt_in_wait_report,
              check_race_serialize, check_race_off,
@@ -2898,7 +3262,7 @@ CHECKS = {
                 check_declared_repeats_keep_refcounts, check_metaclass_new_returns_other,
                 check_replaced_by_async_said_once,
                 check_target_class_refuses_setattr, check_target_builtin_in_class_body, check_target_non_ascii],
-    "exit": [check_exitcode, check_halt_on_race, check_exit_with_audit_hook_and_open_file],
+    "exit": [check_exitcode, check_halt_on_race, check_prevented_is_race, check_exit_with_audit_hook_and_open_file],
     "log_path": [check_log_path_missing_dir],
     "dedup": [check_repeat_reported_once, check_verbosity2_writes_every_occurrence, check_distinct_races_reported,
               check_distinct_call_sites_reported, check_new_tuner_every_call_is_one_bug, check_report_cap,
@@ -2908,13 +3272,15 @@ CHECKS = {
     "files": [check_planted_symlinks, check_log_path_through_planted_link, check_fifo_at_report_path, check_fifo_as_suppressions, check_rank_one_rule,
               check_chdir_after_start, check_same_pid_twice],
     "descriptors": [check_program_fds_untouched, check_stderr_closed_at_start, check_stderr_taken_by_program_file,
+                    check_stderr_file_then_another_file_same_fs,
                     check_stderr_pipe_broken_or_full, check_stderr_capture_by_test_runner, check_group_writable_folder,
                     check_full_disk],
+    "run_shapes": [check_run_shape_guarded, check_run_shape_said, check_run_shape_instance_guarded],
     "exc_link": [check_exception_own_keyerror_not_linked, check_exception_keyboard_interrupt_not_linked,
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exit_line_counts_wait_in_progress,
-                 check_exception_linked_past_occupant_slots,
-                 check_exception_every_cleared_call_linked],
+                 check_exception_linked_past_occupant_slots, check_exception_linked_by_slotless_return,
+                 check_exception_every_cleared_call_linked, check_no_nargs_attribute_not_cleared],
 }
 
 

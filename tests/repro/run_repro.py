@@ -13,7 +13,10 @@ the outcome each mode must have.
 
 LD_PRELOAD and TUNERGUARD_OPTIONS are set in the child's environment only, and
 removed from it for the none/control modes. The child gets
-LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory.
+LD_LIBRARY_PATH=<fakecuda dir> and runs in a fresh temporary directory, with
+TMPDIR a private folder in it: a child that ends on its own (not killed for
+its timeout) and leaves anything there fails, so a scenario removes what it
+creates in the temporary folder, whatever its exit status.
 
 The Triton the children import: the model in tests/repro/model (TG_TRITON_MODEL, the
 default), or, with --triton-release X.Y.Z, the release installed in --python's
@@ -70,6 +73,8 @@ TRITON_MODELS = ("3.6", "main", "unknown")  # unknown: main with the graded name
 #   race_at_exit  ... a race seen when the call inside returned ("a call left a
 #                 tuner while another thread was benchmarking in it")
 #   race_any      either of the two (the scenario's check says which one it must be)
+#   race_kind     any race report: either of the two, or a call's arguments cleared
+#                 before it began tuning (which of them the scheduler's order gives)
 #   interference  the text report has "tuning under load" naming the kernel
 #   clean         no report file at all, no "tunerguard:" line on stderr, exit 0
 #   no_race       the program ends as without tunerguard (exit `rc`, default 1), and
@@ -95,9 +100,10 @@ EXTRA = {
     # stays short (folded) and names both call sites and the tuner frame
     "deep_stack": dict(script="deep_stack.py", args=[], options="mode=detect", expect="race",
                        kernel="deep_kernel", min_runs=1, check="deep_stack"),
-    # stress=1 makes the unchoreographed seeds/004 race show in every run
+    # stress=1 makes the unchoreographed seeds/004 race show in every run; which
+    # of the race reports it is depends on where the scheduler put the threads
     "stress_seeds004": dict(script="stress_seeds004.py", args=[], options="mode=detect:stress=1",
-                            expect="race", kernel="stress_kernel", min_runs=10),
+                            expect="race_kind", kernel="stress_kernel", min_runs=10),
     # sequential tuning, then concurrent cached calls: nothing to report, even under stress
     "race_free": dict(script="race_free.py", args=[], options="mode=detect:stress=1", expect="clean",
                       kernel=None, min_runs=3),
@@ -137,6 +143,11 @@ EXTRA = {
     "fast_path_first_tuner_first": dict(script="fast_path_first.py", args=["--tuner-first"], options="mode=detect",
                                         expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
                                         check="race_at_exit"),
+    # ... and the report lock is busy when the fast-path call returns: the tuner raises and
+    # leaves while that call waits for it; its TypeError is linked all the same
+    "cleared_while_reporting": dict(script="cleared_while_reporting.py", args=["--expect-linked"],
+                                    options="mode=detect", expect="race_at_exit", kernel="cleared_kernel",
+                                    min_runs=3, models=("3.6", "main"), check="cleared_while_reporting"),
     # ... the fast-path call's whole call runs while the tuner is held in its key: the
     # tuner begins tuning with self.nargs already None, nobody else inside
     "fast_path_first_whole_call": dict(script="fast_path_first.py", args=["--whole-call"], options="mode=detect",
@@ -216,6 +227,30 @@ def check_race_at_exit(jsonl_path):
     if c.get("kind") != "sync" or not c.get("inside"):
         return f"entering thread not shown inside its benchmark synchronize: {c}"
     return type_error_linked(jsonl_path, r)
+
+
+def check_cleared_while_reporting(jsonl_path):
+    """cleared_while_reporting.py: the race seen when 'fast' returned (high,
+    entering 'tuner', inside 'fast'), and tuner's TypeError linked to it: the
+    exception record names fast's thread, and the race's seq, or none when the
+    tuner took the report lock first (its record is written before the race's)."""
+    with open(jsonl_path) as f:
+        recs = [json.loads(x) for x in f]
+    races = [r for r in recs if r.get("kind") == "race" and r.get("seen_at") == "exit"]
+    if len(races) != 1:
+        return f"{len(races)} races seen at exit, want 1"
+    r = races[0]
+    if r.get("severity") != "high" or r["entering"].get("name") != "tuner" or r["inside"].get("name") != "fast":
+        return (f"race at exit {r.get('severity')!r}, entering {r['entering'].get('name')!r}, inside "
+                f"{r['inside'].get('name')!r}; want 'high', 'tuner', 'fast'")
+    exc = [x for x in recs if x.get("kind") == "exception"]
+    if len(exc) != 1 or exc[0]["exception"].get("type") != "TypeError" or exc[0]["entering"].get("name") != "tuner":
+        return f"want one TypeError exception record of thread 'tuner', got {exc}"
+    x = exc[0]
+    if x["inside"].get("tid") != r["inside"]["tid"] or x.get("race_seq") not in (r["seq"], None) or \
+            (x.get("race_seq") is None and x["seq"] > r["seq"]):
+        return f"tuner's exception is not linked to race #{r['seq']}: {x}"
+    return None
 
 
 def type_error_linked(jsonl_path, r):
@@ -301,7 +336,7 @@ def check_deep_stack(jsonl_path):
 
 CHECKS = {"deep_stack": check_deep_stack, "two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
           "race_at_exit": check_race_at_exit, "race_at_tuning": check_race_at_tuning,
-          "pruned_single": check_pruned_single}
+          "pruned_single": check_pruned_single, "cleared_while_reporting": check_cleared_while_reporting}
 # checks whose verdict depends on the Triton version modelled
 CHECKS_BY_MODEL = {"pruned_single"}
 EXIT_PREVENTED_PROBE = 9  # serialize cells run with exitcode=9: it must not fire
@@ -314,11 +349,13 @@ EXPECTED = {
     "control": "passes",
 }
 EXIT_PASS, EXIT_RACE, EXIT_HARNESS = 0, 1, 2
+TMPDIR_NAME = ".tmp"  # the child's TMPDIR, in its directory
 SKIP = 77
 
 
 def child_env(args, mode, log_prefix):
     env = dict(os.environ)
+    env["TMPDIR"] = private_tmpdir(os.path.dirname(log_prefix))
     for k in ("LD_PRELOAD", "TUNERGUARD_OPTIONS"):
         env.pop(k, None)
     ld = env.get("LD_LIBRARY_PATH")
@@ -350,8 +387,25 @@ def last_repro_line(stderr, stdout, scenario):
     return tail[:200]
 
 
+def private_tmpdir(tmp):
+    """The child's TMPDIR: a hidden folder in its directory (the report listings skip it)."""
+    path = os.path.join(tmp, TMPDIR_NAME)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def left_behind(tmp):
+    """What the child left in its TMPDIR, sorted."""
+    path = os.path.join(tmp, TMPDIR_NAME)
+    return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+
 def finish(args, rec, ok, outcome, tmp, out, err):
-    """Record the outcome; keep the child's directory (with its output) when asked, else remove it."""
+    """Record the outcome; keep the child's directory (with its output) when asked, else remove it.
+    A child that ended on its own and left something in its TMPDIR fails."""
+    left = left_behind(tmp) if rec.get("rc") is not None else []
+    if left:
+        ok, outcome = False, f"{outcome}; but it left {left} in its TMPDIR"
     rec["ok"] = ok
     rec["outcome"] = outcome
     if args.keep or (not ok and args.keep_failed):
@@ -488,7 +542,9 @@ def run_extra(args, scenario):
                 "race_at_exit": "a call left a tuner while another thread was benchmarking in it",
                 "race_at_tuning": "another call cleared a tuner call's arguments before it began tuning"}
         what["race_any"] = what["race"] + "' or '" + what["race_at_exit"]  # the check says which one
-        wants = ["race", "race_at_exit"] if spec["expect"] == "race_any" else [spec["expect"]]
+        what["race_kind"] = what["race_any"] + "' or '" + what["race_at_tuning"]
+        wants = {"race_any": ["race", "race_at_exit"],
+                 "race_kind": ["race", "race_at_exit", "race_at_tuning"]}.get(spec["expect"], [spec["expect"]])
         ok = report is not None and spec["kernel"] in report and \
             any("WARNING: tunerguard: " + what[w] in report for w in wants)
         outcome = (f"{spec['expect']} reported (exit {rc})" if ok else

@@ -107,3 +107,33 @@ Test(demangle, other_names_untouched)
     cr_assert_eq(tg_demangle_frame(GATHER "+0x1c (libtorch_cuda.so+0x1a2b3c)", 160, out, 80), 1);
     cr_assert_str_eq(out, "void at::native::vectorized_gather_kernel<1...+0x1c (libtorch_cuda.so+0x1a2b3c)");
 }
+
+/* An ATen kernel launched by another thread during a benchmark: its mangled
+ * name (96 bytes) is kept whole by the interference record and demangled in
+ * the text (a cut name cannot be demangled: the GPU run's report showed it
+ * mangled and cut when the record held 96 bytes). */
+#define FILL "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIiEESt5arrayIPcLm1EEEEviT0_T1_"
+#define FILL_CXX "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, " \
+                 "std::array<char*, 1ul> >(int, at::native::FillFunctor<int>, std::array<char*, 1ul>)"
+
+Test(demangle, long_foreign_kernel_name_whole_and_demangled)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(h);
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.kind = TG_REPORT_INTERFERENCE;
+    r.itf.foreign = 3;
+    r.itf.nfrom = 1;
+    r.itf.from[0].tid = 4243;
+    snprintf(r.itf.from[0].kernel, sizeof r.itf.from[0].kernel, "%s", FILL);
+    cr_assert_str_eq(r.itf.from[0].kernel, FILL, "the record keeps the whole name");
+    tg_report_symbolize(&r);
+    char *json;
+    char *text = write_both(&r, &json);
+    cr_assert(strstr(text, "'" FILL_CXX "'"), "%s", text);
+    cr_assert(strstr(json, FILL), "the mangled name kept in JSON: %s", json);
+    unlink(path);
+    free(text);
+    free(json);
+}

@@ -12,7 +12,9 @@ enters the tuner while the victim is inside.  Under detect mode the race
 report must name both threads' call sites and the victim's Autotuner.run
 (tests/integration checks its length and contents on every interpreter).
 """
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -30,8 +32,10 @@ PKG = "tg_deep_pkg"
 
 
 def make_package():
-    """PKG.m0 imports PKG.m1 ... imports PKG.m<LEVELS-1>, whose body synchronizes."""
+    """PKG.m0 imports PKG.m1 ... imports PKG.m<LEVELS-1>, whose body synchronizes.
+    The folder is removed when the program exits, whatever its status."""
     root = tempfile.mkdtemp(prefix="tg-deep-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     pkg = os.path.join(root, PKG)
     os.mkdir(pkg)
     open(os.path.join(pkg, "__init__.py"), "w").close()

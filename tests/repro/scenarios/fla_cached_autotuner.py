@@ -22,11 +22,13 @@ _bench raises TypeError: 'NoneType' object is not a mapping.
 
 Correct result: every y is x / ||x||, and the D=16 key holds the file's config.
 """
+import atexit
 import importlib
 import json
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 import types
@@ -80,6 +82,7 @@ if sys.version_info < (3, 10):  # cache.py evaluates `X | None` annotations when
 if not os.path.isfile(wheel):
     h.harness_error(f"TG_FLA_WHEEL={wheel!r} is not a file (the fla-core 0.6.0 wheel)")
 config_dir = tempfile.mkdtemp(prefix="fla-configs-")
+atexit.register(shutil.rmtree, config_dir, ignore_errors=True)  # whatever the exit status
 os.environ.update(FLA_CACHE_MODE="strict", FLA_CONFIG_DIR=config_dir)  # read when cache.py is run
 fla = load_fla_cache(wheel)
 
