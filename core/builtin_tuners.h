@@ -6,16 +6,20 @@
 #ifndef TG_BUILTIN_TUNERS_H
 #define TG_BUILTIN_TUNERS_H
 
+#include <stddef.h>
+
 enum tg_tuner_family {
 #define TG_TUNER(id, module, cls, clears_args) TG_TUNER_##id,
 #define TG_TUNER_ENTRY(id, method, tuning)
 #define TG_TUNER_STEP(id, method, frame, reads_args)
 #define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
 #undef TG_TUNER
 #undef TG_TUNER_ENTRY
 #undef TG_TUNER_STEP
 #undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
     TG_TUNER_NFAMILIES
 };
 
@@ -26,12 +30,20 @@ enum {
 #define TG_TUNER_ENTRY(id, method, tuning) + 1
 #define TG_TUNER_STEP(id, method, frame, reads_args)
 #define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
 #undef TG_TUNER
 #undef TG_TUNER_ENTRY
 #undef TG_TUNER_STEP
 #undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
 };
+
+/* The loader's startup table holds the names in fields of these sizes,
+ * NUL included (every row is checked: core/builtin_tuners.c). */
+#define TG_TUNER_MODULE_SIZE 48
+#define TG_TUNER_CLASS_SIZE 24
+#define TG_TUNER_ENTRY_SIZE 15
 
 struct tg_tuner_family_def {
     const char *module;   /* "triton.runtime.autotuner" */
@@ -58,5 +70,10 @@ int tg_tuner_step_reads_args(int f, const char *method);
  * thread tuning: a family's tuning method, tuning entry point or measuring
  * function? */
 int tg_tuning_frame(const char *name);
+
+/* Is file (len bytes, a frame's file name) in a family's library code, its
+ * measuring included (triton/runtime/, triton/testing.py, torch/cuda/)?
+ * Reads only its arguments: no allocation, any thread. */
+int tg_tuner_library_file(const char *file, size_t len);
 
 #endif

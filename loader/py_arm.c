@@ -67,46 +67,37 @@ TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtuner
  * (core/builtin_tuners.inc); targets= adds to them.  Text only (no
  * pointers): the families' names by number, each entry its family's. */
 static const struct {
-    char module[48];
-    char cls[24];
+    char module[TG_TUNER_MODULE_SIZE];
+    char cls[TG_TUNER_CLASS_SIZE];
 } builtin_families[TG_TUNER_NFAMILIES] TG_STARTUP_RODATA = {
 #define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls},
 #define TG_TUNER_ENTRY(id, method, tuning)
 #define TG_TUNER_STEP(id, method, frame, reads_args)
 #define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
 #undef TG_TUNER
 #undef TG_TUNER_ENTRY
 #undef TG_TUNER_STEP
 #undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
 };
 static const struct {
     unsigned char family;
-    char method[15];
+    char method[TG_TUNER_ENTRY_SIZE];
 } builtin_targets[TG_TUNER_NENTRIES] TG_STARTUP_RODATA = {
 #define TG_TUNER(id, module, cls, clears_args)
 #define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method},
 #define TG_TUNER_STEP(id, method, frame, reads_args)
 #define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
 #undef TG_TUNER
 #undef TG_TUNER_ENTRY
 #undef TG_TUNER_STEP
 #undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
 };
-/* A name as long as its field would lose its NUL without a word. */
-#define TG_TUNER(id, mod, qual, clears_args)                                                                   \
-    _Static_assert(sizeof mod <= sizeof builtin_families[0].module && sizeof qual <= sizeof builtin_families[0].cls, \
-                   "core/builtin_tuners.inc: " #id "'s names fit the loader's table");
-#define TG_TUNER_ENTRY(id, name, tuning) \
-    _Static_assert(sizeof name <= sizeof builtin_targets[0].method, "core/builtin_tuners.inc: " #id "." name " fits");
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
 
 struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
 int tg__arm_ntargets;

@@ -87,3 +87,27 @@ Test(builtin_tuners, thread_tuning_by_its_record)
     t.session_syncs = 1;
     cr_assert(tg_thread_tuning(&t), "its session synchronized");
 }
+
+/* The tuner's library files the reports fold and look below for the call
+ * site. */
+Test(builtin_tuners, library_files)
+{
+    static const char *const yes[] = {
+        "/venv/lib/python3.12/site-packages/triton/runtime/autotuner.py",
+        "/venv/lib/python3.12/site-packages/triton/runtime/jit.py",
+        "/venv/lib/python3.12/site-packages/triton/testing.py",
+        "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py",
+    };
+    static const char *const no[] = {
+        "/home/u/model.py",
+        "/venv/lib/python3.12/site-packages/triton/language/core.py",
+        "/venv/lib/python3.12/site-packages/torch/_inductor/runtime/triton_heuristics.py",
+        "/venv/lib/python3.12/threading.py",
+    };
+    for (size_t k = 0; k < sizeof yes / sizeof yes[0]; k++)
+        cr_assert(tg_tuner_library_file(yes[k], strlen(yes[k])), "%s", yes[k]);
+    for (size_t k = 0; k < sizeof no / sizeof no[0]; k++)
+        cr_assert_not(tg_tuner_library_file(no[k], strlen(no[k])), "%s", no[k]);
+    const char *cut = "/x/triton/runtime/autotuner.py";
+    cr_assert_not(tg_tuner_library_file(cut, 10), "only the first len bytes are read");
+}
