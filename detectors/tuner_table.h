@@ -99,8 +99,9 @@ struct tg_tuner {
  * point (tuning), or its session entered one (session_tuned) or
  * synchronized (session_syncs).  The one test of it: the evidence bits
  * below, a session's entry (guard/session.c) and the race checks and views
- * (guard/report_capture.c, which add launches and, where no tuning method
- * is marked, the Python frames: core/builtin_tuners.h, tg_tuning_frame).
+ * (guard/race_decide.c, guard/thread_view.c: they add launches and, where
+ * no tuning method is marked, the Python frames: tg_tuning_frame,
+ * core/builtin_tuners.h).
  * The owner, or another thread reading the owner's evidence line. */
 static inline int tg_thread_tuning(const struct tg_thread *t)
 {
