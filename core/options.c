@@ -310,17 +310,14 @@ TG_STARTUP static const char *find_char(const char *s, size_t n, char c)
     return NULL;
 }
 
-/* One entry e[0..n) of targets=: 0 when valid; -1 when it is not
+/* One entry of targets= or tuning= (key): 0 when valid; -1 when it is not
  * module:Class.method (the caller says so); -2 with err filled when a name
  * is longer than tunerguard holds. */
-TG_STARTUP static int target_entry_bad(const char *key, const char *e, size_t n, char *err, size_t errlen)
+TG_STARTUP static int target_entry_bad(const char *key, const struct tg_target_span *t, char *err, size_t errlen)
 {
     char ebuf[400];
-    const char *colon = find_char(e, n, ':');
-    const char *dot = NULL;
-    for (const char *q = colon ? colon : e; q < e + n; q++)
-        if (*q == '.')
-            dot = q;
+    const char *e = t->text, *colon = t->colon, *dot = t->dot;
+    const size_t n = t->len;
     if (!colon || !dot || find_char(colon + 1, (size_t)(e + n - colon - 1), ':') || !dotted_ok(e, (size_t)(colon - e)) ||
         !dotted_ok(colon + 1, (size_t)(dot - colon - 1)) || !ident_ok(dot + 1, (size_t)(e + n - dot - 1)))
         return -1; /* the caller's message: the value is not module:Class.method[,...] */
@@ -347,62 +344,45 @@ TG_STARTUP static int check_targets(const char *key, const char *aside, const ch
 {
     if (!*v)
         return 0;
-    int count = 0;
-    for (const char *p = v;; count++) {
-        const char *end = strchr(p, ',');
-        size_t n = end ? (size_t)(end - p) : strlen(p);
-        int rc = target_entry_bad(key, p, n, err, errlen);
-        if (rc == -2)
-            return -1;
-        if (rc < 0) {
-            char vbuf[400];
-            snprintf(err, errlen, "bad value '%s' for option '%s' (valid: module:Class.method[,module:Class.method...])",
-                     tg_options_escape(v, strlen(v), vbuf, sizeof vbuf), key);
-            return -1;
-        }
-        if (!end)
-            break;
-        p = end + 1;
+    int count = 0, rc = 0;
+    struct tg_target_span t;
+    for (const char *p = v; rc == 0 && tg_target_next(&p, &t); count++)
+        rc = target_entry_bad(key, &t, err, errlen);
+    if (rc == -2)
+        return -1;
+    if (rc < 0 || v[strlen(v) - 1] == ',') { /* a trailing comma: an empty last entry */
+        char vbuf[400];
+        snprintf(err, errlen, "bad value '%s' for option '%s' (valid: module:Class.method[,module:Class.method...])",
+                 tg_options_escape(v, strlen(v), vbuf, sizeof vbuf), key);
+        return -1;
     }
-    if (count + 1 > TG_TARGETS_MAX) {
+    if (count > TG_TARGETS_MAX) {
         snprintf(err, errlen, "bad value for option '%s': %d entries, more than the %d tunerguard holds%s", key,
-                 count + 1, TG_TARGETS_MAX, aside);
+                 count, TG_TARGETS_MAX, aside);
         return -1;
     }
     return 0;
 }
 
-/* Does the list of valid entries v name class cls ("module:Class", n bytes)
- * in one of its entries? */
-TG_STARTUP static int names_class(const char *v, const char *cls, size_t n)
+/* Does the list of valid entries v name the class of entry e (its module
+ * and class) in one of its entries? */
+TG_STARTUP static int names_class(const char *v, const struct tg_target_span *e)
 {
-    for (const char *p = v; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *dot = p + len;
-        while (dot > p && *dot != '.')
-            dot--;
-        if ((size_t)(dot - p) == n && strncmp(p, cls, n) == 0)
+    const size_t n = (size_t)(e->dot - e->text);
+    struct tg_target_span t;
+    for (const char *p = v; tg_target_next(&p, &t);)
+        if ((size_t)(t.dot - t.text) == n && strncmp(t.text, e->text, n) == 0)
             return 1;
-        if (!end)
-            break;
-        p = end + 1;
-    }
     return 0;
 }
 
-/* Is e (n bytes) one of the entries of the list v? */
-TG_STARTUP static int names_entry(const char *v, const char *e, size_t n)
+/* Is entry e one of the entries of the list v? */
+TG_STARTUP static int names_entry(const char *v, const struct tg_target_span *e)
 {
-    for (const char *p = v; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        if (len == n && strncmp(p, e, n) == 0)
+    struct tg_target_span t;
+    for (const char *p = v; tg_target_next(&p, &t);)
+        if (t.len == e->len && strncmp(t.text, e->text, e->len) == 0)
             return 1;
-        if (!end)
-            break;
-        p = end + 1;
-    }
     return 0;
 }
 
@@ -412,29 +392,22 @@ TG_STARTUP static int check_tuning(const struct tg_options *o, char *err, size_t
 {
     if (check_targets("tuning", "", o->tuning, err, errlen) < 0)
         return -1;
-    for (const char *p = o->tuning; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *dot = p + len;
-        while (dot > p && *dot != '.')
-            dot--;
-        if (!names_class(o->targets, p, (size_t)(dot - p))) {
+    struct tg_target_span t;
+    for (const char *p = o->tuning; tg_target_next(&p, &t);) {
+        if (!names_class(o->targets, &t)) {
             char ebuf[400];
             snprintf(err, errlen, "bad value for option 'tuning': '%s' is a method of %.*s, which no targets= entry "
                      "names (a tuning step belongs to a tuner declared with targets=)",
-                     tg_options_escape(p, len, ebuf, sizeof ebuf), (int)(dot - p), p);
+                     tg_options_escape(t.text, t.len, ebuf, sizeof ebuf), (int)(t.dot - t.text), t.text);
             return -1;
         }
-        if (names_entry(o->targets, p, len)) {
+        if (names_entry(o->targets, &t)) {
             char ebuf[400];
             snprintf(err, errlen, "bad value for option 'tuning': '%s' is named in targets= too: the tuning step is "
                      "the method the tuner measures in, not its entry point (without tuning= every overlap of "
-                     "its calls is a race)", tg_options_escape(p, len, ebuf, sizeof ebuf));
+                     "its calls is a race)", tg_options_escape(t.text, t.len, ebuf, sizeof ebuf));
             return -1;
         }
-        if (!end)
-            break;
-        p = end + 1;
     }
     return 0;
 }

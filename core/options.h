@@ -36,6 +36,41 @@ struct tg_options {
 #define TG_TARGET_CLASS_MAX 63
 #define TG_TARGET_METHOD_MAX 47
 
+/* One entry of a targets= or tuning= list, "module:Class.method[,...]", as
+ * spans of the list's own text: the one reading of both options' grammar,
+ * by the option check (core/options.c), arming (loader/py_arm.c) and the
+ * guard (tuning=, guard/guard_install.c).  colon is the entry's first ':',
+ * dot the last '.' after it; either NULL where the entry has none (only the
+ * option check meets such an entry: it refuses it). */
+struct tg_target_span {
+    const char *text; /* the entry, len bytes, not NUL-terminated */
+    size_t len;
+    const char *colon, *dot;
+};
+
+/* The entry at *p into *out, *p moved to the next one: 1, or 0 past the
+ * last.  Start with *p = the list, NULL or "" for none.  Empty entries
+ * (",," or a leading comma) are entries; a trailing comma ends the list
+ * (the option check refuses both).  Reads only the list: no call, no
+ * allocation (inlined into the constructor's code, core/startup.h). */
+__attribute__((always_inline)) static inline int tg_target_next(const char **p, struct tg_target_span *out)
+{
+    const char *s = *p;
+    if (!s || !*s)
+        return 0;
+    const char *e = s;
+    out->colon = out->dot = NULL;
+    for (; *e && *e != ','; e++)
+        if (*e == ':' && !out->colon)
+            out->colon = e;
+        else if (*e == '.' && out->colon)
+            out->dot = e;
+    out->text = s;
+    out->len = (size_t)(e - s);
+    *p = *e ? e + 1 : e;
+    return 1;
+}
+
 /* The options in force; filled once by the constructor, read-only after. */
 extern struct tg_options tg_opts;
 

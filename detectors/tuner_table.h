@@ -95,10 +95,23 @@ struct tg_tuner {
  * with and its record is the truth (read as before). */
 #define TG_EV_UNTRACKED 4u
 
+/* Is t tuning, by its record: inside a tuning method or a tuning entry
+ * point (tuning), or its session entered one (session_tuned) or
+ * synchronized (session_syncs).  The one test of it: the evidence bits
+ * below, a session's entry (guard/session.c) and the race checks and views
+ * (guard/race_decide.c, guard/thread_view.c: they add launches and, where
+ * no tuning method is marked, the Python frames: tg_tuning_frame,
+ * core/builtin_tuners.h).
+ * The owner, or another thread reading the owner's evidence line. */
+static inline int tg_thread_tuning(const struct tg_thread *t)
+{
+    return t->tuning > 0 || t->session_tuned || t->session_syncs > 0;
+}
+
 /* The evidence bits t's session shows now (its record's fields). */
 static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
 {
-    return (uint8_t)(((t->tuning > 0 || t->session_tuned || t->session_syncs > 0) ? TG_EV_TUNING : 0) |
+    return (uint8_t)((tg_thread_tuning(t) ? TG_EV_TUNING : 0) |
                      (t->session_multi ? TG_EV_LAUNCHES : 0));
 }
 

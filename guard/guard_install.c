@@ -22,6 +22,7 @@
  * Everything here runs with the GIL held. */
 #include "guard/guard_internal.h"
 #include "guard/lifecycle.h"
+#include "core/builtin_tuners.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
@@ -351,6 +352,16 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
     return found;
 }
 
+/* The built-in tuner family (core/builtin_tuners.inc) cls is or derives
+ * from, -1 for none.  GIL held; install time only. */
+static int builtin_family(PyObject *cls)
+{
+    for (int f = 0; f < TG_TUNER_NFAMILIES; f++)
+        if (derives_from(cls, tg_tuner_family(f)->module, tg_tuner_family(f)->cls))
+            return f;
+    return -1;
+}
+
 /* See guard/py_guard.h: its type's flags say it is a type (Py_TPFLAGS_TYPE_SUBCLASS,
  * set on type and every metaclass).  A module or an instance named where a
  * class belongs (targets=pkg:mod.run) would reach PyDescr_NewMethod, whose
@@ -474,19 +485,14 @@ static PyObject *own_attr(PyObject *cls, PyObject *key, char tname[64])
 static int names_tuning_step(PyObject *cls)
 {
     int found = 0;
-    for (const char *p = tg_opts.tuning; p && *p && !found;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len), *dot = p + len;
-        while (dot > p && *dot != '.')
-            dot--;
+    struct tg_target_span step;
+    for (const char *p = tg_opts.tuning; !found && tg_target_next(&p, &step);) {
         char mod[TG_TARGET_MODULE_MAX + 1], qual[TG_TARGET_CLASS_MAX + 1];
-        if (colon && dot > colon) { /* the option parser checked the shape and the sizes */
-            snprintf(mod, sizeof mod, "%.*s", (int)(colon - p), p);
-            snprintf(qual, sizeof qual, "%.*s", (int)(dot - colon - 1), colon + 1);
+        if (step.colon && step.dot) { /* the option parser checked the shape and the sizes */
+            snprintf(mod, sizeof mod, "%.*s", (int)(step.colon - step.text), step.text);
+            snprintf(qual, sizeof qual, "%.*s", (int)(step.dot - step.colon - 1), step.colon + 1);
             found = derives_from(cls, mod, qual);
         }
-        p = end ? end + 1 : p + len;
     }
     return found;
 }
@@ -679,10 +685,12 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
     g->cls = class_ref(cls, &g->cls_weak);
-    g->clears_args = derives_from(kind, "triton.runtime.autotuner", "Autotuner");
+    const int builtin = builtin_family(kind);
+    g->clears_args = builtin >= 0 && tg_tuner_family(builtin)->clears_args;
     g->marker = marker;
-    g->tuning_entry = !marker && g->clears_args && strcmp(name, "warmup") == 0;
-    g->marked = g->clears_args || derives_from(kind, "torch._inductor.runtime.triton_heuristics", "CachingAutotuner");
+    g->tuning_entry = !marker && builtin >= 0 && tg_tuner_entry_tunes(builtin, name);
+    g->reads_args = marker && g->clears_args && tg_tuner_step_reads_args(builtin, name);
+    g->marked = builtin >= 0; /* every built-in family's tuning methods are marked */
     g->declared = declared && !g->marked; /* a built-in tuner's subclass keeps the built-in's rules */
     g->pyname = key;
     tg_py.Py_IncRef(key);
@@ -747,14 +755,6 @@ int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
     PyObject *family = class_of_ref(g->family, g->family_weak);
     return family && tg_py.PyType_IsSubtype(type_of(inst), family);
 }
-
-/* The tuning methods of the built-in tuners: a thread inside one is tuning.
- * Names a class lacks are skipped (another version, another tuner). */
-static const char *const tuning_methods[] = {
-    "_bench", "prune_configs", "check_disk_cache",                        /* triton Autotuner */
-    "benchmark_all_configs", "autotune_to_one_config", "precompile",       /* inductor CachingAutotuner */
-    "coordinate_descent_tuning", "bench",
-};
 
 /* Classes whose tuning methods are guarded as markers, each by a weak
  * reference (strong where the class takes none): the target classes, and
@@ -831,22 +831,27 @@ void tg_guard_install_markers(PyObject *cls)
             return;
     if (nseen < (int)(sizeof seen / sizeof seen[0]))
         seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
+    /* The tuning methods of the built-in tuners (core/builtin_tuners.inc): a
+     * thread inside one is tuning.  Names a class lacks are skipped (another
+     * version, another tuner). */
     int marked = 0;
-    for (size_t i = 0; i < sizeof tuning_methods / sizeof tuning_methods[0]; i++)
-        marked += install(cls, tuning_methods[i], "tuning method", 1, 0) > 0;
+    const char *step;
+    for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
+        marked += install(cls, step, "tuning method", 1, 0) > 0;
     if (marked > 0)
         add_marker_base(cls, 0);
     if (marked == 0) {
         /* Another Autotuner than the ones tunerguard knows (a Triton version
          * whose tuning methods have other names): it is guarded and
          * serialized all the same; only severity loses its Python evidence. */
-        char qual[96], mod[96];
+        char qual[96], mod[96], known[200] = "";
         tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
         tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (_bench, prune_configs, "
-                    "check_disk_cache, benchmark_all_configs, ...): an unknown version; it is guarded and "
-                    "serialized as usual, and a race's severity comes from the CUDA calls alone",
-                 mod, qual);
+        for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
+            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", step);
+        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (%s): an unknown version; it is "
+                    "guarded and serialized as usual, and a race's severity comes from the CUDA calls alone",
+                 mod, qual, known);
     }
 }
 
@@ -915,14 +920,13 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
 {
     size_t ml = strlen(module), ql = strlen(qualname);
     int marked = 0;
-    for (const char *p = tg_opts.tuning; p && *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+    struct tg_target_span step;
+    for (const char *p = tg_opts.tuning; tg_target_next(&p, &step);) {
         /* "module:qualname.method": this class's entries only */
-        if (len > ml + ql + 2 && memcmp(p, module, ml) == 0 && p[ml] == ':' && memcmp(p + ml + 1, qualname, ql) == 0 &&
-            p[ml + 1 + ql] == '.') {
+        if (step.colon && step.dot && (size_t)(step.colon - step.text) == ml && memcmp(step.text, module, ml) == 0 &&
+            (size_t)(step.dot - step.colon - 1) == ql && memcmp(step.colon + 1, qualname, ql) == 0) {
             char method[TG_TARGET_METHOD_MAX + 1];
-            snprintf(method, sizeof method, "%.*s", (int)(len - ml - ql - 2), p + ml + ql + 2);
+            snprintf(method, sizeof method, "%.*s", (int)(step.text + step.len - step.dot - 1), step.dot + 1);
             int r = install(cls, method, "tuning step (tuning=)", 1, 1); /* declared: its entry is checked */
             PyObject *base = r == 0 && !guarded_already(cls, method) ? inherited_from(cls, method) : NULL;
             if (base) { /* the step a base defines: marked there, for every class that inherits it */
@@ -932,9 +936,8 @@ void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char
             if (r > 0)
                 marked++;
             else if (r == 0 && !guarded_already(cls, method)) /* -1: install said why */
-                say_no_step(cls, qualname, method, p, len);
+                say_no_step(cls, qualname, method, step.text, step.len);
         }
-        p = end ? end + 1 : p + len;
     }
     if (marked > 0)
         add_marker_base(cls, 1);

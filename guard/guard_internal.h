@@ -82,12 +82,17 @@ struct tg_guard {
     char *doc;            /* def.ml_doc (malloc'd): a text signature, so
                              inspect.signature() of the guarded method works
                              (else ValueError), then the function's __doc__ */
-    int clears_args;      /* the class is Triton's Autotuner or derives from it:
-                             its run()/warmup() end with `self.nargs = None`
-                             (the race seen at exit, tg__check_race_at_exit) */
+    int clears_args;      /* the class derives from a built-in tuner whose
+                             run() clears the arguments it keeps on the tuner
+                             (core/builtin_tuners.inc: Triton's Autotuner,
+                             `self.nargs = None`; the race seen at exit,
+                             tg__check_race_at_exit) */
     int marker;           /* a tuning method (Autotuner._bench, prune_configs,
                              ...): its calls only count t->tuning, no session */
     int tuning_entry;     /* a session method that is itself tuning (warmup) */
+    int reads_args;       /* a marker that reads those arguments at once
+                             (_bench): its entry checks they were not cleared
+                             meanwhile (tg__check_cleared_at_tuning) */
     int replacement;      /* installed on a method user code put on the class
                              (Autotuner.run = wrapped): a wrapper, maybe */
     int chains;           /* a replacement seen calling the original (guarded)

@@ -13,6 +13,7 @@
  *
  * Everything here: GIL held. */
 #include "guard/guard_internal.h"
+#include "core/builtin_tuners.h"
 #include "core/options.h"
 #include "core/py_attr.h"
 #include "cuda/cuda_stress.h"
@@ -57,13 +58,10 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     const struct tg_thread *ot = o->thread;
     if (g->declared && g->marked)
         return ot->tuning > 0; /* a declared tuner's named step: inside it now, nothing else counts */
-    if (ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || (count_launches && ot->session_multi))
+    if (tg_thread_tuning(ot) || (count_launches && ot->session_multi))
         return 1;
     if (g->marked || g->declared)
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
-    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
-                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
-                                         "coordinate_descent_tuning", "precompile"};
     int found = 0;
     void *ts = tg__occupant_tstate(o);
     PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;
@@ -75,8 +73,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
         }
         PyObject *name = code ? tg_py.PyObject_GetAttrString(code, "co_name") : NULL;
         const char *n = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
-        for (size_t k = 0; n && k < sizeof tuning / sizeof tuning[0]; k++)
-            found |= strcmp(n, tuning[k]) == 0;
+        found = tg_tuning_frame(n); /* core/builtin_tuners.inc */
         if (name)
             tg_py.Py_DecRef(name);
         if (code)

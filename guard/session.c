@@ -264,8 +264,7 @@ static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struc
     }
     if (__builtin_expect(g->declared, 0) && nargs >= 1 && t->depth > 0) /* also inside another tuner's step */
         tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
-    else if (g->clears_args && nargs >= 1 && t->depth > 0 && tg_opts.mode == TG_MODE_DETECT &&
-             strcmp(g->name, "_bench") == 0)
+    else if (g->reads_args && nargs >= 1 && t->depth > 0 && tg_opts.mode == TG_MODE_DETECT)
         tg__check_cleared_at_tuning(args[0], t); /* a benchmark: were its arguments cleared meanwhile? */
     t->session_tuned = 1;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
@@ -419,7 +418,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
      * benchmark), moves the epoch after this read, since entries hold the
      * GIL from here to tg_tuner_enter (the exit check in session_exit). */
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
-    if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
+    if (__builtin_expect(tg_thread_tuning(t), 0))
         tg_tuning_seen();
     struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
     if (o && e->link.tid) {

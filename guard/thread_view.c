@@ -10,6 +10,7 @@
  *
  * Everything here: GIL held, off the hot path (report time only). */
 #include "guard/guard_internal.h"
+#include "core/builtin_tuners.h"
 #include "core/clock.h"
 #include "core/py_attr.h"
 #include "cuda/cuda_hooks.h"
@@ -25,15 +26,10 @@
  * nothing (no libcuda in the process, or a path they do not cover). */
 static int frames_show_tuning(const struct tg_thread_view *v)
 {
-    static const char *const tuning[] = {"_bench", "benchmark", "do_bench", "check_disk_cache", "prune_configs",
-                                         "warmup", "benchmark_all_configs", "autotune_to_one_config",
-                                         "coordinate_descent_tuning", "precompile"};
     for (int i = 0; i < v->npy; i++) {
         const char *f = strrchr(v->py[i].func, '.');
-        f = f ? f + 1 : v->py[i].func;
-        for (size_t k = 0; k < sizeof tuning / sizeof tuning[0]; k++)
-            if (strcmp(f, tuning[k]) == 0)
-                return 1;
+        if (tg_tuning_frame(f ? f + 1 : v->py[i].func)) /* core/builtin_tuners.inc */
+            return 1;
     }
     return 0;
 }
@@ -116,8 +112,7 @@ void tg__view_other(struct tg_thread_view *v, const struct tg_occupant *o)
     }
     v->launches = ot->session_launches;
     v->syncs = ot->session_syncs;
-    v->benchmarking = ot->tuning > 0 || ot->session_tuned || ot->session_syncs > 0 || ot->session_launches > 1 ||
-                      frames_show_tuning(v);
+    v->benchmarking = tg_thread_tuning(ot) || ot->session_launches > 1 || frames_show_tuning(v);
 }
 
 void tg__view_names(struct tg_thread_view *v)

@@ -32,6 +32,7 @@
 #include "loader/py_arm_internal.h"
 #include "core/startup.h"
 #include "loader/core_api.h"
+#include "core/builtin_tuners.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/process.h"
@@ -62,15 +63,41 @@ TG_STARTUP_TEXT(txt_finder_name, "tunerguard.Finder");
 TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
                                 "modules are imported; finds nothing itself.");
 
-/* Built-in targets; targets= adds to them. */
-static const char builtin_targets[][64] TG_STARTUP_RODATA = {
-    "triton.runtime.autotuner:Autotuner.run",
-    "triton.runtime.autotuner:Autotuner.warmup",
-    "torch._inductor.runtime.triton_heuristics:CachingAutotuner.run",
+/* Built-in targets: the entry points of the built-in tuner families
+ * (core/builtin_tuners.inc); targets= adds to them.  Text only (no
+ * pointers): the families' names by number, each entry its family's. */
+static const struct {
+    char module[TG_TUNER_MODULE_SIZE];
+    char cls[TG_TUNER_CLASS_SIZE];
+} builtin_families[TG_TUNER_NFAMILIES] TG_STARTUP_RODATA = {
+#define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls},
+#define TG_TUNER_ENTRY(id, method, tuning)
+#define TG_TUNER_STEP(id, method, frame, reads_args)
+#define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
+#include "core/builtin_tuners.inc"
+#undef TG_TUNER
+#undef TG_TUNER_ENTRY
+#undef TG_TUNER_STEP
+#undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
 };
-
-_Static_assert(sizeof builtin_targets / sizeof builtin_targets[0] + TG_TARGETS_MAX <= TG_MAX_TARGETS,
-               "the arming table holds the built-in targets and as many as targets= may name");
+static const struct {
+    unsigned char family;
+    char method[TG_TUNER_ENTRY_SIZE];
+} builtin_targets[TG_TUNER_NENTRIES] TG_STARTUP_RODATA = {
+#define TG_TUNER(id, module, cls, clears_args)
+#define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method},
+#define TG_TUNER_STEP(id, method, frame, reads_args)
+#define TG_TUNER_FRAME(id, name)
+#define TG_TUNER_FILE(id, path)
+#include "core/builtin_tuners.inc"
+#undef TG_TUNER
+#undef TG_TUNER_ENTRY
+#undef TG_TUNER_STEP
+#undef TG_TUNER_FRAME
+#undef TG_TUNER_FILE
+};
 
 struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
 int tg__arm_ntargets;
@@ -98,27 +125,35 @@ TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
+/* One target, by its names (each within the table's sizes). */
+TG_STARTUP static struct tg__arm_target *add_names(const char *module, const char *cls, const char *method, int user)
+{
+    if (tg__arm_ntargets == TG_MAX_TARGETS)
+        return NULL; /* unreachable: the table holds the built-in ones and as many as the parser accepts */
+    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
+    copy_cut(t->module, sizeof t->module, module);
+    copy_cut(t->cls, sizeof t->cls, cls);
+    copy_cut(t->method, sizeof t->method, method);
+    t->user = user;
+    return t;
+}
+
 /* spec: one entry the option parser accepted (core/options.c: at most
  * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
  * dropped or cut here. */
-TG_STARTUP static void add_target(const char *spec, size_t len, int user, int say)
+TG_STARTUP static void add_target(const struct tg_target_span *spec, int user, int say)
 {
     char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
-    if (tg__arm_ntargets == TG_MAX_TARGETS || len >= sizeof buf)
+    if (!spec->colon || !spec->dot || spec->len >= sizeof buf)
         return; /* unreachable: refused at parsing */
-    memcpy(buf, spec, len);
-    buf[len] = '\0';
-    char *colon = strchr(buf, ':');
-    char *dot = colon ? strrchr(colon, '.') : NULL;
-    if (!colon || !dot) /* the option parser already refused such input */
-        return;
+    memcpy(buf, spec->text, spec->len);
+    buf[spec->len] = '\0';
+    char *colon = buf + (spec->colon - spec->text), *dot = buf + (spec->dot - spec->text);
     *colon = '\0';
     *dot = '\0';
-    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
-    copy_cut(t->module, sizeof t->module, buf);
-    copy_cut(t->cls, sizeof t->cls, colon + 1);
-    copy_cut(t->method, sizeof t->method, dot + 1);
-    t->user = user;
+    struct tg__arm_target *t = add_names(buf, colon + 1, dot + 1, user);
+    if (!t)
+        return;
     if (say && user && strcmp(t->module, "__main__") == 0) {
         /* arming runs before the script does, and the script is never
          * imported after: its classes are not seen */
@@ -154,14 +189,11 @@ TG_STARTUP static void parse_targets(int say)
     if (tg__arm_ntargets)
         return;
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
-        add_target(builtin_targets[i], strlen(builtin_targets[i]), 0, say);
-    const char *p = tg_opts.targets;
-    while (p && *p) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        add_target(p, len, 1, say);
-        p = end ? end + 1 : p + len;
-    }
+        add_names(builtin_families[builtin_targets[i].family].module,
+                  builtin_families[builtin_targets[i].family].cls, builtin_targets[i].method, 0);
+    struct tg_target_span spec;
+    for (const char *p = tg_opts.targets; tg_target_next(&p, &spec);)
+        add_target(&spec, 1, say);
 }
 
 TG_STARTUP static int is_target_module(const char *name)

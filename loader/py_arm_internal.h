@@ -10,10 +10,11 @@
 #ifndef TG_PY_ARM_INTERNAL_H
 #define TG_PY_ARM_INTERNAL_H
 
+#include "core/builtin_tuners.h"
 #include "core/options.h"
 #include "core/py_api.h"
 
-#define TG_MAX_TARGETS (3 + TG_TARGETS_MAX) /* the built-in ones, then targets= */
+#define TG_MAX_TARGETS (TG_TUNER_NENTRIES + TG_TARGETS_MAX) /* the built-in ones, then targets= */
 struct tg__arm_target {
     char module[TG_TARGET_MODULE_MAX + 1];
     char cls[TG_TARGET_CLASS_MAX + 1];   /* qualname inside the module, may be dotted */

@@ -6,6 +6,7 @@
 
 #include <string.h>
 #include "reports/report.h"
+#include "core/builtin_tuners.h"
 
 /* The native frames a report shows for a thread: its own native[] when it
  * has any, else the stack recorded at its last GIL-releasing CUDA call.
@@ -90,11 +91,10 @@ static inline int tg__call_site_frame(const struct tg_report *r, const struct tg
         if (flen && (tg__ends_with(f, len, modfile, flen) ||
                      (len == flen - 1 && memcmp(f, modfile + 1, len) == 0)))
             continue;
-        if (memmem(f, len, "triton/runtime/", 15))
-            continue;
-        /* benchmarking plumbing: a race seen at exit reads the entering
-         * thread's stack deep in do_bench (torch.cuda.synchronize) */
-        if (memmem(f, len, "triton/testing.py", 17) || memmem(f, len, "torch/cuda/", 11))
+        /* the tuner's library, its benchmarking plumbing included: a race
+         * seen at exit reads the entering thread's stack deep in do_bench
+         * (torch.cuda.synchronize); core/builtin_tuners.inc */
+        if (tg_tuner_library_file(f, len))
             continue;
         return i;
     }

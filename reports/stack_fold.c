@@ -59,7 +59,7 @@ static int is_tuner_file(const struct tg_report *r, const char *f, size_t len)
     size_t flen = tuner_module_file(r, modfile);
     if (flen && (tg__ends_with(f, len, modfile, flen) || (len == flen - 1 && memcmp(f, modfile + 1, len) == 0)))
         return 1;
-    return has(f, len, "triton/runtime/") || has(f, len, "triton/testing.py") || has(f, len, "torch/cuda/");
+    return tg_tuner_library_file(f, len); /* core/builtin_tuners.inc */
 }
 
 /* The verdicts of reports/py_program.c, one per file name: the name's

@@ -286,6 +286,39 @@ Test(options, tuning_names_a_targets_class)
                  "the tuner measures in, not its entry point (without tuning= every overlap of its calls is a race)");
 }
 
+/* The one reading of a targets=/tuning= list (tg_target_next, core/options.h):
+ * what the option check, arming and the guard each split an entry into. */
+Test(options, target_list_entries)
+{
+    const char *list = "pkg.mod:Outer.Inner.step,a:B.m,,:x,c:D", *p = list;
+    struct tg_target_span t;
+    cr_assert(tg_target_next(&p, &t));
+    cr_assert_eq(t.text, list);
+    cr_assert_eq(t.len, strlen("pkg.mod:Outer.Inner.step"));
+    cr_assert_eq(t.colon - t.text, 7, "the module: up to the first ':'");
+    cr_assert_eq(t.dot - t.text, 19, "the method: after the last '.'");
+    cr_assert(tg_target_next(&p, &t));
+    cr_assert_eq(t.len, 5);
+    cr_assert_eq(t.dot - t.colon, 2);
+    cr_assert(tg_target_next(&p, &t), "an empty entry is one");
+    cr_assert_eq(t.len, 0);
+    cr_assert_null(t.colon);
+    cr_assert(tg_target_next(&p, &t));
+    cr_assert_eq(t.colon, t.text);
+    cr_assert_null(t.dot, "no '.' after the ':'");
+    cr_assert(tg_target_next(&p, &t));
+    cr_assert_eq(t.len, 3);
+    cr_assert_not(tg_target_next(&p, &t));
+    cr_assert_not(tg_target_next(&p, &t), "and stays at the end");
+    p = "a:B.m,";
+    cr_assert(tg_target_next(&p, &t));
+    cr_assert_not(tg_target_next(&p, &t), "a trailing comma ends the list (the check refuses it)");
+    p = "";
+    cr_assert_not(tg_target_next(&p, &t));
+    p = NULL;
+    cr_assert_not(tg_target_next(&p, &t));
+}
+
 Test(options, tuning_too_many_or_too_long)
 {
     static char text[8192];
