@@ -271,6 +271,20 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
     return found;
 }
 
+/* The sessions a race linked besides the one it reports (a race at exit:
+ * every benchmarking one; at entry: the others benchmarking): found again
+ * after the report by thread and entry time (the slot may be another
+ * session's by then).  link_cleared, relink_cleared: below. */
+struct exit_links {
+    int n;
+    pid_t tid[TG_TUNER_MAX_OCC];
+    uint64_t entered[TG_TUNER_MAX_OCC];
+};
+static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const struct tg_thread *t,
+                         struct exit_links *ln);
+static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const struct exit_links *ln,
+                           int suppressed, const char *name, uint64_t seq);
+
 /* Thread t enters u while `other` is inside.  Fills and emits the report
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
@@ -346,6 +360,14 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         mo->raced_tid = t->tid;
         link->tid = other_tid;
     }
+    /* A tuner whose calls keep their arguments on it (Triton's Autotuner):
+     * t's call writes them and its return clears them under every session
+     * benchmarking now, not only the one reported.  Those not linked yet are
+     * linked to this race: a return made while nobody begins tuning makes
+     * no check (session_exit), and their TypeError would go unlinked. */
+    struct exit_links more = {0};
+    if (high && !serialized && g->clears_args)
+        link_cleared(u, g, t, &more);
     other = NULL; /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     memcpy(r->step, step, sizeof step);
@@ -371,6 +393,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         link->tid = 0;
     }
     link->seq = r->high_severity ? seq : 0;
+    relink_cleared(u, t, &more, st == TG_EMIT_SUPPRESSED, e->name, link->seq);
     if (link->tid) {
         /* The other occupant's link, if it is still inside. */
         struct tg_occupant *mo = occupant_by_tid(u, link->tid);
@@ -503,14 +526,6 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
     }
     tg_report_end(t);
 }
-
-/* The sessions a race at exit linked: found again after the report by
- * thread and entry time (the slot may be another session's by then). */
-struct exit_links {
-    int n;
-    pid_t tid[TG_TUNER_MAX_OCC];
-    uint64_t entered[TG_TUNER_MAX_OCC];
-};
 
 /* t's return cleared the arguments every thread still benchmarking in u
  * reads next: link each that no race has linked yet to t's race, so its

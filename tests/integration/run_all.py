@@ -3211,6 +3211,61 @@ def check_exception_linked_by_slotless_return(ctx):
     expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
 
 
+# Two calls benchmark at once ('t1' and 't2': each entered while nobody was
+# benchmarking, then went into its benchmark and parks there); 'fast' enters
+# (a race, reported with one of them, the first found), returns and clears
+# the arguments; 't1' and 't2' read them: a TypeError each.  Nobody began
+# benchmarking during fast's call, so its return makes no check: only fast's
+# entry can link them.  Broken (the entry links the one thread it reports
+# with), the other's TypeError has no note and is not counted.
+TWO_BENCHMARKING_PROG = r"""
+import collections
+from cleartuner import ClearTuner
+errors, notes = {}, {}
+ev = collections.defaultdict(threading.Event)
+def gate(tag, phase):  # parks each thread, by name, where main says
+    me = threading.current_thread().name
+    ev[(me, phase)].set()
+    ev[(me, phase + "-go")].wait(20)
+tuner = ClearTuner(gate)
+def call(tag):
+    try:
+        tuner.run(tag)
+    except BaseException as e:
+        name = threading.current_thread().name
+        errors[name] = type(e).__name__
+        notes[name] = len([n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:")])
+def start(name, tag):
+    th = threading.Thread(target=call, args=(tag,), name=name)
+    th.start()
+    assert ev[(name, "entered")].wait(20), name
+    return th
+t1 = start("t1", "t1")
+t2 = start("t2", "t2")
+for name in ("t1", "t2"):
+    ev[(name, "entered-go")].set()
+    assert ev[(name, "bench")].wait(20), name
+fast = start("fast", "fast")
+ev[("fast", "entered-go")].set()
+fast.join()
+for name, th in (("t1", t1), ("t2", t2)):
+    ev[(name, "bench-go")].set()
+    th.join()
+print("ERRORS", sorted(errors.items()), "NOTES", sorted(notes.items()), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_linked_for_every_benchmarking_call(ctx):
+    """A race at entry while two calls benchmark: the entering call's return
+    clears what both read next, and both TypeErrors are linked."""
+    res = ctx.run_py(TWO_BENCHMARKING_PROG, options=opts())
+    expect("ERRORS [('t1', 'TypeError'), ('t2', 'TypeError')]" in res.out, "t1 and t2 raised TypeError", res)
+    m = re.search(r"NOTES \[\('t1', (\d)\), \('t2', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(3) and m.group(2) == m.group(3), "a note on each (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -3280,6 +3335,7 @@ CHECKS = {
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exit_line_counts_wait_in_progress,
                  check_exception_linked_past_occupant_slots, check_exception_linked_by_slotless_return,
+                 check_exception_linked_for_every_benchmarking_call,
                  check_exception_every_cleared_call_linked, check_no_nargs_attribute_not_cleared],
 }
 
