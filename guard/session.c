@@ -419,18 +419,25 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
     if (__builtin_expect(t->tuning > 0 || t->session_tuned || t->session_syncs > 0, 0))
         tg_tuning_seen();
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
+    const uint64_t now = tg_ticks();
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, now, 0);
     if (o && e->link.tid) {
         o->raced_tid = e->link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
         o->race_seq = e->link.seq;
-    } else if (__builtin_expect(!o && e->link.tid, 0)) {
+    } else if (__builtin_expect(!o, 0)) {
         /* More threads inside than the entry has slots (seeds/004: ten):
-         * this session's link stays on the thread, for its exception. */
-        t->ovf_raced_tid = e->link.tid;
-        snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
-        t->ovf_race_seq = e->link.seq;
-        t->ovf_inst = (uintptr_t)inst;
+         * listed for the links another thread's race makes (slotless.c),
+         * and this session's own link stays on the thread, for its
+         * exception. */
+        if (t->nheld == 0)
+            tg__slotless_enter(t, (uintptr_t)inst, tg_py.PyThreadState_Get(), now);
+        if (e->link.tid) {
+            t->ovf_raced_tid = e->link.tid;
+            snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
+            t->ovf_race_seq = e->link.seq;
+            t->ovf_inst = (uintptr_t)inst;
+        }
     }
     if (t->nheld < TG_MAX_HELD) {
         t->held[t->nheld] = u;
@@ -583,6 +590,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         }
         t->ovf_raced_tid = 0;
         t->ovf_inst = 0;
+        tg__slotless_leave(t);
     }
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
         t->tuning--;
@@ -612,6 +620,7 @@ void tg_guard_atfork_child(void)
     tg__quiet_atfork_child();
     tg__serialize_atfork_child();
     tg__race_again_atfork_child();
+    tg__slotless_atfork_child();
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

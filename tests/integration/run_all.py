@@ -3266,6 +3266,61 @@ def check_exception_linked_for_every_benchmarking_call(ctx):
     expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
 
 
+# The call that raises has no occupant slot: eight fast-path calls hold the
+# tuner's 8 slots (verbosity=1: registered from the start), 'tuner' enters
+# without one, goes into its benchmark and parks there; one filler returns
+# (self.nargs = None); 'tuner' reads the arguments: TypeError.  The check at
+# the filler's return looks at the slots and finds nobody benchmarking, so
+# only tuner's own return can link it.  Broken, tuner's TypeError has no
+# note and is not counted.
+SLOTLESS_RAISE_PROG = r"""
+import collections
+from cleartuner import ClearTuner
+errors, notes = {}, {}
+ev = collections.defaultdict(threading.Event)
+def gate(tag, phase):  # parks each thread, by name, where main says
+    me = threading.current_thread().name
+    ev[(me, phase)].set()
+    ev[(me, phase + "-go")].wait(20)
+tuner = ClearTuner(gate)
+def call(tag):
+    try:
+        tuner.run(tag)
+    except BaseException as e:
+        name = threading.current_thread().name
+        errors[name] = type(e).__name__
+        notes[name] = len([n for n in getattr(e, "__notes__", []) if n.startswith("tunerguard:")])
+def start(name, tag):
+    th = threading.Thread(target=call, args=(tag,), name=name)
+    th.start()
+    assert ev[(name, "entered")].wait(20), name
+    return th
+fillers = [start("fill%d" % i, "fast") for i in range(8)]
+first = start("tuner", "tuner")
+ev[("tuner", "entered-go")].set()
+assert ev[("tuner", "bench")].wait(20)
+ev[("fill0", "entered-go")].set()
+fillers[0].join()
+ev[("tuner", "bench-go")].set()
+first.join()
+for i, th in enumerate(fillers):
+    ev[("fill%d" % i, "entered-go")].set()
+    th.join()
+print("ERRORS", sorted(errors.items()), "NOTES", sorted(notes.items()), "NOTED", int(sys.version_info >= (3, 11)))
+"""
+
+
+def check_exception_linked_without_slot(ctx):
+    """A benchmarking call without an occupant slot reads arguments another
+    call's return cleared: its TypeError is linked."""
+    res = ctx.run_py(SLOTLESS_RAISE_PROG, options=opts(verbosity=1))
+    expect("ERRORS [('tuner', 'TypeError')]" in res.out, "tuner raised TypeError, nobody else", res)
+    m = re.search(r"NOTES \[\('tuner', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(2), "a note on it (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
+
+
 def check_exit_line_tuner_without_kernel_name(ctx):
     """serialize, a tuner whose function has no __name__: the exit line names
     the contended tuner by its method, never '?'."""
@@ -3335,7 +3390,7 @@ CHECKS = {
                  check_exception_every_linked_one_counted, check_exit_line_tuner_without_kernel_name, check_exit_line_many_contended,
                  check_exit_line_one_count_per_call, check_exit_line_counts_wait_in_progress,
                  check_exception_linked_past_occupant_slots, check_exception_linked_by_slotless_return,
-                 check_exception_linked_for_every_benchmarking_call,
+                 check_exception_linked_for_every_benchmarking_call, check_exception_linked_without_slot,
                  check_exception_every_cleared_call_linked, check_no_nargs_attribute_not_cleared],
 }
 
