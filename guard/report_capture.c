@@ -339,6 +339,14 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     pid_t other_tid = other->tid;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
     other = occupant_by_tid(u, other_tid);
+    /* The benchmarking one left while we waited: another still benchmarking
+     * is the race now (t's call writes and clears what it reads next), and
+     * without it reported and linked here its exception would be linked
+     * only by a check at t's return, which a return made while nobody
+     * begins tuning does not make. */
+    for (int i = 0; !other && tuning && i < TG_TUNER_MAX_OCC; i++)
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && tg__other_is_tuning(&u->occ[i], g, 1))
+            other = tuning = &u->occ[i];
     if (!other) {
         tg_report_end(t); /* it left while we waited: no overlap any more */
         return;

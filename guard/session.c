@@ -575,9 +575,12 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * common case with several threads, look at nobody else's record.  A
      * session without a slot (more threads inside than the entry has slots)
      * is checked too when it is the thread's only one: its return clears
-     * the arguments as any other's does. */
+     * the arguments as any other's does.  And whatever the epoch while
+     * sessions without a slot are inside: one may have been benchmarking
+     * since before this call entered, unseen by its entry (which looks at
+     * the slots' evidence). */
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
-        (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
+        (!g->marked || u->overflow > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o, tg__guard_at);
