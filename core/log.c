@@ -184,3 +184,18 @@ void tg__info(int level, const char *fmt, ...)
     vline(fmt, ap);
     va_end(ap);
 }
+
+int tg__say_capped(unsigned *said, unsigned cap, int level, const char *fmt, ...)
+{
+    /* counted first, printed or not: a later call never says what an
+     * earlier one at a lower verbosity kept back */
+    if (__atomic_load_n(said, __ATOMIC_RELAXED) >= cap || __atomic_fetch_add(said, 1, __ATOMIC_RELAXED) >= cap)
+        return 0;
+    if (tg_opts.verbosity < level)
+        return 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vline(fmt, ap);
+    va_end(ap);
+    return 1;
+}

@@ -14,6 +14,16 @@
 void tg__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Printed when verbosity >= level. */
 void tg__info(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The one "say it once" path: a line from a call site that speaks at most
+ * cap times in a process.  *said is the site's own count (a static
+ * unsigned of the caller's, zero at start; one per row where one site
+ * speaks for several things), counted whether or not the line prints.
+ * level 0: always printed, as tg__warn; else when verbosity >= level, as
+ * tg__info.  Returns 1 when this call was within the cap.  Any thread, GIL
+ * or not, a CUDA hook included (one relaxed atomic load once the cap is
+ * reached); not from a signal handler. */
+int tg__say_capped(unsigned *said, unsigned cap, int level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Constructor only, first: look (fcntl F_GETFD) whether fd 2 is open. */
 void tg_log_note_start(void);

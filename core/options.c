@@ -9,6 +9,7 @@
  * own. */
 #include "core/options.h"
 #include "core/startup.h"
+#include "core/utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,19 +263,6 @@ const char *tg_options_escape(const char *s, size_t n, char *buf, size_t len)
     return buf;
 }
 
-/* Bytes of the UTF-8 sequence at s (at most n): 0 when it is not a well
- * formed one of a code point above 0x7f. */
-TG_STARTUP static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t k = s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : s[0] >= 0xe0 && s[0] <= 0xef ? 3 : s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : 0;
-    if (k == 0 || k > n)
-        return 0;
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return k;
-}
-
 /* A Python identifier at s[0..n): ASCII letters, digits and '_', and any
  * non-ASCII code point (str.isidentifier() accepts letters of every script;
  * a non-letter one passes here and then names a class that is never found,
@@ -287,7 +275,7 @@ TG_STARTUP static int ident_ok(const char *s, size_t n)
     for (size_t i = 0; i < n;) {
         unsigned char c = u[i];
         if (c >= 0x80) {
-            size_t k = utf8_len(u + i, n - i);
+            size_t k = tg_utf8_len(u + i, n - i);
             if (!k)
                 return 0;
             i += k;

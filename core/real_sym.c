@@ -31,7 +31,13 @@ TG_STARTUP tg__dlsym_fn tg__real_dlsym(void)
     return f;
 }
 
-TG_STARTUP void *tg_real_sym(void *handle, const char *name)
+TG_STARTUP int tg_same_object(const void *p, const void *anchor)
+{
+    Dl_info at, mine;
+    return p && dladdr(p, &at) && dladdr(anchor, &mine) && at.dli_fbase == mine.dli_fbase;
+}
+
+void *tg_real_sym(void *handle, const char *name)
 {
     return tg__real_dlsym()(handle, name);
 }

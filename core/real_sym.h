@@ -20,4 +20,13 @@ tg__dlsym_fn tg__real_dlsym(void);
  * Like any failed dlsym, a missing name leaves a dlerror() message. */
 void *tg_real_sym(void *handle, const char *name);
 
+/* tunerguard's one "is this address ours" test: is p inside the loaded
+ * object (the executable or a shared library) that holds anchor, one of
+ * tunerguard's own functions (the loader's: libtunerguard.so; the core
+ * library's: libtunerguard_core.so; in the unit tests both are the test
+ * binary)?  Compared by dladdr's load base; 0 for NULL or an address in no
+ * object.  dladdr takes the dynamic loader's lock: not signal-safe;
+ * allocates nothing. */
+int tg_same_object(const void *p, const void *anchor);
+
 #endif

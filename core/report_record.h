@@ -16,7 +16,7 @@
  * between. */
 #define TG_MAX_PY_FRAMES 256
 #define TG_PY_HEAD_FRAMES 192
-#define TG_REPORT_SCHEMA_VERSION 1
+#define TG_REPORT_SCHEMA_VERSION 2
 #define TG_SYM_LEN 160         /* one symbolized native frame, NUL included */
 #define TG_SRC_LEN 112         /* source file of one native frame, NUL included */
 #define TG_MANGLED_LEN 128     /* the mangled C++ name of one native frame, NUL included */
@@ -148,6 +148,37 @@ struct tg_itf_report {
     } gpu_by[TG_ITF_REPORT_FROM];
 };
 
+/* TG_REPORT_DEADLOCK: the cycle of waits serialize found.  The entering
+ * thread waits for cycle[0]; the holder of cycle[k] waits for cycle[k+1];
+ * the last is held by the entering thread. */
+#define TG_CYCLE_MAX 16
+struct tg_deadlock_report {
+    int n;                     /* entries in cycle[] */
+    struct {
+        pid_t holder;          /* the thread holding it, 0 none found */
+        char kernel[64];       /* its kernel's name, "" if unknown */
+    } cycle[TG_CYCLE_MAX];
+    int abort;                 /* deadlock=abort: the process stops; else the
+                                  entering thread proceeds unserialized */
+};
+
+/* TG_REPORT_WAIT_TIMEOUT: a serialize wait that lasted wait_timeout. */
+struct tg_wait_report {
+    uint64_t waited_ns;        /* how long the entering thread had waited */
+    uint64_t stalled_ns;       /* > 0: the holder made no progress (no CPU time, no CUDA
+                                  call) that long, blocked outside tunerguard, and the
+                                  entering thread proceeds unserialized; 0: the wait goes on */
+    int timeout_s;             /* wait_timeout= */
+    int on_timeout_proceed;    /* on_wait_timeout=proceed (else wait) */
+};
+
+/* TG_REPORT_METHOD_REPLACED: what the guarded method's class attribute is now. */
+struct tg_replaced_report {
+    char qualname[160];        /* the new attribute's __qualname__, "" unknown */
+    char file[200];            /* where its code is defined, "" unknown (no code) */
+    int line;                  /* ... its first line, 0 unknown */
+};
+
 struct tg_report {
     enum tg_report_kind kind;
     uint64_t seq;              /* 1, 2, ... within this process */
@@ -179,7 +210,6 @@ struct tg_report {
     uint64_t ts_ns;            /* CLOCK_MONOTONIC at detection */
     struct tg_thread_view entering;  /* the thread that came in second */
     struct tg_thread_view inside;    /* the thread already inside */
-    char detail[256];          /* free text for non-race kinds (e.g. where a method was replaced) */
     char exc_type[64];         /* TG_REPORT_EXCEPTION: the exception's type name */
     char exc_msg[200];         /* ... and str() of it, truncated */
     uint64_t race_seq;         /* TG_REPORT_EXCEPTION: seq of the race report it follows, 0 if none */
@@ -190,6 +220,9 @@ struct tg_report {
                                   (at most TG_OTHER_KERNELS_KEPT are told apart) */
     char other_names[3][128];  /* ... the first of them, "" past other_kernels */
     struct tg_itf_report itf;  /* TG_REPORT_INTERFERENCE only */
+    struct tg_deadlock_report deadlock;   /* TG_REPORT_DEADLOCK only */
+    struct tg_wait_report wait;           /* TG_REPORT_WAIT_TIMEOUT only */
+    struct tg_replaced_report replaced;   /* TG_REPORT_METHOD_REPLACED only */
 };
 
 #endif

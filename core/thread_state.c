@@ -46,7 +46,7 @@ void tg__thread_atfork_child(void)
     }
     t->nheld = 0;
     t->depth = 0;
-    t->quiet_inst = 0; /* its frame, if any, sees `forks` changed and leaves it */
+    t->lazy_inst = 0; /* its frame, if any, sees `forks` changed and leaves it */
     t->session_launches = t->session_syncs = t->session_multi = 0;
     t->last.inside = 0;
     t->ovf_raced_tid = 0; /* a parent's race names no thread of the child */

@@ -17,9 +17,9 @@
 
 /* The last CUDA driver call a thread made that can release the GIL: written
  * by the CUDA hooks of the owning thread (no GIL held), read by another thread
- * when it writes a race report (GIL held).  Readers use tg__cuda_call_read(),
- * which retries while seq is odd or changed (a seqlock; the writer never
- * waits). */
+ * when it writes a race report (GIL held).  A seqlock: the writer
+ * (tg__cuda_seq_begin / _end, cuda/cuda_record.h) never waits; a reader
+ * copies the record and retries while seq is odd or changed. */
 struct tg_cuda_call {
     uint32_t seq;          /* odd while the writer is mid-update */
     uint16_t fn;           /* index into the CUDA hook table (core/cuda_api.inc) */
@@ -29,7 +29,7 @@ struct tg_cuda_call {
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
     /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
-     * one instruction on x86-64.  A reader's copy (guard/report_capture.c)
+     * one instruction on x86-64.  A reader's copy (cuda/cuda_record.c, tg_cuda_call_read)
      * holds CLOCK_MONOTONIC ns, converted with tg_ticks_to_ns. */
     uint64_t t_enter;
     uint64_t t_exit;       /* 0 while inside */
@@ -79,7 +79,7 @@ struct tg_thread {
      * session's hooks publish its evidence).  Written by the owner, and by a
      * thread that registers the session for it, both with the GIL; read by
      * the owner's hooks without it: atomic. */
-    uintptr_t quiet_inst;
+    uintptr_t lazy_inst;
     /* The rest of the first line and the next three: what a guarded call
      * reads and writes of its own thread's (guard/session.c), besides the
      * fields above and the evidence line. */
@@ -105,17 +105,17 @@ struct tg_thread {
     uintptr_t wrapped_busy;
     const void *wrapped_by;
     unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
-    /* The rest of detect's unregistered session (quiet_inst above): its
+    /* The rest of detect's unregistered session (lazy_inst above): its
      * guard (opaque), its thread state (for its Python stack in a report)
      * and its entry (tg_ticks).  Written by the owner, read by a thread that
      * registers the session for it; GIL held. */
-    const void *quiet_g;
-    void *quiet_tstate;
-    uint64_t quiet_t0;
-    int quiet_slot;           /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
+    const void *lazy_g;
+    void *lazy_tstate;
+    uint64_t lazy_t0;
+    int lazy_slot;            /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
-     * (guard/report_capture.c, tg__other_is_tuning: for a marked tuner only
+     * (guard/race_decide.c, tg__other_is_tuning: for a marked tuner only
      * when this thread's evidence bit in the tuner is set, for targets=
      * tuners on every overlap).  On a line of their own,
      * each written only when its value changes: in the steady state (tuned
@@ -170,7 +170,7 @@ struct tg_thread {
      * thread is the child's main thread).  serialize's waits read it. */
     int is_main;
     /* While a report of the race seen at a declared tuner's tuning step is
-     * made (guard/report_capture.c, tg__check_race_at_step): that step's
+     * made (guard/race_decide.c, tg__check_race_at_step): that step's
      * guard; NULL otherwise.  Own thread, GIL held. */
     const void *step_entry;
     /* serialize: the call whose wait for a tuner begins has waited for the
@@ -212,7 +212,7 @@ _Static_assert(offsetof(struct tg_thread, session_multi) / 64 == offsetof(struct
                "the evidence fits its line");
 _Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tuning) >= 64,
                "nothing written per call shares the evidence line");
-_Static_assert(offsetof(struct tg_thread, quiet_inst) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
+_Static_assert(offsetof(struct tg_thread, lazy_inst) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
                "the hook line holds the hook's fields, and the guard's first ones");
 _Static_assert(offsetof(struct tg_thread, wrapped_by) < offsetof(struct tg_thread, tuning),
                "the guard's fields come before the evidence line");

@@ -226,15 +226,11 @@ static void tg__cuda_init_lib(void *lib)
 
 void tg__cuda_missing(unsigned fn)
 {
-    static _Atomic uint64_t said; /* one bit per row (TG_CUDA_NFN <= 64) */
-    _Static_assert(TG_CUDA_NFN <= 64, "widen the said-once mask");
+    static unsigned said[TG_CUDA_NFN]; /* once per row */
     if (fn >= TG_CUDA_NFN)
         return;
-    uint64_t bit = 1ull << fn;
-    if (atomic_fetch_or(&said, bit) & bit)
-        return;
-    tg__info(1, "cuda: the driver lacks %s; calls to it are not seen (passed through)",
-             tg__cuda_names[fn]);
+    tg__say_capped(&said[fn], 1, 1, "cuda: the driver lacks %s; calls to it are not seen (passed through)",
+                   tg__cuda_names[fn]);
 }
 
 /* Is p an address inside a library named libcuda.so*?  Then resolve from it. */

@@ -26,6 +26,7 @@
 
 #include "core/cuda_api.h"
 #include "core/real_sym.h"
+#include "core/thread_state.h"
 
 /* ---- queries (any thread) --------------------------------------------------- */
 
@@ -58,6 +59,15 @@ unsigned long long tg_cuda_count(unsigned fn);
 
 /* The row whose name is `name`, -1 if none. */
 int tg_cuda_fn_index(const char *name);
+
+/* A copy of thread th's last recorded call (th->last), read against its
+ * owner's writes (the seqlock of core/thread_state.h; the writer is
+ * cuda/cuda_record.h), its times converted from the owner's clock (tg_ticks)
+ * to CLOCK_MONOTONIC ns as the reports give every time.  Returns 0 when no
+ * consistent copy could be read in 100 tries: *out is then zeroed, and its
+ * kind TG_CUDA_NONE means "unknown", not "no call yet".  Any thread; C only,
+ * allocates nothing. */
+int tg_cuda_call_read(const struct tg_thread *th, struct tg_cuda_call *out);
 
 /* ---- interception internals (loader/interpose_*.c and unit tests) ------------- */
 

@@ -135,3 +135,23 @@ const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
     }
     return buf;
 }
+
+int tg_cuda_call_read(const struct tg_thread *th, struct tg_cuda_call *out)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        uint32_t s0 = __atomic_load_n(&th->last.seq, __ATOMIC_ACQUIRE);
+        if (s0 & 1)
+            continue; /* the owner is mid-update: it never waits for us */
+        memcpy(out, (const void *)&th->last, sizeof *out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0) {
+            if (out->t_enter)
+                out->t_enter = tg_ticks_to_ns(out->t_enter);
+            if (out->t_exit)
+                out->t_exit = tg_ticks_to_ns(out->t_exit);
+            return 1;
+        }
+    }
+    memset(out, 0, sizeof *out);
+    return 0;
+}

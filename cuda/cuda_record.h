@@ -154,7 +154,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     if (kind == TG_CUDA_LAUNCH && __builtin_expect(tg_itf_maybe_busy(dev), 0))
         tg__cuda_launch_busy(t, dev, func);
     /* Everything slow is done before the seqlock write section below: a
-     * reader (a race report on another thread, guard/report_capture.c) retries a
+     * reader (a race report on another thread, tg_cuda_call_read) retries a
      * bounded number of times and then gives up, so the section must stay a
      * handful of stores.  The unwind (up to TG_MAX_NATIVE_FRAMES frames)
      * goes into a local array first (stack only: no allocation). */
@@ -165,7 +165,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
      * unregistered session sets, with the GIL, while t may be here), or an
      * unregistered one (guard/session.c), whose evidence is published instead. */
     const int registered = __atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) > 0;
-    if (registered || __builtin_expect(__atomic_load_n(&t->quiet_inst, __ATOMIC_RELAXED) != 0, 0)) {
+    if (registered || __builtin_expect(__atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED) != 0, 0)) {
         if (kind == TG_CUDA_LAUNCH) {
             if (__builtin_expect(++t->session_launches == 2, 0)) {
                 t->session_multi = 1; /* once a session: the evidence line (core/thread_state.h) */

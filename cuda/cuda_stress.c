@@ -6,6 +6,7 @@
 #include "cuda/interference_report.h"
 #include "loader/core_api.h"
 #include "cuda/listener.h"
+#include "cuda/tls.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -54,10 +55,6 @@ void tg__stress_atfork_child(void)
     atomic_store(&st_iso_waiting, 0);
 }
 
-/* cupti=1: when the benchmark began (defined in cuda/tls.c: the loader
- * holds every thread-local, loader/core_api.h) */
-extern __thread uint64_t tg__stress_bench_t0;
-
 void tg__cuda_bench_begin(struct tg_thread *t, int dev)
 {
     (void)t;
@@ -91,11 +88,11 @@ static void isolate_wait(int dev)
         if (el >= limit) {
             atomic_store(&iso_gave_up[dev], 1);
             atomic_fetch_add(&st_iso_timeouts, 1);
-            static _Atomic int said;
-            if (!atomic_exchange(&said, 1))
-                tg__warn("isolate_tuning: a launch on device %d waited %d s for a benchmark to end; "
-                         "launching anyway (said once; no more waiting on that device until it is idle)",
-                         dev, TG_ISOLATE_TIMEOUT_S);
+            static unsigned said;
+            tg__say_capped(&said, 1, 0,
+                           "isolate_tuning: a launch on device %d waited %d s for a benchmark to end; "
+                           "launching anyway (said once; no more waiting on that device until it is idle)",
+                           dev, TG_ISOLATE_TIMEOUT_S);
             break;
         }
         waited = 1;

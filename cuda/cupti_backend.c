@@ -16,10 +16,12 @@
 
 #include "reports/trace.h"
 #include "core/clock.h"
+#include "core/hash.h"
 #include "cuda/cuda_hooks.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/thread_state.h"
+#include "cuda/tls.h"
 
 enum { ST_OFF, ST_ACTIVE, ST_FAILED, ST_RELEASED };
 static _Atomic int st_state;      /* enum above */
@@ -49,8 +51,6 @@ static struct {
 
 /* ---- correlation (written by launching threads in the API callback) ----- */
 static struct tg_gpu_corr *st_corr; /* malloc'ed at start, never freed */
-/* defined in cuda/tls.c: the loader holds every thread-local (loader/core_api.h) */
-extern __thread uint64_t tg__cupti_sess_t0;
 
 /* ---- buffers and the kernel store (st_mu: never taken on a launch) ------ */
 static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -61,26 +61,18 @@ static size_t st_bufsz;
 static struct tg_gpu_kernel *st_store; /* ring */
 static size_t st_cap;
 static uint64_t st_n;                   /* kernels stored in total (ring index) */
-static _Atomic uint64_t st_kernels, st_correlated, st_dropped, st_buffers;
+static _Atomic uint64_t st_kernels, st_correlated, st_dropped;
 
 #define NAMES 2048
 #define NAME_LEN 128
 static char (*st_names)[NAME_LEN];      /* interned kernel names (CUPTI's may die with cuptiFinalize) */
 static uint64_t st_name_hash[NAMES];
 
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h | 1;
-}
-
 static const char *intern(const char *s)
 {
     if (!s || !s[0])
         return "?";
-    uint64_t h = fnv(s);
+    uint64_t h = tg_hash_str(TG_HASH_SEED, s) | 1; /* 0: a free slot */
     for (unsigned p = 0; p < 16; p++) {
         unsigned i = (unsigned)(h + p) % NAMES;
         if (st_name_hash[i] == h && strncmp(st_names[i], s, NAME_LEN - 1) == 0)
@@ -190,7 +182,6 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     size_t dropped = 0;
     if (cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add_explicit(&st_dropped, dropped, memory_order_relaxed);
-    atomic_fetch_add_explicit(&st_buffers, 1, memory_order_relaxed);
     for (int i = 0; i < NBUF; i++)
         if (st_buf[i] == buffer)
             st_buf_free[i] = 1;
@@ -519,17 +510,6 @@ void tg_cupti_atfork_child(void)
         atomic_store(&st_state, ST_FAILED); /* CUPTI does not follow fork: nothing to flush here */
 }
 
-void tg_cupti_stats(struct tg_cupti_stats *o)
-{
-    memset(o, 0, sizeof *o);
-    o->state = atomic_load(&st_state);
-    o->kernels = atomic_load(&st_kernels);
-    o->correlated = atomic_load(&st_correlated);
-    o->dropped = atomic_load(&st_dropped);
-    o->buffers = atomic_load(&st_buffers);
-    snprintf(o->lib, sizeof o->lib, "%s", st_libpath);
-}
-
 /* ---- another CUPTI client arrives (torch.profiler's Kineto, ...) -----------------
  * CUPTI takes one subscriber per process.  These exports interpose the
  * program's calls (PLT-bound, as libtorch_cuda's; or dlsym(RTLD_DEFAULT)):
@@ -579,8 +559,7 @@ static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
  * (libtunerguard.so, where tg__real_dlsym lives), not this core. */
 static int is_own(void *p)
 {
-    Dl_info me, it;
-    return p && dladdr((void *)tg__real_dlsym, &me) && dladdr(p, &it) && it.dli_fbase == me.dli_fbase;
+    return tg_same_object(p, (const void *)tg__real_dlsym);
 }
 
 static void *caller_sym(const void *ret, const char *name)

@@ -56,14 +56,4 @@ void tg_cupti_shutdown(void);
 /* fork child: CUPTI does not survive fork; the backend is off there. */
 void tg_cupti_atfork_child(void);
 
-struct tg_cupti_stats {
-    int state;                 /* 0 off, 1 active, 2 failed/unavailable, 3 released to another client */
-    uint64_t kernels;          /* kernel records processed */
-    uint64_t correlated;       /* ... tied to a host launch */
-    uint64_t dropped;          /* records CUPTI dropped (no buffer) */
-    uint64_t buffers;          /* buffers completed */
-    char lib[512];             /* the libcupti loaded, "" if none */
-};
-void tg_cupti_stats(struct tg_cupti_stats *out);
-
 #endif

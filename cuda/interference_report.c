@@ -46,12 +46,8 @@ uint64_t tg__report_interference(struct tg_thread *t, void *inst_, const struct 
     if (inst)
         tg_py.PyErr_Fetch(&et, &ev, &etb); /* the session may be ending in an exception */
     memset(r, 0, sizeof *r);
-    r->kind = TG_REPORT_INTERFERENCE;
-    r->pid = getpid();
-    r->rank = tg_proc_rank();
-    r->mode = tg_mode_name(tg_opts.mode);
+    tg_report_head(r, TG_REPORT_INTERFERENCE);
     r->instance = (uintptr_t)inst;
-    r->ts_ns = tg_mono_ns();
     r->itf.device = res->dev;
     r->itf.foreign = res->foreign;
     r->itf.own = res->own;

@@ -17,7 +17,7 @@ struct tg_thread;
 struct tg_cuda_listener {
     /* Benchmarking evidence (bit: TG_EV_*) in t's unregistered session:
      * any thread's own hook, without the GIL; no allocation, no lock. */
-    void (*quiet_evidence)(struct tg_thread *t, uint8_t bit);
+    void (*lazy_evidence)(struct tg_thread *t, uint8_t bit);
     /* The process's first CUDA use or benchmark: from now on a fork child
      * has state to reset.  Cheap after the first call (one atomic load). */
     void (*arm_fork)(void);
@@ -35,7 +35,7 @@ static inline void tg__cuda_tell_evidence(struct tg_thread *t, uint8_t bit)
 {
     const struct tg_cuda_listener *l = __atomic_load_n(&tg__cuda_listener, __ATOMIC_ACQUIRE);
     if (l)
-        l->quiet_evidence(t, bit);
+        l->lazy_evidence(t, bit);
 }
 
 static inline void tg__cuda_tell_first_use(void)

@@ -4,6 +4,7 @@
  * block there; the core library, dlopen'd late, has none of its own
  * (loader/core_api.h).  Zero until a hook writes them. */
 #include "cuda/cuda_record.h"
+#include "cuda/tls.h"
 
 #include <stdint.h>
 

@@ -93,7 +93,7 @@ static const struct tg_core_api api = {
 
 /* What the guard side hears from the CUDA hooks (cuda/listener.h). */
 static const struct tg_cuda_listener listener = {
-    .quiet_evidence = tg__quiet_evidence,
+    .lazy_evidence = tg__lazy_evidence,
     .arm_fork = tg_lifecycle_arm_fork,
 };
 

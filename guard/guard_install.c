@@ -659,9 +659,9 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     }
     const int i = free_slot();
     if (i < 0) {
-        static int said;
-        if (!said++)
-            tg__warn("more than %d guarded methods; %s and later ones are not guarded", TG_MAX_GUARDS, name);
+        static unsigned said;
+        tg__say_capped(&said, 1, 0, "more than %d guarded methods; %s and later ones are not guarded", TG_MAX_GUARDS,
+                       name);
         rc = -1;
         goto done;
     }
@@ -788,15 +788,16 @@ static void add_marker_base(PyObject *cls, int declared)
             return;
     }
     if (free_slot < 0 && nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
-        static int said;
+        static unsigned said;
         char qual[96], mod[96];
         tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
         tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        if (declared && !said++)
-            tg__warn("tuning=: %s.%s is past the %d tuner classes with tuning steps tunerguard follows: every "
-                     "overlap in its entry point is reported as a race, in its step or not", mod, qual,
-                     nmarker_bases);
-        else if (!declared)
+        if (declared)
+            tg__say_capped(&said, 1, 0,
+                           "tuning=: %s.%s is past the %d tuner classes with tuning steps tunerguard follows: every "
+                           "overlap in its entry point is reported as a race, in its step or not", mod, qual,
+                           nmarker_bases);
+        else
             tg__info(1, "%s.%s is past the %d tuner classes with tuning methods tunerguard follows: its overlaps "
                         "are looked at one by one", mod, qual, nmarker_bases);
         return;
@@ -899,14 +900,15 @@ static void say_no_step(PyObject *cls, const char *qualname, const char *method,
     char qual[160], mod[96];
     tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
     tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-    static int said_subclass;
+    static unsigned said_subclass;
     if (strcmp(qual, qualname) == 0)
         tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "
                  "inside do", (int)len, entry, qualname, method);
-    else if (!said_subclass++)
-        tg__warn("tuning=%.*s: %s.%s.%s, a subclass's, is no plain method: calls on its instances are never in "
-                 "their step, so their overlaps are counted, not reported (later such subclasses are not named)",
-                 (int)len, entry, mod, qual, method);
+    else
+        tg__say_capped(&said_subclass, 1, 0,
+                       "tuning=%.*s: %s.%s.%s, a subclass's, is no plain method: calls on its instances are never in "
+                       "their step, so their overlaps are counted, not reported (later such subclasses are not "
+                       "named)", (int)len, entry, mod, qual, method);
 }
 
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)

@@ -1,17 +1,37 @@
-/* Internal to the guard (guard/guard_install.c, guard/session.c,
- * guard/serialize_wait.c, guard/report_capture.c): the guard record and the
- * calls between them.
+/* Internal to the guard (the files of guard/): the guard record and the calls
+ * between the guard's files.
  *
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
+ *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
+ *                     an assignment over a guarded method is guarded at once
+ *   run_shapes.c      a subclass's entry point that is no plain function of
+ *                     its own (a mixin's, a partialmethod): guarded where
+ *                     the MRO finds it, or one line says why not
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table, the counts of the exit summary
+ *   lazy_session.c    detect's lazy session: a tuned call registered on the
+ *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
  *                     that died inside (guard/serialize_wait.h)
- *   report_capture.c  the reports those find (race, race seen at exit,
- *                     exception, deadlock, wait timeout, holder died, method
- *                     replaced): views of threads, handed to reports/emit.h
+ *   alive.c           whether other threads are alive (rate-limited), and
+ *                     whether their Python state can still be read
+ *   race_decide.c     whether an overlap is a race (at entry, at a tuning
+ *                     step, at a benchmark, at a return) and which sessions
+ *                     it links
+ *   report_capture.c  the reports those find (race, exception, deadlock,
+ *                     wait timeout, holder died, method replaced), handed
+ *                     to reports/emit.h
+ *   thread_view.c     the threads a report shows
+ *   race_again.c      a declared tuner's race seen again, decided before
+ *                     its capture
+ *   exception_link.c  which exceptions of a raced call the race can have
+ *                     caused
+ *   py_arm_guard.c    arming, the core library's part: target modules'
+ *                     classes guarded; the exit line
+ *   core_entry.c      the core library's one entry point (loader/core_api.h)
+ *   lifecycle.c       fork child and shutdown (guard/lifecycle.h)
  *
  * Everything here: GIL held (the serialize wait releases it while it
  * blocks). */
@@ -24,6 +44,8 @@
 #include "core/options.h"
 #include "core/insitu.h"
 #include "core/thread_state.h"
+#include "core/report_record.h"
+#include "reports/emit.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -235,7 +257,7 @@ int tg__guard_watch_new(void);
  * (py_arm_guard.c).  GIL held. */
 void tg__guard_class_made(PyObject *cls);
 
-/* ---- report_capture.c ----------------------------------------------------- */
+/* ---- race_decide.c, report_capture.c --------------------------------------- */
 
 /* What a race left for the exception link (see tg__report_exception). */
 struct tg_race_link {
@@ -254,7 +276,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
  * another thread's call is inside: the race seen at the step. */
 void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct tg_thread *t);
 /* detect: t's session on inst enters a benchmark and finds the arguments
- * its run() set cleared by a call that came and went (report_capture.c).
+ * its run() set cleared by a call that came and went (race_decide.c).
  * GIL held. */
 void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 
@@ -265,6 +287,31 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t);
 void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                             const struct tg_occupant *mine);
 
+/* The race reports' builders (report_capture.c), called by the decisions
+ * above under the report lock (r from tg_report_begin) with the occupants
+ * looked up again after it.  Each reads the occupants with C calls only,
+ * makes the link that must be made while they are valid, then runs Python
+ * code (names) and emits r; *st is tg_emit's status, the return its seq.
+ *   capture_race: t enters while `other` is inside; high -1: the severity
+ *     is whether other is benchmarking, else high; other_tuning: other was
+ *     chosen as the occupant that is tuning.  For a high race not
+ *     serialized, other is marked raced by t and link->tid set; link->name
+ *     is other's name.  A tuning step in t->step_entry: seen at it.
+ *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
+ *     itself.
+ *   capture_race_at_exit: x benchmarks while t returns; its view xv was
+ *     taken (C calls only) and named before the lock, and is freed here;
+ *     xv NULL (no memory): read from x now.  t_entered: t's entry time
+ *     (ticks, 0 unknown); t_name its name, read before the lock. */
+uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
+                          struct tg_occupant *other, int high, int other_tuning, int serialized,
+                          struct tg_race_link *link, enum tg_emit_status *st);
+uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
+                                       struct tg_thread *t, struct tg_occupant *mine, enum tg_emit_status *st);
+uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
+                                  struct tg_thread *t, struct tg_thread_view *xv, const struct tg_occupant *x,
+                                  uint64_t t_entered, const char *t_name, enum tg_emit_status *st);
+
 /* t's raced session o ends in the exception that is set: when the race can
  * have caused it (tg__exception_from_race; guard_at: the installed guards),
  * report it and add a note to the exception (3.11+).  The exception stays set. */
@@ -273,6 +320,28 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
 
 /* The i-th installed guard, NULL past the last (guard_install.c). */
 const struct tg_guard *tg__guard_at(int i);
+
+/* ---- thread_view.c -------------------------------------------------------- */
+
+/* The calling thread t, C calls only: its Python frames, its native stack
+ * from the guard's caller inward (taken `where`, e.g. "at entry"), now as
+ * its entered_ns, and with with_cuda its last CUDA call (device and
+ * stream; no stack).  No name: tg__view_names. */
+void tg__view_self(struct tg_thread_view *v, struct tg_thread *t, const char *where, int with_cuda);
+/* Another thread inside a tuner, occupant o, C calls only (which never let
+ * another thread run: it stays blocked inside, with the GIL released, while
+ * we read): its Python stack through its thread state, its last CUDA call
+ * and the native stack taken at it, its session's counts and whether it is
+ * benchmarking.  No name: tg__view_names. */
+void tg__view_other(struct tg_thread_view *v, const struct tg_occupant *o);
+/* v's thread name and its CUDA call's kernel name: Python code and a driver
+ * call, which may let other threads run: after it, no occupant or other
+ * thread's state may be touched. */
+void tg__view_names(struct tg_thread_view *v);
+/* v's Python stack as the user sees it printed: the frames of traceback
+ * tb, most recent call first, then the calling thread's frames (its
+ * callers).  Uses static buffers: under the report lock. */
+void tg__view_traceback(struct tg_thread_view *v, PyObject *tb);
 
 /* ---- slotless.c ----------------------------------------------------------- */
 
@@ -357,7 +426,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
  * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
  * of u's first line.  GIL held. */
-static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg_guard *g)
+static inline int tg__overlap_is_low_severity(const struct tg_tuner *u, const struct tg_guard *g)
 {
     return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
 }
@@ -367,9 +436,9 @@ static inline int tg__overlap_is_quiet(const struct tg_tuner *u, const struct tg
  * registry slot for threads entering its tuner, which register the session
  * on its behalf.  Any thread's own hook, without the GIL; reached through
  * cuda/listener.h. */
-void tg__quiet_evidence(struct tg_thread *t, uint8_t bit);
+void tg__lazy_evidence(struct tg_thread *t, uint8_t bit);
 
-/* ---- calling the original (session.c, quiet.c) --------------------------- */
+/* ---- calling the original (session.c, lazy_session.c) --------------------------- */
 
 typedef PyObject *(*tg__vectorcall_fn)(PyObject *, PyObject *const *, size_t, PyObject *);
 
@@ -401,28 +470,28 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #endif
 }
 
-/* ---- detect's unregistered session (quiet.c) ----------------------------- */
+/* ---- detect's unregistered session (lazy_session.c) ----------------------------- */
 
 /* Slots of the registry that say their session showed evidence: an
  * entering thread looks at the registry only while one does. */
-extern _Atomic uint32_t tg__quiet_evident;
+extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
  * or 0 when the registry is full (t then registers its sessions).  GIL held. */
-int tg__quiet_slot(struct tg_thread *t);
+int tg__lazy_slot(struct tg_thread *t);
 /* An outermost call that registers nothing unless it must.  0: done, *resp
  * is the call's result; 1: it registered, and the caller leaves as a
  * registered session does (session_exit, with *epochp).  GIL held. */
-int tg__quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
+int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
 /* Thread a's unregistered session on inst becomes a registered one; 0 when
  * the table is full.  GIL held. */
-int tg__quiet_register(struct tg_thread *a, uintptr_t inst);
+int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
 /* Register the evident unregistered sessions inside inst for their threads,
  * before t enters it.  GIL held. */
-void tg__quiet_adopt(uintptr_t inst, const struct tg_thread *t);
+void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);
 /* The owner's session ended: its slot no longer speaks for it.  GIL held. */
-void tg__quiet_clear(struct tg_thread *t);
-void tg__quiet_atfork_child(void);
+void tg__lazy_clear(struct tg_thread *t);
+void tg__lazy_atfork_child(void);
 /* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
 void tg__table_full(void);
 

@@ -144,11 +144,10 @@ static void hook_subclasses(PyObject *base)
         if (bases[i].cls == base)
             return;
     if (nbases == TG_MAX_BASES) {
-        static int said;
-        if (!said)
-            tg__warn("cannot watch subclasses of more than %d guarded classes; overrides defined later in "
-                     "subclasses of the others run unguarded", TG_MAX_BASES);
-        said = 1;
+        static unsigned said;
+        tg__say_capped(&said, 1, 0,
+                       "cannot watch subclasses of more than %d guarded classes; overrides defined later in "
+                       "subclasses of the others run unguarded", TG_MAX_BASES);
         return;
     }
     struct base *b = &bases[nbases];
@@ -381,11 +380,10 @@ static void arm_reloaded(const char *name, PyObject *mod)
             continue;
         }
         if (tg__arm_ntargets == TG_MAX_TARGETS) {
-            static int said;
-            if (!said)
-                tg__warn("%s was run again (a reload): the table of guarded targets is full (%d), so its new "
-                         "class %s runs unguarded", name, TG_MAX_TARGETS, t->cls);
-            said = 1;
+            static unsigned said;
+            tg__say_capped(&said, 1, 0,
+                           "%s was run again (a reload): the table of guarded targets is full (%d), so its new "
+                           "class %s runs unguarded", name, TG_MAX_TARGETS, t->cls);
             tg_py.Py_DecRef(cls);
             continue;
         }
@@ -600,7 +598,7 @@ void tg__arm_exit_summary_core(void)
         tg_guard_stats(&s);
     struct tg_emit_stats est;
     tg_emit_stats(&est);
-    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/report_capture.c) */
+    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/race_decide.c) */
     const struct tg_emit_stats *es = &est;
     /* A line only when something was reported or the mode changed what the
      * program did (a serialized call); low-severity overlaps alone are the

@@ -1,7 +1,7 @@
 /* A declared tuner's race seen again, decided before its capture.
  *
  * A tuner declared with targets= and called by several threads in a loop
- * overlaps on many calls, each a race (guard/report_capture.c,
+ * overlaps on many calls, each a race (guard/race_decide.c,
  * tg__report_race).  The report pipeline de-duplicates them by the tuner
  * instance and both threads' call sites (reports/emit.c), but only after the
  * report was captured: both stacks with their names, the native stack, the
@@ -22,6 +22,7 @@
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
 #include "reports/suppress_load.h"
+#include "core/hash.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -37,10 +38,12 @@ static struct again {
     char other_name[48];
 } again[AGAIN_SLOTS];
 
+/* A word folded into h: spread over h first (a pointer's low bits are
+ * alike), then one multiply by the hash's prime (core/hash.h). */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-    return h * 1099511628211ull;
+    return h * TG_HASH_PRIME;
 }
 
 /* Fold thread state ts's Python frames (NULL: the calling thread's) into *h.
@@ -82,7 +85,7 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
     PyObject *type = tg_py.PyObject_Type(inst); /* new reference */
-    uint64_t h = mix(mix(1469598103934665603ull, (uintptr_t)inst), (uintptr_t)type);
+    uint64_t h = mix(mix(TG_HASH_SEED, (uintptr_t)inst), (uintptr_t)type);
     if (type)
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
     h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));

@@ -50,20 +50,20 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
                               struct tg_occupant *o, uint32_t epoch, PyObject *res);
 
 /* Whether this outermost call may run as detect's unregistered session
- * (guard/quiet.c): a tuned call of a tuner whose tuning methods are guarded,
+ * (guard/lazy_session.c): a tuned call of a tuner whose tuning methods are guarded,
  * by a thread that is not tuning, with no option that acts on sessions.
  * Not a declared tuner's (targets=, its step named with tuning=): a thread
  * entering its step looks for every call inside it, tuning or not
  * (tg__check_race_at_step).  Claims the thread's registry slot the first
  * time.  GIL held. */
-static int quiet_eligible(struct tg_guard *g, struct tg_thread *t)
+static int lazy_eligible(struct tg_guard *g, struct tg_thread *t)
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
           t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
           !tg_opts.isolate_tuning && !tg_trace_on && tg__guard_has_markers(g)))
         return 0;
-    return tg__quiet_slot(t);
+    return tg__lazy_slot(t);
 }
 
 /* ---- the guard itself ------------------------------------------------------ */
@@ -169,7 +169,7 @@ enum tg_entry_end {
 struct tg_entry {
     struct tg_tuner *u;        /* the instance's entry, looked up again after Python code ran */
     enum tg_verdict v;
-    int quiet;                 /* a low-severity overlap, only counted */
+    int low_severity;          /* a low-severity overlap, only counted */
     int reported;              /* the race was reported before the turn's wait */
     int waited_turn;           /* it waited for the turn: counted as a serialized call */
     struct tg_race_link link;  /* the race this call had, for its session */
@@ -247,8 +247,8 @@ static int tuning_outside(const struct tg_thread *t, PyObject *inst)
 static PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
                              Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (__builtin_expect(t->quiet_inst != 0, 0))
-        tg__quiet_register(t, t->quiet_inst);
+    if (__builtin_expect(t->lazy_inst != 0, 0))
+        tg__lazy_register(t, t->lazy_inst);
     if (__builtin_expect(nargs >= 1, 1) && tuning_outside(t, args[0])) {
         t->busy++;
         tg__guard_tuning_outside(args[0]);
@@ -334,8 +334,8 @@ static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct t
      * low-severity overlap, only counted (tg__report_race says the same after
      * looking at the occupants).  No Python code runs on its way in, so u
      * needs no second look-up. */
-    e->quiet = e->v == TG_RACE && tg__overlap_is_quiet(e->u, g);
-    if (e->quiet) {
+    e->low_severity = e->v == TG_RACE && tg__overlap_is_low_severity(e->u, g);
+    if (e->low_severity) {
         e->u->overlaps++;
         tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
         return TG_ENTRY_GO;
@@ -514,16 +514,16 @@ static PyObject *guard_call(struct tg_guard *g, struct tg_thread *t, PyObject *f
     }
 
     PyObject *inst = args[0];
-    if (__builtin_expect(__atomic_load_n(&tg__quiet_evident, __ATOMIC_SEQ_CST) != 0, 0))
-        tg__quiet_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
-    if (__builtin_expect(t->quiet_inst != 0, 0)) {
-        tg__quiet_register(t, t->quiet_inst); /* a guarded call inside an unregistered session: the session registers first */
-    } else if (quiet_eligible(g, t)) {
+    if (__builtin_expect(__atomic_load_n(&tg__lazy_evident, __ATOMIC_SEQ_CST) != 0, 0))
+        tg__lazy_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
+    if (__builtin_expect(t->lazy_inst != 0, 0)) {
+        tg__lazy_register(t, t->lazy_inst); /* a guarded call inside an unregistered session: the session registers first */
+    } else if (lazy_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0)) {
             PyObject *res;
             uint32_t epoch;
-            if (!tg__quiet_call(g, t, inst, f, args, nargs, kwnames, &res, &epoch))
+            if (!tg__lazy_call(g, t, inst, f, args, nargs, kwnames, &res, &epoch))
                 return res;
             /* Registered, during the call or just now: leave as a registered
              * session does, with the epoch read at entry. */
@@ -605,7 +605,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) {
         tg_tuning_session_end(t, inst); /* cuda/cuda_stress.h */
-        tg__quiet_clear(t); /* an adopted session's published evidence */
+        tg__lazy_clear(t); /* an adopted session's published evidence */
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
@@ -620,7 +620,7 @@ void tg_guard_atfork_child(void)
     int guards_kept = tg__gstats.guards;
     memset(&tg__gstats, 0, sizeof tg__gstats);
     tg__gstats.guards = guards_kept;
-    tg__quiet_atfork_child();
+    tg__lazy_atfork_child();
     tg__serialize_atfork_child();
     tg__race_again_atfork_child();
     tg__slotless_atfork_child();

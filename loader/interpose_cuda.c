@@ -80,7 +80,7 @@ TG_CUPTI_FORWARDS(TG_X)
  * us; NULL if none. */
 static void *cupti_next(const void *ret, unsigned i)
 {
-    Dl_info me, at;
+    Dl_info at;
     void *p = NULL;
     if (ret && dladdr((const char *)ret - 1, &at) && at.dli_fname && at.dli_fname[0]) {
         void *h = dlopen(at.dli_fname, RTLD_NOW | RTLD_NOLOAD);
@@ -88,7 +88,7 @@ static void *cupti_next(const void *ret, unsigned i)
             p = tg__real_dlsym()(h, names[i]);
             dlclose(h); /* NOLOAD took a reference; the object stays loaded */
         }
-        if (p && dladdr((void *)cupti_next, &me) && dladdr(p, &at) && at.dli_fbase == me.dli_fbase)
+        if (tg_same_object(p, (const void *)cupti_next))
             p = NULL; /* our own forwarder */
     }
     if (!p)

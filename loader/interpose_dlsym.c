@@ -44,19 +44,11 @@
 #endif
 
 static _Atomic(tg__dlsym_fn) tg__next_dlsym;
-static void *_Atomic tg__own_base;
 
+/* p is one of the loader's exported definitions (a cu* / cupti* forwarder). */
 static int tg__is_own(void *p)
 {
-    Dl_info me, it;
-    void *base = atomic_load_explicit(&tg__own_base, memory_order_relaxed);
-    if (!base) {
-        if (!dladdr((void *)tg__is_own, &me))
-            return 0;
-        base = me.dli_fbase;
-        atomic_store_explicit(&tg__own_base, base, memory_order_relaxed);
-    }
-    return dladdr(p, &it) && it.dli_fbase == base;
+    return tg_same_object(p, (const void *)tg__is_own);
 }
 
 /* The answer for a name whose only definition found is our own export while

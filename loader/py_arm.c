@@ -475,26 +475,26 @@ TG_STARTUP static void parse_targets_quietly(void)
 
 TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
 {
-    static int said;
+    static unsigned said;
     static pthread_once_t once = PTHREAD_ONCE_INIT; /* free-threaded: imports run in parallel */
     if (__atomic_load_n(&said, __ATOMIC_RELAXED) || strcmp(event, ev_import) != 0)
-        return;
+        return; /* said already: nothing more to look up */
     if (tg_py_resolve_unsupported() < 0)
         return;
     pthread_once(&once, parse_targets_quietly);
     const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
     tg_py.PyErr_Clear();
-    if (!name || !is_target_module(name) || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    if (!name || !is_target_module(name))
         return;
+    char why[64];
     if (tg_py.free_threaded)
-        tg__warn("%s imported, but this Python (%s) is a free-threaded build, which tunerguard does not serve: "
-                 "its tuners run unguarded", name, tg_py.version);
+        snprintf(why, sizeof why, "a free-threaded build, which tunerguard does not serve");
     else if (tg_py.minor > TG_PY_MINOR_LAST)
-        tg__warn("%s imported, but this Python (%s) is newer than 3.%d, the newest tunerguard serves: "
-                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_LAST);
+        snprintf(why, sizeof why, "newer than 3.%d, the newest tunerguard serves", TG_PY_MINOR_LAST);
     else
-        tg__warn("%s imported, but this Python (%s) is older than 3.%d, which tunerguard does not serve: "
-                 "its tuners run unguarded", name, tg_py.version, TG_PY_MINOR_FIRST);
+        snprintf(why, sizeof why, "older than 3.%d, which tunerguard does not serve", TG_PY_MINOR_FIRST);
+    tg__say_capped(&said, 1, 0, "%s imported, but this Python (%s) is %s: its tuners run unguarded", name,
+                   tg_py.version, why);
 }
 
 /* A program that embeds Python (Py_Initialize, then PyRun_SimpleString,
@@ -566,12 +566,12 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
     if (main_interp && tg_py.PyInterpreterState_Get() != main_interp) {
-        static int said;
+        static unsigned said;
         const char *name = event[0] == 'i' && strcmp(event, ev_import) == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
-        if (name && is_target_module(name) && !said++)
-            tg__warn("%s imported in a subinterpreter: subinterpreters are not supported, their tuner calls "
-                     "run unguarded (the main interpreter stays guarded)", name);
+        if (name && is_target_module(name))
+            tg__say_capped(&said, 1, 0, "%s imported in a subinterpreter: subinterpreters are not supported, their "
+                           "tuner calls run unguarded (the main interpreter stays guarded)", name);
         tg_py.PyErr_Clear();
         return 0;
     }

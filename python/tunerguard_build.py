@@ -14,7 +14,9 @@ build_wheel:
      loads from beside itself) and the tunerguard binary from that
      prefix (the binary finds the library next to itself), the reproducers
      (tests/repro, tests/gpu/triton_races.py, the stand-in libcuda), and the
-     man page as data (share/man/man1/tunerguard.1 under the environment).
+     man page as data (share/man/man1/tunerguard.1 under the environment);
+     entry_points.txt names the console script and the pytest plugin
+     (pytest11: tunerguard.pytest_plugin, inactive unless asked).
 The tag is py3-none-<platform>: one binary serves every CPython 3.9-3.15, but
 it is native code.  The platform is manylinux_2_N_<arch> where N is the
 highest GLIBC_2.N symbol version the ELF files need (readelf), so pip refuses
@@ -96,11 +98,23 @@ def _metadata_text(project):
     return "\n".join(lines) + "\n"
 
 
+def _entry_points(project):
+    """{group: {name: target}}: [project.scripts] as console_scripts, and each
+    [project.entry-points.<group>] (pytest11: the pytest plugin)."""
+    groups = {}
+    if project.get("scripts"):
+        groups["console_scripts"] = project["scripts"]
+    for group, table in (project.get("entry-points") or {}).items():  # tomllib
+        groups[group] = table
+    for key, table in project.items():  # the line reader's "entry-points.<group>"
+        if key.startswith("entry-points.") and isinstance(table, dict):
+            groups[key[len("entry-points."):]] = table
+    return groups
+
+
 def _entry_points_text(project):
-    scripts = project.get("scripts", {})
-    if not scripts:
-        return ""
-    return "[console_scripts]\n" + "".join("%s = %s\n" % kv for kv in sorted(scripts.items()))
+    return "".join("[%s]\n%s\n" % (group, "".join("%s = %s\n" % kv for kv in sorted(table.items())))
+                   for group, table in sorted(_entry_points(project).items()))
 
 
 def _dist_info_files(project, tag):

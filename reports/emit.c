@@ -1,6 +1,7 @@
 /* The report pipeline; see reports/emit.h. */
 #include "reports/emit.h"
 #include "core/clock.h"
+#include "core/hash.h"
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
@@ -65,10 +66,7 @@ static struct others {
 
 static uint64_t name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h | 1;
+    return tg_hash_str(TG_HASH_SEED, s) | 1;
 }
 
 static int is_prevented(const struct tg_report *r)
@@ -119,6 +117,15 @@ void tg_report_unlock(void)
     pthread_mutex_unlock(&report_mu);
 }
 
+void tg_report_head(struct tg_report *r, enum tg_report_kind kind)
+{
+    r->kind = kind;
+    r->pid = getpid();
+    r->rank = tg_proc_rank();
+    r->mode = tg_mode_name(tg_opts.mode);
+    r->ts_ns = tg_mono_ns();
+}
+
 struct tg_report *tg_report_begin(struct tg_thread *t)
 {
     tg_report_lock();
@@ -144,32 +151,27 @@ static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg
 {
     int i = tg_site_frame(r, v);
     if (i < 0)
-        return h * 1099511628211ull; /* no Python frame: the tuner alone */
-    for (const char *c = v->py[i].file; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    return (h ^ (uint64_t)(uint32_t)v->py[i].line) * 1099511628211ull;
+        return tg_hash_u64(h, 0); /* no Python frame: the tuner alone */
+    return tg_hash_u64(tg_hash_str(h, v->py[i].file), (uint32_t)v->py[i].line);
 }
 
 /* The slot of r's bug; *repeat 1 when a report was written for it before. */
 static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
 {
-    uint64_t h = (1469598103934665603ull ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0) ^ (r->seen_at_step ? 0x57E9ull : 0) ^
+    uint64_t h = (TG_HASH_SEED ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0) ^ (r->seen_at_step ? 0x57E9ull : 0) ^
                   (r->seen_at_tuning ? 0x7E417ull : 0)) +
                  (uint64_t)r->kind * 0x100000001B3ull;
     h ^= r->serialized ? 0x9E3F7E47EDull : 0; /* a prevented race repeats prevented ones only */
     if (r->kind == TG_REPORT_EXCEPTION && r->race_seq) {
         /* exceptions: one block per race they follow, the rest counted */
-        h = (h ^ r->race_seq ^ 0xE1CE97ull) * 1099511628211ull;
+        h = tg_hash_u64(h, r->race_seq ^ 0xE1CE97ull);
     } else if (r->kind != TG_REPORT_INTERFERENCE) { /* interference: the tuner and kernel alone */
         h = site_hash(h, r, &r->entering);
         h = site_hash(h * 31, r, &r->inside);
     }
     if (!is_prevented(r)) { /* a prevented race: the call sites alone (others, above) */
-        for (const char *c = r->tuner_class; *c; c++)
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
-        h = (h ^ 0xC1A55ull) * 1099511628211ull; /* the class ends here, the kernel begins */
-        for (const char *c = r->kernel; *c; c++)
-            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = tg_hash_u64(tg_hash_str(h, r->tuner_class), 0xC1A55ull); /* the class ends here, the kernel begins */
+        h = tg_hash_str(h, r->kernel);
     }
     h |= 1;
     *repeat = 0;
@@ -196,11 +198,7 @@ void tg_emit_flush_repeats(void)
         if (!d->h || !d->repeats || !d->seq)
             continue;
         memset(&rep, 0, sizeof rep);
-        rep.kind = TG_REPORT_REPEATS;
-        rep.pid = getpid();
-        rep.rank = tg_proc_rank();
-        rep.mode = tg_mode_name(tg_opts.mode);
-        rep.ts_ns = tg_mono_ns();
+        tg_report_head(&rep, TG_REPORT_REPEATS);
         rep.race_seq = d->seq;
         rep.repeats = d->repeats;
         rep.repeat_of = d->kind;

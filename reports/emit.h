@@ -37,6 +37,11 @@ void tg_report_unlock(void);
 struct tg_report *tg_report_begin(struct tg_thread *t);
 void tg_report_end(struct tg_thread *t);
 
+/* The head every report has: its kind, this process (pid, rank), the mode,
+ * and now as its ts_ns.  The rest of r is the caller's.  Allocates nothing;
+ * not for signal handlers (tg_proc_rank reads the environment once). */
+void tg_report_head(struct tg_report *r, enum tg_report_kind kind);
+
 enum tg_emit_status {
     TG_EMIT_WRITTEN,    /* written: the return value is its seq */
     TG_EMIT_SUPPRESSED, /* a suppressions= line matched: not written, not counted */

@@ -196,7 +196,7 @@ static const struct tg_occupant *own_session(uintptr_t *inst)
     /* A tuned call in detect that registered nothing (guard/session.c, "The
      * unregistered session") keeps its instance on the thread's record. */
     if (!best && self)
-        *inst = __atomic_load_n(&self->quiet_inst, __ATOMIC_RELAXED);
+        *inst = __atomic_load_n(&self->lazy_inst, __ATOMIC_RELAXED);
     return best;
 }
 
@@ -367,7 +367,9 @@ static int write_jsonl(int fd)
     tg_w_init(&w, fd);
     uint64_t before = tg__seq ? __atomic_load_n(tg__seq, __ATOMIC_RELAXED) : 0;
     uint64_t seq = tg__seq ? __atomic_add_fetch(tg__seq, 1, __ATOMIC_RELAXED) : before + 1;
-    tg_w_str(&w, "{\"schema\":1,\"kind\":\"fatal\",\"seq\":");
+    tg_w_str(&w, "{\"schema\":");
+    tg_w_u64(&w, TG_REPORT_SCHEMA_VERSION); /* one schema for every record of the file */
+    tg_w_str(&w, ",\"kind\":\"fatal\",\"seq\":");
     tg_w_u64(&w, seq);
     tg_w_str(&w, ",\"pid\":");
     tg_w_i64(&w, c->pid);
@@ -474,12 +476,6 @@ void tg_fatal_write_block(int fd, int sig, const void *siginfo)
 {
     capture(sig, siginfo);
     (void)write_block(fd);
-}
-
-void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo)
-{
-    capture(sig, siginfo);
-    write_jsonl(fd);
 }
 
 

@@ -38,10 +38,9 @@ int tg_fatal_install(int require_python);
  * before).  NULLs: "mode":null, seq 1.  Call before tg_fatal_install. */
 void tg_fatal_set_context(const char *mode, uint64_t *seq);
 
-/* Write the block, or the JSON Lines record, for signal sig to fd (no
- * chaining): what the handler does, callable from tests.  Async-signal-safe;
- * not reentrant (one static capture). */
+/* Write the block for signal sig to fd (no chaining): what the handler
+ * does, callable from tests.  Async-signal-safe; not reentrant (one static
+ * capture). */
 void tg_fatal_write_block(int fd, int sig, const void *siginfo);
-void tg_fatal_write_jsonl(int fd, int sig, const void *siginfo);
 
 #endif

@@ -1,5 +1,5 @@
 /* The JSON Lines report: one object per report on one line, schema in
- * docs/report-schema.md ("schema":1).  Keys are always present (null or []
+ * docs/report-schema.md ("schema":2).  Keys are always present (null or []
  * when unknown), so consumers need no existence checks.
  *
  * Contract: async-signal-safe (write(2) through reports/writer.c), never
@@ -348,11 +348,46 @@ static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg
         thread(w, r, &r->inside);
 }
 
+/* A deadlock's cycle: the tuners in the order of the waits. */
+static void deadlock_fields(struct tg_w *w, const struct tg_deadlock_report *d)
+{
+    tg_w_str(w, ",\"cycle\":[");
+    for (int i = 0; i < d->n && i < TG_CYCLE_MAX; i++) {
+        tg_w_str(w, i ? ",{\"kernel\":" : "{\"kernel\":");
+        str_or_null(w, d->cycle[i].kernel, sizeof d->cycle[i].kernel);
+        tg_w_str(w, ",\"holder_tid\":");
+        if (d->cycle[i].holder)
+            tg_w_i64(w, d->cycle[i].holder);
+        else
+            tg_w_str(w, "null");
+        tg_w_char(w, '}');
+    }
+    tg_w_str(w, d->abort ? "],\"policy\":\"abort\"" : "],\"policy\":\"proceed\"");
+}
+
+static void wait_fields(struct tg_w *w, const struct tg_wait_report *t)
+{
+    tg_w_str(w, ",\"waited_ns\":");
+    tg_w_u64(w, t->waited_ns);
+    tg_w_str(w, ",\"stalled_ns\":");
+    if (t->stalled_ns)
+        tg_w_u64(w, t->stalled_ns);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, ",\"proceeds\":");
+    bool_(w, t->stalled_ns != 0);
+    tg_w_str(w, ",\"wait_timeout_s\":");
+    tg_w_i64(w, t->timeout_s);
+    tg_w_str(w, t->on_timeout_proceed ? ",\"on_wait_timeout\":\"proceed\"" : ",\"on_wait_timeout\":\"wait\"");
+}
+
 static void json_wait_problem(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     common(w, r, k->json);
-    tg_w_str(w, ",\"detail\":");
-    J_STR(w, r->detail);
+    if (r->kind == TG_REPORT_DEADLOCK)
+        deadlock_fields(w, &r->deadlock);
+    else if (r->kind == TG_REPORT_WAIT_TIMEOUT)
+        wait_fields(w, &r->wait);
     tg_w_str(w, ",\"entering\":");
     thread(w, r, &r->entering);
     tg_w_str(w, ",\"inside\":");
@@ -362,8 +397,6 @@ static void json_wait_problem(struct tg_w *w, const struct tg_report *r, const s
 static void json_exception(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     common(w, r, k->json);
-    tg_w_str(w, ",\"detail\":");
-    J_STR(w, r->detail);
     tg_w_str(w, ",\"exception\":{\"type\":");
     J_STR(w, r->exc_type);
     tg_w_str(w, ",\"message\":");
@@ -415,9 +448,16 @@ static void json_interference(struct tg_w *w, const struct tg_report *r, const s
 static void json_replaced(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     common(w, r, k->json);
-    tg_w_str(w, ",\"detail\":");
-    J_STR(w, r->detail);
-    tg_w_str(w, ",\"entering\":");
+    tg_w_str(w, ",\"replacement\":{\"qualname\":");
+    str_or_null(w, r->replaced.qualname, sizeof r->replaced.qualname);
+    tg_w_str(w, ",\"file\":");
+    str_or_null(w, r->replaced.file, sizeof r->replaced.file);
+    tg_w_str(w, ",\"line\":");
+    if (r->replaced.line > 0)
+        tg_w_i64(w, r->replaced.line);
+    else
+        tg_w_str(w, "null");
+    tg_w_str(w, "},\"entering\":");
     thread(w, r, &r->entering);
 }
 

@@ -169,13 +169,3 @@ void tg_py_thread_name(unsigned long ident, char *buf, int len)
     tg_py.PyErr_Restore(et, ev, tb);
 }
 
-uint64_t tg_py_frames_hash(const struct tg_thread_view *v, int n)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (int i = 0; i < v->npy && i < n; i++) {
-        for (const char *s = v->py[i].file; *s; s++)
-            h = (h ^ (unsigned char)*s) * 1099511628211ull;
-        h = (h ^ (uint64_t)v->py[i].line) * 1099511628211ull;
-    }
-    return h;
-}

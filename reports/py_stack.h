@@ -23,8 +23,4 @@ void tg_py_stack_arm(void);
  * the interpreter finalizes). */
 void tg_py_thread_name(unsigned long ident, char *buf, int len);
 
-/* A hash of the top `n` frames' (file, line) pairs: the "code locations" of a
- * race, for de-duplication. */
-uint64_t tg_py_frames_hash(const struct tg_thread_view *v, int n);
-
 #endif

@@ -26,6 +26,13 @@ void tg_report_set_symbolize(int level);
  * thread, SUMMARY line, fence.  Signal-safe; returns 0, or -1 if a write failed. */
 int tg_report_write_text(int fd, const struct tg_report *r);
 
+/* The note an exception report puts on the exception (PEP 678), into buf:
+ * "tunerguard: <the sentence that links it to the race>; see <text_path>"
+ * (text_path "" or NULL: "the report"), cut to n.  The sentence is the text
+ * report's own (reports/text_kinds.c).  stdio: report time, under the
+ * report lock; not for signal handlers. */
+void tg_report_exception_note(const struct tg_report *r, const char *text_path, char *buf, size_t n);
+
 /* One JSON object on one line (schema: docs/report-schema.md).  Signal-safe;
  * returns 0, or -1 if a write failed. */
 int tg_report_write_jsonl(int fd, const struct tg_report *r);

@@ -3,6 +3,7 @@
 #include "reports/stack_fold.h"
 #include "reports/mixed_stack.h"
 #include "reports/report_internal.h"
+#include "core/hash.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -70,9 +71,7 @@ static uint64_t file_verdict[TG_FILE_SLOTS];
 
 static uint64_t file_hash(const char *f, size_t len)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)f[i]) * 1099511628211ull;
+    uint64_t h = tg_hash_bytes(TG_HASH_SEED, f, len);
     return (h | 2) & ~(uint64_t)1; /* never 0, the low bit free */
 }
 
@@ -299,7 +298,7 @@ int tg_native_guard(const struct tg_thread_view *v, int i)
         return 0;
     const char *s = v->native_sym[i];
     return strncmp(s, "tg_guard_call", 13) == 0 || strncmp(s, "tg__guard_", 10) == 0 ||
-           strncmp(s, "quiet_call", 10) == 0 || in_module(v, i, "libtunerguard_core.so");
+           strncmp(s, "tg__lazy_call", 13) == 0 || in_module(v, i, "libtunerguard_core.so");
 }
 
 /* Does native frame i add to the Python stack? */

@@ -1,5 +1,7 @@
 /* The text report: ThreadSanitizer-shaped, one block per thread, stable and
- * greppable (tests/unit/expected/ holds the exact shape).  A race opens with
+ * greppable (tests/unit/expected/ holds the exact shape).  Here: a race,
+ * and the pieces every kind shares (reports/text_internal.h); the other
+ * kinds and the entry are reports/text_kinds.c.  A race opens with
  * its summary (reports/text_summary.h); stacks are folded
  * (reports/stack_fold.h), the JSON Lines record keeps them whole; every
  * string from the program is escaped (tg_w_text).
@@ -13,19 +15,12 @@
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/stack_fold.h"
+#include "reports/text_internal.h"
 #include "reports/text_summary.h"
 #include "reports/writer.h"
 
 #define FENCE "==================\n"
-
-/* Every string from the program (names, paths, messages) goes through
- * tg_w_text: control bytes escaped, so none can forge a line. */
-#define W_FIELD(w, field) tg_w_text((w), (field), TG__FIELD_SIZE(field))
-/* A fixed-size field, or dflt when it is empty. */
-#define W_FIELD_OR(w, field, dflt) \
-    ((field)[0] ? tg_w_text((w), (field), TG__FIELD_SIZE(field)) : tg_w_str((w), (dflt)))
-
-static void thread_name(struct tg_w *w, const struct tg_thread_view *v)
+void tg__text_thread_name(struct tg_w *w, const struct tg_thread_view *v)
 {
     if (v->name[0]) {
         tg_w_str(w, "thread '");
@@ -118,7 +113,7 @@ static void fold_line(struct tg_w *w, const struct tg_thread_view *v, const stru
 }
 
 /* Folded (reports/stack_fold.h): the JSON Lines record has every frame. */
-static void python_stack(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+void tg__text_python_stack(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
 {
     struct tg_fold_line lines[TG_MAX_PY_FRAMES + 1];
     int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
@@ -163,7 +158,7 @@ static void native_frame(struct tg_w *w, const struct tg_thread_view *v, void *c
  * where it holds a frame the Python stack lacks (an extension module, the
  * driver, a hook), otherwise one line.  The JSON Lines record has every
  * frame and the mixed view. */
-static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
+void tg__text_native_stack(struct tg_w *w, const struct tg_thread_view *v)
 {
     const char *where;
     int n, adds = 0;
@@ -208,7 +203,7 @@ static void native_stack(struct tg_w *w, const struct tg_thread_view *v)
 }
 
 /* " on device N", or " on an unknown device" (a negative number). */
-static void device_words(struct tg_w *w, int device)
+void tg__text_device_words(struct tg_w *w, int device)
 {
     if (device < 0) {
         tg_w_str(w, " on an unknown device");
@@ -219,14 +214,14 @@ static void device_words(struct tg_w *w, int device)
 }
 
 /* A thread with no CUDA call yet: the device it entered the tuner on. */
-static void entry_device_line(struct tg_w *w, const struct tg_thread_view *v)
+void tg__text_entry_device_line(struct tg_w *w, const struct tg_thread_view *v)
 {
     tg_w_str(w, "    No CUDA call yet; on device ");
     tg_w_i64(w, v->entry_device);
     tg_w_str(w, " when it entered the tuner\n");
 }
 
-static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
+void tg__text_cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
 {
     const struct tg_cuda_call *c = &v->cuda;
     tg_w_str(w, "    Last CUDA call: ");
@@ -236,7 +231,7 @@ static void cuda_line(struct tg_w *w, const struct tg_report *r, const struct tg
         tg_w_str(w, "driver function #");
         tg_w_u64(w, c->fn);
     }
-    device_words(w, c->device);
+    tg__text_device_words(w, c->device);
     if (strncmp(v->cuda_fn, "cuCtxSynchronize", 16) == 0) {
         tg_w_str(w, " (all its streams)"); /* context-wide: no stream of its own */
     } else {
@@ -281,7 +276,7 @@ static void tuner_line(struct tg_w *w, const struct tg_report *r)
     tg_w_char(w, ')');
 }
 
-static void header(struct tg_w *w, const struct tg_report *r, const char *what)
+void tg__text_header(struct tg_w *w, const struct tg_report *r, const char *what)
 {
     tg_w_str(w, FENCE "WARNING: tunerguard: ");
     if (r->serialized && r->kind == TG_REPORT_RACE)
@@ -296,7 +291,7 @@ static void header(struct tg_w *w, const struct tg_report *r, const char *what)
     tg_w_str(w, ")\n");
 }
 
-static void summary(struct tg_w *w, const struct tg_report *r, const char *what)
+void tg__text_summary(struct tg_w *w, const struct tg_report *r, const char *what)
 {
     tg_w_str(w, "SUMMARY: tunerguard: ");
     tg_w_str(w, what);
@@ -343,11 +338,11 @@ static void benchmarking(struct tg_w *w, const struct tg_thread_view *v)
 static void thread_block(struct tg_w *w, const struct tg_report *r, const struct tg_thread_view *v)
 {
     if (v->has_cuda)
-        cuda_line(w, r, v);
+        tg__text_cuda_line(w, r, v);
     else if (v->has_entry_device)
-        entry_device_line(w, v);
-    python_stack(w, r, v);
-    native_stack(w, v);
+        tg__text_entry_device_line(w, v);
+    tg__text_python_stack(w, r, v);
+    tg__text_native_stack(w, v);
     tg_w_char(w, '\n');
 }
 
@@ -357,7 +352,7 @@ static void call_of(struct tg_w *w, const struct tg_report *r)
     tg_w_str(w, "  Call of ");
     tuner_line(w, r);
     tg_w_str(w, " by ");
-    thread_name(w, &r->entering);
+    tg__text_thread_name(w, &r->entering);
 }
 
 /* "  Previous call, STATE, by <thread>, entered N earlier, benchmarking:"
@@ -368,7 +363,7 @@ static void previous_call(struct tg_w *w, const struct tg_report *r, const char 
     tg_w_str(w, "  Previous call, ");
     tg_w_str(w, state);
     tg_w_str(w, ", by ");
-    thread_name(w, in);
+    tg__text_thread_name(w, in);
     if (in->entered_ns && r->ts_ns >= in->entered_ns) {
         tg_w_str(w, ", entered ");
         tg_w_duration(w, r->ts_ns - in->entered_ns);
@@ -383,7 +378,7 @@ static void previous_call(struct tg_w *w, const struct tg_report *r, const char 
 static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering;
-    header(w, r, r->seen_at_step ? "thread entered a tuner's tuning step while another thread's call is inside it"
+    tg__text_header(w, r, r->seen_at_step ? "thread entered a tuner's tuning step while another thread's call is inside it"
                                  : k->title);
     tg__text_race_summary(w, r);
 
@@ -418,7 +413,7 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
     if (r->serialized)
         tg_w_str(w, "  Prevented (serialize mode): the entering thread waited until the tuner was free; the two"
                     " calls did not overlap.\n");
-    summary(w, r, k->what);
+    tg__text_summary(w, r, k->what);
 }
 
 /* A race seen when the thread inside returned: the thread that entered
@@ -426,7 +421,7 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
 static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     const struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    header(w, r, "a call left a tuner while another thread was benchmarking in it");
+    tg__text_header(w, r, "a call left a tuner while another thread was benchmarking in it");
     tg__text_race_summary(w, r);
 
     call_of(w, r);
@@ -447,14 +442,14 @@ static void write_race_at_exit(struct tg_w *w, const struct tg_report *r, const 
                                            : "later call returned while the earlier");
     tg_w_str(w, " one was benchmarking; its return clears the arguments on the shared tuner (Autotuner.run"
                 " ends with self.nargs = None) that the benchmarking call reads next.\n");
-    summary(w, r, k->what);
+    tg__text_summary(w, r, k->what);
 }
 
 /* A race seen when the entering thread began tuning: its arguments were
  * cleared by a call that had come and gone (seen_at_tuning). */
 static void write_race_at_tuning(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
-    header(w, r, "another call cleared a tuner call's arguments before it began tuning");
+    tg__text_header(w, r, "another call cleared a tuner call's arguments before it began tuning");
     tg__text_race_summary(w, r);
     call_of(w, r);
     tg_w_str(w, ", beginning to tune:\n");
@@ -463,11 +458,11 @@ static void write_race_at_tuning(struct tg_w *w, const struct tg_report *r, cons
                 " step; its return set self.nargs = None on the shared tuner.  Which thread made it is not"
                 " known (it had left).\n");
     tg_w_str(w, "  Severity: high: the tuner's arguments are gone; the benchmark that follows reads them.\n");
-    summary(w, r, k->what);
+    tg__text_summary(w, r, k->what);
 }
 
 /* TG_REPORT_RACE: the title is the kind's for a race seen at entry. */
-static void text_race(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
+void tg__text_race(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
 {
     if (r->seen_at_exit)
         write_race_at_exit(w, r, k);
@@ -475,265 +470,4 @@ static void text_race(struct tg_w *w, const struct tg_report *r, const struct tg
         write_race_at_tuning(w, r, k);
     else
         write_race_at_entry(w, r, k);
-}
-
-static void text_replaced(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
-{
-    const struct tg_thread_view *e = &r->entering;
-    header(w, r, k->title);
-    tg_w_str(w, "  ");
-    W_FIELD_OR(w, r->method, "?");
-    tg_w_str(w, " of ");
-    W_FIELD_OR(w, r->tuner_class, "?");
-    tg_w_str(w, " was replaced: ");
-    W_FIELD(w, r->detail);
-    tg_w_str(w, "\n  The replacement is guarded too.\n");
-    if (e->tid || e->npy) {
-        tg_w_str(w, "  Found at the first call through it, by ");
-        thread_name(w, e);
-        tg_w_str(w, ":\n");
-        python_stack(w, r, e);
-        native_stack(w, e);
-    }
-    summary(w, r, k->what);
-}
-
-/* serialize mode's own problems: a cycle of waits, a wait too long. */
-static void text_wait_problem(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
-{
-    header(w, r, k->title);
-    tg_w_str(w, "  ");
-    W_FIELD(w, r->detail);
-    tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Found by: " : "\n  Waiting: ");
-    thread_name(w, &r->entering);
-    tg_w_str(w, ":\n");
-    python_stack(w, r, &r->entering);
-    native_stack(w, &r->entering);
-    tg_w_str(w, r->kind == TG_REPORT_HOLDER_DIED ? "\n  Died holding the tuner: " : "\n  Holding the tuner: ");
-    thread_name(w, &r->inside);
-    tg_w_str(w, ":\n");
-    if (r->inside.has_cuda)
-        cuda_line(w, r, &r->inside);
-    else if (r->inside.has_entry_device)
-        entry_device_line(w, &r->inside);
-    python_stack(w, r, &r->inside);
-    native_stack(w, &r->inside);
-    tg_w_char(w, '\n');
-    summary(w, r, k->what);
-}
-
-static void us(struct tg_w *w, uint64_t ns)
-{
-    tg_w_u64(w, ns / 1000);
-    char d[5] = {'.', (char)('0' + ns % 1000 / 100), (char)('0' + ns % 100 / 10), (char)('0' + ns % 10), 0};
-    tg_w_str(w, d);
-    tg_w_str(w, " us");
-}
-
-/* "  On the GPU: ..." (cupti=1): the overlap and the kernels behind it. */
-static void itf_gpu_line(struct tg_w *w, const struct tg_itf_report *f)
-{
-    tg_w_str(w, "  On the GPU (cupti=1): other threads' kernels executed for ");
-    us(w, f->overlap_ns);
-    tg_w_str(w, " inside its timed intervals (");
-    us(w, f->timed_ns);
-    tg_w_str(w, " over ");
-    tg_w_u64(w, f->own_kernels);
-    tg_w_str(w, " own kernels): ");
-    for (int i = 0; i < f->ngpu && i < TG_ITF_REPORT_FROM; i++) {
-        if (i)
-            tg_w_str(w, ", ");
-        tg_w_char(w, '\'');
-        W_FIELD_OR(w, f->gpu_by[i].kernel, "?");
-        tg_w_str(w, "' x");
-        tg_w_u64(w, f->gpu_by[i].count);
-        tg_w_str(w, " from tid ");
-        if (f->gpu_by[i].tid)
-            tg_w_i64(w, f->gpu_by[i].tid);
-        else
-            tg_w_char(w, '?');
-        tg_w_str(w, " on stream ");
-        tg_w_u64(w, f->gpu_by[i].stream);
-        tg_w_str(w, " (");
-        us(w, f->gpu_by[i].overlap_ns);
-        tg_w_char(w, ')');
-    }
-    if (f->foreign_kernels > (uint32_t)f->ngpu && f->ngpu >= TG_ITF_REPORT_FROM)
-        tg_w_str(w, ", ...");
-    tg_w_char(w, '\n');
-}
-
-/* A benchmark taken while other threads launched kernels on its device. */
-static void text_interference(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
-{
-    const struct tg_itf_report *f = &r->itf;
-    header(w, r, k->title);
-    tg_w_str(w, "  the benchmark of kernel '");
-    W_FIELD_OR(w, r->kernel, "?");
-    tg_w_char(w, '\'');
-    if (f->cuda_kernel[0]) {
-        tg_w_str(w, " (CUDA '");
-        W_FIELD(w, f->cuda_kernel);
-        tg_w_str(w, "')");
-    }
-    tg_w_str(w, ": timings");
-    device_words(w, f->device);
-    tg_w_str(w, " were taken under load: ");
-    tg_w_u64(w, f->foreign);
-    tg_w_str(w, f->foreign == 1 ? " foreign kernel" : " foreign kernels");
-    tg_w_str(w, " from threads ");
-    for (int i = 0, shown = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
-        int dup = 0;
-        for (int j = 0; j < i; j++)
-            dup |= f->from[j].tid == f->from[i].tid;
-        if (dup)
-            continue;
-        if (shown++)
-            tg_w_str(w, ", ");
-        tg_w_i64(w, f->from[i].tid);
-    }
-    if (f->nfrom <= 0)
-        tg_w_str(w, "not recorded");
-    tg_w_str(w, " (kernels ");
-    for (int i = 0, shown = 0; i < f->nfrom && i < TG_ITF_REPORT_FROM; i++) {
-        int dup = 0;
-        for (int j = 0; j < i && f->from[i].kernel[0]; j++)
-            dup |= strcmp(f->from[j].kernel, f->from[i].kernel) == 0;
-        if (dup)
-            continue;
-        if (shown++)
-            tg_w_str(w, ", ");
-        if (f->from[i].kernel[0]) {
-            tg_w_char(w, '\'');
-            W_FIELD(w, f->from[i].kernel);
-            tg_w_char(w, '\'');
-        } else {
-            tg_w_hex(w, f->from[i].func);
-        }
-    }
-    if (f->nfrom <= 0)
-        tg_w_str(w, "not recorded");
-    tg_w_char(w, ')');
-    if (f->best_config[0]) { /* the tuner keeps its winner where tunerguard reads it (Triton's best_config) */
-        tg_w_str(w, ", config that won: ");
-        W_FIELD(w, f->best_config);
-    }
-    tg_w_str(w, "\n  Benchmarked by ");
-    thread_name(w, &r->entering);
-    tg_w_str(w, " (");
-    tg_w_u64(w, f->own);
-    tg_w_str(w, f->own == 1 ? " own launch" : " own launches");
-    tg_w_str(w, " on the device); the config chosen, and cached, may be the wrong one.\n");
-    if (f->gpu) /* cupti=1: what really ran on the GPU meanwhile */
-        itf_gpu_line(w, f);
-    python_stack(w, r, &r->entering);
-    tg_w_char(w, '\n');
-    summary(w, r, k->what);
-}
-
-/* The link from the traceback on the user's screen to the race. */
-static void text_exception(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
-{
-    header(w, r, k->title);
-    tg_w_str(w, "  ");
-    W_FIELD(w, r->detail);
-    tg_w_str(w, "\n  Exception: ");
-    W_FIELD_OR(w, r->exc_type, "?");
-    tg_w_str(w, ": ");
-    W_FIELD(w, r->exc_msg);
-    if (r->race_seq) {
-        tg_w_str(w, "\n  The race is report #");
-        tg_w_u64(w, r->race_seq);
-        tg_w_str(w, " of this process");
-    }
-    tg_w_str(w, "\n  Raised in ");
-    thread_name(w, &r->entering);
-    tg_w_str(w, ":\n");
-    python_stack(w, r, &r->entering);
-    if (r->inside.tid) {
-        tg_w_str(w, "  Raced with ");
-        thread_name(w, &r->inside);
-        tg_w_str(w, "\n\n");
-    } else {
-        tg_w_str(w, "  Raced with another call on the same tuner, which had returned\n\n");
-    }
-    summary(w, r, k->what);
-}
-
-/* ", also on 9 other kernels: a, b, c and 6 more" of a prevented race's
- * repeats record; nothing when every repeat was on the report's kernel. */
-static void other_kernels(struct tg_w *w, const struct tg_report *r)
-{
-    if (r->other_kernels <= 0)
-        return;
-    tg_w_str(w, ",\n  also on ");
-    if (r->other_kernels >= TG_OTHER_KERNELS_KEPT)
-        tg_w_str(w, "at least ");
-    tg_w_u64(w, (uint64_t)r->other_kernels);
-    tg_w_str(w, r->other_kernels == 1 ? " other kernel: " : " other kernels: ");
-    int shown = 0;
-    for (; shown < 3 && shown < r->other_kernels && r->other_names[shown][0]; shown++) {
-        if (shown)
-            tg_w_str(w, ", ");
-        tg_w_char(w, '\'');
-        W_FIELD(w, r->other_names[shown]);
-        tg_w_char(w, '\'');
-    }
-    if (shown < r->other_kernels) {
-        tg_w_str(w, " and ");
-        tg_w_u64(w, (uint64_t)(r->other_kernels - shown));
-        tg_w_str(w, " more");
-    }
-}
-
-/* At exit: how many times a race (or exception) report was seen again. */
-static void text_repeats(struct tg_w *w, const struct tg_report *r, const struct tg_report_kind_info *k)
-{
-    header(w, r, k->title);
-    if (r->repeat_of == TG_REPORT_INTERFERENCE) {
-        tg_w_str(w, "  ");
-        tg_w_u64(w, r->repeats);
-        tg_w_str(w, r->repeats == 1 ? " more benchmark" : " more benchmarks");
-        tg_w_str(w, " of this kernel timed under load after report #");
-        tg_w_u64(w, r->race_seq);
-        tg_w_str(w, "; not written again (verbosity=2 writes each).\n");
-        summary(w, r, k->what);
-        return;
-    }
-    tg_w_str(w, "  Report #");
-    tg_w_u64(w, r->race_seq);
-    if (r->serialized && r->repeat_of == TG_REPORT_RACE) {
-        tg_w_str(w, " of this process: serialize prevented the same race ");
-        tg_w_u64(w, r->repeats);
-        tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
-        tg_w_str(w, " at the same call sites");
-        other_kernels(w, r);
-        tg_w_str(w, ";\n  not written again (verbosity=2 writes each occurrence).\n");
-        summary(w, r, k->what);
-        return;
-    }
-    tg_w_str(w, " of this process repeated ");
-    tg_w_u64(w, r->repeats);
-    tg_w_str(w, r->repeats == 1 ? " more time" : " more times");
-    tg_w_str(w, " for the same bug (the same kernel, tuner class and call sites into it; an exception: the same"
-                " race);\n  not written again (verbosity=2 writes each occurrence).\n");
-    summary(w, r, k->what);
-}
-
-int tg_report_write_text(int fd, const struct tg_report *r)
-{
-    struct tg_w w;
-    tg_w_init(&w, fd);
-    const struct tg_report_kind_info *k = (unsigned)r->kind < TG_REPORT_NKINDS ? &tg_report_kinds[r->kind] : NULL;
-    switch (r->kind) {
-#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) \
-    case TG_REPORT_##ID:                                             \
-        text_##body(&w, r, k);                                       \
-        break;
-#include "core/report_kinds.inc"
-#undef TG_REPORT_KIND
-    case TG_REPORT_NKINDS:
-        break;
-    }
-    return tg_w_flush(&w);
 }

@@ -3,9 +3,10 @@
  * initial-exec TLS always has its static block there; the core library,
  * dlopen'd late, has none of its own (loader/core_api.h).  Zero until the
  * trace writes them. */
+#include "reports/tls.h"
+
 #include <stdint.h>
 
-struct tg__trace_ring;
 __thread struct tg__trace_ring *tg__my_ring;
 __thread int tg__no_ring;
 __thread uint64_t tg__sess_bits;

@@ -4,6 +4,7 @@
 #include "reports/trace.h"
 #include "reports/trace_rec.h"
 #include "reports/own_fd.h"
+#include "reports/tls.h"
 #include "reports/report.h"
 #include "reports/writer.h"
 #include "core/clock.h"
@@ -47,11 +48,6 @@ static _Atomic int tg__filling;   /* 1 while tg__tw is being modified */
 #define TG__NAMED 512
 static pid_t tg__named[TG__NAMED];
 static int tg__nnamed;
-
-/* Per-thread: which open sessions had their begin written (LIFO bits). */
-extern __thread uint64_t tg__sess_bits;
-extern __thread int tg__sess_depth;
-extern __thread int tg__self_named;
 
 /* Kernel names of launched functions, looked up at drain time. */
 #define TG__KCACHE 256

@@ -10,6 +10,7 @@
  * saw any store of the newer lap sees its `writing` announcement too. */
 #include "reports/trace_rec.h"
 #include "reports/trace.h"
+#include "reports/tls.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -41,10 +42,6 @@ struct tg__trace_ring {
 static struct tg__trace_ring tg__rings[TG_TRACE_RINGS];
 static _Atomic int tg__nrings;                    /* claimed (may exceed TG_TRACE_RINGS) */
 static _Atomic uint64_t tg__ringless_dropped;     /* events of threads without a ring */
-/* The thread-locals are defined in reports/tls.c: the loader holds every
- * thread-local (loader/core_api.h). */
-extern __thread struct tg__trace_ring *tg__my_ring;
-extern __thread int tg__no_ring;
 
 /* ---- the producer: the CUDA hooks (any thread, GIL or not) ------------------ */
 

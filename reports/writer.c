@@ -2,6 +2,7 @@
  * fd 2 through core/log.c's tg_log_write_stderr (poll, SIGPIPE held off). */
 #include "reports/writer.h"
 #include "core/log.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <string.h>
@@ -79,29 +80,6 @@ void tg_w_strn(struct tg_w *w, const char *s, size_t max)
     put(w, s, strnlen(s, max));
 }
 
-/* Length of a valid UTF-8 sequence starting at s (at most n bytes), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    size_t len;
-    unsigned min;
-    if (c >= 0xc2 && c <= 0xdf) { len = 2; min = 0x80; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 3; min = 0x800; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 4; min = 0x10000; }
-    else return 0;
-    if (len > n)
-        return 0;
-    unsigned cp = c & (0x3f >> (len - 1));
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 void tg_w_text(struct tg_w *w, const char *s, size_t max)
 {
     if (!s) {
@@ -113,7 +91,7 @@ void tg_w_text(struct tg_w *w, const char *s, size_t max)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x80) {
-            size_t k = utf8_len((const unsigned char *)s + i, n - i);
+            size_t k = tg_utf8_len((const unsigned char *)s + i, n - i);
             if (k) { /* a whole character */
                 i += k - 1;
                 continue;
@@ -225,7 +203,7 @@ void tg_w_json_str(struct tg_w *w, const char *s, size_t max)
             put(w, s + i, j - i);
             i = j;
         } else {
-            size_t k = utf8_len(p + i, n - i);
+            size_t k = tg_utf8_len(p + i, n - i);
             if (k) {
                 put(w, s + i, k);
                 i += k;

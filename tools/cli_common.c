@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "core/options.h"
+#include "core/utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -362,17 +363,14 @@ void cli_option_value(const char *opts, const char *name, char *out, size_t n)
 
 /* ---- error lines ------------------------------------------------------------ */
 
-/* Length of the UTF-8 sequence at S (N bytes left) when it is a printable
- * character (not a C1 control), else 0. */
+/* Length of the UTF-8 sequence at S (N bytes left, S[0] >= 0x80) when it is
+ * a printable character, else 0.  Stricter than the check alone on purpose:
+ * a C1 control (U+0080 to U+009F) is well formed, but a terminal may take
+ * it for an escape, so an error line escapes it as it does C0 controls. */
 static size_t printable_utf8(const unsigned char *s, size_t n)
 {
-    size_t k = (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (!k || k > n || s[0] < 0xc2 || s[0] > 0xf4 || (s[0] == 0xc2 && s[1] < 0xa0))
-        return 0;
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return k;
+    size_t k = tg_utf8_len(s, n);
+    return k == 2 && s[0] == 0xc2 && s[1] < 0xa0 ? 0 : k;
 }
 
 void cli_buf_put_esc(struct cli_buf *b, const char *s, size_t n)

@@ -1,5 +1,6 @@
 /* JSON helpers over jansson (see cli_json.h). */
 #include "cli_json.h"
+#include "core/utf8.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -40,20 +41,6 @@ const char *cli_jskip(const char *p, const char *end)
     return stop;
 }
 
-/* Length of the UTF-8 sequence at S (at most N bytes), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t k = s[0] < 0x80 ? 1 : (s[0] & 0xe0) == 0xc0 ? 2 : (s[0] & 0xf0) == 0xe0 ? 3 : (s[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (!k || k > n || (k == 2 && s[0] < 0xc2) || (k == 3 && s[0] == 0xe0 && s[1] < 0xa0) ||
-        (k == 3 && s[0] == 0xed && s[1] >= 0xa0) || (k == 4 && s[0] == 0xf0 && s[1] < 0x90) ||
-        (k == 4 && (s[0] > 0xf4 || (s[0] == 0xf4 && s[1] >= 0x90))))
-        return 0; /* overlong, surrogate or past U+10FFFF: jansson refuses them */
-    for (size_t i = 1; i < k; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    return k;
-}
-
 void cli_jput_str(struct cli_buf *b, const char *s)
 {
     if (!s) {
@@ -65,7 +52,7 @@ void cli_jput_str(struct cli_buf *b, const char *s)
     struct cli_buf clean = {0};
     size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        size_t k = utf8_len((const unsigned char *)s + i, n - i);
+        size_t k = tg_utf8_len((const unsigned char *)s + i, n - i);
         if (k) {
             cli_buf_add(&clean, s + i, k);
             i += k;

@@ -26,7 +26,7 @@
 #include "cli_report.h"
 #include "cli_json.h"
 
-#include "reports/report.h" /* TG_REPORT_SCHEMA_VERSION: the newest schema read here */
+#include "reports/report.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -80,9 +80,7 @@ static enum kind report_kind(const char *name)
     return K_NONE;
 }
 
-/* One line on stderr naming PATH and what is wrong; counted. */
-static void problem(struct state *st, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void problem(struct state *st, const char *path, const char *fmt, ...)
+void cli_report_problem(struct state *st, const char *path, const char *fmt, ...)
 {
     char what[512];
     va_list ap;
@@ -115,14 +113,14 @@ static int load(struct state *st, int dfd, const char *name, const char *path, i
     int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     if (fd < 0) {
         if (errno == ELOOP && !follow)
-            problem(st, path, "%s; skipped", type_name(S_IFLNK));
+            cli_report_problem(st, path, "%s; skipped", type_name(S_IFLNK));
         else
-            problem(st, path, "cannot open: %s; skipped", strerror(errno));
+            cli_report_problem(st, path, "cannot open: %s; skipped", strerror(errno));
         return -1;
     }
     struct stat sb;
     if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-        problem(st, path, "%s; skipped", type_name(sb.st_mode));
+        cli_report_problem(st, path, "%s; skipped", type_name(sb.st_mode));
         close(fd);
         return -1;
     }
@@ -134,7 +132,7 @@ static int load(struct state *st, int dfd, const char *name, const char *path, i
      * Larger (a sparse file, a file that is not ours) is read no further than
      * its size: said, and the other files still read. */
     if (sb.st_size > CLI_REPORT_MAX_BYTES) {
-        problem(st, path, "%lld bytes: too large for a report file (at most %lld are read); skipped",
+        cli_report_problem(st, path, "%lld bytes: too large for a report file (at most %lld are read); skipped",
                 (long long)sb.st_size, (long long)CLI_REPORT_MAX_BYTES);
         close(fd);
         return -1;
@@ -143,194 +141,10 @@ static int load(struct state *st, int dfd, const char *name, const char *path, i
     int e = errno;
     close(fd);
     if (rc < 0) {
-        problem(st, path, "cannot read: %s; skipped", strerror(e));
+        cli_report_problem(st, path, "cannot read: %s; skipped", strerror(e));
         return -1;
     }
     return 0;
-}
-
-static const char *jstr(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(o, key));
-}
-
-static long long jint(const json_t *o, const char *key, long long def)
-{
-    return cli_jint(json_object_get(o, key), def);
-}
-
-/* The "fatal" record V (a JSON object) of file PATH. */
-static void add_fatal_record(struct state *st, const json_t *v, const char *path, long pid, long rank)
-{
-    const json_t *tuner = json_object_get(v, "tuner"), *tuners = json_object_get(v, "tuners");
-    const char *sig = jstr(v, "signal");
-    char signame[32];
-    if (!sig) {
-        snprintf(signame, sizeof signame, "signal %lld", jint(v, "signo", 0));
-        sig = signame;
-    }
-    struct fatal f = {.pid = pid, .rank = rank,
-                      .seq = jint(v, "seq", -1),
-                      .signal = strdup(sig),
-                      .tid = (long)jint(v, "tid", -1),
-                      .fault_addr = cli_dup_or_null(jstr(v, "fault_addr")),
-                      .in_tuner = json_is_object(tuner),
-                      .instance = cli_dup_or_null(jstr(tuner, "instance")),
-                      .kernel = cli_dup_or_null(jstr(tuner, "kernel")),
-                      .race_seq = jint(v, "race_seq", -1),
-                      .reports_before = (long)jint(v, "reports_before", -1),
-                      .file = strdup(path)};
-    size_t cap = 0;
-    for (size_t i = 0; i < json_array_size(tuners); i++) {
-        const json_t *t = json_array_get(tuners, i);
-        const char *inst = jstr(t, "instance");
-        const json_t *occ = json_object_get(t, "occupants");
-        for (size_t j = 0; j < json_array_size(occ); j++) {
-            const json_t *o = json_array_get(occ, j);
-            long long rs = jint(o, "race_seq", -1);
-            if (rs < 0)
-                continue;
-            f.occ = cli_grow(f.occ, &cap, f.nocc + 1, sizeof *f.occ);
-            f.occ[f.nocc++] = (struct occupant){.tid = (long)jint(o, "tid", -1), .race_seq = rs,
-                                                .instance = cli_dup_or_null(inst)};
-        }
-    }
-    cli_add_fatal(st, f);
-}
-
-/* One record of a .jsonl file. */
-static int add_record(struct state *st, const json_t *v, const char *path)
-{
-    const char *kind = jstr(v, "kind");
-    if (!kind || !json_is_integer(json_object_get(v, "pid"))) {
-        if (!st->said_malformed++)
-            problem(st, path, "a record without %s; skipped (later ones are counted, not named)",
-                    !kind ? "a kind" : "a pid");
-        else
-            st->problems++;
-        return 0;
-    }
-    if (strcmp(kind, "fatal") != 0 && tg_report_kind_of_json(kind) == TG_REPORT_NKINDS) {
-        /* a newer library's kind: skipped, as docs/report-schema.md asks */
-        if (!st->said_unknown_kind++)
-            cli_errf("%s: records of kind '%s', unknown to this tunerguard, skipped (read them with a newer one)",
-                     path, kind);
-        st->other++;
-        return 0;
-    }
-    long pid = (long)jint(v, "pid", 0);
-    long rank = (long)jint(v, "rank", -1);
-    cli_note_proc(st, pid, rank);
-    const char *severity = jstr(v, "severity");
-    if (strcmp(kind, "fatal") != 0) /* exitcode='s rule; a fatal record is counted apart */
-        st->failing += (size_t)tg_report_fails(tg_report_kind_of_json(kind),
-                                               json_is_true(json_object_get(v, "serialized")),
-                                               severity && strcmp(severity, "low") == 0, 0);
-    if (kind && strcmp(kind, "race") == 0) {
-        const json_t *tuner = json_object_get(v, "tuner"), *loc = json_object_get(v, "location");
-        const char *k = jstr(tuner, "kernel");
-        const int unnamed = !k || !*k || !strcmp(k, "?");
-        if (unnamed) /* the tuner then, by its method or class */
-            k = jstr(tuner, "method") ? jstr(tuner, "method") : jstr(tuner, "class");
-        const char *sev = jstr(v, "severity");
-        char where[1024] = "";
-        if (json_is_object(loc) && jstr(loc, "file")) { /* what is known of it, never a '?' */
-            int n = snprintf(where, sizeof where, "%s", jstr(loc, "file"));
-            if (jint(loc, "line", 0) > 0 && n >= 0 && (size_t)n < sizeof where)
-                n += snprintf(where + n, sizeof where - (size_t)n, ":%lld", jint(loc, "line", 0));
-            if (jstr(loc, "func") && n >= 0 && (size_t)n < sizeof where)
-                snprintf(where + n, sizeof where - (size_t)n, " in %s", jstr(loc, "func"));
-        }
-        cli_add_race(st, (struct race){.kernel = strdup(k ? k : "an unnamed tuner"), .unnamed = unnamed,
-                                       .wall = jint(v, "wall_ns", -1),
-                                       .high = !(sev && !strcmp(sev, "low")), /* as the exit rule reads it */
-                                       .serialized = json_is_true(json_object_get(v, "serialized")),
-                                       .pid = pid, .rank = rank,
-                                       .ts = jint(v, "ts_ns", -1),
-                                       .seq = jint(v, "seq", -1),
-                                       .instance = cli_dup_or_null(jstr(tuner, "instance")),
-                                       .file = strdup(path), .where = strdup(where)});
-    } else if (kind && strcmp(kind, "method_replaced") == 0) {
-        st->replaced++;
-    } else if (kind && strcmp(kind, "fatal") == 0) {
-        add_fatal_record(st, v, path, pid, rank);
-        return 1;
-    } else {
-        st->other++;
-    }
-    return 0;
-}
-
-/* The records of a .jsonl file.  Returns the number of "fatal" records, or
- * -1 when the file was refused (a newer schema).  Lines that are not records
- * are counted and the file named once, saying how many and whether the last
- * one was cut short. */
-static int read_jsonl(struct state *st, const char *path, const char *text, size_t len)
-{
-    json_t **recs = NULL;
-    size_t nrecs = 0, cap = 0, bad = 0, first_bad = 0, lineno = 0;
-    int cut = 0;
-    long long newest = 0;
-    const char *p = text, *end = text + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *le = nl ? nl : end;
-        lineno++;
-        if (cli_jws(p, le) < le) {
-            json_error_t err;
-            json_t *v = json_loadb(p, (size_t)(le - p), 0, &err);
-            const json_t *schema = json_object_get(v, "schema");
-            if (!json_is_object(v) || !json_is_integer(schema) || json_integer_value(schema) < 1) {
-                /* The last line, ending before its value does: the writer
-                 * was stopped (it writes a record and its newline at once). */
-                if (!v && json_error_code(&err) == json_error_premature_end_of_input && cli_jws(le, end) == end)
-                    cut = 1;
-                else if (!bad++)
-                    first_bad = lineno;
-                json_decref(v);
-            } else {
-                if (json_integer_value(schema) > newest)
-                    newest = json_integer_value(schema);
-                recs = cli_grow(recs, &cap, nrecs + 1, sizeof *recs);
-                recs[nrecs++] = v;
-            }
-        }
-        p = nl ? nl + 1 : end;
-    }
-    int nfatal = 0;
-    st->copy_file = 0;
-    st->jsonl_records = nrecs;
-    if (newest > TG_REPORT_SCHEMA_VERSION) {
-        problem(st, path, "written with report schema %lld; this tunerguard reads schema %d and older: file skipped "
-                "(read it with a newer tunerguard)", newest, TG_REPORT_SCHEMA_VERSION);
-        nfatal = -1;
-    } else {
-        size_t copies = 0;
-        for (size_t i = 0; i < nrecs; i++) {
-            const json_t *v = recs[i];
-            if (cli_record_seen(st, jint(v, "pid", 0), jint(v, "rank", -1), jint(v, "seq", -1), jint(v, "ts_ns", -1)))
-                copies++; /* a copy of a record read before: counted once */
-            else
-                nfatal += add_record(st, v, path);
-        }
-        st->dup_records += copies;
-        st->copy_file = nrecs && copies == nrecs;
-        st->bad_lines += (int)(bad + (size_t)cut);
-        if (cut && bad)
-            problem(st, path, "truncated (its last line is cut short) and %zu other line%s not a record (first: "
-                    "line %zu); %zu record%s read", bad, bad == 1 ? " is" : "s are", first_bad, nrecs,
-                    nrecs == 1 ? "" : "s");
-        else if (cut)
-            problem(st, path, "truncated: its last line is cut short (the process stopped while writing it?); "
-                    "%zu record%s read", nrecs, nrecs == 1 ? "" : "s");
-        else if (bad)
-            problem(st, path, "%zu line%s not a record (first: line %zu), skipped; %zu record%s read", bad,
-                    bad == 1 ? " is" : "s are", first_bad, nrecs, nrecs == 1 ? "" : "s");
-    }
-    for (size_t i = 0; i < nrecs; i++)
-        json_decref(recs[i]);
-    free(recs);
-    return nfatal;
 }
 
 static long num_after(const char *s, const char *key, long def)
@@ -482,7 +296,7 @@ static void read_txt(struct state *st, const char *path, char *text, size_t tlen
      * the end is a block cut short. */
     static const char delim[] = "==================\n";
     if (tlen && (tlen < sizeof delim - 1 || memcmp(tend - (sizeof delim - 1), delim, sizeof delim - 1)))
-        problem(st, path, "truncated: its last report block is cut short (the process stopped while writing it?)");
+        cli_report_problem(st, path, "truncated: its last report block is cut short (the process stopped while writing it?)");
 }
 
 /* NAME (of folder DFD, shown as PATH) with the extension of kind FROM
@@ -548,7 +362,7 @@ static void read_one(struct state *st, int dfd, const char *name, const char *pa
         char *txt_path = sibling(path, K_JSONL, ".txt");
         if (r == 0) {
             st->nreports++;
-            int nfatal = read_jsonl(st, path, b.s, b.len);
+            int nfatal = cli_read_jsonl(st, path, b.s, b.len);
             /* the .txt's SUMMARY lines; its fatal blocks when the .jsonl has
              * no fatal record (older library); the whole .txt when the
              * .jsonl held no record at all (empty: JSON Lines turned off
@@ -587,7 +401,7 @@ static void on_entry(void *ctx, int dfd, const char *name, const char *path, con
     if (k == K_NONE || (k == K_TRACE && !st->want_traces))
         return;
     if (!S_ISREG(sb->st_mode)) {
-        problem(st, path, "%s; skipped", type_name(sb->st_mode));
+        cli_report_problem(st, path, "%s; skipped", type_name(sb->st_mode));
         return;
     }
     read_one(st, dfd, name, path, k, 0, 1);
@@ -663,13 +477,13 @@ int cli_report(int argc, char **argv)
         const char *p = paths[i];
         struct stat sb;
         if (stat(p, &sb) < 0) {
-            problem(st, p, "%s; skipped", strerror(errno)); /* counted: this input was not read */
+            cli_report_problem(st, p, "%s; skipped", strerror(errno)); /* counted: this input was not read */
         } else if (S_ISDIR(sb.st_mode)) {
             st->problems += cli_walk(p, &st->seen, on_entry, st);
         } else if (!S_ISREG(sb.st_mode)) {
-            problem(st, p, "%s; skipped", type_name(sb.st_mode));
+            cli_report_problem(st, p, "%s; skipped", type_name(sb.st_mode));
         } else if (kind_of(p) == K_NONE) {
-            problem(st, p, "not a report (.jsonl, .txt) or trace (.trace.json) file; skipped");
+            cli_report_problem(st, p, "not a report (.jsonl, .txt) or trace (.trace.json) file; skipped");
         } else if (kind_of(p) != K_TRACE || st->want_traces) {
             read_one(st, AT_FDCWD, p, p, kind_of(p), 1, 0);
         }

@@ -63,6 +63,9 @@ struct state {
     size_t nprocs, capprocs;
     struct cli_pairset procset; /* the same pairs, for lookup */
     int replaced, other, bad_lines;
+    int deadlocks;      /* "deadlock" records */
+    int wait_timeouts, waits_proceeded; /* "wait_timeout" records; of them, the waits that ended
+                                           with the thread proceeding unserialized */
     size_t failing;     /* records that fail the run (tg_report_fails; fatal records apart) */
     struct cli_pairset records; /* (process, record) of every record counted */
     size_t dup_records; /* records skipped as copies of ones counted (a copied file) */
@@ -95,6 +98,17 @@ void cli_free_state(struct state *st);
  * process (pid, rank) and the same record of it (its seq, its monotonic
  * time); else 0, and it is noted.  SEQ or TS_NS < 0: never a copy. */
 int cli_record_seen(struct state *st, long long pid, long long rank, long long seq, long long ts_ns);
+
+/* One line on stderr naming PATH and what is wrong; counted as not read
+ * in full. */
+void cli_report_problem(struct state *st, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The records of a .jsonl file read whole into TEXT (LEN bytes), counted
+ * into st (cli_report_jsonl.c).  Returns the number of "fatal" records, or
+ * -1 when the file was refused (a newer schema).  Lines that are not
+ * records are counted and the file named once, saying how many and whether
+ * the last one was cut short. */
+int cli_read_jsonl(struct state *st, const char *path, const char *text, size_t len);
 
 /* Print the summary on stdout (text, or one JSON document). */
 void cli_report_print(const struct state *st, int as_json);

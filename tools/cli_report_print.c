@@ -429,9 +429,10 @@ void cli_report_print(const struct state *st, int as_json)
         cli_buf_puts(&b, "],\"ranks\":");
         put_longs(&b, ranks, nranks, 1);
         cli_buf_printf(&b, ",\"races\":%zu,\"high\":%d,\"low\":%zu,\"serialized\":%d,\"method_replaced\":%d,"
+                       "\"deadlocks\":%d,\"wait_timeouts\":%d,\"waits_proceeded\":%d,"
                        "\"unreadable_lines\":%d,\"copied_records\":%zu,\"incomplete\":%zu,\"kernels\":[",
-                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->bad_lines, st->dup_records,
-                       st->problems);
+                       st->nraces, high, st->nraces - (size_t)high, ser, st->replaced, st->deadlocks,
+                       st->wait_timeouts, st->waits_proceeded, st->bad_lines, st->dup_records, st->problems);
     } else {
         cli_buf_printf(&b, "%zu report file%s, %zu process%s", nreports, nreports == 1 ? "" : "s", nproc_r,
                        nproc_r == 1 ? "" : "es");
@@ -445,6 +446,11 @@ void cli_report_print(const struct state *st, int as_json)
             cli_buf_printf(&b, "; %zu fatal signal%s", st->nfatals, st->nfatals == 1 ? "" : "s");
         if (st->replaced)
             cli_buf_printf(&b, "; %d method replacement%s", st->replaced, st->replaced == 1 ? "" : "s");
+        if (st->deadlocks)
+            cli_buf_printf(&b, "; %d cycle%s of serialized waits", st->deadlocks, st->deadlocks == 1 ? "" : "s");
+        if (st->wait_timeouts)
+            cli_buf_printf(&b, "; %d serialized wait%s past wait_timeout (%d proceeded unserialized)",
+                           st->wait_timeouts, st->wait_timeouts == 1 ? "" : "s", st->waits_proceeded);
         if (st->bad_lines)
             cli_buf_printf(&b, "; %d unreadable line%s skipped", st->bad_lines, st->bad_lines == 1 ? "" : "s");
         if (st->dup_records)

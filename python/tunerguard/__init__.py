@@ -9,6 +9,13 @@ finds the library next to itself).
     python -m tunerguard ARGS   the same as the tunerguard command
     python -m tunerguard.path   prints lib_path()
 
+What this process runs under (tunerguard/runtime.py, docs/pytest.md):
+
+    tunerguard.active(), tunerguard.mode(), tunerguard.reports(),
+    tunerguard.report_files(), tunerguard.loaded_library(), tunerguard.ReportReader
+
+`pytest --tunerguard` is the plugin tunerguard/pytest_plugin.py (entry point pytest11).
+
 Importing the package loads nothing: the library is preloaded into the
 programs tunerguard runs, never into this interpreter.
 """
@@ -24,6 +31,11 @@ def _packaged(name):
             "tunerguard: no %s in %s (the source tree's python/ holds no build: "
             "install the package with `pip install .`, or use build/%s)" % (name, _HERE, name))
     return path
+
+
+from tunerguard.runtime import (  # noqa: E402  (after _HERE: the API reads files only)
+    ReportReader, active, clear_tuner_caches, loaded_library, log_path, mode, options, report_files, reports,
+    text_summary)
 
 
 def lib_path():

@@ -99,7 +99,7 @@ check "20 processes apart: the count, the first three and the last two" \
 mkdir h6 && race 17 null a 99 >h6/tg.17.jsonl && race 18 null b >h6/tg.18.jsonl
 rtg h6 report h6
 check "schema 99: the file refused by name, the schema-1 file read, exit 1+4" \
-    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h6/tg.17.jsonl: written with report schema 99; this tunerguard reads schema 1 and older: file skipped' h6.err && grep -q '^1 race: ' h6.out && ! grep -q \"kernel 'ka'\" h6.out"
+    sh -c "[ $rc = 5 ] && grep -q '^tunerguard: h6/tg.17.jsonl: written with report schema 99; this tunerguard reads schema 2 and older: file skipped' h6.err && grep -q '^1 race: ' h6.out && ! grep -q \"kernel 'ka'\" h6.out"
 
 # ---- cut and damaged .jsonl, cut .txt --------------------------------------------
 mkdir h7

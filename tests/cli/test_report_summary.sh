@@ -25,6 +25,22 @@ rec 72 1 exception false >exc/tg.72.jsonl
 run_tg p3 report exc
 check "an exception linked to a race: exit 1" [ "$rc" = 1 ]
 
+# serialize's own reports: counted from the fields of schema 2 and from the
+# sentence of schema 1 (a file an older library wrote).
+mkdir waits
+{ printf '%s\n' '{"schema":2,"kind":"deadlock","seq":1,"pid":90,"rank":null,"mode":"serialize","ts_ns":1,"tuner":{},"location":null,"entering":{},"cycle":[{"kernel":"a","holder_tid":91},{"kernel":"b","holder_tid":90}],"policy":"proceed","inside":{}}'
+  printf '%s\n' '{"schema":2,"kind":"wait_timeout","seq":2,"pid":90,"rank":null,"mode":"serialize","ts_ns":2,"tuner":{},"location":null,"entering":{},"waited_ns":1000000000,"stalled_ns":null,"proceeds":false,"wait_timeout_s":1,"on_wait_timeout":"proceed","inside":{}}'
+  printf '%s\n' '{"schema":2,"kind":"wait_timeout","seq":3,"pid":90,"rank":null,"mode":"serialize","ts_ns":3,"tuner":{},"location":null,"entering":{},"waited_ns":2000000000,"stalled_ns":900000000,"proceeds":true,"wait_timeout_s":1,"on_wait_timeout":"proceed","inside":{}}'
+} >waits/tg.90.jsonl
+printf '%s\n' '{"schema":1,"kind":"wait_timeout","seq":1,"pid":92,"rank":null,"mode":"serialize","ts_ns":1,"tuner":{},"location":null,"entering":{},"detail":"this thread proceeds unserialized after 1.0 s waiting for '"'k'"'","inside":{}}' >waits/tg.92.jsonl
+run_tg pw report waits
+check "deadlocks and wait timeouts counted, the waits that proceeded read from both schemas" \
+    has pw.out "; 1 cycle of serialized waits; 3 serialized waits past wait_timeout (2 proceeded unserialized)"
+run_tg pwj report --json waits
+check "--json: deadlocks, wait_timeouts, waits_proceeded" python3 -c "
+import json; d = json.load(open('pwj.out'))
+assert (d['deadlocks'], d['wait_timeouts'], d['waits_proceeded']) == (1, 3, 2), d"
+
 # A tuner without a kernel name, no ranks, a wall-clock time: named by its
 # method, no '?', no 'ranks: -', the first race as a local date and time.
 mkdir plain

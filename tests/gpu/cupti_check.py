@@ -4,7 +4,7 @@
   python3 tests/gpu/cupti_check.py --lib build/libtunerguard.so [--out DIR]
 
  (a) interference: a Triton autotuned matmul tuned on cuda:0 while a "hammer"
-     thread launches matmuls on the same device (loaded), and alone (quiet),
+     thread launches matmuls on the same device (loaded), and alone,
      under cupti=1 (and loaded under cupti=0 for comparison): the
      interference reports with their "gpu" verdict (overlap_us, kernels),
      cupti's start line, and the trace's GPU tracks / flow arrows (trace=1);
@@ -225,7 +225,7 @@ def main():
     # (a) interference
     a = {}
     for name, hammer, opts in [("loaded_cupti1", True, "cupti=1:trace=1:verbosity=1"),
-                               ("quiet_cupti1", False, "cupti=1:verbosity=1"),
+                               ("alone_cupti1", False, "cupti=1:verbosity=1"),
                                ("loaded_cupti0", True, "cupti=0")]:
         prefix = os.path.join(out, name)
         r = run(args, "tune", f"{opts}:log_path={prefix}", extra=["--hammer"] if hammer else [])

@@ -7,19 +7,19 @@ autotuned kernel is tuned, with and without tunerguard's isolate_tuning=1?
 
 For each variant it runs --runs fresh child processes (fresh TRITON_CACHE_DIR,
 so nothing is cached on disk and every run benchmarks every config):
-  quiet     tunerguard preloaded (detect), no hammer: the reference timings
+  alone     tunerguard preloaded (detect), no hammer: the reference timings
   load      hammer thread on, isolate_tuning=0
   isolated  hammer thread on, isolate_tuning=1
   other_device  (asked for with --variant, needs two GPUs) the hammer on
             device 1 while device 0 tunes: tunerguard must write no
-            interference report, and the timings should match quiet
+            interference report, and the timings should match alone's
 A child: thread "hammer" loops a 8192^3 fp16 torch.matmul on its own stream
 (synchronizing each iteration, so at most one queued); once it runs, the main
 thread calls an autotuned Triton matmul (8 configs) once; the Autotuner's
 configs_timings (median, p20, p80 per config) and best_config are recorded.
 Printed (and written to DIR/summary.json): per variant, per config the mean,
 stdev and coefficient of variation of the median timing across runs, the
-relative error against quiet, how often each config won, and the number of
+relative error against alone's, how often each config won, and the number of
 interference reports tunerguard wrote.  Needs torch + triton + one GPU.
 """
 import argparse
@@ -140,10 +140,10 @@ def run_variant(args, name, hammer, isolate, outdir, hammer_device=0):
 
 
 def summarize(variants):
-    quiet = variants.get("quiet", [])
+    alone = variants.get("alone", [])
     ref = {}
-    for cfg in {c for r in quiet for c in r["timings"]}:
-        vals = [r["timings"][cfg][0] for r in quiet if cfg in r["timings"]]
+    for cfg in {c for r in alone for c in r["timings"]}:
+        vals = [r["timings"][cfg][0] for r in alone if cfg in r["timings"]]
         if vals:
             ref[cfg] = statistics.fmean(vals)
     out = {}
@@ -155,15 +155,15 @@ def summarize(variants):
             m = statistics.fmean(vals)
             sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
             per[cfg] = {"mean_ms": round(m, 5), "stdev_ms": round(sd, 5), "cv": round(sd / m, 4) if m else None,
-                        "rel_err_vs_quiet": round(m / ref[cfg] - 1, 4) if cfg in ref and ref[cfg] else None}
+                        "rel_err_vs_alone": round(m / ref[cfg] - 1, 4) if cfg in ref and ref[cfg] else None}
         wins = {}
         for r in runs:
             wins[r["best"]] = wins.get(r["best"], 0) + 1
         cvs = [v["cv"] for v in per.values() if v["cv"] is not None]
-        errs = [abs(v["rel_err_vs_quiet"]) for v in per.values() if v["rel_err_vs_quiet"] is not None]
+        errs = [abs(v["rel_err_vs_alone"]) for v in per.values() if v["rel_err_vs_alone"] is not None]
         out[name] = {"runs": len(runs), "chosen": wins, "per_config": per,
                      "median_cv": round(statistics.median(cvs), 4) if cvs else None,
-                     "median_abs_rel_err_vs_quiet": round(statistics.median(errs), 4) if errs else None,
+                     "median_abs_rel_err_vs_alone": round(statistics.median(errs), 4) if errs else None,
                      "interference_reports": [r["interference_reports"] for r in runs],
                      "hammer_iters": [r["hammer_iters"] for r in runs]}
     return out
@@ -177,7 +177,7 @@ def main():
     p.add_argument("--out", help="directory for the per-run reports and summary.json (default: a temp dir)")
     p.add_argument("--timeout", type=float, default=300)
     p.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS for every run (e.g. suppressions=FILE)")
-    p.add_argument("--variant", action="append", choices=["quiet", "load", "isolated", "other_device"])
+    p.add_argument("--variant", action="append", choices=["alone", "load", "isolated", "other_device"])
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--hammer", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--hammer-device", type=int, default=0, help=argparse.SUPPRESS)
@@ -188,9 +188,9 @@ def main():
         p.error("--lib must name libtunerguard.so")
     outdir = args.out or tempfile.mkdtemp(prefix="isolate-tuning-")
     os.makedirs(outdir, exist_ok=True)
-    spec = {"quiet": (False, 0, 0), "load": (True, 0, 0), "isolated": (True, 1, 0), "other_device": (True, 0, 1)}
+    spec = {"alone": (False, 0, 0), "load": (True, 0, 0), "isolated": (True, 1, 0), "other_device": (True, 0, 1)}
     variants = {}
-    for name in args.variant or ["quiet", "load", "isolated"]:
+    for name in args.variant or ["alone", "load", "isolated"]:
         hammer, iso, hdev = spec[name]
         variants[name] = run_variant(args, name, hammer, iso, outdir, hdev)
     summary = {"runs_per_variant": args.runs, "size": args.size, "variants": summarize(variants), "raw": variants}

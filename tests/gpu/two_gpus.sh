@@ -20,7 +20,7 @@
 #       the environment adds detect-before / serialize-before rounds with LIB2
 #       (an older build), for a before/after comparison in the same run.
 #   tests/gpu/two_gpus.sh LIB OUTDIR interference [RUNS]
-#       tests/gpu/isolate_tuning.py --variant quiet,load,other_device: a hammer
+#       tests/gpu/isolate_tuning.py --variant alone,load,other_device: a hammer
 #       thread on device 0 (same device) or device 1 (other device) while device
 #       0 tunes; OUTDIR/interference.json.
 set -u
@@ -138,13 +138,13 @@ EOF
 interference)
     runs=${4:-3}
     timeout 540 "$py" "$here/isolate_tuning.py" --lib "$lib" --runs "$runs" --out "$out/iso" \
-        --variant quiet --variant load --variant other_device 2>&1 | tail -n 60 >"$out/interference.txt"
+        --variant alone --variant load --variant other_device 2>&1 | tail -n 60 >"$out/interference.txt"
     cp "$out/iso/summary.json" "$out/interference.json" 2>/dev/null
     "$py" - "$out/interference.json" <<'EOF' | tee -a "$out/interference.txt"
 import json, sys
 for name, v in json.load(open(sys.argv[1]))["variants"].items():
     print(f"{name}: runs {v['runs']}, interference reports per run {v['interference_reports']}, "
-          f"median |timing error| vs quiet {v['median_abs_rel_err_vs_quiet']}, chosen {v['chosen']}")
+          f"median |timing error| vs alone {v['median_abs_rel_err_vs_alone']}, chosen {v['chosen']}")
 EOF
     ;;
 *)

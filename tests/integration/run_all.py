@@ -227,7 +227,7 @@ def opts(tmp_prefix=True, **kw):
 # --------------------------------------------------------------------------
 # (a) silence where there is nothing to do
 
-def check_quiet_python(ctx):
+def check_silent_python(ctx):
     res = ctx.run_py('''
         import json, threading
         def work(): json.dumps({"a": [1, 2]})
@@ -242,7 +242,7 @@ def check_quiet_python(ctx):
     no_files(res)
 
 
-def check_quiet_exec_at_finalization(ctx):
+def check_silent_exec_at_finalization(ctx):
     """exec() in a __del__ that runs in finalization's last collection, when
     sys.modules is gone, in a process that imports no target: as without
     tunerguard (the lookup of a target's package aborted the process)."""
@@ -258,7 +258,7 @@ def check_quiet_exec_at_finalization(ctx):
     expect(res.rc == 0 and res.err == "" and "del ran" in res.out, "ran and exited as without tunerguard", res)
 
 
-def check_quiet_python_default_log_path(ctx):
+def check_silent_python_default_log_path(ctx):
     # default log_path: files would land in cwd; none must be created
     res = ctx.run_py('''
         from triton.runtime.autotuner import Autotuner
@@ -1353,7 +1353,7 @@ def check_replaced_method_late_alternating(ctx):
                "offset %d: the late replacement is found" % off, res)
 
 
-def check_replaced_method_quiet(ctx):
+def check_replaced_method_silent(ctx):
     """verbosity 0: the replacement is guarded without a word or a file."""
     res = ctx.run_py('''
         from triton.runtime.autotuner import Autotuner
@@ -3474,7 +3474,7 @@ def check_exit_line_many_contended(ctx):
 
 CHECKS = {
     "nonpython": [check_nonpython],
-    "quiet": [check_quiet_python, check_quiet_exec_at_finalization, check_quiet_python_default_log_path],
+    "silent": [check_silent_python, check_silent_exec_at_finalization, check_silent_python_default_log_path],
     "options": [check_bad_options, check_control_bytes_escaped, check_unterminated_quote, check_quoted_log_path, check_help],
     "race": [check_race_detect, check_two_inside_sites_two_reports, check_race_third_entrant, check_race_deep_nesting, check_race_very_deep_stack, check_race_after_warmup,
              check_race_hot_loop, check_race_interrupt_in_lookup, check_race_interrupt_in_wait_hook,
@@ -3485,7 +3485,7 @@ CHECKS = {
                      check_import_finder_before_ours, check_import_leaves_loader_as_it_was, check_subclass_race,
                      check_subclass_nested_single_thread],
     "replace": [check_replaced_method, check_replaced_copy_before_first_call, check_setattr_paths,
-                check_replaced_method_late_alternating, check_replaced_method_quiet, check_replaced_tuning_method,
+                check_replaced_method_late_alternating, check_replaced_method_silent, check_replaced_tuning_method,
                 check_replaced_method_patch_restore_loop, check_signature, check_guard_identity,
                 check_guard_hot_calls, check_guard_lifetime, check_replaced_same_function_again, check_new_functions_take_freed_slots,
                 check_descriptor_guard_keeps_class_semantics, check_targets_unguarded, check_targets_deferred_body,

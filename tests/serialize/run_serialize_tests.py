@@ -66,6 +66,13 @@ def main():
     check("deadlock=proceed: cycle reported once", kinds.count("deadlock") == 1 and
           "cycle of serialized waits" in text and "kernel_a" in text and "kernel_b" in text, p, text)
     check("deadlock=proceed: report says the youngest proceeded", "proceeds unserialized" in text, p, text)
+    dl = [r for r in map(json.loads, jsonl) if r["kind"] == "deadlock"]
+    cyc = dl[0]["cycle"] if dl else []
+    check("deadlock=proceed: the record names the cycle as fields: both kernels, each held by a thread, "
+          "the last by the waiting thread, policy proceed",
+          len(dl) == 1 and sorted(c["kernel"] for c in cyc) == ["kernel_a", "kernel_b"]
+          and all(c["holder_tid"] for c in cyc) and cyc[-1]["holder_tid"] == dl[0]["entering"]["tid"]
+          and dl[0]["policy"] == "proceed", p, text)
 
     p, text, jsonl = run(args, "deadlock.py", "deadlock=abort:exitcode=9")
     check("deadlock=abort: process stops with exitcode after the report",
@@ -90,8 +97,9 @@ def main():
     check("a holder blocked on a lock the waiter holds: past wait_timeout the waiter proceeds unserialized, "
           f"the program ends, one wait_timeout report says so (waited {waited(p):.3f} s)",
           p.returncode == 0 and [r["kind"] for r in recs] == ["race", "wait_timeout"] and recs[0]["serialized"]
-          and "this thread proceeds unserialized" in recs[1]["detail"] and "blocked outside tunerguard" in text
-          and waited(p) >= 1.0, p, text)
+          and recs[1]["proceeds"] and recs[1]["stalled_ns"] > 0 and recs[1]["waited_ns"] >= 10**9
+          and recs[1]["wait_timeout_s"] == 1 and "this thread proceeds unserialized" in text
+          and "blocked outside tunerguard" in text and waited(p) >= 1.0, p, text)
     p, text, jsonl = run(args, "user_lock.py", "wait_timeout=1:on_wait_timeout=wait", ["3"])
     check("on_wait_timeout=wait: the waiter waits on (the holder gives up its lock wait after 3 s)",
           p.returncode == 1 and "('holder', False)" in p.stdout and "the wait goes on (on_wait_timeout=wait)" in text,
@@ -100,7 +108,8 @@ def main():
     recs = [json.loads(x) for x in jsonl]
     check(f"a holder that runs past wait_timeout is waited for, one report says so ({p.stdout.strip()})",
           p.returncode == 0 and [r["kind"] for r in recs] == ["race", "wait_timeout"] and recs[0]["serialized"]
-          and "the wait goes on while the holder runs" in recs[1]["detail"], p, text)
+          and not recs[1]["proceeds"] and recs[1]["stalled_ns"] is None
+          and recs[1]["on_wait_timeout"] == "proceed" and "the wait goes on while the holder runs" in text, p, text)
     p, text, jsonl = run(args, "user_lock.py", "mode=detect", ["3"])
     check("detect: the same program finishes", p.returncode == 0, p, text)
     # A wait cut short by Ctrl-C: its time counts to its real end (the exit
@@ -199,7 +208,7 @@ def main():
     for opts in ("mode=detect:verbosity=1", "mode=serialize:verbosity=1"):
         p, text, jsonl = run(args, "switch_storm.py", opts)
         check(f"{opts}: 300 overlaps with the holder leaving during the report, thread switches every 1 us",
-              p.returncode == 0 and all(json.loads(x)["schema"] == 1 for x in jsonl), p, text)
+              p.returncode == 0 and all(json.loads(x)["schema"] == 2 for x in jsonl), p, text)
     if args.fakecuda:
         # Severity from the CUDA record alone: the holder of a targets= tuner
         # blocked in cuCtxSynchronize, no tuning-named frame.

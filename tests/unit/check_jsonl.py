@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check a tunerguard JSON Lines report against docs/report-schema.md (schema 1).
+"""Check a tunerguard JSON Lines report against docs/report-schema.md (schema 2).
 
 usage: check_jsonl.py FILE [--count N] [--expect LINE:PATH=JSON ...]
 
@@ -74,12 +74,12 @@ TOP_COMMON = {
 TOP = {
     "race": dict(TOP_COMMON, severity="str", serialized="bool", seen_at="str", tuning_step=("str", "null"),
                  inside=("object", "null")),
-    "method_replaced": dict(TOP_COMMON, detail="str"),
-    "deadlock": dict(TOP_COMMON, detail="str", inside="object"),
-    "wait_timeout": dict(TOP_COMMON, detail="str", inside="object"),
-    "holder_died": dict(TOP_COMMON, detail="str", inside="object"),
-    "exception": dict(TOP_COMMON, detail="str", exception="object", race_seq=("uint", "null"),
-                      inside="object"),
+    "method_replaced": dict(TOP_COMMON, replacement="object"),
+    "deadlock": dict(TOP_COMMON, cycle="list", policy="str", inside="object"),
+    "wait_timeout": dict(TOP_COMMON, waited_ns="uint", stalled_ns=("uint", "null"), proceeds="bool",
+                         wait_timeout_s="uint", on_wait_timeout="str", inside="object"),
+    "holder_died": dict(TOP_COMMON, inside="object"),
+    "exception": dict(TOP_COMMON, exception="object", race_seq=("uint", "null"), inside="object"),
     "interference": dict(TOP_COMMON, interference="object"),
     "repeats": dict({k: v for k, v in TOP_COMMON.items() if k != "entering"}, race_seq="uint", repeats="uint",
                     of="str", other_kernels="uint", other_kernel_names="list"),
@@ -87,6 +87,8 @@ TOP = {
                   signo="uint", si_code=("int", "null"), fault_addr=("hex", "null"), tid="uint",
                   native="list", tuners="list", race_seq=("uint", "null"), reports_before="uint"),
 }
+CYCLE_TUNER = {"kernel": ("str", "null"), "holder_tid": ("uint", "null")}
+REPLACEMENT = {"qualname": ("str", "null"), "file": ("str", "null"), "line": ("uint", "null")}
 FATAL_TUNER = {"instance": "hex", "occupants": "list", "waiters": "uint"}
 FATAL_OCCUPANT = {"tid": "int", "inside_ns": "uint", "depth": "int", "race_seq": ("uint", "null")}
 INTERFERENCE = {"device": "uint", "foreign_launches": "uint", "own_launches": "uint",
@@ -148,8 +150,8 @@ def check_report(where, r):
     if not isinstance(r, dict):
         fail(where, "not an object")
         return
-    if r.get("schema") != 1:
-        fail(where, f"schema {r.get('schema')!r}, want 1")
+    if r.get("schema") != 2:
+        fail(where, f"schema {r.get('schema')!r}, want 2")
     kind = r.get("kind")
     if kind not in TOP:
         fail(where, f"unknown kind {kind!r}")
@@ -182,6 +184,20 @@ def check_report(where, r):
             check_obj(f"{where}.interference.gpu", gpu, ITF_GPU)
             for i, k in enumerate(gpu.get("kernels") or []):
                 check_obj(f"{where}.interference.gpu.kernels[{i}]", k, ITF_GPU_KERNEL)
+    if kind == "deadlock":
+        for i, c in enumerate(r.get("cycle") or []):
+            check_obj(f"{where}.cycle[{i}]", c, CYCLE_TUNER)
+        if not r.get("cycle"):
+            fail(f"{where}.cycle", "empty")
+        if r.get("policy") not in ("abort", "proceed"):
+            fail(f"{where}.policy", f"{r.get('policy')!r} is not abort|proceed")
+    if kind == "wait_timeout":
+        if r.get("on_wait_timeout") not in ("proceed", "wait"):
+            fail(f"{where}.on_wait_timeout", f"{r.get('on_wait_timeout')!r} is not proceed|wait")
+        if r.get("proceeds") != (r.get("stalled_ns") is not None):
+            fail(f"{where}.proceeds", "true exactly when stalled_ns is set")
+    if kind == "method_replaced":
+        check_obj(f"{where}.replacement", r.get("replacement"), REPLACEMENT)
     if kind == "race":
         if r.get("seen_at") == "tuning":  # the call that cleared the arguments had left: no inside thread
             if r.get("inside") is not None:

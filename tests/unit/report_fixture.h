@@ -194,7 +194,9 @@ static inline void fx_replaced(struct tg_report *r)
     r->mode = "detect";
     snprintf(r->tuner_class, sizeof r->tuner_class, "triton.runtime.autotuner.Autotuner");
     snprintf(r->method, sizeof r->method, "Autotuner.run");
-    snprintf(r->detail, sizeof r->detail, "Autotuner.run = locked_run at patch.py:12");
+    snprintf(r->replaced.qualname, sizeof r->replaced.qualname, "locked_run");
+    snprintf(r->replaced.file, sizeof r->replaced.file, "patch.py");
+    r->replaced.line = 12;
     struct tg_thread_view *e = &r->entering;
     e->tid = 777;
     snprintf(e->name, sizeof e->name, "MainThread");

@@ -284,7 +284,7 @@ Test(cuda_hooks, inside_a_session_counts_and_captures)
 
 /* The unwind of a blocking call inside a session (up to TG_MAX_NATIVE_FRAMES
  * frames) runs before the seqlock write section of t->last, never inside it:
- * a reader (a race report on another thread, guard/report_capture.c) retries a
+ * a reader (a race report on another thread, cuda/cuda_record.c tg_cuda_call_read) retries a
  * bounded number of times, then gives up.  The stand-in libunwind
  * (FAKEUNWIND_LIB, loaded before tunerguard's dlopen("libunwind.so.8"), which
  * then finds it by soname) looks at the record while the unwind runs. */

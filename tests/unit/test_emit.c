@@ -142,7 +142,7 @@ Test(emit, exit_line_silent_without_reports, .init = setup)
     free(e);
 }
 
-/* The overlaps counted on the tuners (guard/report_capture.c), those of a
+/* The overlaps counted on the tuners (guard/race_decide.c), those of a
  * tuner whose entry was given back included, are in the exit line. */
 Test(emit, exit_line_counts_the_tuners_overlaps, .init = setup)
 {

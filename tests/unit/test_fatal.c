@@ -397,5 +397,5 @@ Test(fatal, record_after_a_cut_line_stands_on_its_own_line)
     const char *text = fx_slurp(path);
     const char *cut = strstr(text, "{\"schema\":1,\"kind\":\"ra\n");
     cr_assert_not_null(cut, "the cut line was not ended before the record:\n%s", text);
-    cr_assert(strncmp(cut + 23, "{\"schema\":1,\"kind\":\"fatal\"", 26) == 0, "no record on the next line:\n%s", text);
+    cr_assert(strncmp(cut + 23, "{\"schema\":2,\"kind\":\"fatal\"", 26) == 0, "no record on the next line:\n%s", text);
 }

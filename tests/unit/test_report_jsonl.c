@@ -26,7 +26,7 @@ Test(report_jsonl, three_reports_parse_and_match_schema)
     cr_assert_eq(tg_report_write_jsonl(fd, &c), 0);
     close(fd);
     const char *expects[] = {
-        "1:schema=1", "1:kind=\"race\"", "1:seq=1", "1:pid=41230", "1:rank=null",
+        "1:schema=2", "1:kind=\"race\"", "1:seq=1", "1:pid=41230", "1:rank=null",
         "1:mode=\"detect\"", "1:severity=\"high\"", "1:serialized=false",
         "1:tuner.class=\"triton.runtime.autotuner.Autotuner\"", "1:tuner.method=\"Autotuner.run\"",
         "1:tuner.kernel=\"matmul_kernel\"", "1:tuner.instance=\"0x7f3a1c2b4d10\"",
@@ -48,7 +48,8 @@ Test(report_jsonl, three_reports_parse_and_match_schema)
         "2:location.file=\"/site/fla/modules/l2norm.py\"", "2:inside.cuda=null",
         "2:entering.cuda=null", "2:entering.device_at_entry=3", "2:inside.device_at_entry=null",
         "2:inside.native=[]", "2:inside.entered_ago_ns=850",
-        "3:kind=\"method_replaced\"", "3:detail=\"Autotuner.run = locked_run at patch.py:12\"",
+        "3:kind=\"method_replaced\"", "3:replacement.qualname=\"locked_run\"", "3:replacement.file=\"patch.py\"",
+        "3:replacement.line=12",
         "3:tuner.kernel=null", "3:entering.python.0.file=\"patch.py\"",
         NULL,
     };

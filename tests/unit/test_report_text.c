@@ -317,3 +317,110 @@ Test(report_text, bytes_not_utf8_as_hex)
     cr_assert(!strstr(out, "caf\xe9"), "%s", out);
     free(out);
 }
+
+/* The sentences of serialize's reports and of the exception report are made
+ * by the writer from the record's fields: each reads as the one capture
+ * formatted before (the snprintf formats below are those it used). */
+static void sentence_is(const struct tg_report *r, const char *want)
+{
+    int rc;
+    char *out = fx_capture(tg_report_write_text, r, &rc);
+    char line[600];
+    snprintf(line, sizeof line, "\n  %s\n", want);
+    cr_assert(strstr(out, line), "want the line '%s' in:\n%s", want, out);
+    free(out);
+}
+
+static void fx_serialize_head(struct tg_report *r, enum tg_report_kind kind)
+{
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->pid = 300;
+    r->rank = -1;
+    r->mode = "serialize";
+    snprintf(r->method, sizeof r->method, "Autotuner.run");
+    snprintf(r->kernel, sizeof r->kernel, "kernel_a");
+    r->entering.tid = 301;
+    r->inside.tid = 302;
+    snprintf(r->inside.name, sizeof r->inside.name, "T2");
+}
+
+Test(report_text, deadlock_sentence_from_the_cycle)
+{
+    static struct tg_report r;
+    char want[256];
+    fx_serialize_head(&r, TG_REPORT_DEADLOCK);
+    r.deadlock.n = 2;
+    r.deadlock.cycle[0].holder = 302;
+    snprintf(r.deadlock.cycle[0].kernel, sizeof r.deadlock.cycle[0].kernel, "kernel_a");
+    r.deadlock.cycle[1].holder = 301;
+    snprintf(r.deadlock.cycle[1].kernel, sizeof r.deadlock.cycle[1].kernel, "kernel_b");
+    snprintf(want, sizeof want, "this thread (tid=%d) waits for '%s'; tid=%d holds '%s' and waits for '%s'; "
+             "this thread holds '%s'; %s", 301, "kernel_a", 302, "kernel_a", "kernel_b", "kernel_b",
+             "deadlock=proceed: this thread proceeds unserialized");
+    sentence_is(&r, want);
+    r.deadlock.abort = 1;
+    r.deadlock.cycle[1].holder = 303; /* the cycle closes through a third thread */
+    snprintf(want, sizeof want, "this thread (tid=%d) waits for '%s'; tid=%d holds '%s' and waits for '%s'; "
+             "tid=%d holds '%s' and waits for '%s'; %s", 301, "kernel_a", 302, "kernel_a", "kernel_b", 303,
+             "kernel_b", "a tuner this thread holds", "deadlock=abort: the process stops");
+    sentence_is(&r, want);
+}
+
+Test(report_text, wait_timeout_sentence_from_the_times)
+{
+    static struct tg_report r;
+    char want[400];
+    fx_serialize_head(&r, TG_REPORT_WAIT_TIMEOUT);
+    r.wait.waited_ns = 1234000000;
+    r.wait.stalled_ns = 987000000;
+    r.wait.timeout_s = 1;
+    r.wait.on_timeout_proceed = 1;
+    snprintf(want, sizeof want,
+             "this thread proceeds unserialized after %.1f s waiting for '%s' (wait_timeout=%d s, "
+             "on_wait_timeout=proceed): the holder, below, is blocked outside tunerguard (no CPU time, no CUDA "
+             "call for %.1f s; a lock of the program's?)",
+             1.234, "kernel_a", 1, 0.987);
+    sentence_is(&r, want);
+    r.wait.stalled_ns = 0;
+    r.wait.waited_ns = 600049000000ull;
+    snprintf(want, sizeof want,
+             "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait "
+             "goes on%s", 600.049, "kernel_a", 1,
+             " while the holder runs (it proceeds if the holder blocks outside tunerguard)");
+    sentence_is(&r, want);
+    r.wait.on_timeout_proceed = 0;
+    snprintf(want, sizeof want,
+             "this thread has waited %.1f s for '%s' (wait_timeout=%d s); the holder is shown below; the wait "
+             "goes on%s", 600.049, "kernel_a", 1, " (on_wait_timeout=wait)");
+    sentence_is(&r, want);
+}
+
+Test(report_text, holder_died_and_exception_sentences)
+{
+    static struct tg_report r;
+    char want[400];
+    fx_serialize_head(&r, TG_REPORT_HOLDER_DIED);
+    snprintf(want, sizeof want,
+             "thread tid=%d left %s%s without returning (it died inside: pthread_exit or a thread "
+             "destroyed under Python); its hold was released", 302, "Autotuner.run", " of kernel 'kernel_a'");
+    sentence_is(&r, want);
+    fx_serialize_head(&r, TG_REPORT_EXCEPTION);
+    snprintf(r.exc_type, sizeof r.exc_type, "TypeError");
+    snprintf(want, sizeof want, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) on %s%s",
+             "TypeError", "'", "T2", "' ", 302, "Autotuner.run", " of kernel 'kernel_a'");
+    sentence_is(&r, want);
+    r.inside.name[0] = '\0';
+    snprintf(r.kernel, sizeof r.kernel, "?"); /* a tuner that names no kernel */
+    snprintf(want, sizeof want, "this %s was raised in a call that raced with thread %s%s%s(tid=%d) on %s%s",
+             "TypeError", "", "", "", 302, "Autotuner.run", "");
+    sentence_is(&r, want);
+    r.inside.tid = 0; /* the other call is not known */
+    snprintf(want, sizeof want, "this %s was raised in a call whose arguments another call on %s%s "
+             "cleared before it began tuning", "TypeError", "Autotuner.run", "");
+    sentence_is(&r, want);
+    char note[512];
+    tg_report_exception_note(&r, "/tmp/tg.300.txt", note, sizeof note);
+    cr_assert_str_eq(note, "tunerguard: this TypeError was raised in a call whose arguments another call on "
+                           "Autotuner.run cleared before it began tuning; see /tmp/tg.300.txt");
+}

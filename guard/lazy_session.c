@@ -1,4 +1,5 @@
-/* detect's unregistered session.
+/* detect's lazy session: a tuned call's session, registered only once it
+ * can matter.
  *
  * detect mode, a tuned call: with several threads calling the same kernels,
  * every entry and leave wrote the tuner's shared line (its occupant count
@@ -9,7 +10,7 @@
  * tuning methods are guarded (they say when a thread tunes: a Triton version
  * whose names tunerguard knows, Inductor's), registers nothing: it reads
  * the tuner's entry (shared, unwritten while everyone takes this path) and
- * keeps the session on its own record (quiet_*).  It registers, as the
+ * keeps the session on its own record (lazy_*).  It registers, as the
  * session it is, as soon as it can matter to another thread:
  *   - it enters a tuning method (a cold key: prune_configs, _bench, ...),
  *     or any other guarded call: before that call goes on;
@@ -43,50 +44,50 @@
  * each, claimed at its first (GIL held), never given back.  `evident` says
  * its current session showed benchmarking evidence in a CUDA hook (set by
  * the owner's hook without the GIL, cleared by the owner when the session
- * ends); quiet_evident counts the slots that say so, so that an entering
+ * ends); lazy_evident counts the slots that say so, so that an entering
  * thread looks at the registry only while one does. */
-#define TG_QUIET_SLOTS 256
-struct quiet_slot {
+#define TG_LAZY_SLOTS 256
+struct lazy_slot {
     struct tg_thread *t;
     pid_t tid;                /* copied: the record is read only while it lives */
     _Atomic uint32_t evident;
 } __attribute__((aligned(64))); /* each written by its own thread only */
-static struct quiet_slot quiet_slots[TG_QUIET_SLOTS];
-static int nquiet_slots;      /* GIL held */
-_Atomic uint32_t tg__quiet_evident;
+static struct lazy_slot lazy_slots[TG_LAZY_SLOTS];
+static int nlazy_slots;      /* GIL held */
+_Atomic uint32_t tg__lazy_evident;
 
-int tg__quiet_slot(struct tg_thread *t)
+int tg__lazy_slot(struct tg_thread *t)
 {
-    if (__builtin_expect(t->quiet_slot <= 0, 0)) {
-        if (t->quiet_slot < 0 || nquiet_slots == TG_QUIET_SLOTS) {
-            t->quiet_slot = -1; /* the registry is full: this thread registers its sessions */
+    if (__builtin_expect(t->lazy_slot <= 0, 0)) {
+        if (t->lazy_slot < 0 || nlazy_slots == TG_LAZY_SLOTS) {
+            t->lazy_slot = -1; /* the registry is full: this thread registers its sessions */
             return 0;
         }
-        struct quiet_slot *qs = &quiet_slots[nquiet_slots];
+        struct lazy_slot *qs = &lazy_slots[nlazy_slots];
         qs->t = t;
         qs->tid = t->tid;
-        t->quiet_slot = ++nquiet_slots;
+        t->lazy_slot = ++nlazy_slots;
     }
     return 1;
 }
 
 /* The owner's session ended (or registered and ended): its slot no longer
  * speaks for it.  GIL held. */
-void tg__quiet_clear(struct tg_thread *t)
+void tg__lazy_clear(struct tg_thread *t)
 {
-    if (t->quiet_slot > 0 &&
-        __builtin_expect(__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
-        __atomic_fetch_sub(&tg__quiet_evident, 1, __ATOMIC_SEQ_CST);
+    if (t->lazy_slot > 0 &&
+        __builtin_expect(__atomic_load_n(&lazy_slots[t->lazy_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&lazy_slots[t->lazy_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
+        __atomic_fetch_sub(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
 }
 
-void tg__quiet_evidence(struct tg_thread *t, uint8_t bit)
+void tg__lazy_evidence(struct tg_thread *t, uint8_t bit)
 {
-    if (t->quiet_slot <= 0)
+    if (t->lazy_slot <= 0)
         return;
-    if (!__atomic_exchange_n(&quiet_slots[t->quiet_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
-        __atomic_fetch_add(&tg__quiet_evident, 1, __ATOMIC_SEQ_CST);
-    /* Adopted meanwhile (quiet_adopt read the evidence fields before this
+    if (!__atomic_exchange_n(&lazy_slots[t->lazy_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
+        __atomic_fetch_add(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
+    /* Adopted meanwhile (lazy_adopt read the evidence fields before this
      * bit was set, maybe): mark the slot it was given, as a registered
      * session's hook does.  The adopter stores nheld after the slot. */
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -96,23 +97,23 @@ void tg__quiet_evidence(struct tg_thread *t, uint8_t bit)
 
 /* Thread a's unregistered session on inst becomes a registered one: an
  * occupant of its tuner since it entered, held as an outermost session is.
- * Called by a itself, or for it by a thread entering inst (quiet_adopt)
+ * Called by a itself, or for it by a thread entering inst (lazy_adopt)
  * while a is blocked without the GIL (in a CUDA call, say: its hooks read
- * quiet_inst and nheld, stored last).  Returns 0 when the table is full
+ * lazy_inst and nheld, stored last).  Returns 0 when the table is full
  * (the session then stays unguarded).  GIL held. */
-int tg__quiet_register(struct tg_thread *a, uintptr_t inst)
+int tg__lazy_register(struct tg_thread *a, uintptr_t inst)
 {
     struct tg_tuner *u = tg_tuner_get(inst);
     if (__builtin_expect(!u, 0)) {
         tg__table_full();
         return 0;
     }
-    struct tg_occupant *o = tg_tuner_enter(u, a, a->quiet_tstate, a->quiet_g, a->quiet_t0, 0);
+    struct tg_occupant *o = tg_tuner_enter(u, a, a->lazy_tstate, a->lazy_g, a->lazy_t0, 0);
     a->held[0] = u;
     a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
     if (!o) /* more threads inside than u has slots: listed for the links (slotless.c) */
-        tg__slotless_enter(a, inst, a->quiet_tstate, a->quiet_t0);
-    __atomic_store_n(&a->quiet_inst, 0, __ATOMIC_RELAXED);
+        tg__slotless_enter(a, inst, a->lazy_tstate, a->lazy_t0);
+    __atomic_store_n(&a->lazy_inst, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
     return 1;
 }
@@ -120,26 +121,26 @@ int tg__quiet_register(struct tg_thread *a, uintptr_t inst)
 /* Before t enters inst while some unregistered session shows evidence: the
  * ones inside inst are registered for their threads, so that t's entry finds
  * them, with their evidence, as it finds any thread inside.  GIL held. */
-__attribute__((cold, noinline)) void tg__quiet_adopt(uintptr_t inst, const struct tg_thread *t)
+__attribute__((cold, noinline)) void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t)
 {
-    for (int i = 0; i < nquiet_slots; i++) {
-        struct quiet_slot *q = &quiet_slots[i];
+    for (int i = 0; i < nlazy_slots; i++) {
+        struct lazy_slot *q = &lazy_slots[i];
         if (!__atomic_load_n(&q->evident, __ATOMIC_SEQ_CST) || q->t == t)
             continue;
         if (!tg__tid_alive_cached(q->tid)) {
             /* died inside: nothing to register, and the count it held goes */
             if (__atomic_exchange_n(&q->evident, 0, __ATOMIC_SEQ_CST))
-                __atomic_fetch_sub(&tg__quiet_evident, 1, __ATOMIC_SEQ_CST);
+                __atomic_fetch_sub(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
             continue;
         }
-        if (__atomic_load_n(&q->t->quiet_inst, __ATOMIC_RELAXED) == inst)
-            tg__quiet_register(q->t, inst);
+        if (__atomic_load_n(&q->t->lazy_inst, __ATOMIC_RELAXED) == inst)
+            tg__lazy_register(q->t, inst);
     }
 }
 
 /* An outermost call that registers nothing unless it must (above).  GIL
  * held. */
-__attribute__((noinline)) int tg__quiet_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f,
+__attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f,
                                             PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                                             PyObject **resp, uint32_t *epochp)
 {
@@ -149,34 +150,34 @@ __attribute__((noinline)) int tg__quiet_call(struct tg_guard *g, struct tg_threa
     if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
         t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
-    t->quiet_g = g;
-    t->quiet_tstate = tg_py.PyThreadState_Get();
-    t->quiet_t0 = tg_ticks();
-    __atomic_store_n(&t->quiet_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
+    t->lazy_g = g;
+    t->lazy_tstate = tg_py.PyThreadState_Get();
+    t->lazy_t0 = tg_ticks();
+    __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
     t->depth++;
     const unsigned forks = t->forks;
     PyObject *res = *resp = tg__call_orig(g, f, args, nargs, kwnames);
     *epochp = epoch;
     if (__builtin_expect(t->forks != forks, 0))
         return 0; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
-    if (t->quiet_inst == (uintptr_t)inst) {
+    if (t->lazy_inst == (uintptr_t)inst) {
         /* Still unregistered: unless someone began tuning meanwhile, or its
          * own hooks saw it benchmark, nothing to look at and nothing to give
          * back. */
         if (__builtin_expect(__atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) == epoch &&
-                                 !__atomic_load_n(&quiet_slots[t->quiet_slot - 1].evident, __ATOMIC_RELAXED),
+                                 !__atomic_load_n(&lazy_slots[t->lazy_slot - 1].evident, __ATOMIC_RELAXED),
                              1)) {
-            __atomic_store_n(&t->quiet_inst, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&t->lazy_inst, 0, __ATOMIC_RELAXED);
             t->depth--;
             return 0;
         }
-        if (!tg__quiet_register(t, t->quiet_inst)) {
-            tg__quiet_clear(t);
+        if (!tg__lazy_register(t, t->lazy_inst)) {
+            tg__lazy_clear(t);
             t->depth--;
             return 0;
         }
     } else if (t->nheld == 0) {
-        tg__quiet_clear(t);
+        tg__lazy_clear(t);
         t->depth--; /* registration found the table full: unguarded */
         return 0;
     }
@@ -186,11 +187,11 @@ __attribute__((noinline)) int tg__quiet_call(struct tg_guard *g, struct tg_threa
 
 /* fork child: the other threads are gone, their sessions too.  The forking
  * thread's slot stays its own. */
-void tg__quiet_atfork_child(void)
+void tg__lazy_atfork_child(void)
 {
-    for (int i = 0; i < nquiet_slots; i++)
-        __atomic_store_n(&quiet_slots[i].evident, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&tg__quiet_evident, 0, __ATOMIC_RELAXED);
+    for (int i = 0; i < nlazy_slots; i++)
+        __atomic_store_n(&lazy_slots[i].evident, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tg__lazy_evident, 0, __ATOMIC_RELAXED);
 }
 
 /* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
