@@ -152,9 +152,6 @@ def parent(args):
                 print(f"run {k}: {c['typeerrors']} TypeErrors, {c['linked']} with the note, exit line {exit_linked}")
                 for ln in lines:
                     print("  " + ln)
-                for ln in p.stderr.splitlines():
-                    if ln.startswith("TGDBG"):
-                        print("  " + ln)
     print(f"{args.runs} runs in {time.monotonic() - t0:.0f} s: {tot['calls']} calls, {tot['typeerrors']} TypeErrors, "
           f"{tot['linked']} with the note, {tot['exit_line']} counted by the exit lines, {tot['other']} other "
           f"exceptions; {bad_runs} runs with an unlinked one, {crashed} that ended without counts")
