@@ -189,10 +189,11 @@ struct tg_thread {
      * its signal handlers), where a guarded call is the program's call
      * and is guarded as one (guard/serialize_wait.c).  Own thread, GIL held. */
     int wait_open;
-    /* A session that raced without an occupant slot (more threads inside
-     * one tuner than it has slots): its link for the exception report, as
-     * an occupant's raced_* fields, and the instance (0: none).
-     * Own thread, GIL held (guard/session.c). */
+    /* A session without an occupant slot (more threads inside one tuner
+     * than it has slots): its race link for the exception report, as an
+     * occupant's raced_* fields (made at its entry, or by another thread's
+     * race: guard/slotless.c), and the instance (0: none).  GIL held
+     * (guard/session.c). */
     pid_t ovf_raced_tid;
     char ovf_raced_name[48];
     uint64_t ovf_race_seq;

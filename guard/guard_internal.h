@@ -348,6 +348,26 @@ void tg__view_names(struct tg_thread_view *v);
  * callers).  Uses static buffers: under the report lock. */
 void tg__view_traceback(struct tg_thread_view *v, PyObject *tb);
 
+/* ---- slotless.c ----------------------------------------------------------- */
+
+/* An outermost session without an occupant slot (more threads inside one
+ * tuner than it has slots), listed while it lasts so that a race found by
+ * another thread can link it (ovf_* on its thread record).  GIL held. */
+struct tg_slotless {
+    struct tg_thread *t;  /* valid only while the thread lives: check tid first */
+    pid_t tid;
+    uintptr_t inst;
+    void *tstate;         /* its PyThreadState, for its Python stack */
+    uint64_t entered;     /* ticks; which session of the thread it is */
+};
+void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered);
+void tg__slotless_leave(const struct tg_thread *t);
+/* The next listed session on inst after *cursor (start at 0), or NULL. */
+const struct tg_slotless *tg__slotless_at(uintptr_t inst, int *cursor);
+/* That thread's session on inst entered at `entered`, or NULL (it left). */
+const struct tg_slotless *tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered);
+void tg__slotless_atfork_child(void);
+
 /* ---- race_again.c --------------------------------------------------------- */
 
 /* The key of a declared tuner's race: t entering inst through g while

@@ -111,6 +111,8 @@ int tg__lazy_register(struct tg_thread *a, uintptr_t inst)
     struct tg_occupant *o = tg_tuner_enter(u, a, a->lazy_tstate, a->lazy_g, a->lazy_t0, 0);
     a->held[0] = u;
     a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
+    if (!o) /* more threads inside than u has slots: listed for the links (slotless.c) */
+        tg__slotless_enter(a, inst, a->lazy_tstate, a->lazy_t0);
     __atomic_store_n(&a->lazy_inst, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
     return 1;

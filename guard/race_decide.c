@@ -41,6 +41,25 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return o && o->entered_ns == entered ? o : NULL;
 }
 
+/* A session without an occupant slot (guard/slotless.c) as an occupant, in
+ * *tmp, for the scans and views made of occupants: NULL when it left.  Its
+ * link is its thread's (ovf_raced_tid).  C calls only. */
+static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint64_t entered, struct tg_occupant *tmp)
+{
+    const struct tg_slotless *s = tg__slotless_find(u->key, tid, entered);
+    if (!s || !tg__tid_alive_cached(tid))
+        return NULL;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->thread = s->t;
+    tmp->tid = tid;
+    tmp->ident = s->t->ident;
+    tmp->tstate = s->tstate;
+    tmp->depth = 1;
+    tmp->entered_ns = entered;
+    tmp->raced_tid = s->t->ovf_raced_tid;
+    return tmp;
+}
+
 /* Is the thread inside tuning (not on the fast path of an already tuned key)?
  * Inside a marked tuning method (t->tuning, guard_install.c) it is.  Its
  * CUDA record says so once it synchronized or launched twice in the
@@ -113,6 +132,23 @@ static const struct tg_occupant *tuning_occupant(struct tg_tuner *u, const struc
     return NULL;
 }
 
+/* The sessions a race linked besides the one it reports (a race at exit:
+ * every benchmarking one; at entry: the others benchmarking): found again
+ * after the report by thread and entry time (the slot may be another
+ * session's by then).  link_cleared, relink_cleared: below. */
+struct exit_links {
+    int n;
+    pid_t tid[TG_TUNER_MAX_OCC];
+    uint64_t entered[TG_TUNER_MAX_OCC];
+    int ns; /* and sessions without a slot (guard/slotless.c), the first 16 */
+    pid_t stid[16];
+    uint64_t sentered[16];
+};
+static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const struct tg_thread *t,
+                         struct exit_links *ln);
+static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const struct exit_links *ln,
+                           int suppressed, const char *name, uint64_t seq);
+
 /* Thread t enters u while `other` is inside.  Fills and emits the report
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
@@ -144,6 +180,13 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     pid_t other_tid = other->tid;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
     other = occupant_by_tid(u, other_tid);
+    /* The benchmarking one left while we waited: another still benchmarking
+     * is the race now (t's call writes and clears what it reads next), and
+     * without it reported and linked here its exception would be linked
+     * only by a check at t's return, which a return made while nobody
+     * begins tuning does not make. */
+    if (!other && tuning)
+        other = tuning = tuning_occupant(u, g, t);
     if (!other) {
         tg_report_end(t); /* it left while we waited: no overlap any more */
         return;
@@ -170,6 +213,17 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
             snprintf(mo->raced_name, sizeof mo->raced_name, "%s", r->entering.name);
             mo->race_seq = link->seq;
         }
+    }
+    /* A tuner whose calls keep their arguments on it (Triton's Autotuner):
+     * t's call writes them and its return clears them under every session
+     * benchmarking now, not only the one reported.  Those not linked yet are
+     * linked to this race (t's call has not begun: nothing of it was read
+     * yet): a return made while nobody begins tuning makes no check
+     * (session_exit), and their TypeError would go unlinked. */
+    if (link->tid && g->clears_args) {
+        struct exit_links more;
+        link_cleared(u, g, t, &more);
+        relink_cleared(u, t, &more, 0, r->entering.name, link->seq);
     }
     tg_report_end(t);
 }
@@ -276,14 +330,6 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
     tg_report_end(t);
 }
 
-/* The sessions a race at exit linked: found again after the report by
- * thread and entry time (the slot may be another session's by then). */
-struct exit_links {
-    int n;
-    pid_t tid[TG_TUNER_MAX_OCC];
-    uint64_t entered[TG_TUNER_MAX_OCC];
-};
-
 /* t's return cleared the arguments every thread still benchmarking in u
  * reads next: link each that no race has linked yet to t's race, so its
  * exception is the race's (seeds/004 on an H200: nine threads' TypeErrors,
@@ -310,6 +356,22 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
         ln->tid[ln->n] = c->tid;
         ln->entered[ln->n++] = c->entered_ns;
     }
+    /* Sessions without a slot read the same arguments: linked on their
+     * threads' records. */
+    ln->ns = 0;
+    int cur = 0;
+    const struct tg_slotless *s;
+    while (ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]) && (s = tg__slotless_at(u->key, &cur)) != NULL) {
+        struct tg_occupant tmp;
+        const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
+        if (!c || c->raced_tid != 0 || !tg__other_is_tuning(c, g, 0))
+            continue;
+        s->t->ovf_raced_tid = t->tid;
+        s->t->ovf_raced_name[0] = '\0';
+        s->t->ovf_race_seq = 0;
+        ln->stid[ln->ns] = s->tid;
+        ln->sentered[ln->ns++] = s->entered;
+    }
 }
 
 /* After the report: the linked sessions still inside get its sequence number
@@ -328,6 +390,20 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
         }
         snprintf(c->raced_name, sizeof c->raced_name, "%s", name);
         c->race_seq = seq;
+    }
+    for (int k = 0; k < ln->ns; k++) {
+        struct tg_occupant tmp;
+        const struct tg_slotless *s = slotless_session(u, ln->stid[k], ln->sentered[k], &tmp)
+                                          ? tg__slotless_find(u->key, ln->stid[k], ln->sentered[k])
+                                          : NULL;
+        if (!s || s->t->ovf_raced_tid != t->tid)
+            continue;
+        if (suppressed) {
+            s->t->ovf_raced_tid = 0;
+            continue;
+        }
+        snprintf(s->t->ovf_raced_name, sizeof s->t->ovf_raced_name, "%s", name);
+        s->t->ovf_race_seq = seq;
     }
 }
 
@@ -372,6 +448,17 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
+    /* None in a slot: a session without one (more threads inside than u
+     * has slots) may be benchmarking, and reads the same arguments.  x then
+     * points at its copy, xs. */
+    struct tg_occupant xs;
+    int x_slotless = 0;
+    const struct tg_slotless *s;
+    for (int cur = 0; !x && (s = tg__slotless_at(u->key, &cur)) != NULL;) {
+        const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &xs) : NULL;
+        if (c && c->raced_tid == 0 && tg__other_is_tuning(c, g, 0))
+            x = c, x_slotless = 1;
+    }
     if (!x)
         return;
     pid_t x_tid = x->tid;
@@ -380,7 +467,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     if (!nargs_cleared(inst))
         return;
     /* C calls only from here to the report lock: x stays where it is. */
-    x = same_session(u, x_tid, x_entered);
+    x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : same_session(u, x_tid, x_entered);
     if (!x || x->raced_tid || !tg__other_is_tuning(x, g, 0))
         return;
     struct exit_links ln;
@@ -397,7 +484,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     relink_cleared(u, t, &ln, 0, t_name, 0); /* a note written before the report names t */
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: x may leave */
     if (!xv) { /* no memory for the early capture: reported only if x is still inside */
-        x = same_session(u, x_tid, x_entered);
+        x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : same_session(u, x_tid, x_entered);
         if (!x) {
             tg_report_end(t);
             return;

@@ -420,18 +420,25 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
     if (__builtin_expect(tg_thread_tuning(t), 0))
         tg_tuning_seen();
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, tg_ticks(), 0);
+    const uint64_t now = tg_ticks();
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, now, 0);
     if (o && e->link.tid) {
         o->raced_tid = e->link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
         o->race_seq = e->link.seq;
-    } else if (__builtin_expect(!o && e->link.tid, 0)) {
+    } else if (__builtin_expect(!o, 0)) {
         /* More threads inside than the entry has slots (seeds/004: ten):
-         * this session's link stays on the thread, for its exception. */
-        t->ovf_raced_tid = e->link.tid;
-        snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
-        t->ovf_race_seq = e->link.seq;
-        t->ovf_inst = (uintptr_t)inst;
+         * listed for the links another thread's race makes (slotless.c),
+         * and this session's own link stays on the thread, for its
+         * exception. */
+        if (t->nheld == 0)
+            tg__slotless_enter(t, (uintptr_t)inst, tg_py.PyThreadState_Get(), now);
+        if (e->link.tid) {
+            t->ovf_raced_tid = e->link.tid;
+            snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
+            t->ovf_race_seq = e->link.seq;
+            t->ovf_inst = (uintptr_t)inst;
+        }
     }
     if (t->nheld < TG_MAX_HELD) {
         t->held[t->nheld] = u;
@@ -584,9 +591,12 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * common case with several threads, look at nobody else's record.  A
      * session without a slot (more threads inside than the entry has slots)
      * is checked too when it is the thread's only one: its return clears
-     * the arguments as any other's does. */
+     * the arguments as any other's does.  And whatever the epoch while
+     * sessions without a slot are inside: one may have been benchmarking
+     * since before this call entered, unseen by its entry (which looks at
+     * the slots' evidence). */
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
-        (!g->marked || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
+        (!g->marked || u->overflow > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o, tg__guard_at);
@@ -599,6 +609,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         }
         t->ovf_raced_tid = 0;
         t->ovf_inst = 0;
+        tg__slotless_leave(t);
     }
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
         t->tuning--;
@@ -628,6 +639,7 @@ void tg_guard_atfork_child(void)
     tg__lazy_atfork_child();
     tg__serialize_atfork_child();
     tg__race_again_atfork_child();
+    tg__slotless_atfork_child();
 }
 
 void tg_guard_stats(struct tg_guard_stats *out)

@@ -218,6 +218,93 @@ def check_exit_line_many_contended(ctx):
     expect(m.group(1) == ", ".join(names[:3]) + " and 2 more", "three names whole, then the count", res)
 
 
+# Two calls benchmark at once ('t1' and 't2': each entered while nobody was
+# benchmarking, then went into its benchmark and parks there); 'fast' enters
+# (a race, reported with one of them, the first found), returns and clears
+# the arguments; 't1' and 't2' read them: a TypeError each.  Nobody began
+# benchmarking during fast's call, so its return makes no check: only fast's
+# entry can link them.  Broken (the entry links the one thread it reports
+# with), the other's TypeError has no note and is not counted.
+TWO_BENCHMARKING_PROG = program('two_benchmarking')
+
+
+def check_exception_linked_for_every_benchmarking_call(ctx):
+    """A race at entry while two calls benchmark: the entering call's return
+    clears what both read next, and both TypeErrors are linked."""
+    res = ctx.run_py(TWO_BENCHMARKING_PROG, options=opts())
+    expect("ERRORS [('t1', 'TypeError'), ('t2', 'TypeError')]" in res.out, "t1 and t2 raised TypeError", res)
+    m = re.search(r"NOTES \[\('t1', (\d)\), \('t2', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(3) and m.group(2) == m.group(3), "a note on each (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
+
+
+# The call that raises has no occupant slot: eight fast-path calls hold the
+# tuner's 8 slots (verbosity=1: registered from the start), 'tuner' enters
+# without one, goes into its benchmark and parks there; one filler returns
+# (self.nargs = None); 'tuner' reads the arguments: TypeError.  The check at
+# the filler's return looks at the slots and finds nobody benchmarking, so
+# only tuner's own return can link it.  Broken, tuner's TypeError has no
+# note and is not counted.
+SLOTLESS_RAISE_PROG = program('slotless_raise')
+
+
+def check_exception_linked_without_slot(ctx):
+    """A benchmarking call without an occupant slot reads arguments another
+    call's return cleared: its TypeError is linked."""
+    res = ctx.run_py(SLOTLESS_RAISE_PROG, options=opts(verbosity=1))
+    expect("ERRORS [('tuner', 'TypeError')]" in res.out, "tuner raised TypeError, nobody else", res)
+    m = re.search(r"NOTES \[\('tuner', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(2), "a note on it (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
+
+
+# As above, but the call that clears enters after 'tuner' began to
+# benchmark ('fast', without a slot too) and returns while nobody begins
+# tuning: its entry saw nobody benchmarking in a slot, and its return is
+# checked only because sessions without a slot are inside.  Broken, tuner's
+# TypeError has no note and is not counted.
+SLOTLESS_LATE_CLEAR_PROG = program('slotless_late_clear')
+
+
+def check_exception_linked_without_slot_late_clear(ctx):
+    """A call entering while a benchmarking call without a slot is inside
+    returns and clears its arguments: that call's TypeError is linked."""
+    res = ctx.run_py(SLOTLESS_LATE_CLEAR_PROG, options=opts(verbosity=1))
+    expect("ERRORS [('tuner', 'TypeError')]" in res.out, "tuner raised TypeError, nobody else", res)
+    m = re.search(r"NOTES \[\('tuner', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(2), "a note on it (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 1, "the exit line counts it", res)
+
+
+# The thread a race at entry names leaves while the entering thread waits
+# for the report lock: 't1' and 't2' benchmark in tuner A (both entered
+# while nobody benchmarked), 'holder' holds the report lock (its race on
+# tuner B reads its name, which parks), 'fast' enters A (a race with t1)
+# and waits for the lock; t1 leaves by an exception of its own (no clear,
+# no check); the lock is released; fast returns and clears the arguments
+# (nobody began tuning meanwhile: no check at its return); t2 reads them:
+# TypeError (b1's too: holder's return clears B's).  Broken (the race
+# dropped because t1 left), t2's TypeError has no note and is not counted.
+# A run() without a finally, as Triton's.
+LEFT_WHILE_REPORTING_PROG = program('left_while_reporting')
+
+
+def check_exception_linked_when_reported_one_left(ctx):
+    """A race at entry whose benchmarking thread left while the report lock
+    was awaited is the race of another still benchmarking: that one's
+    TypeError is linked."""
+    res = ctx.run_py(LEFT_WHILE_REPORTING_PROG, options=opts())
+    expect("ERRORS [('b1', 'TypeError'), ('t1', 'RuntimeError'), ('t2', 'TypeError')]" in res.out,
+           "t1 its own error, t2 TypeError (and b1, whose arguments holder cleared)", res)
+    m = re.search(r"NOTES \[\('b1', (\d)\), \('t1', 0\), \('t2', (\d)\)\] NOTED (\d)", res.out)
+    expect(m and m.group(1) == m.group(3) and m.group(2) == m.group(3), "a note on t2's and b1's (3.11+)", res)
+    line = re.search(r"^tunerguard: .*, (\d+) exceptions? linked to them", res.err, re.M)
+    expect(line and int(line.group(1)) == 2, "the exit line counts both", res)
+
+
 CHECKS = [
     check_exception_own_keyerror_not_linked,
     check_exception_keyboard_interrupt_not_linked,
@@ -228,6 +315,10 @@ CHECKS = [
     check_exit_line_counts_wait_in_progress,
     check_exception_linked_past_occupant_slots,
     check_exception_linked_by_slotless_return,
+    check_exception_linked_for_every_benchmarking_call,
+    check_exception_linked_without_slot,
+    check_exception_linked_without_slot_late_clear,
+    check_exception_linked_when_reported_one_left,
     check_exception_every_cleared_call_linked,
     check_no_nargs_attribute_not_cleared,
 ]
