@@ -192,7 +192,10 @@ def failure_text(rec):
     path = rec.get("_file", "")
     txt = path[:-len(".jsonl")] + ".txt" if path.endswith(".jsonl") else path
     if rec.get("kind") == "exception":
-        return "tunerguard: %s (%s)" % (rec.get("detail"), txt)
+        exc = rec.get("exception") or {}
+        what = rec.get("detail") or "%s: %s, raised in a call that raced with thread %s on kernel '%s'" % (
+            exc.get("type"), exc.get("message"), _thread_word(rec.get("inside")), _kernel(rec))
+        return "tunerguard: %s (%s)" % (what, txt)
     head = runtime.text_summary(rec)
     if not head:
         detail = rec.get("detail")

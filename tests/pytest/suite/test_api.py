@@ -23,7 +23,7 @@ def test_reports_hold_the_race(meeting):
         pass
     races = [r for r in tunerguard.reports() if r["kind"] == "race" and r["tuner"]["kernel"] == "scale_api"]
     assert len(races) == 1
-    assert races[0]["pid"] == os.getpid() and races[0]["schema"] == 1
+    assert races[0]["pid"] == os.getpid() and races[0]["schema"] == 2
     assert races[0]["serialized"] is (tunerguard.mode() == "serialize")
     assert races[0]["_file"] in tunerguard.report_files()
     assert "In short: kernel 'scale_api'" in tunerguard.text_summary(races[0])
