@@ -160,8 +160,9 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
         r->inside.tid = o->raced_tid;
         snprintf(r->inside.name, sizeof r->inside.name, "%s", o->raced_name);
     }
-    tg_emit(r, NULL);
-    if (tg_py.minor >= 11 && value) {
+    enum tg_emit_status st;
+    tg_emit(r, &st);
+    if (st != TG_EMIT_SUPPRESSED && tg_py.minor >= 11 && value) {
         /* PEP 678: the note is printed under the traceback. */
         char note[512];
         tg_report_exception_note(r, tg_sink_text_path(), note, sizeof note);
