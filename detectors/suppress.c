@@ -98,7 +98,10 @@ int tg_supp_parse(struct tg_supp_set *set, const char *text, size_t len, char *e
         size_t vlen = 0;
         for (int k = 0; k < TG_REPORT_NKINDS; k++) {
             const char *t = tg_report_kinds[k].supp;
-            if (!t)
+            int again = 0; /* a type several kinds take (an exception after a race: "race") is listed once */
+            for (int j = 0; t && j < k && !again; j++)
+                again = tg_report_kinds[j].supp && strcmp(tg_report_kinds[j].supp, t) == 0;
+            if (!t || again)
                 continue;
             known |= strlen(t) == tlen && memcmp(t, text + start, tlen) == 0;
             vlen += (size_t)snprintf(valid + vlen, vlen < sizeof valid ? sizeof valid - vlen : 0, "%s%s",
