@@ -8,6 +8,7 @@
  * Everything here runs with the GIL held, except the blocked stretches of
  * park_until. */
 #include "guard/serialize_wait.h"
+#include "guard/gil_state.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -391,6 +392,8 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     program_code_end(t);
     tg_py_drop_error();
+    if (tg_py.free_threaded)
+        tg__gil_refresh(); /* a wait: the GIL's state asked again for the turn (guard/gil_state.h) */
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
         note_contended(t, inst, g ? g->method : NULL);
@@ -465,7 +468,10 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
  * the one it calls for longer than that (a holder benchmarking for seconds
  * on a cold kernel does not hold up the tuning of other kernels; a holder
  * waiting inside its tuner for another thread's work is not deadlocked by
- * that thread's tuner call), and a holder that died is found then too. */
+ * that thread's tuner call), and a holder that died is found then too.
+ * Without a GIL (a free-threaded build with the GIL off: guard/gil_state.h)
+ * there is nothing to hand around and the turn would run the program's tuned
+ * calls one at a time: the calls take their tuners' locks only. */
 struct tg_tuner tg__turn;
 
 /* Who gets the turn when others wait: slices (detectors/tuner_table.h,
