@@ -40,6 +40,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
+#include "core/py_ref.h"
 #include "core/thread_state.h"
 
 #include <pthread.h>
@@ -66,6 +67,15 @@ static int armed TG_STARTUP_DATA;
 static int finder_tried TG_STARTUP_DATA; /* tg__arm_install_finder was called (once) */
 static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
 
+/* The targets of module `name` (none of them found: it is not there). */
+TG_STARTUP static int module_targets(const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        n += !tg__arm_targets[i].base && strcmp(tg__arm_targets[i].module, name) == 0;
+    return n;
+}
+
 /* Guard every target of module `name` if its class exists now.  Returns the
  * number of targets of that module still not found.  executed: the module
  * ran to its end (else its import spec says).  A module not imported (yet)
@@ -74,20 +84,25 @@ static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main inte
 TG_STARTUP static int arm_module(const char *name, int executed)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict();
-    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    /* borrowed, tested only: the PyDict_GetItemStringRef of a free-threaded
+     * build is a row resolved below */
+    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL;
     tg_py.PyErr_Clear();
-    if (!mod) {
-        int missing = 0;
-        for (int i = 0; i < tg__arm_ntargets; i++)
-            missing += !tg__arm_targets[i].base && strcmp(tg__arm_targets[i].module, name) == 0;
-        return missing;
-    }
+    if (!mod)
+        return module_targets(name);
     /* A target's module is there: the rest of the API table, before any of
      * it is called (core/py_api.h).  Missing parts: nothing to guard. */
     if (tg_py_resolve_guards() < 0)
         return 0;
     const struct tg_core_api *core = tg_core_load();
-    return core ? core->arm_guard_module(name, mod, executed) : 0;
+    if (!core)
+        return 0;
+    mod = tg_py_dict_get_str(mods, name); /* another thread may take it out meanwhile */
+    if (!mod)
+        return module_targets(name);
+    int missing = core->arm_guard_module(name, mod, executed);
+    tg_py_decref(mod);
+    return missing;
 }
 
 TG_STARTUP static void arm_loaded_modules(void)
