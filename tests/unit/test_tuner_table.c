@@ -502,7 +502,7 @@ Test(tuner_table, reap_frees_the_lock_of_a_dead_owner)
 
 /* ---- real waits and wake-ups (core/park.h) ----------------------------------
  *
- * Each waiter does what guard/serialize_wait.c's tg__wait_for_tuner does without the
+ * Each waiter does what guard/serialize_tuner_wait.c's tg__wait_for_tuner does without the
  * GIL: read its park word, try the lock, park, and try again when woken.  A
  * holder unlocks and wakes the head (tg_tuner_unlock + tg_park_wake).  With
  * several waiters every unlock must wake one, and each waiter must end up
