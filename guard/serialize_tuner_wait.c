@@ -97,12 +97,12 @@ static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struc
  * in it again.  NULL: the table is full.  GIL held. */
 static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
 {
-    if (__builtin_expect(!t->wait_left, 1))
+    if (__builtin_expect(!tg__gthread(t)->wait_left, 1))
         return u;
     struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
-    t->wait_lock = t->waiting_for = v;
+    tg__gthread(t)->wait_lock = t->waiting_for = v;
     if (!v)
-        t->wait_left = 0;
+        tg__gthread(t)->wait_left = 0;
     return v;
 }
 
