@@ -26,6 +26,11 @@ struct tg_cuda_call {
     uint8_t kind;          /* enum tg_cuda_kind */
     uint8_t inside;        /* 1 while the real driver call runs (GIL released) */
     int32_t device;        /* -1 when unknown */
+    /* Not part of the call: a reader's request to hold the thread where it
+     * is (core/thread_hold.h), in the owner's record only.  Here because its
+     * hooks write this line anyway: the one load they add costs no other
+     * line.  Changed with atomics only; a reader's copy ignores it. */
+    uint32_t hold;
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
     /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
@@ -149,6 +154,19 @@ struct tg_thread {
      * threads compile), -1 unknown.  Written by the thread at entry, read by
      * another thread's report; both with the GIL held. */
     int32_t entry_device;
+    /* Free-threaded builds: where the thread's outermost guarded call was
+     * made from (the guarded method's caller), for a report that cannot read
+     * its stack (core/thread_hold.h): that frame's code object (a reference
+     * kept until the next outermost call from another code object replaces
+     * it) and its last instruction (PyFrame_GetLasti).  Written by the
+     * thread at entry (guard/session.c, tg__entry_tstate), read by another
+     * thread's report while the thread is inside. */
+    void *entry_code;
+    int entry_lasti;
+    /* Odd while the thread is in one of tunerguard's own waits with its
+     * thread state detached (the report lock, serialize's waits): a parking
+     * point (core/thread_hold.h).  Owner writes, readers load. */
+    uint32_t wait_seq;
     /* serialize mode: the tuner table entry this thread waits for, NULL when
      * not waiting.  Written and read with the GIL held (wait-graph search). */
     void *waiting_for;
@@ -217,6 +235,8 @@ _Static_assert(offsetof(struct tg_thread, lazy_inst) < 64 && offsetof(struct tg_
 _Static_assert(offsetof(struct tg_thread, wrapped_by) < offsetof(struct tg_thread, tuning),
                "the guard's fields come before the evidence line");
 _Static_assert(offsetof(struct tg_thread, last) % 64 == 0, "the record of the last call starts a line");
+_Static_assert(offsetof(struct tg_cuda_call, hold) < offsetof(struct tg_cuda_call, t_exit),
+               "the hold request is on the line every hooked call writes");
 
 struct tg_thread *tg__self(void);
 /* The record itself (core/thread_state.c; the loader's initial-exec TLS):
