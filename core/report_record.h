@@ -41,7 +41,8 @@ struct tg_thread_view {
     int py_unreadable;         /* another thread's stack, not read: the interpreter was
                                   finalizing and had released that thread's state (npy 0) */
     int py_at_entry;           /* another thread's stack on a free-threaded build, not read:
-                                  it ran Python code, parked in no CUDA call nor wait, for
+                                  it ran on (Python code, or blocked outside tunerguard),
+                                  parked in no CUDA call and no wait of tunerguard's within
                                   the bound (core/thread_hold.h); py[0] is where it entered
                                   the tuner (the guarded method's caller), npy 0 or 1 */
     struct tg_py_frame py[TG_MAX_PY_FRAMES];

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* PyThreadState's `state` (cpython/pystate.h, 3.13 and 3.14: after prev,
- * next, interp, eval_breaker, _status and _whence), whose values are
+/* PyThreadState's `state` (3.13's cpython/pystate.h: after prev, next,
+ * interp, eval_breaker, _status and _whence; 3.14 taken as the same), whose values are
  * pycore_pystate.h's _Py_THREAD_DETACHED 0, _ATTACHED 1, _SUSPENDED 2.
  * Written by CPython with atomic stores and exchanges. */
 #define TG_TSTATE_STATE_AT 40

@@ -120,7 +120,7 @@ void tg__text_python_stack(struct tg_w *w, const struct tg_report *r, const stru
     int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
     tg_w_str(w, "    Python (most recent call first):\n");
     if (v->py_at_entry)
-        tg_w_str(w, "      <not read: it was running Python code, not parked in a CUDA call or a wait, for "
+        tg_w_str(w, "      <not read: the thread ran on, parked in no CUDA call and no wait of tunerguard's within "
                     TG_HOLD_BOUND_TEXT "; shown where it entered the tuner>\n");
     if (n == 0 && v->py_unreadable)
         tg_w_str(w, "      <not readable: the interpreter was finalizing and had released this thread's state>\n");

@@ -6,6 +6,8 @@
 
 blocked_in_driver.py: the thread inside is blocked in a CUDA call inside the
 tuner's benchmark; the report shows its stack down to the benchmark function.
+waiting_in_serialize.py: the thread inside waits in serialize's wait for
+another tuner; the report shows its stack down to the function that waits.
 running_python.py: the thread inside runs Python code; on a free-threaded
 build with the GIL off (--gil 0: PYTHON_GIL=0; the program says whether the
 GIL is on, and the check holds it to what was asked) the report shows where
@@ -25,14 +27,14 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "integration", "fixtures")
-NOT_READ = "<not read: it was running Python code, not parked in a CUDA call or a wait, for 50 ms; " \
+NOT_READ = "<not read: the thread ran on, parked in no CUDA call and no wait of tunerguard's within 50 ms; " \
            "shown where it entered the tuner>"
 
 
-def run(args, script):
+def run(args, script, mode="detect"):
     tmp = tempfile.mkdtemp(prefix="tg-park-")
     prefix = os.path.join(tmp, "tg")
-    env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=detect:log_path={prefix}",
+    env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode={mode}:log_path={prefix}",
                LD_LIBRARY_PATH=os.path.abspath(args.fakecuda))
     env.setdefault("PYTHONMALLOC", "debug")
     if args.gil is not None:
@@ -105,6 +107,19 @@ def main():
               len(recs) == 1 and recs[0]["kind"] == "race" and inside.get("python_at_entry") is False
               and funcs[:3] == ["spin_in_python", "_bench", "run"]
               and "<not read" not in text, p, text)
+
+    p, text, recs = run(args, "waiting_in_serialize.py", "serialize")
+    races = [r for r in recs if r["kind"] == "race"]  # A's entry into Y, then the main thread's into X
+    x_races = [r for r in races if r["tuner"]["kernel"] == "kernel_x" and r["seen_at"] == "entry"]
+    inside = x_races[0]["inside"] if len(x_races) == 1 else {}
+    funcs = [f["func"].split(".")[-1] for f in inside.get("python", [])]
+    check(f"the GIL as asked ({gil_word}), the program completes",
+          p.returncode == 0 and f"DONE x A done True C done True GIL {gil_word}" in p.stdout, p, text)
+    check(f"waiting in tunerguard's own wait (serialize): the race the wait prevents shows the thread inside "
+          f"down to the function that waits ({funcs})",
+          len(x_races) == 1 and x_races[0]["serialized"] and inside.get("name") == "A"
+          and funcs[:3] == ["calls_y", "_bench", "run"] and "thread_a_caller" in funcs
+          and inside.get("python_at_entry") is False, p, text)
     return 0 if ok else 1
 
 
