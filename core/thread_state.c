@@ -49,6 +49,7 @@ void tg__thread_atfork_child(void)
     t->lazy_inst = 0; /* its frame, if any, sees `forks` changed and leaves it */
     t->session_launches = t->session_syncs = t->session_multi = 0;
     t->last.inside = 0;
+    t->last.hold = 0; /* a parent's reader is not in the child: a request left would park its first CUDA call for good */
     t->ovf_raced_tid = 0; /* a parent's race names no thread of the child */
     t->ovf_inst = 0;
     t->forks++;

@@ -172,3 +172,14 @@ Test(thread_hold, gil_build_never_holds, .init = free_threaded, .timeout = 30)
     cr_assert(until(&left));
     pthread_join(th, NULL);
 }
+
+/* A request a reader in the parent left on the forking thread's record is
+ * gone in the child: nobody there would clear it. */
+Test(thread_hold, fork_child_forgets_requests, .init = free_threaded, .timeout = 30)
+{
+    struct tg_thread *t = tg__self();
+    __atomic_store_n(&t->last.hold, TG_HOLD_ASKED, __ATOMIC_SEQ_CST);
+    tg__thread_atfork_child();
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+    tg__cuda_leave(t, TG_CUDA_SYNC); /* returns: nothing asked */
+}
