@@ -16,6 +16,7 @@
 #include "core/builtin_tuners.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "cuda/cuda_stress.h"
 #include "reports/emit.h"
 #include "reports/py_stack.h"
@@ -280,8 +281,10 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
 static int nargs_cleared(PyObject *inst)
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
-    PyObject *v = dict ? tg_py.PyDict_GetItemString(dict, "nargs") : NULL; /* borrowed */
+    PyObject *v = tg_py_dict_get_str(dict, "nargs");
     int cleared = v == tg_py.none;
+    if (v)
+        tg_py.Py_DecRef(v);
     if (dict)
         tg_py.Py_DecRef(dict);
     tg_py_drop_error();

@@ -231,7 +231,10 @@ int tg__wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int m
  * the one it calls for longer than that (a holder benchmarking for seconds
  * on a cold kernel does not hold up the tuning of other kernels; a holder
  * waiting inside its tuner for another thread's work is not deadlocked by
- * that thread's tuner call), and a holder that died is found then too. */
+ * that thread's tuner call), and a holder that died is found then too.
+ * Without a GIL (a free-threaded build with the GIL off: guard/gil_state.h)
+ * there is nothing to hand around and the turn would run the program's tuned
+ * calls one at a time: the calls take their tuners' locks only. */
 struct tg_tuner tg__turn;
 
 /* Who gets the turn when others wait: slices (detectors/tuner_table.h,

@@ -14,6 +14,7 @@
  * releases it while it blocks. */
 #include "guard/guard_internal.h"
 #include "guard/serialize_wait.h"
+#include "guard/gil_state.h"
 #include "core/clock.h"
 #include "core/insitu.h"
 #include "core/log.h"
@@ -275,12 +276,14 @@ static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struc
 
 _Atomic uint32_t tg__tuning_threads; /* guard/guard_internal.h */
 
-/* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
- * Someone inside this very tuner is the race this wait prevents: said now,
- * as a wait for the tuner would. */
+/* serialize, outermost: the process-wide turn first (guard/serialize_wait.h),
+ * where the GIL is on (guard/gil_state.h: without it the turn would run the
+ * program's tuned calls one at a time; the tuners' own locks are what
+ * correctness needs).  Someone inside this very tuner is the race this wait
+ * prevents: said now, as a wait for the tuner would. */
 static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
 {
-    if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || tg__try_turn(t))
+    if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || !tg__gil_on() || tg__try_turn(t))
         return TG_ENTRY_GO;
     /* Nobody inside this tuner nor waiting for it while a thread tunes (the
      * turn's holder, most likely, for seconds): the turn would only hold
@@ -289,6 +292,8 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
     if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
         return TG_ENTRY_GO;
     if (tg_py_finalizing()) /* its holder may never come back (decide) */
+        return TG_ENTRY_GO;
+    if (tg_py.free_threaded && !tg__gil_refresh()) /* asked again before a wait: the GIL went off */
         return TG_ENTRY_GO;
     const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
