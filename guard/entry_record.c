@@ -8,7 +8,7 @@
  * other threads while it is inside.  With a GIL nothing here runs: the
  * entry's thread-state function is PyThreadState_Get itself. */
 #include "guard/guard_internal.h"
-#include "core/py_attr.h"
+#include "guard/gil_state.h"
 #include "cuda/cuda_hooks.h"
 #include "reports/py_stack.h"
 
@@ -25,16 +25,17 @@ static PyThreadState *entry_tstate_record(void)
 {
     struct tg_thread *t = tg__self();
     if (t->nheld == 0) {
+        struct tg_guard_thread *gt = tg__gthread(t);
         PyFrameObject *f = tg_py.PyEval_GetFrame(); /* borrowed */
         PyObject *code = f ? tg_py.PyFrame_GetCode(f) : NULL; /* new reference */
         const int lasti = f && tg_py.PyFrame_GetLasti ? tg_py.PyFrame_GetLasti(f) : -1;
-        void *old = __atomic_load_n(&t->entry_code, __ATOMIC_RELAXED);
-        __atomic_store_n(&t->entry_lasti, lasti, __ATOMIC_RELAXED);
+        void *old = __atomic_load_n(&gt->entry_code, __ATOMIC_RELAXED);
+        __atomic_store_n(&gt->entry_lasti, lasti, __ATOMIC_RELAXED);
         if (code == old) {
             if (code)
                 tg_py.Py_DecRef(code);
         } else {
-            __atomic_store_n(&t->entry_code, (void *)code, __ATOMIC_RELEASE);
+            __atomic_store_n(&gt->entry_code, (void *)code, __ATOMIC_RELEASE);
             if (old)
                 tg_py.Py_DecRef((PyObject *)old);
         }
@@ -57,20 +58,16 @@ int tg__others_run(void)
         return 0;
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
-    PyObject *f = tg_py.PySys_GetObject ? tg_py.PySys_GetObject("_is_gil_enabled") : NULL; /* borrowed */
-    PyObject *r = f ? tg_py.PyObject_CallObject(f, NULL) : NULL;
-    const int gil = r && tg_py.PyObject_IsTrue && tg_py.PyObject_IsTrue(r) == 1;
-    if (r)
-        tg_py.Py_DecRef(r);
-    tg_py_drop_error();
+    const int gil = tg__gil_refresh(); /* guard/gil_state.h: asked now, a report is no hot path */
     tg_py.PyErr_Restore(et, ev, tb);
     return !gil;
 }
 
 void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot)
 {
-    PyObject *code = (PyObject *)__atomic_load_n(&ot->entry_code, __ATOMIC_ACQUIRE);
-    const int lasti = __atomic_load_n(&ot->entry_lasti, __ATOMIC_RELAXED);
+    const struct tg_guard_thread *gt = tg__gthread(ot);
+    PyObject *code = (PyObject *)__atomic_load_n(&gt->entry_code, __ATOMIC_ACQUIRE);
+    const int lasti = __atomic_load_n(&gt->entry_lasti, __ATOMIC_RELAXED);
     v->py_at_entry = 1;
     v->py_truncated = 0;
     v->py_omitted = 0;
@@ -82,8 +79,9 @@ void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot)
 void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uint64_t, uint64_t))
 {
     struct tg_cuda_call c;
-    *h = mix(*h, (uintptr_t)__atomic_load_n(&ot->entry_code, __ATOMIC_ACQUIRE));
-    *h = mix(*h, (uint64_t)(uint32_t)__atomic_load_n(&ot->entry_lasti, __ATOMIC_RELAXED));
+    const struct tg_guard_thread *gt = tg__gthread(ot);
+    *h = mix(*h, (uintptr_t)__atomic_load_n(&gt->entry_code, __ATOMIC_ACQUIRE));
+    *h = mix(*h, (uint64_t)(uint32_t)__atomic_load_n(&gt->entry_lasti, __ATOMIC_RELAXED));
     if (tg_cuda_call_read(ot, &c) && c.kind != TG_CUDA_NONE) {
         *h = mix(mix(mix(*h, c.fn), c.func), c.stream);
         for (int i = 0; i < c.nframes; i++)

@@ -46,6 +46,7 @@
 #include "core/options.h"
 #include "core/insitu.h"
 #include "core/thread_state.h"
+#include "guard/guard_thread.h"
 #include "core/report_record.h"
 #include "reports/emit.h"
 
@@ -170,7 +171,7 @@ void *tg__occupant_tstate(const struct tg_occupant *o);
  * registered session's, detect's unregistered one's).  With a GIL it is
  * PyThreadState_Get itself: the guarded call pays nothing for what follows.
  * On a free-threaded build the outermost call also records where it was
- * made from (core/thread_state.h, entry_code), for a report whose reader
+ * made from (guard/guard_thread.h, entry_code), for a report whose reader
  * cannot hold the thread (core/thread_hold.h).  GIL held (attached). */
 extern PyThreadState *(*tg__entry_tstate_fn)(void);
 static inline PyThreadState *tg__entry_tstate(void)
@@ -178,8 +179,9 @@ static inline PyThreadState *tg__entry_tstate(void)
     return __atomic_load_n(&tg__entry_tstate_fn, __ATOMIC_RELAXED)();
 }
 /* Do other threads run Python code while this one does: a free-threaded
- * build with the GIL off now (sys._is_gil_enabled(), a C function: no
- * Python code runs)?  Then another thread's frames are read only while it
+ * build with the GIL off now (guard/gil_state.h, asked again here:
+ * sys._is_gil_enabled(), a C function, no Python code runs; the pending
+ * exception kept)?  Then another thread's frames are read only while it
  * is held (core/thread_hold.h).  With the GIL on (PYTHON_GIL=1, or turned on
  * by an extension's import) this thread holds it, as on a GIL build.  GIL
  * held (attached). */
@@ -207,11 +209,11 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     if (__builtin_expect(g->calls < 1024, 0)) {
         g->calls++;
     } else {
-        uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
+        uint32_t x = tg__gthread(t)->replace_rng ? tg__gthread(t)->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        t->replace_rng = x;
+        tg__gthread(t)->replace_rng = x;
         if ((x & 63) != 0)
             return;
     }
@@ -330,7 +332,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
- *     is other's name.  A tuning step in t->step_entry: seen at it.
+ *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
@@ -497,7 +499,7 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
     uint64_t s0 = TG_IS_TICKS();
     PyObject *r = tg__call_orig_(g, f, args, nargs, kwnames);
-    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    tg__gthread(tg__self())->insitu_orig = TG_IS_TICKS() - s0;
     return r;
 #else
     return tg__call_orig_(g, f, args, nargs, kwnames);
