@@ -1,8 +1,9 @@
 /* Arming, split in two: what the loader keeps (loader/py_arm.c: the audit hook,
  * the targets' names, the finder and its negative answer, pending modules)
  * and what runs only once a target module is there, in the core library
- * (guard/py_arm_guard.c: finding the classes, guarding them and their
- * subclasses, the finder's positive answer, the exit summary).
+ * (guard/py_arm_guard.c: finding the classes, guarding them, the finder's
+ * positive answer; guard/subclasses.c: their subclasses;
+ * guard/exit_summary.c: the exit summary).
  *
  * The state below is the loader's (defined in loader/py_arm.c, exported to the
  * core through the loader's tg__* names, loader/tunerguard.map).  Every access
@@ -32,7 +33,7 @@ extern int tg__arm_module_pending;
 /* Our finder in sys.meta_path, for identity only (no reference held). */
 extern PyObject *tg__arm_finder_self;
 
-/* ---- the core's part (guard/py_arm_guard.c), reached through the core's
+/* ---- the core's part (guard/py_arm_guard.c, guard/exit_summary.c), reached through the core's
  * table (loader/core_api.h) ---- */
 
 /* Guard every target of module `name`, which is in sys.modules (mod,
