@@ -24,7 +24,7 @@
  * (tg__guard_unwatch_setattr).  Nothing is hooked when any of them does not
  * look as expected, or (3.12+) while another interpreter exists.  A wrapper
  * descriptor is a PyDescr_COMMON (header, d_type, d_name, d_qualname),
- * d_base, d_wrapped, the same on 3.9 to 3.15 with a GIL.
+ * d_base, d_wrapped (wrapped_of).
  *
  * An instance attribute: `tuner.run = ...` shadows the class's guarded run.
  * Nothing tells tunerguard of an instance attribute (hooking the tuner
@@ -60,7 +60,9 @@ static inline setattro_fn *slot_of(PyObject *type)
 
 static inline setattro_fn *wrapped_of(PyObject *wrapper)
 {
-    return (setattro_fn *)(void *)((char *)wrapper + 6 * sizeof(void *));
+    /* PyDescr_COMMON (d_type, d_name, d_qualname), d_base, then d_wrapped:
+     * 48 with a GIL, 64 free-threaded */
+    return (setattro_fn *)tg_py_field(wrapper, 4);
 }
 
 /* ---- class attributes ---------------------------------------------------------- */

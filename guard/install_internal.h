@@ -118,13 +118,16 @@ int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value);
 
 typedef void (*tg__any_fn)(void);
 
-#define TG_SLOT_SETATTRO 19 /* a type object's pointer-sized fields: tp_setattro */
-#define TG_SLOT_NEW 39      /* and tp_new */
+/* A type object's slots, as pointer-sized fields after its object header
+ * (core/py_api.h tg_py_field): tp_setattro at 152 with a GIL, 168
+ * free-threaded; tp_new at 312, 328. */
+#define TG_SLOT_SETATTRO 17
+#define TG_SLOT_NEW 37
 
-/* The slot at pointer-sized field `index` of a type object. */
+/* The slot at pointer-sized field `index` after a type object's header. */
 static inline tg__any_fn *tg__type_slot(PyObject *type, int index)
 {
-    return (tg__any_fn *)(void *)((char *)type + (size_t)index * sizeof(void *));
+    return (tg__any_fn *)tg_py_field(type, (size_t)index);
 }
 
 extern PyObject *tg__type_type;          /* &PyType_Type (tg__type_learn), else NULL */

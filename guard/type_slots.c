@@ -25,8 +25,9 @@
  * makes its wrappers and metaclasses from the hooks, which pass straight
  * through there: guards belong to the main interpreter.
  *
- * The layout read, the same on 3.9 to 3.15 with a GIL: a type object's
- * tp_setattro is its 20th pointer-sized field and tp_new its 40th.
+ * The layout read: a type object's tp_setattro and tp_new, at fixed fields
+ * after its object header (TG_SLOT_SETATTRO, TG_SLOT_NEW,
+ * guard/install_internal.h).
  *
  * Everything here: GIL held. */
 #include "guard/install_internal.h"
