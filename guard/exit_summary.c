@@ -1,7 +1,8 @@
 /* The exit line: one line that sums up what tunerguard reported and what
  * serialize did, at exit or at the interpreter's finalization (the loader
  * asks, loader/py_arm.c, through the core's table), once per process (a
- * fork child says its own).
+ * fork child says its own).  At finalization the type watches are turned
+ * to plain calls first (tg__guard_unwatch_setattr, guard/type_slots.c).
  *
  * Runs at exit or in the audit hook's last event: the GIL held, or no
  * Python thread left. */

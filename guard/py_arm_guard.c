@@ -13,18 +13,13 @@
  * the GIL held.  None leaves an exception set. */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
-#include "reports/emit.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
-#include "reports/report.h"
 #include "core/log.h"
-#include "core/options.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
 #include "guard/install_internal.h"
 #include "guard/py_guard.h"
-#include "guard/lifecycle.h"
-#include "detectors/tuner_table.h"
 #include "core/thread_state.h"
 
 #include <stdio.h>
