@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "core/thread_state.h"
 #include "reports/emit.h"
 #include "reports/fatal.h"
@@ -94,8 +95,6 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     g = &old;
     /* A mixin's guard serves its tuner family only: so does its replacement. */
     struct tg_guard_at at = {.family = g->family ? tg__class_of_ref(g->family, g->family_weak) : NULL};
-    if (at.family)
-        tg_py.Py_IncRef(at.family); /* the old slot's reference may go with free_slot */
     int put = install_at(cls, g->name, "replaced by user code", 0, g->declared, &at);
     if (at.family)
         tg_py.Py_DecRef(at.family);
@@ -143,17 +142,19 @@ static int descr_is_guard(PyObject *value, const struct tg_guard *g)
 
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
-    PyObject *cls = tg__guard_cls(g);
-    if (!cls || g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
+    if (g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
         return;
-    PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
+    PyObject *cls = tg__guard_cls(g);
+    PyObject *cur = cls ? tg_py.PyObject_GetAttr(cls, g->pyname) : NULL;
     if (!cur) {
         tg_py_drop_error();
+        tg__class_drop(cls);
         return;
     }
     if (!descr_is_guard(cur, g) && !tg_guard_is_ours(cur)) /* the first test: its own descriptor, the usual answer */
         guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
+    tg__class_drop(cls);
 }
 
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
@@ -166,9 +167,6 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     const char *n = NULL;
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        PyObject *gc = tg__guard_cls(g);
-        if (!gc)
-            continue;
         if (g->pyname != name) {
             if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
                 tg_py.PyErr_Clear();
@@ -177,7 +175,10 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
             if (strcmp(n, g->name) != 0)
                 continue;
         }
-        if (!tg_py.PyType_IsSubtype(cls, gc))
+        PyObject *gc = tg__guard_cls(g);
+        int sub = gc && tg_py.PyType_IsSubtype(cls, gc); /* runs no Python code */
+        tg__class_drop(gc);
+        if (!sub)
             continue;
         t->busy++;
         if (g->marker) /* a tuning method replaced: the new one says when a thread tunes */
@@ -344,9 +345,12 @@ static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObjec
 {
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0 &&
-            tg__guard_cls(g) == cls)
-            return g;
+        if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0) {
+            PyObject *gc = tg__guard_cls(g);
+            tg__class_drop(gc);
+            if (gc == cls) /* identity only */
+                return g;
+        }
     }
     return NULL;
 }
@@ -397,9 +401,9 @@ static int free_slot(void)
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)
             return i; /* left empty by an install that failed */
-        PyObject *fn = g->fn_weak ? tg_py.PyWeakref_GetObject(g->fn_weak) : NULL;
-        if (fn != tg_py.none) {
-            tg_py.PyErr_Clear();
+        PyObject *fn = g->fn_weak ? tg_py_weakref_get(g->fn_weak) : NULL;
+        if (!g->fn_weak || fn) {
+            tg__class_drop(fn); /* alive: the slot is taken */
             continue;
         }
         /* Emptied first, released after: a release may run code that
@@ -580,5 +584,7 @@ int tg__guard_install_marker(PyObject *cls, const char *name, const char *why, i
 int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
 {
     PyObject *family = tg__class_of_ref(g->family, g->family_weak);
-    return family && tg_py.PyType_IsSubtype(type_of(inst), family);
+    int serves = family && tg_py.PyType_IsSubtype(type_of(inst), family);
+    tg__class_drop(family);
+    return serves;
 }

@@ -31,6 +31,8 @@
  *                     the wait for a tuner's lock; threads that died inside
  *   slotless.c        outermost sessions without an occupant slot, listed
  *                     for the links another thread's race makes
+ *   gil_state.c       whether the GIL is on, for serialize's turn
+ *                     (guard/gil_state.h)
  *   alive.c           whether other threads are alive (rate-limited), and
  *                     whether their Python state can still be read
  *   race_decide.c     whether an overlap is a race (at entry, at a tuning
@@ -61,6 +63,7 @@
 #include "core/options.h"
 #include "core/insitu.h"
 #include "core/thread_state.h"
+#include "guard/guard_thread.h"
 #include "core/report_record.h"
 #include "reports/emit.h"
 #include "reports/trace.h"
@@ -196,11 +199,11 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     if (__builtin_expect(g->calls < 1024, 0)) {
         g->calls++;
     } else {
-        uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
+        uint32_t x = tg__gthread(t)->replace_rng ? tg__gthread(t)->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        t->replace_rng = x;
+        tg__gthread(t)->replace_rng = x;
         if ((x & 63) != 0)
             return;
     }
@@ -265,7 +268,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
- *     is other's name.  A tuning step in t->step_entry: seen at it.
+ *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
@@ -432,7 +435,7 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
     uint64_t s0 = TG_IS_TICKS();
     PyObject *r = tg__call_orig_(g, f, args, nargs, kwnames);
-    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    tg__gthread(tg__self())->insitu_orig = TG_IS_TICKS() - s0;
     return r;
 #else
     return tg__call_orig_(g, f, args, nargs, kwnames);
@@ -447,8 +450,8 @@ static inline void tg__insitu_count(struct tg_thread *t, uint64_t is0)
 {
     const uint64_t wall = TG_IS_TICKS() - is0;
     tg__insitu_add(t, TG_IS_GCALLS, 1);
-    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
-    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GOWN, wall - tg__gthread(t)->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, tg__gthread(t)->insitu_orig);
 }
 #endif
 
@@ -471,11 +474,11 @@ static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_gua
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
           t->nheld == 0 &&
-          t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
-          !tg_opts.isolate_tuning && !tg_trace_on &&
+          t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
+          !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
           (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
         return 0;
-    return t->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
+    return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
 
 /* An outermost call that registers nothing unless it must.  0: done, *resp

@@ -42,6 +42,7 @@
 #include "loader/py_arm_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 
 #include <string.h>
 
@@ -145,9 +146,7 @@ void tg__guard_watch_setattr(void)
 static PyObject *instance_attr(PyObject *inst, const char *name)
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
-    PyObject *v = dict ? tg_py.PyDict_GetItemString(dict, name) : NULL; /* borrowed */
-    if (v)
-        tg_py.Py_IncRef(v);
+    PyObject *v = tg_py_dict_get_str(dict, name);
     if (dict)
         tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();

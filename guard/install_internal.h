@@ -8,6 +8,7 @@
 #define TG_GUARD_INSTALL_INTERNAL_H
 
 #include "guard/guard_internal.h"
+#include "core/py_ref.h"
 
 #include <string.h>
 
@@ -38,17 +39,26 @@ int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int d
  * as tg_guard_install.  GIL held. */
 int tg__guard_install_marker(PyObject *cls, const char *name, const char *why, int declared);
 
-/* The class of a reference made by tg__class_ref (borrowed), NULL once it
- * is gone. */
+/* The class of a reference made by tg__class_ref (a new reference: a weak
+ * one's class may go in another thread meanwhile, core/py_ref.h), NULL once
+ * it is gone. */
 static inline PyObject *tg__class_of_ref(PyObject *ref, int weak)
 {
-    if (!weak)
+    if (!weak) {
+        tg_py.Py_IncRef(ref);
         return ref;
-    PyObject *c = tg_py.PyWeakref_GetObject(ref);
-    return c && c != tg_py.none ? c : NULL;
+    }
+    return tg_py_weakref_get(ref);
 }
 
-/* g's class (borrowed), NULL once it is gone. */
+/* Drop a class tg__class_of_ref gave; NULL: nothing. */
+static inline void tg__class_drop(PyObject *cls)
+{
+    if (cls)
+        tg_py_decref(cls);
+}
+
+/* g's class (a new reference), NULL once it is gone. */
 static inline PyObject *tg__guard_cls(const struct tg_guard *g)
 {
     return tg__class_of_ref(g->cls, g->cls_weak);

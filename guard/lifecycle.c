@@ -15,6 +15,7 @@
 #include "cuda/cuda_stress.h"
 #include "cuda/cupti_backend.h"
 #include "loader/py_arm.h"
+#include "guard/guard_thread.h"
 #include "guard/py_guard.h"
 #include "guard/guard_internal.h"
 #include "guard/serialize_wait.h"
@@ -45,6 +46,7 @@ void tg_guard_atfork_child(void)
 static void fork_child(void)
 {
     tg__thread_atfork_child();
+    tg__gthread_atfork_child(); /* the guard's part of the thread's record */
     tg_tuner_atfork_child();
     tg_sink_atfork_child();
     tg_guard_atfork_child();

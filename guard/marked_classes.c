@@ -18,7 +18,7 @@ static struct marker_base {
 } marker_bases[16];
 static int nmarker_bases;
 
-/* The class of slot b; NULL once it was freed. */
+/* The class of slot b (a new reference); NULL once it was freed. */
 static PyObject *marker_base_cls(const struct marker_base *b)
 {
     return tg__class_of_ref(b->ref, b->weak);
@@ -36,7 +36,9 @@ void tg__marked_class_add(PyObject *cls, int declared)
         PyObject *c = marker_base_cls(&marker_bases[i]);
         if (!c && free_slot < 0)
             free_slot = i;
-        if (c && tg_py.PyType_IsSubtype(cls, c))
+        int sub = c && tg_py.PyType_IsSubtype(cls, c);
+        tg__class_drop(c);
+        if (sub)
             return;
     }
     if (free_slot < 0 && nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
@@ -69,7 +71,9 @@ int tg__guard_has_markers(struct tg_guard *g)
             PyObject *c = marker_base_cls(&marker_bases[i]);
             if (c && tg_py.PyType_IsSubtype(cls, c))
                 g->has_markers = 1;
+            tg__class_drop(c);
         }
+        tg__class_drop(cls);
     }
     return g->has_markers > 0;
 }
