@@ -183,6 +183,34 @@ void tg__alive_atfork_child(void);
  * read from then on.  The calling thread is not o.  GIL held. */
 void *tg__occupant_tstate(const struct tg_occupant *o);
 
+/* ---- entry_record.c ------------------------------------------------------- */
+
+/* The calling thread's PyThreadState at a guarded call's entry (the
+ * registered session's, detect's unregistered one's).  With a GIL it is
+ * PyThreadState_Get itself: the guarded call pays nothing for what follows.
+ * On a free-threaded build the outermost call also records where it was
+ * made from (guard/guard_thread.h, entry_code), for a report whose reader
+ * cannot hold the thread (core/thread_hold.h).  GIL held (attached). */
+extern PyThreadState *(*tg__entry_tstate_fn)(void);
+static inline PyThreadState *tg__entry_tstate(void)
+{
+    return __atomic_load_n(&tg__entry_tstate_fn, __ATOMIC_RELAXED)();
+}
+/* Do other threads run Python code while this one does: a free-threaded
+ * build with the GIL off now (guard/gil_state.h, asked again here:
+ * sys._is_gil_enabled(), a C function, no Python code runs; the pending
+ * exception kept)?  Then another thread's frames are read only while it
+ * is held (core/thread_hold.h).  With the GIL on (PYTHON_GIL=1, or turned on
+ * by an extension's import) this thread holds it, as on a GIL build.  GIL
+ * held (attached). */
+int tg__others_run(void);
+/* Thread ot's entry record as v's Python stack (v->py_at_entry set).
+ * Another thread's record, ot inside a tuner. */
+void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot);
+/* ot's entry record and last CUDA call folded into *h with mix, in place of
+ * its frames (guard/race_again.c's key on a free-threaded build).  C only. */
+void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uint64_t, uint64_t));
+
 /* ---- guard_install.c ------------------------------------------------------ */
 
 /* The replacement check of an outermost call (see guard_install.c): every

@@ -388,7 +388,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     if (__builtin_expect(tg_thread_tuning(t), 0))
         tg_tuning_seen();
     const uint64_t now = tg_ticks();
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, now, 0);
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg__entry_tstate(), g, now, 0);
     if (o && e->link.tid) {
         o->raced_tid = e->link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
