@@ -62,7 +62,7 @@ static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint6
 }
 
 /* Is the thread inside tuning (not on the fast path of an already tuned key)?
- * Inside a marked tuning method (t->tuning, guard_install.c) it is.  Its
+ * Inside a marked tuning method (t->tuning, guard/tuning_marks.c) it is.  Its
  * CUDA record says so once it synchronized or launched twice in the
  * session.  For a tuner whose tuning methods are marked that is all (one
  * load each; called for an occupant whose evidence bit is set, see
