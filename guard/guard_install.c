@@ -304,14 +304,25 @@ static int vc_usable(PyObject *value)
 /* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
  * PyFunction_SetVectorcall, which also drops the function's version, so
  * that the specializing interpreter never inlines it; 3.9/3.10 (no
- * specializer) write the slot. */
+ * specializer) write the slot.  A free-threaded build: another thread may
+ * be calling func at this moment (a guard installed as a class is made),
+ * and CPython's PyFunction_SetVectorcall is a plain store (3.13t, 3.14t).
+ * There the version is dropped with the slot's own value stored back (no
+ * change a caller can see), then the trampoline goes in with a release
+ * store: a caller loads the old pointer or the new one, whole, both valid,
+ * and the trampoline's acquire fence (session.c tg__guard_vcall) orders
+ * that load before its reads of g (orig_vc, stored above). */
 static void vc_install(struct tg_guard *g, PyObject *func, int i)
 {
     g->orig_vc = *vc_slot(func);
-    if (tg_py.PyFunction_SetVectorcall)
+    if (tg_py.free_threaded && tg_py.PyFunction_SetVectorcall) {
+        tg_py.PyFunction_SetVectorcall(func, g->orig_vc);
+        __atomic_store_n(vc_slot(func), vtrampolines[i], __ATOMIC_RELEASE);
+    } else if (tg_py.PyFunction_SetVectorcall) {
         tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
-    else
+    } else {
         *vc_slot(func) = vtrampolines[i];
+    }
 }
 
 /* ---- installing guards ------------------------------------------------------ */
