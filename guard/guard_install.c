@@ -580,10 +580,28 @@ static int is_abstract(PyObject *fn)
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
  * that patches in a new function over and over and keeps them).  GIL held. */
+static int freed_slot(void);
 static int free_slot(void)
 {
+    static int collected_none; /* the last collection freed no slot */
     if (nguards < TG_MAX_GUARDS)
         return nguards;
+    int i = freed_slot();
+    /* A free-threaded build defers the reference counts of functions made
+     * outside a function (a module's `lambda`, `def`): the collector alone
+     * frees them.  A program that patches in such functions over and over
+     * (mock.patch.object in a loop) would fill every slot with dead ones. */
+    if (i < 0 && tg_py.free_threaded && tg_py.PyGC_Collect && !collected_none) {
+        tg_py.PyGC_Collect(); /* keeps the error set, if any */
+        i = freed_slot();
+    }
+    collected_none = i < 0;
+    return i;
+}
+
+/* free_slot's search: a slot left empty, or one whose function was freed. */
+static int freed_slot(void)
+{
     for (int i = 0; i < TG_MAX_GUARDS; i++) {
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)
