@@ -57,7 +57,7 @@ static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint6
     tmp->tstate = s->tstate;
     tmp->depth = 1;
     tmp->entered_ns = entered;
-    tmp->raced_tid = s->t->ovf_raced_tid;
+    tmp->raced_tid = tg__gthread(s->t)->ovf_raced_tid;
     return tmp;
 }
 
@@ -164,7 +164,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         other = tuning;
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
-    const struct tg_guard *at_step = (const struct tg_guard *)t->step_entry;
+    const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
      * same race seen before is counted without its capture (race_again.c). */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
@@ -263,9 +263,9 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     if (!other)
         return;
     struct tg_race_link link;
-    t->step_entry = step;
+    tg__gthread(t)->step_entry = step;
     tg__report_race(u, inst, g, t, other, 0, &link);
-    t->step_entry = NULL;
+    tg__gthread(t)->step_entry = NULL;
     tg_stress_wake(); /* stress=1: the race showed; end the holds */
     mine = occupant_by_tid(u, t->tid); /* the report may have let others run */
     if (link.tid && mine && mine->thread == t && mine->raced_tid == 0) {
@@ -369,9 +369,9 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
         const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
         if (!c || c->raced_tid != 0 || !tg__other_is_tuning(c, g, 0))
             continue;
-        s->t->ovf_raced_tid = t->tid;
-        s->t->ovf_raced_name[0] = '\0';
-        s->t->ovf_race_seq = 0;
+        tg__gthread(s->t)->ovf_raced_tid = t->tid;
+        tg__gthread(s->t)->ovf_raced_name[0] = '\0';
+        tg__gthread(s->t)->ovf_race_seq = 0;
         ln->stid[ln->ns] = s->tid;
         ln->sentered[ln->ns++] = s->entered;
     }
@@ -399,14 +399,14 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
         const struct tg_slotless *s = slotless_session(u, ln->stid[k], ln->sentered[k], &tmp)
                                           ? tg__slotless_find(u->key, ln->stid[k], ln->sentered[k])
                                           : NULL;
-        if (!s || s->t->ovf_raced_tid != t->tid)
+        if (!s || tg__gthread(s->t)->ovf_raced_tid != t->tid)
             continue;
         if (suppressed) {
-            s->t->ovf_raced_tid = 0;
+            tg__gthread(s->t)->ovf_raced_tid = 0;
             continue;
         }
-        snprintf(s->t->ovf_raced_name, sizeof s->t->ovf_raced_name, "%s", name);
-        s->t->ovf_race_seq = seq;
+        snprintf(tg__gthread(s->t)->ovf_raced_name, sizeof tg__gthread(s->t)->ovf_raced_name, "%s", name);
+        tg__gthread(s->t)->ovf_race_seq = seq;
     }
 }
 

@@ -17,8 +17,8 @@ static int nslotless;
 
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered)
 {
-    t->ovf_inst = inst;
-    t->ovf_raced_tid = 0;
+    tg__gthread(t)->ovf_inst = inst;
+    tg__gthread(t)->ovf_raced_tid = 0;
     if (nslotless == TG_SLOTLESS_MAX)
         return;
     slotless[nslotless++] = (struct tg_slotless){.t = t, .tid = t->tid, .inst = inst, .tstate = tstate,
