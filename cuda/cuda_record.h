@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/thread_state.h"
+#include "core/thread_hold.h"
 
 /* ---- counters: one slot per recording thread (first come), the last slot
  * shared by every thread after the first 255 ---------------------------- */
@@ -222,6 +223,12 @@ static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_threa
     c->inside = 0;
     c->t_exit = now;
     tg__cuda_seq_end(c);
+    /* A report on another thread wants this one held (core/thread_hold.h):
+     * one plain load, on the line just written, after the store of inside
+     * (the compiler keeps the order; the reader's barrier does the rest). */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&c->hold, __ATOMIC_RELAXED) != TG_HOLD_NONE, 0))
+        tg_hold_park(t);
 }
 
 /* fork child: counters and caches start clean (cuda/cuda_record.c). */
