@@ -342,7 +342,13 @@ static inline void tg_tuner_mark_evidence(struct tg_thread *t, uint8_t bit)
  * An entry nobody is inside or waiting for is idle: it keeps its key until
  * a claim finds the table three quarters full and gives the idle ones back.
  * So a pointer to it is valid only while someone is inside or waiting: after
- * anything that may let other threads run, get it again. */
+ * anything that may let other threads run, get it again.  Without the GIL
+ * other threads always run: between this call and the caller's enter or
+ * wait_push, a sweep made by another thread's claim may give the entry
+ * back if nobody else is inside it (a table three quarters full, and a
+ * window of the few instructions between the two calls); nothing here
+ * closes that window.  Any thread; lock-free unless it claims (the table
+ * lock). */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
 /* Is t inside u (an occupant, or an overflowed one by its own record)? */
