@@ -128,10 +128,11 @@ _Static_assert(offsetof(struct tg_tuner, lock) < 64, "the entry lock is on the l
  * the GIL); without either a hint, never below 0. */
 static inline int tg_tuner_overflow(const struct tg_tuner *u)
 {
-    int used = 0;
+    int used = 0; /* relaxed loads: read without the lock too (a hint there) */
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        used += u->occ_tid[i] != 0;
-    return u->nocc > used ? u->nocc - used : 0;
+        used += __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED) != 0;
+    const int n = __atomic_load_n(&u->nocc, __ATOMIC_RELAXED);
+    return n > used ? n - used : 0;
 }
 
 /* The entry lock.  One word per entry, on the line every guarded call on
