@@ -39,7 +39,7 @@ struct tg_options {
 /* One entry of a targets= or tuning= list, "module:Class.method[,...]", as
  * spans of the list's own text: the one reading of both options' grammar,
  * by the option check (core/options.c), arming (loader/py_arm.c) and the
- * guard (tuning=, guard/guard_install.c).  colon is the entry's first ':',
+ * guard (tuning=, guard/tuning_marks.c).  colon is the entry's first ':',
  * dot the last '.' after it; either NULL where the entry has none (only the
  * option check meets such an entry: it refuses it). */
 struct tg_target_span {

@@ -40,6 +40,11 @@ struct tg_thread_view {
                                   and py[TG_PY_HEAD_FRAMES] (0 if none) */
     int py_unreadable;         /* another thread's stack, not read: the interpreter was
                                   finalizing and had released that thread's state (npy 0) */
+    int py_at_entry;           /* another thread's stack on a free-threaded build, not read:
+                                  it ran on (Python code, or blocked outside tunerguard),
+                                  parked in no CUDA call and no wait of tunerguard's within
+                                  the bound (core/thread_hold.h); py[0] is where it entered
+                                  the tuner (the guarded method's caller), npy 0 or 1 */
     struct tg_py_frame py[TG_MAX_PY_FRAMES];
     int nnative;               /* raw return addresses, innermost first */
     void *native[TG_MAX_NATIVE_FRAMES];

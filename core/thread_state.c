@@ -50,6 +50,7 @@ void tg__thread_atfork_child(void)
     t->lazy_inst = 0; /* its frame, if any, sees the fork count changed and leaves it */
     t->session_launches = t->session_syncs = t->session_multi = 0;
     t->last.inside = 0;
+    t->last.hold = 0; /* a parent's reader is not in the child: a request left would park its first CUDA call for good */
 }
 
 /* ESRCH means the thread is gone; any other answer, that it may live. */

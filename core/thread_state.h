@@ -34,6 +34,11 @@ struct tg_cuda_call {
     uint8_t kind;          /* enum tg_cuda_kind */
     uint8_t inside;        /* 1 while the real driver call runs (GIL released) */
     int32_t device;        /* -1 when unknown */
+    /* Not part of the call: a reader's request to hold the thread where it
+     * is (core/thread_hold.h), in the owner's record only.  Here because its
+     * hooks write this line anyway: the one load they add costs no other
+     * line.  Changed with atomics only; a reader's copy ignores it. */
+    uint32_t hold;
     uint64_t stream;       /* raw CUstream handle */
     uint64_t func;         /* CUfunction / CUkernel / CUgraphExec, 0 if none */
     /* tg_ticks() (core/clock.h) in the owner's record: the hook's clock,
@@ -131,6 +136,10 @@ struct tg_thread {
      * tuner's FIFO of waiters (GIL held). */
     uint32_t park;
     struct tg_thread *wait_next;
+    /* Odd while the thread is in one of tunerguard's own waits with its
+     * thread state detached (the report lock, serialize's waits): a parking
+     * point (core/thread_hold.h).  Owner writes, readers load. */
+    uint32_t wait_seq;
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
      * (guard/race_decide.c, tg__other_is_tuning, through tg_thread_tuning:
@@ -185,6 +194,8 @@ _Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tun
 _Static_assert(offsetof(struct tg_thread, wait_next) < offsetof(struct tg_thread, tuning),
                "the record's own fields come before the evidence line");
 _Static_assert(offsetof(struct tg_thread, last) % 64 == 0, "the record of the last call starts a line");
+_Static_assert(offsetof(struct tg_cuda_call, hold) < offsetof(struct tg_cuda_call, t_exit),
+               "the hold request is on the line every hooked call writes");
 _Static_assert(offsetof(struct tg_thread, guard_area) % 64 == 0, "the guard area starts a line");
 
 struct tg_thread *tg__self(void);

@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/thread_state.h"
+#include "core/thread_hold.h"
 
 /* ---- counters: one slot per recording thread (first come), the last slot
  * shared by every thread after the first 255 ---------------------------- */
@@ -195,7 +196,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     tg__cuda_seq_begin(c);
     c->fn = (uint16_t)fn;
     c->kind = (uint8_t)kind;
-    c->inside = 1;
+    __atomic_store_n(&c->inside, 1, __ATOMIC_RELAXED); /* a holding reader loads it alone (core/thread_hold.c) */
     c->device = dev;
     c->stream = (uint64_t)(uintptr_t)s;
     c->func = func;
@@ -219,9 +220,15 @@ static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_threa
     struct tg_cuda_call *c = &t->last;
     uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter : tg_ticks();
     tg__cuda_seq_begin(c);
-    c->inside = 0;
+    __atomic_store_n(&c->inside, 0, __ATOMIC_RELAXED);
     c->t_exit = now;
     tg__cuda_seq_end(c);
+    /* A report on another thread wants this one held (core/thread_hold.h):
+     * one plain load, on the line just written, after the store of inside
+     * (the compiler keeps the order; the reader's barrier does the rest). */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (__builtin_expect(__atomic_load_n(&c->hold, __ATOMIC_RELAXED) != TG_HOLD_NONE, 0))
+        tg_hold_park(t);
 }
 
 /* fork child: counters and caches start clean (cuda/cuda_record.c). */

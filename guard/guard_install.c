@@ -20,7 +20,7 @@
  * reported at verbosity>=1).
  *
  * Everything here runs with the GIL held. */
-#include "guard/guard_internal.h"
+#include "guard/install_internal.h"
 #include "guard/lifecycle.h"
 #include "core/builtin_tuners.h"
 #include "core/log.h"
@@ -58,7 +58,6 @@ static inline PyObject *type_of(PyObject *o)
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared);
 static int install_at(PyObject *cls, const char *name, const char *why, int marker, int declared,
                       const struct tg_guard_at *at);
-static PyObject *class_of_ref(PyObject *ref, int weak);
 
 /* Guard cls.<g's name>, now `cur` (the program's own), as a replacement of
  * g: where it is defined, said at verbosity>=1.  in_call: found from inside
@@ -95,7 +94,7 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     struct tg_guard old = *g;
     g = &old;
     /* A mixin's guard serves its tuner family only: so does its replacement. */
-    struct tg_guard_at at = {.family = g->family ? class_of_ref(g->family, g->family_weak) : NULL};
+    struct tg_guard_at at = {.family = g->family ? tg__class_of_ref(g->family, g->family_weak) : NULL};
     int put = install_at(cls, g->name, "replaced by user code", 0, g->declared, &at);
     if (at.family)
         tg_py.Py_DecRef(at.family);
@@ -141,60 +140,21 @@ static int descr_is_guard(PyObject *value, const struct tg_guard *g)
     return g->descr && method_descr_type && type_of(value) == method_descr_type && descr_def(value) == &g->def;
 }
 
-/* A reference to class cls: a weak one (*weak = 1), so that the holder
- * keeps the class alive no longer than the program does, else (a class
- * that takes none) a strong one.  GIL held. */
-static PyObject *class_ref(PyObject *cls, int *weak)
-{
-    PyObject *r = tg_py.PyWeakref_NewRef(cls, NULL);
-    *weak = r != NULL;
-    if (!r) {
-        tg_py.PyErr_Clear();
-        r = cls;
-        tg_py.Py_IncRef(cls);
-    }
-    return r;
-}
-
-/* The class of a class_ref (a new reference: a weak one's class may go in
- * another thread meanwhile, core/py_ref.h), NULL once it is gone. */
-static PyObject *class_of_ref(PyObject *ref, int weak)
-{
-    if (!weak) {
-        tg_py.Py_IncRef(ref);
-        return ref;
-    }
-    return tg_py_weakref_get(ref);
-}
-
-/* Drop a class class_of_ref gave; NULL: nothing. */
-static void class_drop(PyObject *cls)
-{
-    if (cls)
-        tg_py_decref(cls);
-}
-
-/* g's class (a new reference), NULL once it is gone. */
-static PyObject *guard_cls(const struct tg_guard *g)
-{
-    return class_of_ref(g->cls, g->cls_weak);
-}
-
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
     if (g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
         return;
-    PyObject *cls = guard_cls(g);
+    PyObject *cls = tg__guard_cls(g);
     PyObject *cur = cls ? tg_py.PyObject_GetAttr(cls, g->pyname) : NULL;
     if (!cur) {
         tg_py_drop_error();
-        class_drop(cls);
+        tg__class_drop(cls);
         return;
     }
     if (!descr_is_guard(cur, g) && !tg_guard_is_ours(cur)) /* the first test: its own descriptor, the usual answer */
         guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
-    class_drop(cls);
+    tg__class_drop(cls);
 }
 
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
@@ -215,9 +175,9 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
             if (strcmp(n, g->name) != 0)
                 continue;
         }
-        PyObject *gc = guard_cls(g);
+        PyObject *gc = tg__guard_cls(g);
         int sub = gc && tg_py.PyType_IsSubtype(cls, gc); /* runs no Python code */
-        class_drop(gc);
+        tg__class_drop(gc);
         if (!sub)
             continue;
         t->busy++;
@@ -304,14 +264,25 @@ static int vc_usable(PyObject *value)
 /* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
  * PyFunction_SetVectorcall, which also drops the function's version, so
  * that the specializing interpreter never inlines it; 3.9/3.10 (no
- * specializer) write the slot. */
+ * specializer) write the slot.  A free-threaded build: another thread may
+ * be calling func at this moment (a guard installed as a class is made),
+ * and CPython's PyFunction_SetVectorcall is a plain store (3.13t, 3.14t).
+ * There the version is dropped with the slot's own value stored back (no
+ * change a caller can see), then the trampoline goes in with a release
+ * store: a caller loads the old pointer or the new one, whole, both valid,
+ * and the trampoline's acquire fence (session.c tg__guard_vcall) orders
+ * that load before its reads of g (orig_vc, stored above). */
 static void vc_install(struct tg_guard *g, PyObject *func, int i)
 {
     g->orig_vc = *vc_slot(func);
-    if (tg_py.PyFunction_SetVectorcall)
+    if (tg_py.free_threaded && tg_py.PyFunction_SetVectorcall) {
+        tg_py.PyFunction_SetVectorcall(func, g->orig_vc);
+        __atomic_store_n(vc_slot(func), vtrampolines[i], __ATOMIC_RELEASE);
+    } else if (tg_py.PyFunction_SetVectorcall) {
         tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
-    else
+    } else {
         *vc_slot(func) = vtrampolines[i];
+    }
 }
 
 /* ---- installing guards ------------------------------------------------------ */
@@ -342,67 +313,6 @@ int tg_guard_is_ours(PyObject *value)
     return descr_guard_of(value) != NULL || vc_guard_of(value) != NULL;
 }
 
-/* Is module.qualname in cls.__mro__?  Install time only. */
-static int derives_from(PyObject *cls, const char *module, const char *qualname)
-{
-    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
-    Py_ssize_t n = mro ? tg_py.PyTuple_Size(mro) : 0;
-    int found = 0;
-    for (Py_ssize_t i = 0; i < n && !found; i++) {
-        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
-        char mod[TG_TARGET_MODULE_MAX + 2], qual[TG_TARGET_CLASS_MAX + 2];
-        tg_py_attr_str(c, "__module__", mod, sizeof mod);
-        tg_py_attr_str(c, "__qualname__", qual, sizeof qual);
-        found = strcmp(mod, module) == 0 && strcmp(qual, qualname) == 0;
-    }
-    if (mro)
-        tg_py.Py_DecRef(mro);
-    tg_py.PyErr_Clear();
-    return found;
-}
-
-/* The built-in tuner family (core/builtin_tuners.inc) cls is or derives
- * from, -1 for none.  GIL held; install time only. */
-static int builtin_family(PyObject *cls)
-{
-    for (int f = 0; f < TG_TUNER_NFAMILIES; f++)
-        if (derives_from(cls, tg_tuner_family(f)->module, tg_tuner_family(f)->cls))
-            return f;
-    return -1;
-}
-
-/* See guard/py_guard.h: its type's flags say it is a type (Py_TPFLAGS_TYPE_SUBCLASS,
- * set on type and every metaclass).  A module or an instance named where a
- * class belongs (targets=pkg:mod.run) would reach PyDescr_NewMethod, whose
- * descriptor then crashes the call that type-checks self against it. */
-#define TG_TPFLAGS_TYPE_SUBCLASS (1UL << 31)
-int tg_guard_is_class(PyObject *cls)
-{
-    PyObject *type = tg_py.PyObject_Type(cls);
-    int yes = type && (tg_py.PyType_GetFlags(type) & TG_TPFLAGS_TYPE_SUBCLASS);
-    if (type)
-        tg_py.Py_DecRef(type);
-    return yes;
-}
-
-/* g's def.ml_doc, malloc'd: "run($self, /, *args, **kwargs)\n--\n\n", what
- * inspect.signature() reads from a method descriptor (the arguments pass
- * through unchanged), then the function's own docstring, which the
- * descriptor's __doc__ gives (help(), doctest).  NULL when out of memory. */
-static char *descr_doc(const char *name, PyObject *fn)
-{
-    PyObject *d = tg_py.PyObject_GetAttrString(fn, "__doc__");
-    const char *text = d && d != tg_py.none ? tg_py.PyUnicode_AsUTF8(d) : NULL;
-    tg_py_drop_error();
-    size_t n = strlen(name) + 40 + (text ? strlen(text) : 0);
-    char *doc = malloc(n);
-    if (doc)
-        snprintf(doc, n, "%s($self, /, *args, **kwargs)\n--\n\n%s", name, text ? text : "");
-    if (d)
-        tg_py.Py_DecRef(d);
-    return doc;
-}
-
 /* Guard g (slot i, filled but for the mechanism) as a method descriptor
  * put on cls in place of value.  0, or -1 with one line said (nothing
  * changed then). */
@@ -412,7 +322,7 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
     g->def.ml_name = g->name;
     g->def.ml_meth = trampolines[i];
     g->def.ml_flags = TG_METH_FASTCALL | TG_METH_KEYWORDS;
-    g->doc = descr_doc(g->name, value);
+    g->doc = tg__descr_doc(g->name, value);
     g->def.ml_doc = g->doc;
     PyObject *wrapper = g->doc ? tg_py.PyDescr_NewMethod(cls, &g->def) : NULL;
     if (!wrapper) {
@@ -447,8 +357,8 @@ static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObjec
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
         if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0) {
-            PyObject *gc = guard_cls(g);
-            class_drop(gc);
+            PyObject *gc = tg__guard_cls(g);
+            tg__class_drop(gc);
             if (gc == cls) /* identity only */
                 return g;
         }
@@ -472,69 +382,6 @@ static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
     return 1;
 }
 
-/* cls's own attribute key (from its __dict__, not inherited): a new
- * reference, or NULL with no error set; tname gets its type's name ("" when
- * there is none).  GIL held. */
-static PyObject *own_attr(PyObject *cls, PyObject *key, char tname[64])
-{
-    PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
-    PyObject *value = dict && key ? tg_py.PyObject_GetItem(dict, key) : NULL; /* a mappingproxy */
-    tg_py.PyErr_Clear();
-    if (dict)
-        tg_py.Py_DecRef(dict);
-    tname[0] = '\0';
-    if (value) {
-        PyObject *type = tg_py.PyObject_Type(value);
-        tg_py_attr_str(type, "__name__", tname, 64);
-        if (type)
-            tg_py.Py_DecRef(type);
-    }
-    return value;
-}
-
-/* Does cls derive from a class whose tuning step tuning= names?  Install
- * time only. */
-static int names_tuning_step(PyObject *cls)
-{
-    int found = 0;
-    struct tg_target_span step;
-    for (const char *p = tg_opts.tuning; !found && tg_target_next(&p, &step);) {
-        char mod[TG_TARGET_MODULE_MAX + 1], qual[TG_TARGET_CLASS_MAX + 1];
-        if (step.colon && step.dot) { /* the option parser checked the shape and the sizes */
-            snprintf(mod, sizeof mod, "%.*s", (int)(step.colon - step.text), step.text);
-            snprintf(qual, sizeof qual, "%.*s", (int)(step.dot - step.colon - 1), step.colon + 1);
-            found = derives_from(cls, mod, qual);
-        }
-    }
-    return found;
-}
-
-/* What fn is when its body does not run in its call (a coroutine, an async
- * generator or a generator function: the call only makes the object that
- * runs the body later), else NULL.  GIL held. */
-static const char *deferred_body(PyObject *fn)
-{
-    if (!tg_py.PyLong_AsLong)
-        return NULL;
-    PyObject *code = tg_py.PyObject_GetAttrString(fn, "__code__");
-    PyObject *flags = code ? tg_py.PyObject_GetAttrString(code, "co_flags") : NULL;
-    long f = flags ? tg_py.PyLong_AsLong(flags) : 0;
-    if (flags)
-        tg_py.Py_DecRef(flags);
-    if (code)
-        tg_py.Py_DecRef(code);
-    tg_py_drop_error();
-    if (f == -1)
-        return NULL;
-    if (f & 0x80) /* CO_COROUTINE */
-        return "a coroutine function (async def)";
-    if (f & 0x200) /* CO_ASYNC_GENERATOR */
-        return "an async generator function";
-    if (f & 0x20) /* CO_GENERATOR (also a types.coroutine) */
-        return "a generator function";
-    return NULL;
-}
-
 /* Was fn's refusal said already?  Notes it if not.  Identity only (no
  * reference): a function freed and another made at its address goes
  * unsaid, which costs a line, nothing more. */
@@ -549,18 +396,6 @@ static int said_deferred(PyObject *fn)
     return 0;
 }
 
-/* Is fn marked abstract (@abc.abstractmethod)?  A function's attribute,
- * read from its dict: no Python code runs.  GIL held. */
-static int is_abstract(PyObject *fn)
-{
-    PyObject *v = tg_py.PyObject_IsTrue ? tg_py.PyObject_GetAttrString(fn, "__isabstractmethod__") : NULL;
-    int yes = v && tg_py.PyObject_IsTrue(v) == 1;
-    if (v)
-        tg_py.Py_DecRef(v);
-    tg_py.PyErr_Clear();
-    return yes;
-}
-
 /* A slot for a new guard: the next never taken, else one whose vectorcall
  * guard's function was freed (its vectorcall slot was the one place that
  * held the slot's trampoline), its references given back.  A descriptor
@@ -569,17 +404,35 @@ static int is_abstract(PyObject *fn)
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
  * that patches in a new function over and over and keeps them).  GIL held. */
+static int freed_slot(void);
 static int free_slot(void)
 {
+    static int collected_none; /* the last collection freed no slot */
     if (nguards < TG_MAX_GUARDS)
         return nguards;
+    int i = freed_slot();
+    /* A free-threaded build defers the reference counts of functions made
+     * outside a function (a module's `lambda`, `def`): the collector alone
+     * frees them.  A program that patches in such functions over and over
+     * (mock.patch.object in a loop) would fill every slot with dead ones. */
+    if (i < 0 && tg_py.free_threaded && tg_py.PyGC_Collect && !collected_none) {
+        tg_py.PyGC_Collect(); /* keeps the error set, if any */
+        i = freed_slot();
+    }
+    collected_none = i < 0;
+    return i;
+}
+
+/* free_slot's search: a slot left empty, or one whose function was freed. */
+static int freed_slot(void)
+{
     for (int i = 0; i < TG_MAX_GUARDS; i++) {
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)
             return i; /* left empty by an install that failed */
         PyObject *fn = g->fn_weak ? tg_py_weakref_get(g->fn_weak) : NULL;
         if (!g->fn_weak || fn) {
-            class_drop(fn); /* alive: the slot is taken */
+            tg__class_drop(fn); /* alive: the slot is taken */
             continue;
         }
         /* Emptied first, released after: a release may run code that
@@ -598,16 +451,6 @@ static int free_slot(void)
 static int install(PyObject *cls, const char *name, const char *why, int marker, int declared)
 {
     return install_at(cls, name, why, marker, declared, NULL);
-}
-
-/* The type's name of value into tname (64 bytes; "" when there is none). */
-static void type_name_of(PyObject *value, char tname[64])
-{
-    PyObject *type = tg_py.PyObject_Type(value);
-    tname[0] = '\0';
-    tg_py_attr_str(type, "__name__", tname, 64);
-    if (type)
-        tg_py.Py_DecRef(type);
 }
 
 /* install(), and where `at` says: the function at->value (else cls's own
@@ -634,9 +477,9 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     if (at && at->value) {
         value = at->value;
         tg_py.Py_IncRef(value);
-        type_name_of(value, tname);
+        tg__type_name(value, tname);
     } else {
-        value = own_attr(cls, key, tname);
+        value = tg__own_attr(cls, key, tname);
     }
     if (!value || tg_guard_is_ours(value))
         goto done;
@@ -646,7 +489,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
      * and a guard, which binds, would hand it one argument too many. */
     if (strcmp(tname, "function") != 0 && strcmp(tname, "cython_function_or_method") != 0)
         goto done;
-    const char *deferred = strcmp(tname, "function") == 0 ? deferred_body(value) : NULL;
+    const char *deferred = strcmp(tname, "function") == 0 ? tg__deferred_body(value) : NULL;
     if (deferred) {
         if (!said_deferred(value)) { /* a replacement is found again at later calls of the original */
             char mod[96], qual[160];
@@ -665,7 +508,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     const int vc = strcmp(tname, "function") == 0 && vc_usable(value);
     if (!vc && at && at->vc_only)
         goto done; /* nowhere to put a descriptor guard */
-    if (!vc && is_abstract(value)) {
+    if (!vc && tg__is_abstract(value)) {
         /* A descriptor has no __isabstractmethod__: put in the function's
          * place it would make an abstract class instantiable.  An abstract
          * method is never what a call runs but through super(), from an
@@ -696,8 +539,8 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     tg_py_attr_str(value, "__module__", g->fn_module, sizeof g->fn_module);
     /* The class by a weak reference: a guard keeps neither it nor (through
      * its dict) the function alive.  Strong where that fails. */
-    g->cls = class_ref(cls, &g->cls_weak);
-    const int builtin = builtin_family(kind);
+    g->cls = tg__class_ref(cls, &g->cls_weak);
+    const int builtin = tg__builtin_family(kind);
     g->clears_args = builtin >= 0 && tg_tuner_family(builtin)->clears_args;
     g->marker = marker;
     g->tuning_entry = !marker && builtin >= 0 && tg_tuner_entry_tunes(builtin, name);
@@ -708,13 +551,13 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     tg_py.Py_IncRef(key);
     g->off_class = holder != NULL || (at && at->vc_only);
     if (family)
-        g->family = class_ref(family, &g->family_weak);
+        g->family = tg__class_ref(family, &g->family_weak);
     /* Its tuning step named (tuning=) and marked on that class (arm_class
      * marks the steps before it guards the class's methods): races only
      * while a thread inside is in the step.  A step that could not be
      * marked (misspelled, no plain function) leaves every overlap a race,
      * as its one line says. */
-    if (g->declared && !marker && tg_opts.tuning[0] && names_tuning_step(kind) && tg__guard_has_markers(g))
+    if (g->declared && !marker && tg_opts.tuning[0] && tg__names_tuning_step(kind) && tg__guard_has_markers(g))
         g->marked = 1;
     if (vc) {
         /* The function stays where it is, referenced weakly (the class holds it). */
@@ -762,201 +605,15 @@ int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int d
     return install_at(cls, name, why, 0, declared, at);
 }
 
+int tg__guard_install_marker(PyObject *cls, const char *name, const char *why, int declared)
+{
+    return install(cls, name, why, 1, declared);
+}
+
 int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
 {
-    PyObject *family = class_of_ref(g->family, g->family_weak);
+    PyObject *family = tg__class_of_ref(g->family, g->family_weak);
     int serves = family && tg_py.PyType_IsSubtype(type_of(inst), family);
-    class_drop(family);
+    tg__class_drop(family);
     return serves;
-}
-
-/* Classes whose tuning methods are guarded as markers, each by a weak
- * reference (strong where the class takes none): the target classes, and
- * a subclass that marked an override without deriving from one of them.
- * A slot whose class was freed is taken again.  GIL held. */
-static struct marker_base {
-    PyObject *ref;
-    int weak;
-} marker_bases[16];
-static int nmarker_bases;
-
-/* The class of slot b (a new reference); NULL once it was freed. */
-static PyObject *marker_base_cls(const struct marker_base *b)
-{
-    return class_of_ref(b->ref, b->weak);
-}
-
-/* Note cls as a class with marked tuning methods, unless it derives from
- * one noted already (that entry answers for it: subclasses made by the
- * thousand take no room).  PyType_IsSubtype runs no Python code and sets
- * no error.  declared: a targets= tuner's step (tuning=), whose class
- * unnoted makes every overlap in its entry point a race.  GIL held. */
-static void add_marker_base(PyObject *cls, int declared)
-{
-    int free_slot = -1;
-    for (int i = 0; i < nmarker_bases; i++) {
-        PyObject *c = marker_base_cls(&marker_bases[i]);
-        if (!c && free_slot < 0)
-            free_slot = i;
-        int sub = c && tg_py.PyType_IsSubtype(cls, c);
-        class_drop(c);
-        if (sub)
-            return;
-    }
-    if (free_slot < 0 && nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
-        static unsigned said;
-        char qual[96], mod[96];
-        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
-        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        if (declared)
-            tg__say_capped(&said, 1, 0,
-                           "tuning=: %s.%s is past the %d tuner classes with tuning steps tunerguard follows: every "
-                           "overlap in its entry point is reported as a race, in its step or not", mod, qual,
-                           nmarker_bases);
-        else
-            tg__info(1, "%s.%s is past the %d tuner classes with tuning methods tunerguard follows: its overlaps "
-                        "are looked at one by one", mod, qual, nmarker_bases);
-        return;
-    }
-    struct marker_base *b = &marker_bases[free_slot >= 0 ? free_slot : nmarker_bases++];
-    if (b->ref) /* a dead weak reference */
-        tg_py.Py_DecRef(b->ref);
-    b->ref = class_ref(cls, &b->weak);
-}
-
-int tg__guard_has_markers(struct tg_guard *g)
-{
-    if (g->has_markers == 0) {
-        g->has_markers = -1;
-        PyObject *cls = g->family ? class_of_ref(g->family, g->family_weak) : guard_cls(g);
-        for (int i = 0; cls && i < nmarker_bases && g->has_markers < 0; i++) {
-            PyObject *c = marker_base_cls(&marker_bases[i]);
-            if (c && tg_py.PyType_IsSubtype(cls, c))
-                g->has_markers = 1;
-            class_drop(c);
-        }
-        class_drop(cls);
-    }
-    return g->has_markers > 0;
-}
-
-void tg_guard_install_markers(PyObject *cls)
-{
-    static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
-    static int nseen;
-    for (int i = 0; i < nseen; i++)
-        if (seen[i] == cls)
-            return;
-    if (nseen < (int)(sizeof seen / sizeof seen[0]))
-        seen[nseen++] = cls; /* borrowed: the target table keeps the class alive */
-    /* The tuning methods of the built-in tuners (core/builtin_tuners.inc): a
-     * thread inside one is tuning.  Names a class lacks are skipped (another
-     * version, another tuner). */
-    int marked = 0;
-    const char *step;
-    for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
-        marked += install(cls, step, "tuning method", 1, 0) > 0;
-    if (marked > 0)
-        add_marker_base(cls, 0);
-    if (marked == 0) {
-        /* Another Autotuner than the ones tunerguard knows (a Triton version
-         * whose tuning methods have other names): it is guarded and
-         * serialized all the same; only severity loses its Python evidence. */
-        char qual[96], mod[96], known[200] = "";
-        tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
-        tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-        for (int i = 0; (step = tg_tuner_step(i)) != NULL; i++)
-            snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", step);
-        tg__info(1, "%s.%s has none of the tuning methods tunerguard knows (%s): an unknown version; it is "
-                    "guarded and serialized as usual, and a race's severity comes from the CUDA calls alone",
-                 mod, qual, known);
-    }
-}
-
-/* Is cls.<name> a guard of ours already?  GIL held. */
-static int guarded_already(PyObject *cls, const char *name)
-{
-    PyObject *v = tg_py.PyObject_GetAttrString(cls, name);
-    int yes = v && tg_guard_is_ours(v);
-    if (v)
-        tg_py.Py_DecRef(v);
-    tg_py.PyErr_Clear();
-    return yes;
-}
-
-/* The class in cls's MRO whose own dict holds `method`, when that is a
- * base of cls's (cls does not define it itself) and the method a plain
- * function; a new reference, else NULL.  GIL held; install time only. */
-static PyObject *inherited_from(PyObject *cls, const char *method)
-{
-    PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
-    PyObject *key = tg_py.PyUnicode_FromString(method);
-    Py_ssize_t n = mro && key ? tg_py.PyTuple_Size(mro) : 0;
-    PyObject *found = NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *c = tg_py.PyTuple_GetItem(mro, i); /* borrowed */
-        char tname[64];
-        PyObject *v = c ? own_attr(c, key, tname) : NULL;
-        if (!v)
-            continue;
-        tg_py.Py_DecRef(v);
-        if (i > 0 && strcmp(tname, "function") == 0) {
-            found = c;
-            tg_py.Py_IncRef(found);
-        }
-        break; /* the first class that has it decides */
-    }
-    if (mro)
-        tg_py.Py_DecRef(mro);
-    if (key)
-        tg_py.Py_DecRef(key);
-    tg_py.PyErr_Clear();
-    return found;
-}
-
-/* cls has no plain function `method` for the tuning= entry (entry, len)
- * of the class qualname: one line for that class; for its subclasses (an
- * override that is a staticmethod, say), one line for the first only,
- * since a program may make them by the thousand.  GIL held. */
-static void say_no_step(PyObject *cls, const char *qualname, const char *method, const char *entry, size_t len)
-{
-    char qual[160], mod[96];
-    tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
-    tg_py_attr_str(cls, "__module__", mod, sizeof mod);
-    static unsigned said_subclass;
-    if (strcmp(qual, qualname) == 0)
-        tg__warn("tuning=%.*s: class %s has no plain method %s; its overlaps are races whatever the threads "
-                 "inside do", (int)len, entry, qualname, method);
-    else
-        tg__say_capped(&said_subclass, 1, 0,
-                       "tuning=%.*s: %s.%s.%s, a subclass's, is no plain method: calls on its instances are never in "
-                       "their step, so their overlaps are counted, not reported (later such subclasses are not "
-                       "named)", (int)len, entry, mod, qual, method);
-}
-
-void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)
-{
-    size_t ml = strlen(module), ql = strlen(qualname);
-    int marked = 0;
-    struct tg_target_span step;
-    for (const char *p = tg_opts.tuning; tg_target_next(&p, &step);) {
-        /* "module:qualname.method": this class's entries only */
-        if (step.colon && step.dot && (size_t)(step.colon - step.text) == ml && memcmp(step.text, module, ml) == 0 &&
-            (size_t)(step.dot - step.colon - 1) == ql && memcmp(step.colon + 1, qualname, ql) == 0) {
-            char method[TG_TARGET_METHOD_MAX + 1];
-            snprintf(method, sizeof method, "%.*s", (int)(step.text + step.len - step.dot - 1), step.dot + 1);
-            int r = install(cls, method, "tuning step (tuning=)", 1, 1); /* declared: its entry is checked */
-            PyObject *base = r == 0 && !guarded_already(cls, method) ? inherited_from(cls, method) : NULL;
-            if (base) { /* the step a base defines: marked there, for every class that inherits it */
-                r = install(base, method, "tuning step (tuning=), inherited", 1, 1);
-                tg_py.Py_DecRef(base);
-            }
-            if (r > 0)
-                marked++;
-            else if (r == 0 && !guarded_already(cls, method)) /* -1: install said why */
-                say_no_step(cls, qualname, method, step.text, step.len);
-        }
-    }
-    if (marked > 0)
-        add_marker_base(cls, 1);
 }

@@ -1,22 +1,38 @@
 /* Internal to the guard (the files of guard/): the guard record and the calls
- * between the guard's files.
+ * between the guard's files (those between the files that install guards:
+ * guard/install_internal.h).
  *
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
- *   guard_setattr.c   the replacement watch: type's tp_setattro hooked, so
- *                     an assignment over a guarded method is guarded at once
+ *   class_lookup.c    what installing reads of a class or a function (its
+ *                     tuner family, its own attribute, its kind)
+ *   marked_classes.c  the classes whose tuning methods are marked
+ *   tuning_marks.c    marking tuning methods: the built-in tuners', and
+ *                     the steps tuning= names
+ *   guard_setattr.c   what the program sets over a guarded entry point: a
+ *                     class attribute (type's tp_setattro hooked, so an
+ *                     assignment over a guarded method is guarded at once),
+ *                     a tuner instance's own attribute
+ *   type_slots.c      type's slots, switched to the watches' hooks in type
+ *                     and every metaclass that copied them
  *   run_shapes.c      a subclass's entry point that is no plain function of
  *                     its own (a mixin's, a partialmethod): guarded where
  *                     the MRO finds it, or one line says why not
+ *   subclasses.c      a guarded class's subclasses, existing and made later
+ *                     (type's tp_new hooked), their overrides guarded
  *   session.c         the policy of a guarded call: enter / leave on the
- *                     tuner table, the counts of the exit summary
+ *                     tuner table
  *   lazy_session.c    detect's lazy session: a tuned call registered on the
  *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (guard/serialize_wait.h): what every
  *                     wait does, the turn, a call made inside a wait
  *   serialize_tuner_wait.c
  *                     the wait for a tuner's lock; threads that died inside
+ *   slotless.c        outermost sessions without an occupant slot, listed
+ *                     for the links another thread's race makes
+ *   gil_state.c       whether the GIL is on, for serialize's turn
+ *                     (guard/gil_state.h)
  *   alive.c           whether other threads are alive (rate-limited), and
  *                     whether their Python state can still be read
  *   race_decide.c     whether an overlap is a race (at entry, at a tuning
@@ -31,7 +47,8 @@
  *   exception_link.c  which exceptions of a raced call the race can have
  *                     caused
  *   py_arm_guard.c    arming, the core library's part: target modules'
- *                     classes guarded; the exit line
+ *                     classes guarded
+ *   exit_summary.c    the exit line and the counts it sums up
  *   core_entry.c      the core library's one entry point (loader/core_api.h)
  *   lifecycle.c       fork child and shutdown (guard/lifecycle.h)
  *
@@ -49,6 +66,7 @@
 #include "guard/guard_thread.h"
 #include "core/report_record.h"
 #include "reports/emit.h"
+#include "reports/trace.h"
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -130,13 +148,13 @@ struct tg_guard {
 };
 
 /* Does g's class derive from a class whose tuning methods are guarded as
- * markers (a Triton version whose names tunerguard knows)?  Looked up once
- * per guard (its first call: markers are put on at arming, before).  GIL
- * held. */
+ * markers (a Triton version whose names tunerguard knows;
+ * marked_classes.c)?  Looked up once per guard (its first call: markers
+ * are put on at arming, before).  GIL held. */
 int tg__guard_has_markers(struct tg_guard *g);
 
-/* The counts of the exit summary (tg_guard_stats); defined in session.c,
- * written by all three files. */
+/* The counts of the exit summary (tg_guard_stats, exit_summary.c); defined
+ * in serialize_wait.c, written by the files that install, call and wait. */
 extern struct tg_guard_stats tg__gstats;
 
 /* ---- session.c ------------------------------------------------------------ */
@@ -165,6 +183,34 @@ void tg__alive_atfork_child(void);
  * read from then on.  The calling thread is not o.  GIL held. */
 void *tg__occupant_tstate(const struct tg_occupant *o);
 
+/* ---- entry_record.c ------------------------------------------------------- */
+
+/* The calling thread's PyThreadState at a guarded call's entry (the
+ * registered session's, detect's unregistered one's).  With a GIL it is
+ * PyThreadState_Get itself: the guarded call pays nothing for what follows.
+ * On a free-threaded build the outermost call also records where it was
+ * made from (guard/guard_thread.h, entry_code), for a report whose reader
+ * cannot hold the thread (core/thread_hold.h).  GIL held (attached). */
+extern PyThreadState *(*tg__entry_tstate_fn)(void);
+static inline PyThreadState *tg__entry_tstate(void)
+{
+    return __atomic_load_n(&tg__entry_tstate_fn, __ATOMIC_RELAXED)();
+}
+/* Do other threads run Python code while this one does: a free-threaded
+ * build with the GIL off now (guard/gil_state.h, asked again here:
+ * sys._is_gil_enabled(), a C function, no Python code runs; the pending
+ * exception kept)?  Then another thread's frames are read only while it
+ * is held (core/thread_hold.h).  With the GIL on (PYTHON_GIL=1, or turned on
+ * by an extension's import) this thread holds it, as on a GIL build.  GIL
+ * held (attached). */
+int tg__others_run(void);
+/* Thread ot's entry record as v's Python stack (v->py_at_entry set).
+ * Another thread's record, ot inside a tuner. */
+void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot);
+/* ot's entry record and last CUDA call folded into *h with mix, in place of
+ * its frames (guard/race_again.c's key on a free-threaded build).  C only. */
+void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uint64_t, uint64_t));
+
 /* ---- guard_install.c ------------------------------------------------------ */
 
 /* The replacement check of an outermost call (see guard_install.c): every
@@ -192,78 +238,24 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     tg__guard_check_replaced_slow(g);
 }
 
-/* A class attribute assignment `cls.<name> = value` has just been made
- * (value not NULL): when name is a guarded method's and cls is, or derives
- * from, the class it was guarded on, value is guarded as its replacement
- * before anything can call it.  GIL held. */
-void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
-
 /* Threads inside a tuning method now (marker calls, guard/session.c):
  * written when a thread begins or ends tuning, read by serialize's turn.
  * A fork child may keep counts of threads it lacks: then it only skips
  * the turn more often, which is a preference. */
 extern _Atomic uint32_t tg__tuning_threads;
 
-/* Where a guard goes, past cls's own attribute (tg__guard_install_at). */
-struct tg_guard_at {
-    PyObject *value;  /* the function to guard (borrowed); NULL: cls's own attribute */
-    PyObject *holder; /* a partialmethod of cls's whose func value is: a descriptor
-                         guard (3.11) is put there, as its func; NULL: on cls */
-    PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
-    int vc_only;      /* in the function's vectorcall slot or not at all (a function
-                         reached from an instance, not from any class) */
-};
-
-/* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
- * do or refused (a line said where one is due), -1 failed with one line.
- * GIL held. */
-int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at);
 /* Is inst an instance of g's family (g->family set, its class alive)?  C
  * calls only, no error set.  GIL held. */
 int tg__guard_serves(const struct tg_guard *g, PyObject *inst);
 
-/* ---- run_shapes.c ---------------------------------------------------------- */
+/* ---- guard_setattr.c ------------------------------------------------------ */
 
-/* cls, a subclass of the guarded class base, may reach its entry point
- * `name` some other way than a plain function of its own (a mixin's, a
- * partialmethod, a property or another descriptor): what its calls run is
- * guarded, or one line, once per class, says it runs unguarded and why.
- * declared: a targets= entry's.  GIL held; the thread busy. */
-void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
 /* A tuning method ran on tuner inst while this thread holds no session on
  * it: an entry point set on the instance itself (`tuner.run = f`), which
  * shadows the class's guarded one, is looked for; the function it calls
  * with inst first guarded where it can be, said once per class.  GIL
  * held; the thread busy. */
 void tg__guard_tuning_outside(PyObject *inst);
-
-/* ---- guard_setattr.c ------------------------------------------------------ */
-
-/* From the first guard on: class attribute assignments reach
- * tg__guard_class_setattr (type's tp_setattro, hooked; passing straight
- * through once the interpreter finalizes).
- * Once; GIL held. */
-void tg__guard_watch_setattr(void);
-/* cls.<name> = value as type.__setattr__ makes it, past any metaclass's
- * own __setattr__: a guard put on the class is tunerguard's assignment,
- * not the program's, and a metaclass that wraps what it is given would
- * wrap the guard (and see an assignment the program never made).  0, or
- * -1 with an error set.  GIL held. */
-int tg__type_setattr(PyObject *cls, PyObject *name, PyObject *value);
-/* The interpreter finalizes: from now on the tp_setattro and tp_new hooks
- * only call the originals (no Python code runs here).  GIL held;
- * idempotent. */
-void tg__guard_unwatch_setattr(void);
-
-/* Classes made from here on reach tg__guard_class_made (type's tp_new,
- * hooked; passing through from finalization on, as tp_setattro's).  Returns 1 when it is on.  GIL
- * held; the first call hooks, later ones answer. */
-int tg__guard_watch_new(void);
-
-/* A class was just made (type.__new__ with three arguments, any
- * metaclass): the overrides of a guarded family it derives from are guarded
- * (py_arm_guard.c).  GIL held. */
-void tg__guard_class_made(PyObject *cls);
 
 /* ---- race_decide.c, report_capture.c --------------------------------------- */
 
@@ -478,6 +470,19 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #endif
 }
 
+#ifdef TG_INSITU
+/* The profile build (core/insitu.h): a guarded call's own cycles, the
+ * original's apart.  Nested guarded calls ran inside this one's original and
+ * set insitu_orig before it did: what is there now is this call's. */
+static inline void tg__insitu_count(struct tg_thread *t, uint64_t is0)
+{
+    const uint64_t wall = TG_IS_TICKS() - is0;
+    tg__insitu_add(t, TG_IS_GCALLS, 1);
+    tg__insitu_add(t, TG_IS_GOWN, wall - tg__gthread(t)->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, tg__gthread(t)->insitu_orig);
+}
+#endif
+
 /* ---- detect's unregistered session (lazy_session.c) ----------------------------- */
 
 /* Slots of the registry that say their session showed evidence: an
@@ -486,6 +491,24 @@ extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
  * or 0 when the registry is full (t then registers its sessions).  GIL held. */
 int tg__lazy_slot(struct tg_thread *t);
+/* Whether this outermost call may run as detect's unregistered session
+ * (guard/session.c's guard_call): a tuned call of a tuner whose tuning methods are guarded,
+ * by a thread that is not tuning, with no option that acts on sessions.
+ * Not a declared tuner's (targets=, its step named with tuning=): a thread
+ * entering its step looks for every call inside it, tuning or not
+ * (tg__check_race_at_step).  Claims the thread's registry slot the first
+ * time.  GIL held. */
+static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_guard *g, struct tg_thread *t)
+{
+    if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
+          t->nheld == 0 &&
+          t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
+          !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
+          (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
+        return 0;
+    return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
+}
+
 /* An outermost call that registers nothing unless it must.  0: done, *resp
  * is the call's result; 1: it registered, and the caller leaves as a
  * registered session does (session_exit, with *epochp).  GIL held. */

@@ -83,6 +83,15 @@ struct tg_guard_thread {
     uint64_t ovf_race_seq;
     uintptr_t ovf_inst;
     char ovf_raced_name[48];
+    /* Free-threaded builds: where the thread's outermost guarded call was
+     * made from (the guarded method's caller), for a report that cannot read
+     * its stack (core/thread_hold.h): that frame's code object (a reference
+     * kept until the next outermost call from another code object replaces
+     * it) and its last instruction (PyFrame_GetLasti).  Written by the owner
+     * at entry (guard/entry_record.c), read by another thread's report while
+     * the thread is inside. */
+    void *entry_code;
+    int entry_lasti;
 #ifdef TG_INSITU
     uint64_t insitu_orig; /* the profile build: the last original's cycles (guard/session.c) */
 #endif

@@ -152,7 +152,7 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
         t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
     tg__gthread(t)->lazy_g = g;
-    tg__gthread(t)->lazy_tstate = tg_py.PyThreadState_Get();
+    tg__gthread(t)->lazy_tstate = tg__entry_tstate();
     tg__gthread(t)->lazy_t0 = tg_ticks();
     __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
     t->depth++;

@@ -17,12 +17,28 @@
 #include "loader/py_arm.h"
 #include "guard/guard_thread.h"
 #include "guard/py_guard.h"
+#include "guard/guard_internal.h"
+#include "guard/serialize_wait.h"
 
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
+
+/* The guard's part of the fork child: what the parent saw is the parent's
+ * to report (the count of guards stays: they are still installed). */
+void tg_guard_atfork_child(void)
+{
+    int guards_kept = tg__gstats.guards;
+    memset(&tg__gstats, 0, sizeof tg__gstats);
+    tg__gstats.guards = guards_kept;
+    tg__lazy_atfork_child();
+    tg__serialize_atfork_child();
+    tg__race_again_atfork_child();
+    tg__slotless_atfork_child();
+}
 
 /* fork child: the one list.  The calling thread is the only one left; what
  * the parent saw is the parent's to report.  In the order the handlers were

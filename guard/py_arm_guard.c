@@ -3,48 +3,28 @@
  * core's table, loader/core_api.h).
  *
  *   a target module in sys.modules -> its classes guarded, their existing
- *                       subclasses too, __init_subclass__ hooked on each
- *                       guarded base for subclasses defined later
+ *                       subclasses too, and those made later watched
+ *                       (guard/subclasses.c); a module run again (a reload)
+ *                       gets its new classes guarded
  *   the finder names a target      -> the spec of the finders after ours,
  *                       its loader's exec_module wrapped to guard right after
- *   exit              -> the one-line summary
  *
- * Every function here runs with the GIL held (the exit summary aside, which
- * runs at exit or in the audit hook's last event).  None leaves an
- * exception set. */
+ * The exit line is guard/exit_summary.c's.  Every function here runs with
+ * the GIL held.  None leaves an exception set. */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
-#include "reports/emit.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
-#include "reports/report.h"
 #include "core/log.h"
-#include "core/options.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
 #include "core/py_ref.h"
-#include "guard/guard_internal.h"
+#include "guard/install_internal.h"
 #include "guard/py_guard.h"
-#include "guard/lifecycle.h"
-#include "detectors/tuner_table.h"
 #include "core/thread_state.h"
 
 #include <stdio.h>
 #include <string.h>
-
-
-/* Guarded base classes, each with its __init_subclass__ hook. */
-#define TG_MAX_BASES 32
-struct base {
-    PyObject *cls;
-    PyObject *orig_init_subclass; /* cls.__dict__['__init_subclass__'] or NULL */
-    PyMethodDef def;
-};
-static struct base bases[TG_MAX_BASES];
-static int nbases;
-
-static int summary_done;
-
 
 /* getattr along a dotted qualname; new reference or NULL. */
 static PyObject *get_dotted(PyObject *obj, const char *qual)
@@ -71,142 +51,6 @@ static PyObject *get_dotted(PyObject *obj, const char *qual)
     return cur;
 }
 
-/* ---- subclasses --------------------------------------------------------------- */
-
-static void guard_family_methods(PyObject *cls, PyObject *base, const char *why);
-
-/* Base.__init_subclass__(cls, **kwargs): guard cls's overrides, then chain to
- * what the base had (its own __init_subclass__ or its parent's). */
-static PyObject *init_subclass_hook(PyObject *capsule, PyObject *args, PyObject *kwargs)
-{
-    struct base *b = tg_py.PyCapsule_GetPointer(capsule, NULL);
-    if (!b)
-        return NULL;
-    PyObject *cls = tg_py.PyTuple_Size(args) > 0 ? tg_py.PyTuple_GetItem(args, 0) : NULL;
-    if (!cls)
-        return NULL;
-    struct tg_thread *t = tg__self();
-    if (!t->busy) {
-        t->busy++;
-        guard_family_methods(cls, b->cls, "subclass defined");
-        t->busy--;
-    }
-    PyObject *chained = NULL;
-    if (b->orig_init_subclass) {
-        PyObject *bound = tg_py.PyObject_CallMethod(b->orig_init_subclass, "__get__", "OO", tg_py.none, cls);
-        if (!bound)
-            return NULL;
-        PyObject *empty = tg_py.PyTuple_Pack(0);
-        chained = tg_py.PyObject_Call(bound, empty, kwargs);
-        tg_py.Py_DecRef(empty);
-        tg_py.Py_DecRef(bound);
-    } else {
-        PyObject *builtins = tg_py.PyImport_ImportModule("builtins");
-        PyObject *super_type = builtins ? tg_py.PyObject_GetAttrString(builtins, "super") : NULL;
-        PyObject *sup = super_type ? tg_py.PyObject_CallFunctionObjArgs(super_type, b->cls, cls, NULL) : NULL;
-        PyObject *meth = sup ? tg_py.PyObject_GetAttrString(sup, "__init_subclass__") : NULL;
-        if (meth) {
-            PyObject *empty = tg_py.PyTuple_Pack(0);
-            chained = tg_py.PyObject_Call(meth, empty, kwargs);
-            tg_py.Py_DecRef(empty);
-        }
-        if (meth)
-            tg_py.Py_DecRef(meth);
-        if (sup)
-            tg_py.Py_DecRef(sup);
-        if (super_type)
-            tg_py.Py_DecRef(super_type);
-        if (builtins)
-            tg_py.Py_DecRef(builtins);
-    }
-    return chained;
-}
-
-/* See guard/guard_internal.h.  Each watched base cls derives from (cls
- * itself aside: a reloaded module's class is armed as a target). */
-void tg__guard_class_made(PyObject *cls)
-{
-    struct tg_thread *t = tg__self();
-    if (t->busy || tg_opts.mode == TG_MODE_OFF)
-        return;
-    t->busy++;
-    for (int i = 0; i < nbases; i++)
-        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls))
-            guard_family_methods(cls, bases[i].cls, "subclass defined");
-    t->busy--;
-}
-
-/* Watch base's subclasses made from now on: type's tp_new hooked
- * (guard_setattr.c), else, where that cannot be, an __init_subclass__ put
- * on base (seen by vars() and inspect). */
-static void hook_subclasses(PyObject *base)
-{
-    for (int i = 0; i < nbases; i++)
-        if (bases[i].cls == base)
-            return;
-    if (nbases == TG_MAX_BASES) {
-        static unsigned said;
-        tg__say_capped(&said, 1, 0,
-                       "cannot watch subclasses of more than %d guarded classes; overrides defined later in "
-                       "subclasses of the others run unguarded", TG_MAX_BASES);
-        return;
-    }
-    struct base *b = &bases[nbases];
-    memset(b, 0, sizeof *b);
-    b->cls = base;
-    tg_py.Py_IncRef(base);
-    if (tg__guard_watch_new()) {
-        nbases++; /* classes made from it reach tg__guard_class_made */
-        return;
-    }
-    PyObject *dict = tg_py.PyObject_GetAttrString(base, "__dict__");
-    PyObject *key = tg_py.PyUnicode_FromString("__init_subclass__");
-    b->orig_init_subclass = (dict && key) ? tg_py.PyObject_GetItem(dict, key) : NULL;
-    tg_py.PyErr_Clear();
-    if (dict)
-        tg_py.Py_DecRef(dict);
-    if (key)
-        tg_py.Py_DecRef(key);
-    b->def.ml_name = "__init_subclass__";
-    b->def.ml_meth = (void *)init_subclass_hook;
-    b->def.ml_flags = TG_METH_VARARGS | TG_METH_KEYWORDS;
-    PyObject *cap = tg_py.PyCapsule_New(b, NULL, NULL);
-    PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&b->def, cap, NULL) : NULL;
-    PyObject *cm = fn ? tg_py.PyClassMethod_New(fn) : NULL;
-    if (cm && tg_py.PyObject_SetAttrString(base, "__init_subclass__", cm) == 0) {
-        nbases++;
-    } else {
-        tg_py.PyErr_Clear();
-        tg__warn("cannot watch subclasses of a guarded class; overrides defined later run unguarded");
-        tg_py.Py_DecRef(base);
-    }
-    if (cm)
-        tg_py.Py_DecRef(cm);
-    if (fn)
-        tg_py.Py_DecRef(fn);
-    if (cap)
-        tg_py.Py_DecRef(cap);
-}
-
-/* Guard, on cls, every target method whose target class is `base`.  For a
- * subclass of a declared tuner, first its overrides of the tuning steps
- * tuning= names on base: marked, as base's are, before its own entry point
- * is guarded (arm_class's order: an entry point is marked only when its
- * class's step is). */
-static void guard_family_methods(PyObject *cls, PyObject *base, const char *why)
-{
-    tg_lifecycle_arm_fork(); /* from the first guard on, a fork child has state to reset */
-    for (int i = 0; cls != base && tg_opts.tuning[0] && i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].base == base && tg__arm_targets[i].user) {
-            tg_guard_install_tuning_steps(cls, tg__arm_targets[i].module, tg__arm_targets[i].cls);
-            break; /* once: the entries are matched by base's module and class */
-        }
-    for (int i = 0; i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].base == base) {
-            tg_guard_install(cls, tg__arm_targets[i].method, why, tg__arm_targets[i].user);
-            tg__guard_run_shape(cls, base, tg__arm_targets[i].method, tg__arm_targets[i].user);
-        }
-}
 
 /* Is a target method of base guarded on base itself? */
 static int family_guarded(PyObject *base)
@@ -222,26 +66,6 @@ static int family_guarded(PyObject *base)
         tg_py.PyErr_Clear();
     }
     return yes;
-}
-
-/* Guard the overrides in every subclass that already exists. */
-static void guard_existing_subclasses(PyObject *cls, PyObject *base, int depth)
-{
-    if (depth > 32)
-        return;
-    PyObject *subs = tg_py.PyObject_CallMethod(cls, "__subclasses__", NULL);
-    if (!subs) {
-        tg_py.PyErr_Clear();
-        return;
-    }
-    Py_ssize_t n = tg_py.PyList_Size(subs);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *sub = tg_py.PyList_GetItem(subs, i); /* borrowed */
-        guard_family_methods(sub, base, "existing subclass");
-        guard_existing_subclasses(sub, base, depth + 1);
-    }
-    tg_py.Py_DecRef(subs);
-    tg_py.PyErr_Clear();
 }
 
 /* ---- modules ---------------------------------------------------------------------- */
@@ -340,15 +164,15 @@ static void arm_class(const struct tg__arm_target *t, const char *why)
     PyObject *cls = t->base;
     if (t->user) /* first: a declared tuner is marked only when its step is (tg_guard_install) */
         tg_guard_install_tuning_steps(cls, t->module, t->cls);
-    guard_family_methods(cls, cls, why);
+    tg__guard_family_methods(cls, cls, why);
     if (!t->user)
         tg_guard_install_markers(cls);
     for (int j = 0; j < tg__arm_ntargets; j++) /* the targets sharing the class */
         if (tg__arm_targets[j].base == cls)
             say_unguarded(&tg__arm_targets[j], cls);
-    guard_existing_subclasses(cls, cls, 0);
+    tg__guard_existing_subclasses(cls, cls, 0);
     if (family_guarded(cls))
-        hook_subclasses(cls); /* not for a class that refused its guard: nothing of it to follow */
+        tg__guard_hook_subclasses(cls); /* not for a class that refused its guard: nothing of it to follow */
 }
 
 /* Is there a target entry for module:qual.method whose class is cls? */
@@ -575,83 +399,4 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
     if (loader)
         tg_py.Py_DecRef(loader);
     return spec;
-}
-
-/* ---- exit summary --------------------------------------------------------------------------- */
-
-void tg_arm_atfork_child(void)
-{
-    summary_done = 0;
-}
-
-void tg__arm_finalizing_core(void)
-{
-    tg__guard_unwatch_setattr();
-    tg__arm_exit_summary_core();
-}
-
-void tg__arm_exit_summary_core(void)
-{
-    if (summary_done)
-        return;
-    summary_done = 1;
-    tg_emit_flush_repeats(); /* the repeat counts, before the line that sums them up */
-    struct tg_guard_stats s = {0};
-    if (tg_guard_count() > 0) /* else no guarded call, no wait: not even a look */
-        tg_guard_stats(&s);
-    struct tg_emit_stats est;
-    tg_emit_stats(&est);
-    est.overlaps += tg_tuner_overlaps(); /* counted on the tuners (guard/race_decide.c) */
-    const struct tg_emit_stats *es = &est;
-    /* A line only when something was reported or the mode changed what the
-     * program did (a serialized call); low-severity overlaps alone are the
-     * normal life of a tuned kernel called from several threads. */
-    if (es->reports == 0 && es->races_seen == 0 && s.waits == 0 && es->prevented_seen == 0)
-        return;
-    char line[900];
-    size_t n = 0;
-#define ADD(...) (n += (size_t)snprintf(line + n, n < sizeof line ? sizeof line - n : 0, __VA_ARGS__))
-    /* The kinds' parts (the exit column of core/report_kinds.inc), in the
-     * order of their parts: FIRST .. LOAD, the serialized calls, SERIALIZE. */
-#define TG_EXIT_NONE
-#define TG_EXIT(part_, when, n, fmt, ...)                                                          \
-    if (part == TG_EXIT_PART_##part_ && (when)) {                                                  \
-        unsigned long long c = (n);                                                                \
-        ADD(fmt, c, c == 1 ? "" : "s", ##__VA_ARGS__);                                             \
-    }
-#define TG_REPORT_KIND(ID, json, title, what, body, supp, flags, exit) exit
-    enum { TG_EXIT_PART_FIRST, TG_EXIT_PART_LINKED, TG_EXIT_PART_PREVENTED, TG_EXIT_PART_LOAD, TG_EXIT_PART_SERIALIZE };
-    for (int part = TG_EXIT_PART_FIRST; part <= TG_EXIT_PART_LOAD; part++) {
-#include "core/report_kinds.inc"
-    }
-    if (s.waits) {
-        char kernels[512];
-        tg_guard_contended(kernels, sizeof kernels);
-        ADD("; %llu call%s serialized, waited %.3f s in total", (unsigned long long)s.waits,
-            s.waits == 1 ? "" : "s", (double)s.wait_ns / 1e9);
-        if (s.still_waiting)
-            ADD(" (%llu still waiting at exit)", (unsigned long long)s.still_waiting);
-        if (kernels[0])
-            ADD(" (contended: %s)", kernels);
-    }
-    {
-        int part = TG_EXIT_PART_SERIALIZE;
-#include "core/report_kinds.inc"
-    }
-#undef TG_REPORT_KIND
-#undef TG_EXIT
-#undef TG_EXIT_NONE
-    if (es->overlaps)
-        ADD("; %llu overlap%s on already tuned keys (low severity%s)", (unsigned long long)es->overlaps,
-            es->overlaps == 1 ? "" : "s", tg_opts.verbosity >= 1 ? "" : ", verbosity=1 shows them");
-    if (es->capped)
-        ADD("; %llu more report%s not written (report_cap=%d)", (unsigned long long)es->capped,
-            es->capped == 1 ? "" : "s", tg_opts.report_cap);
-    const char *path = tg_sink_text_path();
-    if (path[0] && es->reports)
-        ADD("; reports in %s", path);
-#undef ADD
-    /* A part that begins "; " when the race part before it had nothing to
-     * say (a serialize run that only prevented races): said first. */
-    tg__warn("%s", strncmp(line, "; ", 2) == 0 ? line + 2 : line);
 }

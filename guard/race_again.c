@@ -8,7 +8,13 @@
  * thread names (Python code), the report lock.  Here the same decision is
  * made first, on a key no coarser than emit's: the instance and its type,
  * the guard, both threads, serialized or not, and every Python frame of
- * both threads as (code object, line).  Equal keys mean equal captured
+ * both threads as (code object, line).  On a free-threaded build the thread
+ * inside runs meanwhile, and holding it for each repeat would cost a wake
+ * per repeat (docs/free-threading.md): its part of the key is its entry
+ * record and its last CUDA call (guard/entry_record.c) instead of its
+ * frames, a key as fine as emit's in the loops this serves (one call site,
+ * one kernel), coarser where the thread inside reaches the tuner through
+ * several paths from one call site.  Equal keys mean equal captured
  * frames, so emit would call the report a repeat of the one it wrote (or
  * repeated) for the first; that one's result is kept and the entry is
  * counted as that repeat (tg_emit_again), with the exception link the full
@@ -89,7 +95,11 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     if (type)
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
     h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
-    int ok = fold_stack(NULL, &h) && fold_stack(other_ts, &h);
+    int ok = fold_stack(NULL, &h);
+    if (tg__others_run()) /* the other thread runs meanwhile: its frames are not read */
+        tg__fold_entry(other->thread, &h, mix);
+    else
+        ok = ok && fold_stack(other_ts, &h);
     tg_py.PyErr_Restore(et, ev, tb);
     return ok ? h | 1 : 0;
 }

@@ -62,7 +62,7 @@ static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint6
 }
 
 /* Is the thread inside tuning (not on the fast path of an already tuned key)?
- * Inside a marked tuning method (t->tuning, guard_install.c) it is.  Its
+ * Inside a marked tuning method (t->tuning, guard/tuning_marks.c) it is.  Its
  * CUDA record says so once it synchronized or launched twice in the
  * session.  For a tuner whose tuning methods are marked that is all (one
  * load each; called for an occupant whose evidence bit is set, see
@@ -70,6 +70,8 @@ static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint6
  * (targets=), before that (pruning, compiling) its Python frames do: walk them
  * from the innermost out to the guarded method's own frame, looking for a
  * tuning function.  Only names are read; a few frames on the fast path.
+ * Not on a free-threaded build, where that thread runs meanwhile: there the
+ * marker counts and the CUDA evidence decide alone.
  * count_launches 0: launches are no evidence (a fast path whose config
  * pre_hook launches a kernel, zero_(), launches twice without tuning).
  * GIL held; the other thread is blocked with the GIL released. */
@@ -82,6 +84,8 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
         return 1;
     if (g->marked || g->declared)
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
+    if (tg__others_run())
+        return 0; /* it runs meanwhile: its frames are not walked; the counts above are the evidence */
     int found = 0;
     void *ts = tg__occupant_tstate(o);
     PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;

@@ -14,41 +14,17 @@
  *       __get__ returns is decided at each access, and a staticmethod or
  *       classmethod has no instance to hold a session on: one line, once
  *       per class
- *   run set on a tuner instance (`tuner.run = ...`, which shadows the
- *       class's guarded run): nothing tells tunerguard of an instance
- *       attribute (hooking the tuner classes' tp_setattro would make
- *       object.__setattr__ refuse their instances on 3.12+, hackcheck), so
- *       it is found when a tuning method (_bench, ...) runs on the
- *       instance outside any guarded call on it.  A bound method of the
- *       instance, or a functools.partial with the instance first: the
- *       function it calls is guarded from then on, in its vectorcall slot
- *       (not on 3.11: no class to put a descriptor on).  One line, once per
- *       class, says which, or that its calls run unguarded
+ *
+ * run set on a tuner instance is found later, at a tuning method's call
+ * (guard/guard_setattr.c, tg__guard_tuning_outside).
  *
  * Everything here: GIL held, the thread busy (arming). */
-#include "guard/guard_internal.h"
-#include "loader/py_arm_internal.h"
+#include "guard/install_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"
-#include "core/py_ref.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static int is_plain_function(const char *tname)
-{
-    return strcmp(tname, "function") == 0 || strcmp(tname, "cython_function_or_method") == 0;
-}
-
-/* value's type's name into tname (64 bytes; "" when there is none). */
-static void type_name(PyObject *value, char tname[64])
-{
-    PyObject *type = tg_py.PyObject_Type(value);
-    tname[0] = '\0';
-    tg_py_attr_str(type, "__name__", tname, 64);
-    if (type)
-        tg_py.Py_DecRef(type);
-}
 
 /* The first class in cls's MRO whose own __dict__ holds `name`, and what it
  * holds (both new references), tname its type's name; 0, or -1 when none
@@ -77,20 +53,7 @@ static int lookup(PyObject *cls, PyObject *key, PyObject **owner, PyObject **val
     tname[0] = '\0';
     if (!*value)
         return -1;
-    type_name(*value, tname);
-    return 0;
-}
-
-/* Was cls's unguarded entry said already?  Notes it if not.  Identity only:
- * a class freed and another made at its address goes unsaid. */
-static int said_for(PyObject *cls)
-{
-    static const void *said[64];
-    static unsigned nsaid;
-    for (unsigned i = 0; i < nsaid && i < 64; i++)
-        if (said[i] == cls)
-            return 1;
-    said[nsaid++ % 64] = cls;
+    tg__type_name(*value, tname);
     return 0;
 }
 
@@ -99,7 +62,7 @@ static int said_for(PyObject *cls)
  * unguarded, and why. */
 static void say_unguarded(PyObject *cls, PyObject *owner, const char *name, const char *tname, const char *why)
 {
-    if (said_for(owner))
+    if (tg__said_for_class(owner))
         return;
     char mod[96], qual[160], omod[96], oqual[160], from[280] = "";
     tg_py_attr_str(cls, "__module__", mod, sizeof mod);
@@ -129,10 +92,10 @@ static int guard_partialmethod(PyObject *owner, PyObject *base, PyObject *pm, co
         return -1;
     int rc = -1;
     char tname[64];
-    type_name(func, tname);
+    tg__type_name(func, tname);
     if (tg_guard_is_ours(func)) {
         rc = 0;
-    } else if (is_plain_function(tname)) {
+    } else if (tg__is_plain_function(tname)) {
         struct tg_guard_at at = {.value = func, .holder = pm, .family = in_family(owner, base) ? NULL : base};
         tg__guard_install_at(owner, name, "the function of its partialmethod", declared, &at);
         rc = 0; /* refused: install said why where a line is due (an async def) */
@@ -159,7 +122,7 @@ void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int de
     if (owner == base || tg_guard_is_ours(value)) {
         /* guarded on the class that defines it, or the target class's own
          * attribute, which arming and the replacement watch look after */
-    } else if (is_plain_function(tname)) {
+    } else if (tg__is_plain_function(tname)) {
         /* A tuner's own function that is not ours was refused at its install,
          * which said why where a line is due; a mixin's is guarded here. */
         if (!in_family(owner, base)) {
@@ -180,108 +143,5 @@ void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int de
     }
     tg_py.Py_DecRef(value);
     tg_py.Py_DecRef(owner);
-    tg_py.PyErr_Clear();
-}
-
-/* The entry point `name` in inst's own __dict__ (a new reference), or NULL. */
-static PyObject *instance_attr(PyObject *inst, const char *name)
-{
-    PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
-    PyObject *v = tg_py_dict_get_str(dict, name);
-    if (dict)
-        tg_py.Py_DecRef(dict);
-    tg_py.PyErr_Clear();
-    return v;
-}
-
-/* The plain function v calls with inst first: a bound method of inst
- * (types.MethodType(f, inst), `self.run = self._run`) or
- * functools.partial(f, inst, ...) without keywords; a new reference, or
- * NULL.  *callee_name: the function's __qualname__ ("" if none). */
-static PyObject *function_with_inst_first(PyObject *v, PyObject *inst, char callee_name[160])
-{
-    char tname[64];
-    type_name(v, tname);
-    callee_name[0] = '\0';
-    PyObject *fn = NULL, *first = NULL;
-    if (strcmp(tname, "method") == 0) {
-        first = tg_py.PyObject_GetAttrString(v, "__self__");
-        fn = first == inst ? tg_py.PyObject_GetAttrString(v, "__func__") : NULL;
-    } else if (strcmp(tname, "partial") == 0) {
-        PyObject *args = tg_py.PyObject_GetAttrString(v, "args");
-        PyObject *kw = tg_py.PyObject_GetAttrString(v, "keywords");
-        int bound = args && tg_py.PyTuple_Size(args) >= 1 && tg_py.PyTuple_GetItem(args, 0) == inst &&
-                    kw && tg_py.PyObject_IsTrue && tg_py.PyObject_IsTrue(kw) == 0;
-        fn = bound ? tg_py.PyObject_GetAttrString(v, "func") : NULL;
-        if (args)
-            tg_py.Py_DecRef(args);
-        if (kw)
-            tg_py.Py_DecRef(kw);
-    }
-    if (first)
-        tg_py.Py_DecRef(first);
-    tg_py.PyErr_Clear();
-    if (fn) {
-        type_name(fn, tname);
-        if (!is_plain_function(tname)) {
-            tg_py.Py_DecRef(fn);
-            return NULL;
-        }
-        tg_py_attr_str(fn, "__qualname__", callee_name, 160);
-    }
-    return fn;
-}
-
-/* inst's own `run` (v), shadowing its class's t->method: the function it
- * calls with inst first guarded (in its vectorcall slot: there is no class
- * to put a descriptor on), for t's family; one line, once per class, says
- * which and from when, or that its calls run unguarded. */
-static void guard_instance_attr(PyObject *inst, PyObject *type, PyObject *v, const struct tg__arm_target *t)
-{
-    char callee[160];
-    PyObject *fn = function_with_inst_first(v, inst, callee);
-    int guarded = 0;
-    if (fn && tg_guard_is_ours(fn)) { /* self.run = self.run: the guarded function itself */
-        tg_py.Py_DecRef(fn);
-        return;
-    }
-    if (fn) {
-        struct tg_guard_at at = {.value = fn, .family = t->base, .vc_only = 1};
-        tg__guard_install_at(type, t->method, "the function a tuner instance's own run calls", t->user, &at);
-        guarded = tg_guard_is_ours(fn);
-        tg_py.Py_DecRef(fn);
-    }
-    if (said_for(type))
-        return;
-    char mod[96], qual[160], tname[64];
-    tg_py_attr_str(type, "__module__", mod, sizeof mod);
-    tg_py_attr_str(type, "__qualname__", qual, sizeof qual);
-    type_name(v, tname);
-    if (guarded)
-        tg__warn("a %s.%s instance has %s set on itself (a %s of %s), which shadows %s.%s: %s is guarded from now "
-                 "on; this instance's calls before ran unguarded (define %s on the class, as a method)", mod, qual,
-                 t->method, tname, callee, qual, t->method, callee, t->method);
-    else
-        tg__warn("a %s.%s instance has %s set on itself (a %s), which shadows %s.%s: calls of it run unguarded "
-                 "(define %s on the class, as a method)", mod, qual, t->method, tname[0] ? tname : "?", qual,
-                 t->method, t->method);
-    tg_py.PyErr_Clear();
-}
-
-void tg__guard_tuning_outside(PyObject *inst)
-{
-    PyObject *type = tg_py.PyObject_Type(inst);
-    for (int i = 0; type && i < tg__arm_ntargets; i++) {
-        const struct tg__arm_target *t = &tg__arm_targets[i];
-        if (!t->base || !tg_py.PyType_IsSubtype(type, t->base))
-            continue;
-        PyObject *v = instance_attr(inst, t->method);
-        if (v && !tg_guard_is_ours(v))
-            guard_instance_attr(inst, type, v, t);
-        if (v)
-            tg_py.Py_DecRef(v);
-    }
-    if (type)
-        tg_py.Py_DecRef(type);
     tg_py.PyErr_Clear();
 }

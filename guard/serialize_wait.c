@@ -17,6 +17,7 @@
 #include "core/park.h"
 #include "core/py_attr.h"
 #include "core/thread_state.h"
+#include "core/thread_hold.h"
 #include "reports/trace.h"
 
 #include <errno.h>
@@ -141,6 +142,7 @@ int tg__park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, 
         return 1;
     int got = 0;
     PyThreadState *ts = tg_py.PyEval_SaveThread();
+    tg_hold_wait_begin(t); /* a parking point (core/thread_hold.h) */
     for (;;) {
         uint64_t now = tg_mono_ns();
         if (now >= deadline) {
@@ -179,6 +181,7 @@ int tg__park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, 
         if (r == 0 && !sliced) /* woken, but a thread that did not wait took it first */
             tg_tuner_passed_over(lk, tg_mono_ns() - t0);
     }
+    tg_hold_wait_end(t);
     tg_py.PyEval_RestoreThread(ts);
     return got;
 }

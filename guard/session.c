@@ -8,7 +8,7 @@
  * The verdict is the tuner table's (detectors/tuner_table.h); the reports
  * the call may give are filled in guard/report_capture.c, the serialize
  * waits and the turn in guard/serialize_wait.c.  Here: the guarded call
- * itself (a hot path) and the counts of the exit summary.
+ * itself (a hot path).
  *
  * Everything here runs with the GIL held, except the serialize wait, which
  * releases it while it blocks. */
@@ -35,53 +35,10 @@
 #include <time.h>
 #include <unistd.h>
 
-
-/* A call that returns without entering its tuner after a wait it abandoned:
- * the entry it got is given back if nobody uses it (looked up again: Python
- * code ran since).  GIL held. */
-static PyObject *leave_unentered(PyObject *inst)
-{
-    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
-    if (u)
-        tg_tuner_release_if_unused(u);
-    return NULL;
-}
-
 static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
                               struct tg_occupant *o, uint32_t epoch, PyObject *res);
 
-/* Whether this outermost call may run as detect's unregistered session
- * (guard/lazy_session.c): a tuned call of a tuner whose tuning methods are guarded,
- * by a thread that is not tuning, with no option that acts on sessions.
- * Not a declared tuner's (targets=, its step named with tuning=): a thread
- * entering its step looks for every call inside it, tuning or not
- * (tg__check_race_at_step).  Claims the thread's registry slot the first
- * time.  GIL held. */
-static inline __attribute__((always_inline)) int lazy_eligible(struct tg_guard *g, struct tg_thread *t)
-{
-    if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
-          t->nheld == 0 &&
-          t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
-          !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
-          (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
-        return 0;
-    return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
-}
-
 /* ---- the guard itself ------------------------------------------------------ */
-
-#ifdef TG_INSITU
-/* The profile build (core/insitu.h): a guarded call's own cycles, the
- * original's apart.  Nested guarded calls ran inside this one's original and
- * set insitu_orig before it did: what is there now is this call's. */
-static inline void insitu_count(struct tg_thread *t, uint64_t is0)
-{
-    const uint64_t wall = TG_IS_TICKS() - is0;
-    tg__insitu_add(t, TG_IS_GCALLS, 1);
-    tg__insitu_add(t, TG_IS_GOWN, wall - tg__gthread(t)->insitu_orig);
-    tg__insitu_add(t, TG_IS_GORIG, tg__gthread(t)->insitu_orig);
-}
-#endif
 
 /* The original takes self first: rebuild the vector [self, args..., kwargs...].
  * A method descriptor's caller keeps self right before args (descrobject.c
@@ -122,7 +79,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
 #ifdef TG_INSITU
-    insitu_count(t, is0);
+    tg__insitu_count(t, is0);
 #endif
     return res;
 }
@@ -134,6 +91,11 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
 #ifdef TG_INSITU
     const uint64_t is0 = TG_IS_TICKS();
 #endif
+    /* Free-threaded: the caller's load of the slot (CPython's, plain) before
+     * our reads of g, which vc_install filled before its release store.
+     * No instruction on x86-64; a load barrier on AArch64. */
+    if (tg_py.free_threaded)
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
 #ifdef TG_INSITU
@@ -144,7 +106,7 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
     if (__builtin_expect(t->kept_exc[0] != NULL, 0))
         res = tg_py_raise_kept(t, res);
 #ifdef TG_INSITU
-    insitu_count(t, is0);
+    tg__insitu_count(t, is0);
 #endif
     return res;
 }
@@ -200,14 +162,18 @@ static PyObject *pass_through_full(struct tg_guard *g, struct tg_thread *t, PyOb
 /* A signal handler's exception came out of our own Python code (a wait, a
  * report, a wait's audit hook): the program interrupted this call, so it is
  * not made.  What the entry took is given back (u's lock in serialize, the
- * turn); tg__guard_entry raises the exception. */
+ * turn, and the entry itself if nobody uses it: looked up again, Python code
+ * ran since); tg__guard_entry raises the exception. */
 static PyObject *interrupted(const struct tg_entry *e, struct tg_thread *t, PyObject *inst)
 {
     if (e->u)
         tg__unlock_tuner(e->u, t);
     if (t->nheld == 0)
         tg__release_turn(t);
-    return leave_unentered(inst);
+    struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
+    if (u)
+        tg_tuner_release_if_unused(u);
+    return NULL;
 }
 
 /* The program's own wrapper around the original (seeds/001's
@@ -427,7 +393,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     if (__builtin_expect(tg_thread_tuning(t), 0))
         tg_tuning_seen();
     const uint64_t now = tg_ticks();
-    struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, now, 0);
+    struct tg_occupant *o = tg_tuner_enter(u, t, tg__entry_tstate(), g, now, 0);
     if (o && e->link.tid) {
         o->raced_tid = e->link.tid;
         snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
@@ -567,7 +533,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
         tg__lazy_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
     if (__builtin_expect(t->lazy_inst != 0, 0)) {
         tg__lazy_register(t, t->lazy_inst); /* a guarded call inside an unregistered session: the session registers first */
-    } else if (lazy_eligible(g, t)) {
+    } else if (tg__lazy_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0)) {
             PyObject *res;
@@ -637,28 +603,4 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_session_end(t);
     return res;
-}
-
-/* ---- the summary ----------------------------------------------------------- */
-
-/* fork child: what the parent saw is the parent's to report. */
-void tg_guard_atfork_child(void)
-{
-    int guards_kept = tg__gstats.guards;
-    memset(&tg__gstats, 0, sizeof tg__gstats);
-    tg__gstats.guards = guards_kept;
-    tg__lazy_atfork_child();
-    tg__serialize_atfork_child();
-    tg__race_again_atfork_child();
-    tg__slotless_atfork_child();
-}
-
-void tg_guard_stats(struct tg_guard_stats *out)
-{
-    *out = tg__gstats;
-    if (out->waiting) { /* waits not over: their time until now */
-        out->wait_ns += out->waiting * tg_mono_ns() - out->waiting_t0_sum;
-        out->waits += out->waiting_calls;
-        out->still_waiting = out->waiting;
-    }
 }

@@ -3,7 +3,9 @@
  *
  * Two steps each.  The C step (tg__view_self, tg__view_other) calls no
  * Python code, so no other thread runs meanwhile: another thread read
- * through its occupant slot stays blocked where it is, its state valid.  The
+ * through its occupant slot stays blocked where it is, its state valid.
+ * Without the GIL (a free-threaded build) it does run: its stack is read
+ * while it is held parked, or shown as of its entry (view_other_parked).  The
  * names step (tg__view_names) runs Python code (threading's name property)
  * and a driver call (the kernel's name): after it, no occupant slot or other
  * thread's state may be touched.
@@ -14,6 +16,7 @@
 #include "core/clock.h"
 #include "core/py_attr.h"
 #include "core/real_sym.h"
+#include "core/thread_hold.h"
 #include "cuda/cuda_hooks.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
@@ -84,13 +87,32 @@ __attribute__((noinline)) void tg__view_self(struct tg_thread_view *v, struct tg
         view_self_cuda(v, t);
 }
 
+/* Free-threaded: ot's frames, read while it is held parked in a CUDA call
+ * or one of tunerguard's waits (core/thread_hold.h); else, after the bound,
+ * its entry record.  The wait for it is made detached (a stop-the-world
+ * pause elsewhere does not wait for this thread meanwhile). */
+static void view_other_parked(struct tg_thread_view *v, struct tg_thread *ot, void *ts)
+{
+    PyThreadState *self = tg_py.PyEval_SaveThread();
+    const int held = tg_hold_other(ot, ts);
+    tg_py.PyEval_RestoreThread(self);
+    if (!held) {
+        tg__view_at_entry(v, ot);
+        return;
+    }
+    tg_py_capture_frames(v, ts);
+    tg_hold_release(ot);
+}
+
 void tg__view_other(struct tg_thread_view *v, const struct tg_occupant *o)
 {
     const struct tg_thread *ot = o->thread;
     v->tid = o->tid;
     v->ident = o->ident;
     void *ts = tg__occupant_tstate(o);
-    if (ts)
+    if (ts && tg__others_run())
+        view_other_parked(v, (struct tg_thread *)ot, ts); /* its hold word: atomics only */
+    else if (ts)
         tg_py_capture_frames(v, ts);
     else if (o->tstate)
         v->py_unreadable = 1; /* finalizing; the view was zeroed: no frame */

@@ -18,7 +18,7 @@
  *                       pending and guarded at the next chance
  *   type's tp_new    -> a class made from a guarded one: its overrides are
  *                       guarded (flash-linear-attention's CachedAutotuner;
- *                       guard/guard_setattr.c)
+ *                       guard/subclasses.c)
  *   type's tp_setattro -> a guarded method replaced on its class (seeds/001's
  *                       lock patch): the new one is guarded too
  *   the finder again -> a target module run again (importlib.reload): its new

@@ -2,8 +2,9 @@
  * hook, pending modules; loader/py_arm_targets.c: the targets' names;
  * loader/py_arm_finder.c: the finder and its negative answer) and what runs
  * only once a target module is there, in the core library
- * (guard/py_arm_guard.c: finding the classes, guarding them and their
- * subclasses, the finder's positive answer, the exit summary).
+ * (guard/py_arm_guard.c: finding the classes, guarding them, the finder's
+ * positive answer; guard/subclasses.c: their subclasses;
+ * guard/exit_summary.c: the exit summary).
  *
  * The state below is the loader's (defined in those three files, exported
  * to the core through the loader's tg__* names, loader/tunerguard.map).
@@ -33,7 +34,7 @@ extern int tg__arm_module_pending;
 /* Our finder in sys.meta_path, for identity only (no reference held). */
 extern PyObject *tg__arm_finder_self;
 
-/* ---- the core's part (guard/py_arm_guard.c), reached through the core's
+/* ---- the core's part (guard/py_arm_guard.c, guard/exit_summary.c), reached through the core's
  * table (loader/core_api.h) ---- */
 
 /* Guard every target of module `name`, which is in sys.modules (mod,

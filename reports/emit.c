@@ -5,6 +5,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
+#include "core/thread_hold.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
@@ -108,7 +109,10 @@ void tg_report_lock(void)
     if (pthread_mutex_trylock(&report_mu) == 0)
         return;
     PyThreadState *ts = tg_py.PyEval_SaveThread();
+    struct tg_thread *t = tg__self();
+    tg_hold_wait_begin(t); /* a parking point: a report may read this thread's stack meanwhile */
     pthread_mutex_lock(&report_mu);
+    tg_hold_wait_end(t);
     tg_py.PyEval_RestoreThread(ts);
 }
 

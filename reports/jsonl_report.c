@@ -215,6 +215,8 @@ static void thread(struct tg_w *w, const struct tg_report *r, const struct tg_th
     tg_w_i64(w, v->py_omitted > 0 ? v->py_omitted : 0);
     tg_w_str(w, ",\"python_unreadable\":");
     bool_(w, v->py_unreadable);
+    tg_w_str(w, ",\"python_at_entry\":");
+    bool_(w, v->py_at_entry);
 
     const char *where;
     void *const *frames = tg__view_native(v, &n, &where);

@@ -53,9 +53,9 @@ static void copy_str(char *dst, size_t len, PyObject *o)
         tg_py.Py_DecRef(bytes);
 }
 
-static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
+/* f's file and function from code (NULL: "?"). */
+static void fill_code(struct tg_py_frame *f, PyObject *code)
 {
-    PyObject *code = tg_py.PyFrame_GetCode(frame);
     PyObject *file = code ? tg_py.PyObject_GetAttrString(code, "co_filename") : NULL;
     /* co_qualname (3.11+) says Autotuner.run rather than run. */
     PyObject *name = code ? tg_py.PyObject_GetAttrString(code, tg_py.minor >= 11 ? "co_qualname" : "co_name") : NULL;
@@ -63,11 +63,25 @@ static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
     const char *full = file ? tg_py.PyUnicode_AsUTF8(file) : NULL;
     tg_py_program_note(full, f->file); /* once per file name */
     copy_str(f->func, sizeof f->func, name);
-    f->line = tg_py.PyFrame_GetLineNumber(frame);
     if (file)
         tg_py.Py_DecRef(file);
     if (name)
         tg_py.Py_DecRef(name);
+    tg_py_drop_error();
+}
+
+void tg_py_code_frame(struct tg_py_frame *f, PyObject *code, int lasti)
+{
+    fill_code(f, code);
+    f->line = code && lasti >= 0 && tg_py.PyCode_Addr2Line ? tg_py.PyCode_Addr2Line(code, lasti) : 0;
+    tg_py_drop_error();
+}
+
+static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
+{
+    PyObject *code = tg_py.PyFrame_GetCode(frame);
+    fill_code(f, code);
+    f->line = tg_py.PyFrame_GetLineNumber(frame);
     if (code)
         tg_py.Py_DecRef(code);
     tg_py_drop_error();

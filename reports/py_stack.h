@@ -4,6 +4,7 @@
 #ifndef TG_PY_STACK_H
 #define TG_PY_STACK_H
 
+#include "core/py_api.h"
 #include "reports/report.h"
 
 /* Frames of the calling thread (tstate NULL) or of another thread whose
@@ -13,6 +14,12 @@
  * name not seen before is decided the program's or not, once
  * (reports/py_program.h). */
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate);
+
+/* One frame from a code object and a last instruction (PyFrame_GetLasti's
+ * byte offset; its line by PyCode_Addr2Line, 0 when that is not there): a
+ * thread's entry record (guard/entry_record.c).  The code object is alive
+ * (the caller's reference). */
+void tg_py_code_frame(struct tg_py_frame *f, PyObject *code, int lasti);
 
 /* Once, before any report (GIL held): tells the text report's frame
  * classing (reports/stack_fold.h) the standard library's directory, that of

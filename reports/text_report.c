@@ -12,6 +12,8 @@
  * addresses. */
 #include <string.h>
 
+#include "core/py_api.h"
+#include "core/thread_hold.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
 #include "reports/stack_fold.h"
@@ -118,9 +120,12 @@ void tg__text_python_stack(struct tg_w *w, const struct tg_report *r, const stru
     struct tg_fold_line lines[TG_MAX_PY_FRAMES + 1];
     int n = tg_py_fold(r, v, lines, TG_MAX_PY_FRAMES + 1);
     tg_w_str(w, "    Python (most recent call first):\n");
+    if (v->py_at_entry)
+        tg_w_str(w, "      <not read: the thread ran on, parked in no CUDA call and no wait of tunerguard's within "
+                    TG_HOLD_BOUND_TEXT "; shown where it entered the tuner>\n");
     if (n == 0 && v->py_unreadable)
         tg_w_str(w, "      <not readable: the interpreter was finalizing and had released this thread's state>\n");
-    else if (n == 0)
+    else if (n == 0 && !v->py_at_entry)
         tg_w_str(w, "      <no Python frame>\n");
     for (int i = 0; i < n; i++)
         fold_line(w, v, &lines[i]);
@@ -247,7 +252,8 @@ void tg__text_cuda_line(struct tg_w *w, const struct tg_report *r, const struct 
         tg_w_hex(w, c->func);
     }
     if (c->inside) {
-        tg_w_str(w, ", still inside it (GIL released)\n");
+        /* a free-threaded build may run without a GIL to release */
+        tg_w_str(w, tg_py.free_threaded ? ", still inside it\n" : ", still inside it (GIL released)\n");
     } else {
         tg_w_str(w, ", returned");
         if (c->t_exit && r->ts_ns >= c->t_exit) {

@@ -107,7 +107,7 @@ THREAD = {
     "tid": "int", "ident": "uint", "name": ("str", "null"), "entered_ns": ("uint", "null"),
     "entered_ago_ns": ("uint", "null"), "benchmarking": "bool", "launches": "uint",
     "syncs": "uint", "python": "list", "python_truncated": "bool", "python_omitted": "uint",
-    "python_unreadable": "bool",
+    "python_unreadable": "bool", "python_at_entry": "bool",
     "native_where": ("str", "null"), "native": "list", "mixed": "list", "cuda": ("object", "null"),
     "device_at_entry": ("int", "null"),
 }

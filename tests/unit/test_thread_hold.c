@@ -1,0 +1,185 @@
+/* Holding another thread where it is (core/thread_hold.h): a reader and an
+ * owner thread whose CUDA call (the hooks' own leave, cuda/cuda_record.h)
+ * or tunerguard wait it is inside.  The owner's thread state is a fake one:
+ * only its `state` is read (3.13t's layout), and PyGILState_Check is not
+ * resolved, so the owner counts as detached unless the fake says attached.
+ * Every wait is bounded. */
+#include <criterion/criterion.h>
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/options.h"
+#include "core/py_api.h"
+#include "core/thread_hold.h"
+#include "cuda/cuda_record.h"
+
+#define STATE_AT 40 /* PyThreadState.state, 3.13 */
+
+static int64_t fake_tstate[32];
+static struct tg_thread *_Atomic owner;
+static _Atomic int go, left;
+
+static void set_state(int s)
+{
+    __atomic_store_n((int *)(void *)((char *)fake_tstate + STATE_AT), s, __ATOMIC_SEQ_CST);
+}
+
+static void free_threaded(void)
+{
+    tg_py.free_threaded = 1;
+    tg_py.minor = 13;
+    tg_py.PyGILState_Check = NULL;
+    tg_opts.mode = TG_MODE_DETECT;
+    owner = NULL;
+    go = left = 0;
+}
+
+/* Wait (bounded) until *flag is set. */
+static int until(_Atomic int *flag)
+{
+    for (int i = 0; i < 20000 && !*flag; i++) {
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+    return *flag;
+}
+
+/* The owner inside a CUDA call as the hooks record it; on `go` the call
+ * returns and the hooks' leave runs. */
+static void *in_call(void *arg)
+{
+    (void)arg;
+    struct tg_thread *t = tg__self();
+    tg__cuda_seq_begin(&t->last);
+    t->last.kind = TG_CUDA_SYNC;
+    t->last.inside = 1;
+    tg__cuda_seq_end(&t->last);
+    owner = t;
+    until(&go);
+    tg__cuda_leave(t, TG_CUDA_SYNC);
+    left = 1;
+    return NULL;
+}
+
+/* The owner in one of tunerguard's waits (detached), leaving it on `go`. */
+static void *in_tg_wait(void *arg)
+{
+    (void)arg;
+    struct tg_thread *t = tg__self();
+    tg_hold_wait_begin(t);
+    owner = t;
+    until(&go);
+    tg_hold_wait_end(t);
+    left = 1;
+    return NULL;
+}
+
+static struct tg_thread *start(pthread_t *th, void *(*fn)(void *))
+{
+    cr_assert(pthread_create(th, NULL, fn, NULL) == 0);
+    for (int i = 0; i < 20000 && !owner; i++) {
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert(owner);
+    return owner;
+}
+
+/* Held while the owner is inside its call, detached: the call returns
+ * meanwhile, and the owner parks in the hooks' leave until released. */
+Test(thread_hold, parks_at_the_call_return, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    set_state(0);
+    struct tg_thread *t = start(&th, in_call);
+    cr_assert_eq(tg_hold_other(t, fake_tstate), 1, "inside a detached call: held at once");
+    go = 1;
+    for (int i = 0; i < 20000 && __atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE) != TG_HOLD_PARKED; i++) {
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(__atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE), TG_HOLD_PARKED, "parked at the return");
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(left, 0, "still parked 20 ms later");
+    tg_hold_release(t);
+    cr_assert(until(&left), "released: the call returns");
+    pthread_join(th, NULL);
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+}
+
+/* A call made attached is no parking point: not held, the bound kept, the
+ * request withdrawn. */
+Test(thread_hold, attached_call_not_held, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    set_state(1);
+    struct tg_thread *t = start(&th, in_call);
+    const uint64_t t0 = tg_mono_ns();
+    cr_assert_eq(tg_hold_other(t, fake_tstate), 0);
+    const uint64_t waited = tg_mono_ns() - t0;
+    cr_assert(waited >= (uint64_t)TG_HOLD_BOUND_MS * 1000000ull && waited < 2000000000ull,
+              "waited %llu ns", (unsigned long long)waited);
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+    go = 1;
+    cr_assert(until(&left));
+    pthread_join(th, NULL);
+}
+
+/* A thread in no call and no wait (running Python code): not held. */
+Test(thread_hold, running_thread_not_held, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    set_state(0);
+    struct tg_thread *t = start(&th, in_call);
+    go = 1;
+    cr_assert(until(&left), "the call returned, nobody asked");
+    set_state(1);
+    cr_assert_eq(tg_hold_other(t, fake_tstate), 0);
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+    pthread_join(th, NULL);
+}
+
+/* tunerguard's own wait is a parking point: held, and the end of the wait
+ * parks until released. */
+Test(thread_hold, parks_at_the_end_of_a_wait, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    set_state(0);
+    struct tg_thread *t = start(&th, in_tg_wait);
+    cr_assert_eq(tg_hold_other(t, fake_tstate), 1, "in a wait: held at once");
+    go = 1;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(left, 0, "the wait's end parks");
+    tg_hold_release(t);
+    cr_assert(until(&left));
+    pthread_join(th, NULL);
+}
+
+/* With a GIL build nothing is held: the reader reads as before. */
+Test(thread_hold, gil_build_never_holds, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    tg_py.free_threaded = 0;
+    set_state(0);
+    struct tg_thread *t = start(&th, in_call);
+    cr_assert_eq(tg_hold_other(t, fake_tstate), 0);
+    go = 1;
+    cr_assert(until(&left));
+    pthread_join(th, NULL);
+}
+
+/* A request a reader in the parent left on the forking thread's record is
+ * gone in the child: nobody there would clear it. */
+Test(thread_hold, fork_child_forgets_requests, .init = free_threaded, .timeout = 30)
+{
+    struct tg_thread *t = tg__self();
+    __atomic_store_n(&t->last.hold, TG_HOLD_ASKED, __ATOMIC_SEQ_CST);
+    tg__thread_atfork_child();
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+    tg__cuda_leave(t, TG_CUDA_SYNC); /* returns: nothing asked */
+}
