@@ -107,17 +107,21 @@ struct tg_tuner {
  * (guard/race_decide.c, guard/thread_view.c: they add launches and, where
  * no tuning method is marked, the Python frames: tg_tuning_frame,
  * core/builtin_tuners.h).
- * The owner, or another thread reading the owner's evidence line. */
+ * The owner, or another thread reading the owner's evidence line: relaxed
+ * loads (a hint; without the GIL the owner changes them meanwhile, and its
+ * stores are to be relaxed atomics too: docs/free-threading.md). */
 static inline int tg_thread_tuning(const struct tg_thread *t)
 {
-    return t->tuning > 0 || t->session_tuned || t->session_syncs > 0;
+    return __atomic_load_n(&t->tuning, __ATOMIC_RELAXED) > 0 ||
+           __atomic_load_n(&t->session_tuned, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&t->session_syncs, __ATOMIC_RELAXED) > 0;
 }
 
 /* The evidence bits t's session shows now (its record's fields). */
 static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
 {
     return (uint8_t)((tg_thread_tuning(t) ? TG_EV_TUNING : 0) |
-                     (t->session_multi ? TG_EV_LAUNCHES : 0));
+                     (__atomic_load_n(&t->session_multi, __ATOMIC_RELAXED) ? TG_EV_LAUNCHES : 0));
 }
 
 _Static_assert(TG_TUNER_MAX_OCC == sizeof(uint64_t), "occ_ev_all covers every slot's bits");

@@ -65,13 +65,18 @@ def reports(files):
 
 
 def own_frame(frames):
-    """The first frame of tunerguard's own sources in a stack: (where, folder), or None."""
+    """The first frame of tunerguard's own code in a stack (its module is one
+    of the two libraries; the path as the compiler wrote it, absolute or, with
+    ccache's base directory, relative): (where, folder), or None."""
     for ln in frames:
         m = FRAME.match(ln)
-        path = os.path.normpath(m.group(2))
-        rel = os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else None
-        if rel and rel.split(os.sep)[0] in OWN_DIRS:
-            return f"{m.group(1)} {rel}:{m.group(3)}", rel.split(os.sep)[0]
+        if not re.match(r"libtunerguard(_core)?\.so\+", os.path.basename(m.group(4))):
+            continue
+        parts = os.path.normpath(m.group(2)).split(os.sep)
+        for i in range(len(parts) - 1, -1, -1):
+            if parts[i] in OWN_DIRS:
+                rel = "/".join(parts[i:])
+                return f"{m.group(1)} {rel}:{m.group(3)}", parts[i]
     return None
 
 
@@ -98,7 +103,7 @@ def main():
         log = os.path.join(tmp, name.replace("/", "_"))
         env = dict(os.environ, PYTHON_GIL="0",
                    TSAN_OPTIONS=f"log_path={log}:suppressions={os.path.join(HERE, 'tsan.supp')}:exitcode=0:"
-                                "halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:history_size=4")
+                                "halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:history_size=6")
         try:
             p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
             status = f"exit {p.returncode}"
