@@ -19,24 +19,67 @@
  * check that a guarded method was replaced by user code (guarded again,
  * reported at verbosity>=1).
  *
- * Everything here runs with the GIL held. */
+ * Everything here runs with the thread attached (the GIL held, where there
+ * is one).  What protects the guard records where threads run at once
+ * (a free-threaded build):
+ *   - installs (and everything that runs Python code to find a guard's
+ *     class, function, name) hold the install lock (core/py_lock.h):
+ *     rare, re-entrant on its holder, detached while it waits;
+ *   - a slot is filled before it is published: nguards by a release store,
+ *     a function's vectorcall slot after a release fence; guarded calls
+ *     and tg_guard_is_ours read published slots without the lock;
+ *   - orig_vc and descr, which tg_guard_is_ours reads without the lock, are
+ *     stored and loaded whole (relaxed atomics), also when a slot is taken
+ *     again (clear_slot);
+ *   - a guard's counters and flags written after its install (calls,
+ *     has_markers, chains, said_serializes) are relaxed atomics: a missed
+ *     count only moves the replacement check's sampling. */
 #include "guard/guard_internal.h"
 #include "guard/lifecycle.h"
+#include "loader/py_arm_internal.h"
 #include "core/builtin_tuners.h"
 #include "core/log.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/py_lock.h"
 #include "core/thread_state.h"
 #include "reports/emit.h"
 #include "reports/fatal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct tg_guard guards[TG_MAX_GUARDS];
-static int nguards;                  /* slots ever taken: guards[0 .. nguards) */
-static struct tg_guard *last_installed; /* the guard install() made last */
+static int nguards;                  /* slots ever taken: guards[0 .. nguards); written under
+                                        install_mu with a release store once the slot is filled,
+                                        read with acquire */
+static struct tg_guard *last_installed; /* the guard install() made last; under install_mu */
+/* install_mu: the arming lock (loader/py_arm_internal.h), one lock for
+ * arming and installs, which call each other. */
+#define install_mu tg__arm_lock
+
+void tg__install_lock(void)
+{
+    tg_py_lock(&install_mu);
+}
+
+void tg__install_unlock(void)
+{
+    tg_py_unlock(&install_mu);
+}
+
+void tg__install_atfork_child(void)
+{
+    tg_py_lock_atfork_child(&install_mu);
+}
+
+/* The published slots' count (see nguards). */
+static inline int nguards_pub(void)
+{
+    return __atomic_load_n(&nguards, __ATOMIC_ACQUIRE);
+}
 
 /* An object's type (borrowed), read from its header: the count, then the
  * type, in the versions served (3.9 to 3.15, with a GIL). */
@@ -95,25 +138,25 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     struct tg_guard old = *g;
     g = &old;
     /* A mixin's guard serves its tuner family only: so does its replacement. */
-    struct tg_guard_at at = {.family = g->family ? class_of_ref(g->family, g->family_weak) : NULL};
+    struct tg_guard_at at = {.family = g->family ? class_of_ref(g->family, g->family_weak) : NULL,
+                             .replacement = 1, .where = where};
     if (at.family)
         tg_py.Py_IncRef(at.family); /* the old slot's reference may go with free_slot */
+    if (in_call) {
+        /* Known before the new guard is published: its first call may come
+         * from another thread at once. */
+        PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
+        PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
+        at.chains = code && fc == code;
+        if (fc)
+            tg_py.Py_DecRef(fc);
+        if (f)
+            tg_py.Py_DecRef((PyObject *)f);
+    }
     int put = install_at(cls, g->name, "replaced by user code", 0, g->declared, &at);
     if (at.family)
         tg_py.Py_DecRef(at.family);
     if (put > 0) {
-        struct tg_guard *ng = last_installed;
-        ng->replacement = 1;
-        snprintf(ng->where, sizeof ng->where, "%s", where);
-        if (in_call) {
-            PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
-            PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
-            ng->chains = code && fc == code;
-            if (fc)
-                tg_py.Py_DecRef(fc);
-            if (f)
-                tg_py.Py_DecRef((PyObject *)f);
-        }
         tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
         if (tg_opts.verbosity >= 1)
             tg__report_replaced(g, qs, fs, lstr);
@@ -140,7 +183,8 @@ static inline const void *descr_def(PyObject *value)
 /* Is value g's own method descriptor? */
 static int descr_is_guard(PyObject *value, const struct tg_guard *g)
 {
-    return g->descr && method_descr_type && type_of(value) == method_descr_type && descr_def(value) == &g->def;
+    PyObject *mt = __atomic_load_n(&method_descr_type, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&g->descr, __ATOMIC_RELAXED) && mt && type_of(value) == mt && descr_def(value) == &g->def;
 }
 
 /* A reference to class cls: a weak one (*weak = 1), so that the holder
@@ -193,9 +237,10 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     if (tg_opts.mode == TG_MODE_OFF || tg_guard_is_ours(value))
         return;
     struct tg_thread *t = tg__self();
-    if (t->busy)
+    if (t->busy || nguards_pub() == 0)
         return;
     const char *n = NULL;
+    tg__install_lock(); /* the slots' names and classes; an install */
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
         PyObject *gc = guard_cls(g);
@@ -204,7 +249,7 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
         if (g->pyname != name) {
             if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
                 tg_py.PyErr_Clear();
-                return;
+                break;
             }
             if (strcmp(n, g->name) != 0)
                 continue;
@@ -217,8 +262,9 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
         else
             guard_replacement(g, cls, value, 0);
         t->busy--;
-        return;
+        break;
     }
+    tg__install_unlock();
 }
 
 /* ---- the trampolines -------------------------------------------------------- */
@@ -253,7 +299,7 @@ static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) 
  * The object header is the one of the versions served (3.9 to 3.15, with a
  * GIL): the count, then the type; and a type object's tp_vectorcall_offset
  * follows ob_size, tp_name, tp_basicsize, tp_itemsize and tp_dealloc. */
-static PyObject *function_type; /* borrowed: a static type */
+static PyObject *function_type; /* borrowed: a static type; release store after vc_offset */
 static Py_ssize_t vc_offset;
 
 static inline void **vc_slot(PyObject *func)
@@ -264,11 +310,12 @@ static inline void **vc_slot(PyObject *func)
 /* The vectorcall guard whose trampoline is in value's slot, or NULL. */
 static struct tg_guard *vc_guard_of(PyObject *value)
 {
-    if (!function_type || type_of(value) != function_type)
+    PyObject *ft = __atomic_load_n(&function_type, __ATOMIC_ACQUIRE);
+    if (!ft || type_of(value) != ft)
         return NULL;
-    void *vc = *vc_slot(value);
-    for (int i = 0; i < nguards; i++)
-        if (guards[i].orig_vc && vtrampolines[i] == vc)
+    void *vc = __atomic_load_n(vc_slot(value), __ATOMIC_RELAXED);
+    for (int i = 0, n = nguards_pub(); i < n; i++)
+        if (vtrampolines[i] == vc && __atomic_load_n(&guards[i].orig_vc, __ATOMIC_RELAXED))
             return &guards[i];
     return NULL;
 }
@@ -286,8 +333,8 @@ static int vc_usable(PyObject *value)
         Py_ssize_t basic = *(Py_ssize_t *)(void *)((char *)type + 4 * sizeof(void *));
         if (off <= 0 || off + (Py_ssize_t)sizeof(void *) > basic)
             return 0;
-        function_type = type;
         vc_offset = off;
+        __atomic_store_n(&function_type, type, __ATOMIC_RELEASE);
     }
     return type_of(value) == function_type && *vc_slot(value) != NULL;
 }
@@ -295,34 +342,38 @@ static int vc_usable(PyObject *value)
 /* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
  * PyFunction_SetVectorcall, which also drops the function's version, so
  * that the specializing interpreter never inlines it; 3.9/3.10 (no
- * specializer) write the slot. */
+ * specializer) write the slot.  Another thread may call func meanwhile:
+ * the slot's fields are ordered before the trampoline by a release fence,
+ * and the slot is stored whole (CPython's own store in 3.13t is a plain
+ * one: ours, a release store of the same value, makes it a defined one). */
 static void vc_install(struct tg_guard *g, PyObject *func, int i)
 {
-    g->orig_vc = *vc_slot(func);
+    __atomic_store_n(&g->orig_vc, __atomic_load_n(vc_slot(func), __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
     if (tg_py.PyFunction_SetVectorcall)
         tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
-    else
-        *vc_slot(func) = vtrampolines[i];
+    __atomic_store_n(vc_slot(func), vtrampolines[i], __ATOMIC_RELEASE);
 }
 
 /* ---- installing guards ------------------------------------------------------ */
 
 int tg_guard_count(void)
 {
-    return nguards;
+    return nguards_pub();
 }
 
 const struct tg_guard *tg__guard_at(int i)
 {
-    return i >= 0 && i < nguards ? &guards[i] : NULL;
+    return i >= 0 && i < nguards_pub() ? &guards[i] : NULL;
 }
 
 /* The descriptor guard whose method descriptor value is, or NULL. */
 static struct tg_guard *descr_guard_of(PyObject *value)
 {
-    if (!method_descr_type || type_of(value) != method_descr_type)
+    PyObject *mt = __atomic_load_n(&method_descr_type, __ATOMIC_ACQUIRE);
+    if (!mt || type_of(value) != mt)
         return NULL;
-    for (int i = 0; i < nguards; i++)
+    for (int i = 0, n = nguards_pub(); i < n; i++)
         if (descr_is_guard(value, &guards[i]))
             return &guards[i];
     return NULL;
@@ -416,8 +467,8 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
     g->orig_is_function = strcmp(tname, "function") == 0;
     tg_py.Py_IncRef(value);
     if (!method_descr_type)
-        method_descr_type = type_of(wrapper);
-    g->descr = 1;
+        __atomic_store_n(&method_descr_type, type_of(wrapper), __ATOMIC_RELEASE);
+    __atomic_store_n(&g->descr, 1, __ATOMIC_RELAXED);
     int rc = holder ? tg_py.PyObject_SetAttrString(holder, "func", wrapper) : tg__type_setattr(cls, g->pyname, wrapper);
     tg_py.Py_DecRef(wrapper); /* the class (or the holder) holds it; ours is known by its d_method */
     if (rc < 0) {
@@ -526,7 +577,7 @@ static const char *deferred_body(PyObject *fn)
 /* Was fn's refusal said already?  Notes it if not.  Identity only (no
  * reference): a function freed and another made at its address goes
  * unsaid, which costs a line, nothing more. */
-static int said_deferred(PyObject *fn)
+static int said_deferred(PyObject *fn) /* install_mu held */
 {
     static const void *said[32];
     static unsigned nsaid;
@@ -557,6 +608,17 @@ static int is_abstract(PyObject *fn)
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
  * that patches in a new function over and over and keeps them).  GIL held. */
+static void clear_slot(struct tg_guard *g)
+{
+    /* tg_guard_is_ours reads orig_vc and descr without install_mu: stored
+     * whole; the rest of the slot only install_mu's holder reads. */
+    __atomic_store_n(&g->orig_vc, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->descr, 0, __ATOMIC_RELAXED);
+    const size_t from = offsetof(struct tg_guard, orig);
+    memset((char *)g + from, 0, sizeof *g - from);
+}
+
+/* install_mu held. */
 static int free_slot(void)
 {
     if (nguards < TG_MAX_GUARDS)
@@ -573,7 +635,7 @@ static int free_slot(void)
         /* Emptied first, released after: a release may run code that
          * installs (a class freed with the last reference). */
         PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code, g->family};
-        memset(g, 0, sizeof *g);
+        clear_slot(g);
         for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
             if (refs[r])
                 tg_py.Py_DecRef(refs[r]);
@@ -602,12 +664,23 @@ static void type_name_of(PyObject *value, char tname[64])
  * attribute), set as at->holder's func where a descriptor guard must be put
  * somewhere (else on cls; nowhere with at->vc_only: then 0), serving
  * instances of at->family only. */
+static int install_at_locked(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
+                             const struct tg_guard_at *at);
 static int install_at(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
                       const struct tg_guard_at *at)
 {
-    int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
+    tg__install_lock();
+    int rc = install_at_locked(cls, name_in, why, marker, declared, at);
+    tg__install_unlock();
+    return rc;
+}
+
+static int install_at_locked(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
+                             const struct tg_guard_at *at)
+{
+    int rc = 0;
     PyObject *holder = at ? at->holder : NULL, *family = at ? at->family : NULL;
     /* The class whose kind the guard takes (Triton's, Inductor's, a
      * declared one): the family's for a mixin's function. */
@@ -672,7 +745,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         goto done;
     }
     struct tg_guard *g = &guards[i];
-    memset(g, 0, sizeof *g);
+    clear_slot(g);
     snprintf(g->name, sizeof g->name, "%s", name);
     char qual[96], mod[96];
     tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
@@ -697,6 +770,11 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     g->off_class = holder != NULL || (at && at->vc_only);
     if (family)
         g->family = class_ref(family, &g->family_weak);
+    if (at && at->replacement) { /* guard_replacement's: known before the guard is published */
+        g->replacement = 1;
+        g->chains = at->chains;
+        snprintf(g->where, sizeof g->where, "%s", at->where ? at->where : "");
+    }
     /* Its tuning step named (tuning=) and marked on that class (arm_class
      * marks the steps before it guards the class's methods): races only
      * while a thread inside is in the step.  A step that could not be
@@ -716,13 +794,13 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         tg_py.Py_DecRef(key);
         if (g->orig_code)
             tg_py.Py_DecRef(g->orig_code);
-        memset(g, 0, sizeof *g); /* the slot is free again */
+        clear_slot(g); /* the slot is free again */
         rc = -1;
         goto done;
     }
     if (i == nguards)
-        nguards++;
-    tg__gstats.guards = nguards;
+        __atomic_store_n(&nguards, nguards + 1, __ATOMIC_RELEASE); /* the slot filled first */
+    __atomic_store_n(&tg__gstats.guards, nguards, __ATOMIC_RELAXED);
     last_installed = g;
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
@@ -759,7 +837,7 @@ int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
 /* Classes whose tuning methods are guarded as markers, each by a weak
  * reference (strong where the class takes none): the target classes, and
  * a subclass that marked an override without deriving from one of them.
- * A slot whose class was freed is taken again.  GIL held. */
+ * A slot whose class was freed is taken again.  Under install_mu. */
 static struct marker_base {
     PyObject *ref;
     int weak;
@@ -776,7 +854,7 @@ static PyObject *marker_base_cls(const struct marker_base *b)
  * one noted already (that entry answers for it: subclasses made by the
  * thousand take no room).  PyType_IsSubtype runs no Python code and sets
  * no error.  declared: a targets= tuner's step (tuning=), whose class
- * unnoted makes every overlap in its entry point a race.  GIL held. */
+ * unnoted makes every overlap in its entry point a race.  install_mu held. */
 static void add_marker_base(PyObject *cls, int declared)
 {
     int free_slot = -1;
@@ -810,19 +888,31 @@ static void add_marker_base(PyObject *cls, int declared)
 
 int tg__guard_has_markers(struct tg_guard *g)
 {
-    if (g->has_markers == 0) {
-        g->has_markers = -1;
+    int has = __atomic_load_n(&g->has_markers, __ATOMIC_RELAXED);
+    if (has == 0) { /* once per guard: its first call, or its install */
+        has = -1;
+        tg__install_lock(); /* marker_bases */
         PyObject *cls = g->family ? class_of_ref(g->family, g->family_weak) : guard_cls(g);
-        for (int i = 0; cls && i < nmarker_bases && g->has_markers < 0; i++) {
+        for (int i = 0; cls && i < nmarker_bases && has < 0; i++) {
             PyObject *c = marker_base_cls(&marker_bases[i]);
             if (c && tg_py.PyType_IsSubtype(cls, c))
-                g->has_markers = 1;
+                has = 1;
         }
+        tg__install_unlock();
+        __atomic_store_n(&g->has_markers, has, __ATOMIC_RELAXED); /* the same answer from any thread */
     }
-    return g->has_markers > 0;
+    return has > 0;
 }
 
+static void install_markers_locked(PyObject *cls);
 void tg_guard_install_markers(PyObject *cls)
+{
+    tg__install_lock();
+    install_markers_locked(cls);
+    tg__install_unlock();
+}
+
+static void install_markers_locked(PyObject *cls)
 {
     static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
     static int nseen;
@@ -916,7 +1006,15 @@ static void say_no_step(PyObject *cls, const char *qualname, const char *method,
                        "named)", (int)len, entry, mod, qual, method);
 }
 
+static void install_tuning_steps_locked(PyObject *cls, const char *module, const char *qualname);
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)
+{
+    tg__install_lock();
+    install_tuning_steps_locked(cls, module, qualname);
+    tg__install_unlock();
+}
+
+static void install_tuning_steps_locked(PyObject *cls, const char *module, const char *qualname)
 {
     size_t ml = strlen(module), ql = strlen(qualname);
     int marked = 0;

@@ -53,11 +53,17 @@
 #define TG_MAX_GUARDS 256 /* == the trampoline table of guard_install.c */
 
 struct tg_guard {
+    /* orig_vc and descr first: read without the install lock
+     * (tg_guard_is_ours), stored whole (guard_install.c's clear_slot). */
     void *orig_vc;        /* a guard in the function's vectorcall slot: the
                              slot's value before (the function itself stays
                              on the class, unchanged to introspection, and
                              is not referenced here); NULL for a method
                              descriptor guard (below) */
+    int descr;            /* descriptor guard: a method descriptor whose
+                             d_method is &def was put on the class (which
+                             alone holds it: a guard keeps no class alive);
+                             0 for a vectorcall guard */
     PyObject *orig;       /* descriptor guard: the original function (strong) */
     PyObject *fn_weak;    /* vectorcall guard: a weak reference to the function,
                              dead once nothing can reach the slot's trampoline
@@ -65,16 +71,12 @@ struct tg_guard {
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
     char fn_module[96];   /* the guarded function's __module__ ("" if none) */
-    int descr;            /* descriptor guard: a method descriptor whose
-                             d_method is &def was put on the class (which
-                             alone holds it: a guard keeps no class alive);
-                             0 for a vectorcall guard */
     PyObject *cls;        /* the class it was put on: a weak reference to it
                              (cls_weak; guard_install.c's guard_cls), else the
                              class (strong) */
     int cls_weak;
     PyObject *pyname;     /* name as a str (strong) */
-    uint32_t calls;       /* outermost calls, for the replacement check */
+    uint32_t calls;       /* outermost calls, for the replacement check (relaxed atomics) */
     PyMethodDef def;
     char name[48];        /* "run" */
     char method[112];     /* "Autotuner.run" */
@@ -95,12 +97,12 @@ struct tg_guard {
                              meanwhile (tg__check_cleared_at_tuning) */
     int replacement;      /* installed on a method user code put on the class
                              (Autotuner.run = wrapped): a wrapper, maybe */
-    int chains;           /* a replacement seen calling the original (guarded)
+    int chains;           /* (relaxed atomics once published) a replacement seen calling the original (guarded)
                              on the same instance: the program's own wrapper;
                              its calls pass through, the original's guard is
                              where a session starts (a wrapper that takes a
                              lock first serializes: no race through it) */
-    int said_serializes;  /* verbosity=1 said once that it serializes */
+    int said_serializes;  /* verbosity=1 said once that it serializes (an exchange) */
     char where[300];      /* " by wrapped defined at file:line", "" unknown */
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
@@ -123,7 +125,8 @@ struct tg_guard {
                              own run calls): no replacement check reads it */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
-                             1 yes, -1 no, 0 not looked yet (session.c) */
+                             1 yes, -1 no, 0 not looked yet (session.c);
+                             relaxed atomics */
 };
 
 /* Does g's class derive from a class whose tuning methods are guarded as
@@ -175,8 +178,8 @@ void *tg__occupant_tstate(const struct tg_occupant *o);
 void tg__guard_check_replaced_slow(struct tg_guard *g);
 static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread *t)
 {
-    if (__builtin_expect(g->calls < 1024, 0)) {
-        g->calls++;
+    if (__builtin_expect(__atomic_load_n(&g->calls, __ATOMIC_RELAXED) < 1024, 0)) {
+        __atomic_fetch_add(&g->calls, 1, __ATOMIC_RELAXED); /* a count lost or past 1024: sampling moves */
     } else {
         uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
         x ^= x << 13;
@@ -209,7 +212,20 @@ struct tg_guard_at {
     PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
     int vc_only;      /* in the function's vectorcall slot or not at all (a function
                          reached from an instance, not from any class) */
+    int replacement;  /* guard_replacement's: the new guard's replacement, chains, */
+    int chains;       /* where, set before it is published */
+    const char *where;
 };
+
+/* The install lock (guard_install.c, core/py_lock.h): held by every guard
+ * install, and by what reads or changes the records installs keep (the
+ * guarded base classes, the run shapes' said-once lines, the tuning-marker
+ * bases).  Re-entrant on its holder; a waiter detaches.  Rare: arming,
+ * classes made from a guarded one, replacements. */
+void tg__install_lock(void);
+void tg__install_unlock(void);
+/* In a fork child: the lock free again unless this thread holds it. */
+void tg__install_atfork_child(void);
 
 /* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
  * do or refused (a line said where one is due), -1 failed with one line.
@@ -491,6 +507,9 @@ int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObj
 /* Thread a's unregistered session on inst becomes a registered one; 0 when
  * the table is full.  GIL held. */
 int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
+/* lazy_inst while a thread registers another's session for it (never an
+ * object's address). */
+#define TG_LAZY_CLAIMED ((uintptr_t)1)
 /* Register the evident unregistered sessions inside inst for their threads,
  * before t enters it.  GIL held. */
 void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);

@@ -9,9 +9,14 @@
  *                       its loader's exec_module wrapped to guard right after
  *   exit              -> the one-line summary
  *
- * Every function here runs with the GIL held (the exit summary aside, which
- * runs at exit or in the audit hook's last event).  None leaves an
- * exception set. */
+ * Every function here runs on an attached thread (the GIL held, where there
+ * is one), under the arming lock (tg__arm_lock, loader/py_arm_internal.h,
+ * the guard's install lock too), the exit summary aside, which runs at exit
+ * or in the audit hook's last event, once (an exchange).  Classes made from
+ * a guarded base (tg__guard_class_made, every class the program makes) read
+ * the bases without the lock (nbases published by a release store once the
+ * slot is filled) and take it only for one that derives from them.  None
+ * leaves an exception set. */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
 #include "reports/emit.h"
@@ -39,10 +44,10 @@ struct base {
     PyObject *orig_init_subclass; /* cls.__dict__['__init_subclass__'] or NULL */
     PyMethodDef def;
 };
-static struct base bases[TG_MAX_BASES];
-static int nbases;
+static struct base bases[TG_MAX_BASES]; /* filled under tg__arm_lock, then published */
+static int nbases;                      /* release store under tg__arm_lock; acquire load */
 
-static int summary_done;
+static int summary_done; /* an exchange: the line once */
 
 
 /* getattr along a dotted qualname; new reference or NULL. */
@@ -87,7 +92,9 @@ static PyObject *init_subclass_hook(PyObject *capsule, PyObject *args, PyObject 
     struct tg_thread *t = tg__self();
     if (!t->busy) {
         t->busy++;
+        tg__install_lock();
         guard_family_methods(cls, b->cls, "subclass defined");
+        tg__install_unlock();
         t->busy--;
     }
     PyObject *chained = NULL;
@@ -129,15 +136,19 @@ void tg__guard_class_made(PyObject *cls)
     if (t->busy || tg_opts.mode == TG_MODE_OFF)
         return;
     t->busy++;
-    for (int i = 0; i < nbases; i++)
-        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls))
+    for (int i = 0, n = __atomic_load_n(&nbases, __ATOMIC_ACQUIRE); i < n; i++)
+        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls)) {
+            tg__install_lock();
             guard_family_methods(cls, bases[i].cls, "subclass defined");
+            tg__install_unlock();
+        }
     t->busy--;
 }
 
 /* Watch base's subclasses made from now on: type's tp_new hooked
  * (guard_setattr.c), else, where that cannot be, an __init_subclass__ put
- * on base (seen by vars() and inspect). */
+ * on base (seen by vars() and inspect).  tg__arm_lock held; the slot is
+ * published (nbases) once filled. */
 static void hook_subclasses(PyObject *base)
 {
     for (int i = 0; i < nbases; i++)
@@ -155,7 +166,7 @@ static void hook_subclasses(PyObject *base)
     b->cls = base;
     tg_py.Py_IncRef(base);
     if (tg__guard_watch_new()) {
-        nbases++; /* classes made from it reach tg__guard_class_made */
+        __atomic_store_n(&nbases, nbases + 1, __ATOMIC_RELEASE); /* classes made from it reach tg__guard_class_made */
         return;
     }
     PyObject *dict = tg_py.PyObject_GetAttrString(base, "__dict__");
@@ -173,7 +184,7 @@ static void hook_subclasses(PyObject *base)
     PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&b->def, cap, NULL) : NULL;
     PyObject *cm = fn ? tg_py.PyClassMethod_New(fn) : NULL;
     if (cm && tg_py.PyObject_SetAttrString(base, "__init_subclass__", cm) == 0) {
-        nbases++;
+        __atomic_store_n(&nbases, nbases + 1, __ATOMIC_RELEASE);
     } else {
         tg_py.PyErr_Clear();
         tg__warn("cannot watch subclasses of a guarded class; overrides defined later run unguarded");
@@ -387,10 +398,11 @@ static void arm_reloaded(const char *name, PyObject *mod)
             tg_py.Py_DecRef(cls);
             continue;
         }
-        struct tg__arm_target *nt = &tg__arm_targets[tg__arm_ntargets++];
+        struct tg__arm_target *nt = &tg__arm_targets[tg__arm_ntargets];
         *nt = *t;
         nt->base = cls; /* keeps the reference */
         nt->said = 0;
+        __atomic_store_n(&tg__arm_ntargets, tg__arm_ntargets + 1, __ATOMIC_RELEASE); /* filled first */
     }
     for (int i = n; i < tg__arm_ntargets; i++) { /* each new class once */
         int first = 1;
@@ -405,7 +417,16 @@ static void arm_reloaded(const char *name, PyObject *mod)
 
 /* See loader/py_arm_internal.h.  The loader resolved the rest of the API
  * table (tg_py_resolve_guards) before calling. */
+static int arm_guard_module_locked(const char *name, PyObject *mod, int executed);
 int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
+{
+    tg__install_lock(); /* held already when the loader calls: re-entered */
+    int missing = arm_guard_module_locked(name, mod, executed);
+    tg__install_unlock();
+    return missing;
+}
+
+static int arm_guard_module_locked(const char *name, PyObject *mod, int executed)
 {
     int missing = 0;
     static int stdlib_known;
@@ -559,8 +580,8 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
     PyObject *hook = pair ? tg_py.PyCFunction_NewEx(&exec_module_def, pair, NULL) : NULL;
     if (!hook || tg_py.PyObject_SetAttrString(loader, "exec_module", hook) < 0) {
         /* A loader we cannot annotate: the audit-event fallback applies. */
-        tg__arm_module_pending = 1;
-        tg_arm_pending = 1;
+        __atomic_store_n(&tg__arm_module_pending, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&tg_arm_pending, 1, __ATOMIC_RELEASE);
     }
     tg_py.PyErr_Clear();
     if (hook)
@@ -579,6 +600,7 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
 void tg_arm_atfork_child(void)
 {
     summary_done = 0;
+    tg_py_lock_atfork_child(&tg__arm_lock); /* a parent's thread arming or installing at the fork */
 }
 
 void tg__arm_finalizing_core(void)
@@ -589,9 +611,8 @@ void tg__arm_finalizing_core(void)
 
 void tg__arm_exit_summary_core(void)
 {
-    if (summary_done)
+    if (__atomic_load_n(&summary_done, __ATOMIC_RELAXED) || __atomic_exchange_n(&summary_done, 1, __ATOMIC_ACQ_REL))
         return;
-    summary_done = 1;
     tg_emit_flush_repeats(); /* the repeat counts, before the line that sums them up */
     struct tg_guard_stats s = {0};
     if (tg_guard_count() > 0) /* else no guarded call, no wait: not even a look */

@@ -25,7 +25,10 @@
  *       (not on 3.11: no class to put a descriptor on).  One line, once per
  *       class, says which, or that its calls run unguarded
  *
- * Everything here: GIL held, the thread busy (arming). */
+ * Everything here: an attached thread, busy, under the install lock
+ * (tg__install_lock: the said-once lists, the target table, the installs):
+ * at arming, where guard_family_methods holds it, and when a tuning method
+ * runs outside a guarded call (tg__guard_tuning_outside takes it). */
 #include "guard/guard_internal.h"
 #include "loader/py_arm_internal.h"
 #include "core/log.h"
@@ -271,6 +274,7 @@ static void guard_instance_attr(PyObject *inst, PyObject *type, PyObject *v, con
 
 void tg__guard_tuning_outside(PyObject *inst)
 {
+    tg__install_lock();
     PyObject *type = tg_py.PyObject_Type(inst);
     for (int i = 0; type && i < tg__arm_ntargets; i++) {
         const struct tg__arm_target *t = &tg__arm_targets[i];
@@ -285,4 +289,5 @@ void tg__guard_tuning_outside(PyObject *inst)
     if (type)
         tg_py.Py_DecRef(type);
     tg_py.PyErr_Clear();
+    tg__install_unlock();
 }

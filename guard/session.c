@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) int lazy_eligible(struct tg_guard *
           t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
           !tg_opts.isolate_tuning && !tg_trace_on &&
-          (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
+          (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g))))
         return 0;
     return t->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
@@ -249,8 +249,9 @@ static int tuning_outside(const struct tg_thread *t, PyObject *inst)
 static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
                                                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (__builtin_expect(t->lazy_inst != 0, 0))
-        tg__lazy_register(t, t->lazy_inst);
+    uintptr_t li = __atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED); /* an adopter may claim it: an exchange */
+    if (__builtin_expect(li != 0, 0))
+        tg__lazy_register(t, li);
     if (__builtin_expect(nargs >= 1, 1) && tuning_outside(t, args[0])) {
         t->busy++;
         tg__guard_tuning_outside(args[0]);
@@ -370,9 +371,8 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
         /* A replacement calling the original on the same instance: the
          * program's own wrapper; its later calls pass through. */
         struct tg_guard *w = (struct tg_guard *)no->method;
-        if (!w->chains)
+        if (!__atomic_exchange_n(&w->chains, 1, __ATOMIC_RELAXED))
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
-        w->chains = 1;
     }
     const unsigned forks = t->forks;
     t->depth++;
@@ -390,8 +390,8 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
 static void note_wrapper_serializes(struct tg_thread *t)
 {
     struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
-    if (!w->said_serializes) {
-        w->said_serializes = 1;
+    if (!__atomic_load_n(&w->said_serializes, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&w->said_serializes, 1, __ATOMIC_RELAXED)) {
         const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
         tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
                     "that came in while another was inside waited in it): no race through it", w->method, where);
@@ -544,7 +544,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
     }
     if (__builtin_expect(g->family != NULL, 0) && !tg__guard_serves(g, args[0]))
         return tg__call_orig(g, f, args, nargs, kwnames); /* a mixin's function on another class's instance */
-    if (__builtin_expect(g->chains, 0))
+    if (__builtin_expect(__atomic_load_n(&g->chains, __ATOMIC_RELAXED), 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
         return marker_call(g, t, f, args, nargs, kwnames);
@@ -559,8 +559,9 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
     PyObject *inst = args[0];
     if (__builtin_expect(__atomic_load_n(&tg__lazy_evident, __ATOMIC_SEQ_CST) != 0, 0))
         tg__lazy_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
-    if (__builtin_expect(t->lazy_inst != 0, 0)) {
-        tg__lazy_register(t, t->lazy_inst); /* a guarded call inside an unregistered session: the session registers first */
+    const uintptr_t li = __atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED); /* an adopter may claim it */
+    if (__builtin_expect(li != 0, 0)) {
+        tg__lazy_register(t, li); /* a guarded call inside an unregistered session: the session registers first */
     } else if (lazy_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0)) {
@@ -634,8 +635,9 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
 void tg_guard_atfork_child(void)
 {
     int guards_kept = tg__gstats.guards;
-    memset(&tg__gstats, 0, sizeof tg__gstats);
+    memset(&tg__gstats, 0, sizeof tg__gstats); /* the only thread left */
     tg__gstats.guards = guards_kept;
+    tg__install_atfork_child();
     tg__lazy_atfork_child();
     tg__serialize_atfork_child();
     tg__race_again_atfork_child();
@@ -644,7 +646,16 @@ void tg_guard_atfork_child(void)
 
 void tg_guard_stats(struct tg_guard_stats *out)
 {
-    *out = tg__gstats;
+    /* Each count whole (relaxed atomics: serialize_wait.c's TG_GSTAT_ADD);
+     * a wait that begins or ends meanwhile may be seen half counted, which
+     * moves the line's total by that one wait. */
+    out->waits = __atomic_load_n(&tg__gstats.waits, __ATOMIC_RELAXED);
+    out->wait_ns = __atomic_load_n(&tg__gstats.wait_ns, __ATOMIC_RELAXED);
+    out->guards = __atomic_load_n(&tg__gstats.guards, __ATOMIC_RELAXED);
+    out->waiting = __atomic_load_n(&tg__gstats.waiting, __ATOMIC_RELAXED);
+    out->waiting_t0_sum = __atomic_load_n(&tg__gstats.waiting_t0_sum, __ATOMIC_RELAXED);
+    out->waiting_calls = __atomic_load_n(&tg__gstats.waiting_calls, __ATOMIC_RELAXED);
+    out->still_waiting = 0;
     if (out->waiting) { /* waits not over: their time until now */
         out->wait_ns += out->waiting * tg_mono_ns() - out->waiting_t0_sum;
         out->waits += out->waiting_calls;
