@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""ft_stress.py under the preload, mode=serialize, on a free-threaded CPython
+with PYTHON_GIL=0, several rounds:
+
+  run_ft_stress.py --lib LIB --python EXE [--rounds R] [--pairs N]
+
+(TG_FT_STRESS_ANY=1: on a build with a GIL too, to check the test itself.)
+
+Exit 0 when every round passes, 1 otherwise, 77 when the interpreter is
+missing or is not a free-threaded build, or the library refuses it (one
+line says which)."""
+import argparse
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=12)
+    args = ap.parse_args()
+    if not os.path.exists(args.python):
+        print(f"skipped: {args.python} not installed")
+        return 77
+    ft = subprocess.run([args.python, "-c", "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED'))"],
+                        capture_output=True, text=True).stdout.strip()
+    if ft != "1" and not os.environ.get("TG_FT_STRESS_ANY"):
+        print(f"skipped: {args.python} is not a free-threaded build")
+        return 77
+    n = args.pairs
+    mods = tempfile.mkdtemp(prefix="tg-ftmods-")
+    for i in range(n):
+        with open(os.path.join(mods, f"ftmod{i}.py"), "w") as f:
+            f.write("from tgfix.tuners import Tuner\n\n\nclass Sub(Tuner):\n"
+                    f"    def run(self, body):\n        return 'Mod{i}', body()\n")
+    ok = True
+    for r in range(args.rounds):
+        tmp = tempfile.mkdtemp(prefix="tg-ft-")
+        prefix = os.path.join(tmp, "tg")
+        env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.lib), PYTHON_GIL="0", PYTHONDONTWRITEBYTECODE="1",
+                   TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run")
+        p = subprocess.run([args.python, os.path.join(HERE, "ft_stress.py"), mods, str(n)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        if "does not serve" in p.stderr:
+            print("skipped: the library refuses this interpreter:", p.stderr.strip().splitlines()[-1])
+            return 77
+        text = "".join(open(f).read() for f in glob.glob(prefix + ".*.txt"))
+        m = re.search(r"(\d+) calls? serialized", p.stderr)
+        seen = re.search(r"races? prevented by serialize \((\d+) seen\)", p.stderr)
+        more = re.search(r"contended: [^)]* and (\d+) more", p.stderr)
+        checks = [
+            ("the program passed (no wrong run(), no two threads inside, none left)", p.returncode == 0),
+            (f"{2 * n} races seen", bool(seen) and int(seen.group(1)) == 2 * n),
+            # B's waits, one a class, and the turn's between tuners (as many as the scheduler makes)
+            (f"at least {2 * n} calls serialized", bool(m) and int(m.group(1)) >= 2 * n),
+            (f"{2 * n} contended kernels", bool(more) and int(more.group(1)) + 3 == 2 * n),
+            ("none still waiting at exit", "still waiting" not in p.stderr),
+        ]
+        for name, cond in checks:
+            print(f"{'PASS' if cond else 'FAIL'} round {r}: {name}")
+            ok = ok and cond
+        if not all(c for _, c in checks):
+            print(p.stdout, p.stderr, text[-3000:], sep="\n----\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
