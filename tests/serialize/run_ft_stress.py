@@ -11,6 +11,7 @@ missing or is not a free-threaded build, or the library refuses it (one
 line says which)."""
 import argparse
 import glob
+import json
 import os
 import re
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+MEET = 4  # ft_stress.py's met pairs
 
 
 def main():
@@ -46,22 +48,29 @@ def main():
         tmp = tempfile.mkdtemp(prefix="tg-ft-")
         prefix = os.path.join(tmp, "tg")
         env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.lib), PYTHON_GIL="0", PYTHONDONTWRITEBYTECODE="1",
-                   TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run")
+                   TUNERGUARD_OPTIONS=f"mode=serialize:verbosity=2:log_path={prefix}:targets=tgfix.tuners:Tuner.run")
         p = subprocess.run([args.python, os.path.join(HERE, "ft_stress.py"), mods, str(n)], env=env,
                            capture_output=True, text=True, timeout=300)
         if "does not serve" in p.stderr:
             print("skipped: the library refuses this interpreter:", p.stderr.strip().splitlines()[-1])
             return 77
         text = "".join(open(f).read() for f in glob.glob(prefix + ".*.txt"))
+        races = [r for f in glob.glob(prefix + ".*.jsonl") for r in map(json.loads, open(f)) if r["kind"] == "race"]
+        # "Meet0a.run" on a "__main__.Meet0a": a guard slot two installs shared names the other class
+        wrong = [(r["tuner"]["method"], r["tuner"]["class"]) for r in races
+                 if r["tuner"]["method"].split(".")[0] != r["tuner"]["class"].rsplit(".", 1)[-1]]
+        s = 2 * n + 2 * MEET
         m = re.search(r"(\d+) calls? serialized", p.stderr)
         seen = re.search(r"races? prevented by serialize \((\d+) seen\)", p.stderr)
         more = re.search(r"contended: [^)]* and (\d+) more", p.stderr)
         checks = [
             ("the program passed (no wrong run(), no two threads inside, none left)", p.returncode == 0),
-            (f"{2 * n} races seen", bool(seen) and int(seen.group(1)) == 2 * n),
+            (f"{s} races seen", bool(seen) and int(seen.group(1)) == s),
+            (f"{s} race reports, each naming its instance's class's run() (wrong: {wrong[:3]})",
+             len(races) == s and not wrong),
             # B's waits, one a class, and the turn's between tuners (as many as the scheduler makes)
-            (f"at least {2 * n} calls serialized", bool(m) and int(m.group(1)) >= 2 * n),
-            (f"{2 * n} contended kernels", bool(more) and int(more.group(1)) + 3 == 2 * n),
+            (f"at least {s} calls serialized", bool(m) and int(m.group(1)) >= s),
+            (f"{s} contended kernels", bool(more) and int(more.group(1)) + 3 == s),
             ("none still waiting at exit", "still waiting" not in p.stderr),
         ]
         for name, cond in checks:
