@@ -189,7 +189,7 @@ static int descr_is_guard(PyObject *value, const struct tg_guard *g)
 
 /* A reference to class cls: a weak one (*weak = 1), so that the holder
  * keeps the class alive no longer than the program does, else (a class
- * that takes none) a strong one.  GIL held. */
+ * that takes none) a strong one.  install_mu held. */
 static PyObject *class_ref(PyObject *cls, int *weak)
 {
     PyObject *r = tg_py.PyWeakref_NewRef(cls, NULL);
@@ -404,7 +404,7 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
 }
 
 /* The built-in tuner family (core/builtin_tuners.inc) cls is or derives
- * from, -1 for none.  GIL held; install time only. */
+ * from, -1 for none.  install_mu held; install time only. */
 static int builtin_family(PyObject *cls)
 {
     for (int f = 0; f < TG_TUNER_NFAMILIES; f++)
@@ -483,7 +483,7 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
 
 /* The descriptor guard of function value as cls.<name>, put back on cls
  * after a replacement (a test's patch undone, the same patch made again):
- * guarded by its slot again, not a new one per assignment.  GIL held. */
+ * guarded by its slot again, not a new one per assignment.  install_mu held. */
 static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObject *value, int marker)
 {
     for (int i = 0; i < nguards; i++) {
@@ -513,7 +513,7 @@ static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
 
 /* cls's own attribute key (from its __dict__, not inherited): a new
  * reference, or NULL with no error set; tname gets its type's name ("" when
- * there is none).  GIL held. */
+ * there is none).  install_mu held. */
 static PyObject *own_attr(PyObject *cls, PyObject *key, char tname[64])
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
@@ -550,7 +550,7 @@ static int names_tuning_step(PyObject *cls)
 
 /* What fn is when its body does not run in its call (a coroutine, an async
  * generator or a generator function: the call only makes the object that
- * runs the body later), else NULL.  GIL held. */
+ * runs the body later), else NULL.  install_mu held. */
 static const char *deferred_body(PyObject *fn)
 {
     if (!tg_py.PyLong_AsLong)
@@ -589,7 +589,7 @@ static int said_deferred(PyObject *fn) /* install_mu held */
 }
 
 /* Is fn marked abstract (@abc.abstractmethod)?  A function's attribute,
- * read from its dict: no Python code runs.  GIL held. */
+ * read from its dict: no Python code runs.  install_mu held. */
 static int is_abstract(PyObject *fn)
 {
     PyObject *v = tg_py.PyObject_IsTrue ? tg_py.PyObject_GetAttrString(fn, "__isabstractmethod__") : NULL;
@@ -607,7 +607,7 @@ static int is_abstract(PyObject *fn)
  * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at the
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
- * that patches in a new function over and over and keeps them).  GIL held. */
+ * that patches in a new function over and over and keeps them).  install_mu held. */
 static void clear_slot(struct tg_guard *g)
 {
     /* tg_guard_is_ours reads orig_vc and descr without install_mu: stored
@@ -945,7 +945,7 @@ static void install_markers_locked(PyObject *cls)
     }
 }
 
-/* Is cls.<name> a guard of ours already?  GIL held. */
+/* Is cls.<name> a guard of ours already?  install_mu held. */
 static int guarded_already(PyObject *cls, const char *name)
 {
     PyObject *v = tg_py.PyObject_GetAttrString(cls, name);
@@ -958,7 +958,7 @@ static int guarded_already(PyObject *cls, const char *name)
 
 /* The class in cls's MRO whose own dict holds `method`, when that is a
  * base of cls's (cls does not define it itself) and the method a plain
- * function; a new reference, else NULL.  GIL held; install time only. */
+ * function; a new reference, else NULL.  install_mu held; install time only. */
 static PyObject *inherited_from(PyObject *cls, const char *method)
 {
     PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
@@ -989,7 +989,7 @@ static PyObject *inherited_from(PyObject *cls, const char *method)
 /* cls has no plain function `method` for the tuning= entry (entry, len)
  * of the class qualname: one line for that class; for its subclasses (an
  * override that is a staticmethod, say), one line for the first only,
- * since a program may make them by the thousand.  GIL held. */
+ * since a program may make them by the thousand.  install_mu held. */
 static void say_no_step(PyObject *cls, const char *qualname, const char *method, const char *entry, size_t len)
 {
     char qual[160], mod[96];

@@ -378,10 +378,13 @@ struct tg_slotless {
 };
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered);
 void tg__slotless_leave(const struct tg_thread *t);
-/* The next listed session on inst after *cursor (start at 0), or NULL. */
-const struct tg_slotless *tg__slotless_at(uintptr_t inst, int *cursor);
-/* That thread's session on inst entered at `entered`, or NULL (it left). */
-const struct tg_slotless *tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered);
+/* The next listed session on inst after *cursor (start at 0), copied to
+ * *out: 1, else 0 (the list changes meanwhile: a cursor may skip or repeat
+ * one that left). */
+int tg__slotless_at(uintptr_t inst, int *cursor, struct tg_slotless *out);
+/* That thread's session on inst entered at `entered`, copied to *out: 1,
+ * else 0 (it left). */
+int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out);
 void tg__slotless_atfork_child(void);
 
 /* ---- race_again.c --------------------------------------------------------- */

@@ -76,7 +76,7 @@ int tg__lazy_slot(struct tg_thread *t)
 }
 
 /* The owner's session ended (or registered and ended): its slot no longer
- * speaks for it.  GIL held. */
+ * speaks for it.  The owner (an exchange: its own hooks set the bit). */
 void tg__lazy_clear(struct tg_thread *t)
 {
     if (t->lazy_slot > 0 &&
@@ -223,7 +223,7 @@ void tg__lazy_atfork_child(void)
 }
 
 /* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
- * said once.  GIL held. */
+ * said once (an exchange).  Any attached thread. */
 __attribute__((cold, noinline)) void tg__table_full(void)
 {
     static int warned;

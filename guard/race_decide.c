@@ -46,17 +46,17 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
  * link is its thread's (ovf_raced_tid).  C calls only. */
 static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint64_t entered, struct tg_occupant *tmp)
 {
-    const struct tg_slotless *s = tg__slotless_find(u->key, tid, entered);
-    if (!s || !tg__tid_alive_cached(tid))
+    struct tg_slotless s;
+    if (!tg__slotless_find(u->key, tid, entered, &s) || !tg__tid_alive_cached(tid))
         return NULL;
     memset(tmp, 0, sizeof *tmp);
-    tmp->thread = s->t;
+    tmp->thread = s.t;
     tmp->tid = tid;
-    tmp->ident = s->t->ident;
-    tmp->tstate = s->tstate;
+    tmp->ident = s.t->ident;
+    tmp->tstate = s.tstate;
     tmp->depth = 1;
     tmp->entered_ns = entered;
-    tmp->raced_tid = s->t->ovf_raced_tid;
+    tmp->raced_tid = s.t->ovf_raced_tid;
     return tmp;
 }
 
@@ -360,8 +360,8 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
      * threads' records. */
     ln->ns = 0;
     int cur = 0;
-    const struct tg_slotless *s;
-    while (ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]) && (s = tg__slotless_at(u->key, &cur)) != NULL) {
+    struct tg_slotless sl, *s = &sl;
+    while (ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]) && tg__slotless_at(u->key, &cur, &sl)) {
         struct tg_occupant tmp;
         const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
         if (!c || c->raced_tid != 0 || !tg__other_is_tuning(c, g, 0))
@@ -393,10 +393,9 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
     }
     for (int k = 0; k < ln->ns; k++) {
         struct tg_occupant tmp;
-        const struct tg_slotless *s = slotless_session(u, ln->stid[k], ln->sentered[k], &tmp)
-                                          ? tg__slotless_find(u->key, ln->stid[k], ln->sentered[k])
-                                          : NULL;
-        if (!s || s->t->ovf_raced_tid != t->tid)
+        struct tg_slotless sl, *s = &sl;
+        if (!slotless_session(u, ln->stid[k], ln->sentered[k], &tmp) ||
+            !tg__slotless_find(u->key, ln->stid[k], ln->sentered[k], &sl) || s->t->ovf_raced_tid != t->tid)
             continue;
         if (suppressed) {
             s->t->ovf_raced_tid = 0;
@@ -453,9 +452,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
      * points at its copy, xs. */
     struct tg_occupant xs;
     int x_slotless = 0;
-    const struct tg_slotless *s;
-    for (int cur = 0; !x && (s = tg__slotless_at(u->key, &cur)) != NULL;) {
-        const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &xs) : NULL;
+    struct tg_slotless s;
+    for (int cur = 0; !x && tg__slotless_at(u->key, &cur, &s);) {
+        const struct tg_occupant *c = s.t != t ? slotless_session(u, s.tid, s.entered, &xs) : NULL;
         if (c && c->raced_tid == 0 && tg__other_is_tuning(c, g, 0))
             x = c, x_slotless = 1;
     }

@@ -56,7 +56,8 @@ static void program_code_end(struct tg_thread *t)
 }
 
 /* The kernel's name for the exit line's contended list; for a tuner without
- * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
+ * one, method (g->method, "Tuner.run"), else its class's name (the list
+ * under contended_mu, taken after the name is read).  GIL held;
  * reads Python attributes (a property, __getattr__: Python code), the
  * program's code inside t's wait (program_code_begin). */
 static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
@@ -200,7 +201,8 @@ static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 }
 
 /* A wait of t's begins at t0: until wait_done, the exit line counts it as
- * one still going (tg_guard_stats).  GIL held. */
+ * one still going (tg_guard_stats).  Any attached thread: the counts are
+ * relaxed atomic adds. */
 static void wait_begin(struct tg_thread *t, uint64_t t0)
 {
     TG_GSTAT_ADD(waiting, 1);
@@ -212,7 +214,9 @@ static void wait_begin(struct tg_thread *t, uint64_t t0)
 /* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
  * time goes to the exit line's total (and u's, for a tuner), measured to
  * this real end, and the call to its count of serialized calls, unless a
- * wait of the same call (for the turn) counted it.  GIL held. */
+ * wait of the same call (for the turn) counted it.  The exit line's counts
+ * are relaxed atomic adds; u's, the fields of u's FIFO, are kept as its
+ * FIFO is. */
 static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
 {
     const uint64_t dt = tg_mono_ns() - t0;

@@ -599,7 +599,7 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
  * (a .pth file importing a target): arming there is arming earlier, with
  * the target in sight.  Costs, per event until armed, a call to
  * Py_IsInitialized and a few string compares ("exec": a look-up of each
- * target's package).  GIL held. */
+ * target's package).  tg__arm_lock held. */
 TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
 {
     int import = strcmp(event, ev_import) == 0;
