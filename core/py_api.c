@@ -170,7 +170,9 @@ TG_STARTUP int tg_py_version_parse(const char *v, int *minor, int *free_threaded
     size_t flen = sizeof names.free_threading - 1; /* strstr by hand: one import fewer */
     for (const char *p = v; p && *p && !*free_threaded; p++)
         *free_threaded = strncmp(p, names.free_threading, flen) == 0;
-    return m >= TG_PY_MINOR_FIRST && m <= TG_PY_MINOR_LAST && !*free_threaded ? 0 : -1;
+    if (*free_threaded)
+        return m >= TG_PY_FT_MINOR_FIRST && m <= TG_PY_FT_MINOR_LAST ? 0 : -1;
+    return m >= TG_PY_MINOR_FIRST && m <= TG_PY_MINOR_LAST ? 0 : -1;
 }
 
 TG_STARTUP int tg_py_resolve_hook(void)

@@ -29,12 +29,16 @@ typedef struct {
 /* PY_VECTORCALL_ARGUMENTS_OFFSET: high bit of nargsf. */
 #define TG_VECTORCALL_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
 
-/* The CPython versions served, 3.TG_PY_MINOR_FIRST to 3.TG_PY_MINOR_LAST with a
- * GIL: those whose object layouts guard/ reads were checked against their
- * headers.  Outside them tunerguard stays inert (one line when a target
- * module is imported, loader/py_arm.c). */
+/* The CPython versions served: 3.TG_PY_MINOR_FIRST to 3.TG_PY_MINOR_LAST with
+ * a GIL, 3.TG_PY_FT_MINOR_FIRST to 3.TG_PY_FT_MINOR_LAST free-threaded
+ * (Py_GIL_DISABLED: 3.13t, 3.14t): those whose object layouts guard/ reads
+ * were checked against their headers (docs/free-threading.md).  Outside
+ * them tunerguard stays inert (one line when a target module is imported,
+ * loader/py_arm.c). */
 #define TG_PY_MINOR_FIRST 9
 #define TG_PY_MINOR_LAST 15
+#define TG_PY_FT_MINOR_FIRST 13
+#define TG_PY_FT_MINOR_LAST 14
 
 struct tg_py_api {
 #define TG_PYFN(req, when, ret, name, params) ret(*name) params;
@@ -43,12 +47,38 @@ struct tg_py_api {
     PyObject *none;        /* &_Py_NoneStruct */
     PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
-    int free_threaded;     /* a 3.13t, 3.14t or 3.15t build: not served */
-    int supported;         /* 3.9 to 3.15 and not free-threaded */
+    int free_threaded;     /* a Py_GIL_DISABLED build (3.13t, 3.14t, ...) */
+    int supported;         /* 3.9 to 3.15 with a GIL, 3.13t or 3.14t */
     char version[24];      /* "3.8.18": Py_GetVersion up to the first space */
 };
 
 extern struct tg_py_api tg_py;
+
+/* The object header's size in pointer-sized words: 2 with a GIL (ob_refcnt,
+ * ob_type), 4 in a free-threaded build (ob_tid; the padding or flags,
+ * ob_mutex, ob_gc_bits and ob_ref_local; ob_ref_shared; ob_type), 64-bit,
+ * 3.9 to 3.15 and 3.13t/3.14t.  Every struct tunerguard reads at a fixed
+ * offset (PyTypeObject, the descriptors) starts with that header and is
+ * otherwise declared the same in both builds: its fields are this many
+ * words in, plus their place after the header (the tables in
+ * docs/free-threading.md).  Valid once tg_py_resolve_hook has run. */
+static inline size_t tg_py_header_words(void)
+{
+    return tg_py.free_threaded ? 4 : 2;
+}
+
+/* The address of the pointer-sized field `index` after o's object header
+ * (0: the first field past the header; a PyVarObject's ob_size). */
+static inline void *tg_py_field(PyObject *o, size_t index)
+{
+    return (char *)(void *)o + (tg_py_header_words() + index) * sizeof(void *);
+}
+
+/* An object's type (borrowed): the header's last word, ob_type. */
+static inline PyObject *tg_py_type_of(PyObject *o)
+{
+    return ((PyObject **)(void *)o)[tg_py_header_words() - 1];
+}
 
 /* Py_DECREF for arming in a process that may guard nothing.  The exported
  * Py_DecRef is a function CPython itself never calls (its code uses the
@@ -120,7 +150,7 @@ int tg_py_resolve_unsupported(void);
 
 /* Parse Py_GetVersion()'s string: *minor (3.minor, -1 if not 3.x) and
  * *free_threaded.  Returns 0 when tunerguard serves that version (3.9 to
- * 3.15, with a GIL), -1 otherwise.  Pure. */
+ * 3.15 with a GIL, 3.13t and 3.14t), -1 otherwise.  Pure. */
 int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
 
 /* Is this process a CPython (its API among the global symbols)?  Reads the

@@ -1,15 +1,25 @@
-/* The opt-in CUPTI backend: see cuda/cupti_backend.h and docs/cupti.md. */
+/* The opt-in CUPTI backend (cuda/cupti_backend.h, docs/cupti.md): its
+ * start (dlopen'ed libcupti, the launch callbacks, the activity buffers),
+ * the kernel records kept from CUPTI's buffers, the verdict on a benchmark
+ * window, and giving CUPTI back at exit or to another client.  Finding
+ * libcupti is cuda/cupti_find.c; the interposed calls of another client,
+ * cuda/cupti_handover.c.
+ *
+ * Contracts: the launch callback (api_cb) runs on the launching thread
+ * inside the launch and neither allocates nor locks; the buffer callbacks
+ * run on CUPTI's thread (or the flushing one) under st_mu; the start
+ * allocates the bounded buffers once; verdicts allocate and lock (never
+ * on a hot path).  Nothing here is signal-safe. */
 #include "cuda/cupti_backend.h"
+#include "cuda/cupti_internal.h"
 #include "loader/core_api.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cupti.h>
@@ -188,97 +198,6 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     pthread_mutex_unlock(&st_mu);
 }
 
-/* ---- finding libcupti ------------------------------------------------------------ */
-
-static void *try_open(const char *path)
-{
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (h)
-        snprintf(st_libpath, sizeof st_libpath, "%s", path);
-    return h;
-}
-
-struct nv_search {
-    void *h;
-};
-
-/* A loaded library under .../nvidia/<pkg>/lib/: look beside it, and in
- * nvidia/cuda_cupti/lib (CUDA 12 wheels) or nvidia/cu13/lib (CUDA 13). */
-static int phdr_cb(struct dl_phdr_info *info, size_t sz, void *arg)
-{
-    (void)sz;
-    struct nv_search *s = arg;
-    const char *p = info->dlpi_name;
-    const char *nv = p ? strstr(p, "/nvidia/") : NULL;
-    if (!nv || s->h)
-        return s->h != NULL;
-    const char *slash = strrchr(p, '/');
-    char buf[512];
-    static const char *const rel[] = {"%.*s/libcupti.so.13", "%.*s/libcupti.so.12", "%.*s/libcupti.so"};
-    for (int i = 0; i < 3 && !s->h; i++) {
-        snprintf(buf, sizeof buf, rel[i], (int)(slash - p), p);
-        if (access(buf, R_OK) == 0)
-            s->h = try_open(buf);
-    }
-    static const char *const sib[] = {"%.*s/nvidia/cuda_cupti/lib/libcupti.so.12", "%.*s/nvidia/cu13/lib/libcupti.so.13"};
-    for (int i = 0; i < 2 && !s->h; i++) {
-        snprintf(buf, sizeof buf, sib[i], (int)(nv - p), p);
-        if (access(buf, R_OK) == 0)
-            s->h = try_open(buf);
-    }
-    return s->h != NULL;
-}
-
-/* What a cupti_path that names no regular file is ("a FIFO", ...), else
- * NULL.  Checked before dlopen: its open() of a FIFO blocks until a writer
- * comes, maybe forever.  A name without '/' is a soname, searched by
- * dlopen in the library directories. */
-static const char *not_regular(const char *path)
-{
-    struct stat sb;
-    if (!strchr(path, '/') || stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
-        return NULL; /* a missing file: dlopen says so */
-    return S_ISFIFO(sb.st_mode) ? "a FIFO" : S_ISDIR(sb.st_mode) ? "a directory"
-           : S_ISCHR(sb.st_mode) ? "a character device" : S_ISBLK(sb.st_mode) ? "a block device"
-           : S_ISSOCK(sb.st_mode) ? "a socket" : "not a regular file";
-}
-
-static void *find_cupti(void)
-{
-    if (tg_opts.cupti_path[0])
-        return not_regular(tg_opts.cupti_path) ? NULL : try_open(tg_opts.cupti_path);
-    /* a copy already in the process (torch's Kineto links one): use it, two
-     * copies of CUPTI in one process would fight over the driver */
-    static const char *const sonames[] = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
-    for (int i = 0; i < 3; i++) {
-        void *h = dlopen(sonames[i], RTLD_NOW | RTLD_NOLOAD);
-        if (h) {
-            snprintf(st_libpath, sizeof st_libpath, "%s (already loaded)", sonames[i]);
-            return h;
-        }
-    }
-    struct nv_search s = {NULL};
-    dl_iterate_phdr(phdr_cb, &s);
-    if (s.h)
-        return s.h;
-    char buf[512];
-    const char *home = getenv("CUDA_HOME");
-    if (home && home[0]) {
-        snprintf(buf, sizeof buf, "%s/extras/CUPTI/lib64/libcupti.so", home);
-        if (access(buf, R_OK) == 0 && (s.h = try_open(buf)))
-            return s.h;
-        snprintf(buf, sizeof buf, "%s/lib64/libcupti.so", home);
-        if (access(buf, R_OK) == 0 && (s.h = try_open(buf)))
-            return s.h;
-    }
-    static const char *const fixed[] = {"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so",
-                                        "/usr/local/cuda/lib64/libcupti.so", "libcupti.so"};
-    for (int i = 0; i < 3; i++)
-        if ((fixed[i][0] != '/' || access(fixed[i], R_OK) == 0) && (s.h = try_open(fixed[i])))
-            return s.h;
-    return NULL;
-}
-
 static void *sym(const char *name)
 {
     return tg__real_dlsym()(st_lib, name);
@@ -317,9 +236,9 @@ static void fail(const char *fmt, const char *a, const char *b)
 
 static void start(void)
 {
-    st_lib = find_cupti();
+    st_lib = tg__cupti_find(st_libpath, sizeof st_libpath);
     if (!st_lib) {
-        const char *kind = tg_opts.cupti_path[0] ? not_regular(tg_opts.cupti_path) : NULL;
+        const char *kind = tg_opts.cupti_path[0] ? tg__cupti_not_regular(tg_opts.cupti_path) : NULL;
         if (kind)
             fail("cupti=1: cupti_path %s is not a regular file (%s); going on without GPU intervals",
                  tg_opts.cupti_path, kind);
@@ -510,116 +429,18 @@ void tg_cupti_atfork_child(void)
         atomic_store(&st_state, ST_FAILED); /* CUPTI does not follow fork: nothing to flush here */
 }
 
-/* ---- another CUPTI client arrives (torch.profiler's Kineto, ...) -----------------
- * CUPTI takes one subscriber per process.  These exports interpose the
- * program's calls (PLT-bound, as libtorch_cuda's; or dlsym(RTLD_DEFAULT)):
- * when tunerguard holds CUPTI it lets go first, says so in one line, and
- * the caller's call then succeeds.  Our own calls use the handle's pointers. */
+/* ---- another CUPTI client arrives (cuda/cupti_handover.c) -------------------- */
 
-static void handover(const char *what)
+int tg__cupti_let_go(void)
 {
     int expect = ST_ACTIVE;
     if (!atomic_compare_exchange_strong(&st_state, &expect, ST_RELEASED))
-        return;
+        return 0;
     release();
-    tg__warn("cupti=1: the program called %s (torch.profiler, Nsight or another CUPTI client): tunerguard "
-             "released CUPTI to it; interference verdicts fall back to launch counts from here on",
-             what);
+    return 1;
 }
 
-/* The program's own libcupti, wherever it was loaded.  A library that calls
- * cuptiSubscribe has libcupti among its dependencies, usually in a local
- * scope (Python loads extension modules RTLD_LOCAL, and torch's libkineto
- * pulls libcupti in with them) where dlsym(RTLD_NEXT) does not look.  Two
- * copies may be loaded (a wheel's and the toolkit's; ours from cupti_path):
- * the subscription must land in the caller's.  So, in order:
- *  1. the caller's own scope: the object holding the return address, opened
- *     with RTLD_NOLOAD, and a lookup on that handle, which searches the
- *     object and its dependencies (its libcupti), never the preloaded
- *     tunerguard; an answer that is our own export anyway (a caller in the
- *     main program, whose handle searches the global scope) is not taken;
- *  2. the copy tunerguard itself opened (cupti=1);
- *  3. the first libcupti.so* loaded (dl_iterate_phdr);
- *  4. RTLD_NEXT.
- * Not a hot path (a profiler starting); dl_iterate_phdr and dlopen take the
- * loader's lock, fine here. */
-static int find_cupti_cb(struct dl_phdr_info *info, size_t size, void *data)
+void *tg__cupti_own_sym(const char *name)
 {
-    (void)size;
-    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
-    base = base ? base + 1 : info->dlpi_name;
-    if (base && strncmp(base, "libcupti.so", 11) == 0) {
-        *(const char **)data = info->dlpi_name;
-        return 1;
-    }
-    return 0;
-}
-
-/* p is one of tunerguard's exported definitions: the loader's forwarders
- * (libtunerguard.so, where tg__real_dlsym lives), not this core. */
-static int is_own(void *p)
-{
-    return tg_same_object(p, (const void *)tg__real_dlsym);
-}
-
-static void *caller_sym(const void *ret, const char *name)
-{
-    Dl_info info;
-    /* ret - 1: inside the call instruction, so inside the caller's object */
-    if (!ret || !dladdr((const char *)ret - 1, &info) || !info.dli_fname || !info.dli_fname[0])
-        return NULL;
-    void *h = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-    if (!h)
-        return NULL;
-    void *p = tg__real_dlsym()(h, name);
-    dlclose(h); /* NOLOAD took a reference; the object stays loaded */
-    return is_own(p) ? NULL : p;
-}
-
-static void *next_sym(const void *ret, const char *name)
-{
-    void *p = caller_sym(ret, name);
-    if (p)
-        return p;
-    p = st_lib ? sym(name) : NULL;
-    if (p)
-        return p;
-    const char *path = NULL;
-    dl_iterate_phdr(find_cupti_cb, &path);
-    void *h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    if (h) {
-        p = tg__real_dlsym()(h, name);
-        dlclose(h); /* NOLOAD took a reference; the object stays loaded */
-        if (p)
-            return p;
-    }
-    return tg__real_dlsym()(RTLD_NEXT, name);
-}
-
-CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe(CUpti_SubscriberHandle *s,
-                                                                           CUpti_CallbackFunc cb, void *ud)
-{
-    handover("cuptiSubscribe");
-    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *) =
-        next_sym(__builtin_return_address(0), "cuptiSubscribe");
-    return f ? f(s, cb, ud) : CUPTI_ERROR_NOT_INITIALIZED;
-}
-
-CUptiResult CUPTIAPI tg__cupti_fwd_cuptiSubscribe_v2(CUpti_SubscriberHandle *s,
-                                                                              CUpti_CallbackFunc cb, void *ud,
-                                                                              CUpti_SubscriberParams *p)
-{
-    handover("cuptiSubscribe_v2");
-    CUptiResult (*f)(CUpti_SubscriberHandle *, CUpti_CallbackFunc, void *, CUpti_SubscriberParams *) =
-        next_sym(__builtin_return_address(0), "cuptiSubscribe_v2");
-    return f ? f(s, cb, ud, p) : CUPTI_ERROR_NOT_INITIALIZED;
-}
-
-CUptiResult CUPTIAPI
-tg__cupti_fwd_cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done)
-{
-    handover("cuptiActivityRegisterCallbacks");
-    CUptiResult (*f)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
-        next_sym(__builtin_return_address(0), "cuptiActivityRegisterCallbacks");
-    return f ? f(req, done) : CUPTI_ERROR_NOT_INITIALIZED;
+    return st_lib ? sym(name) : NULL;
 }

@@ -3,7 +3,11 @@
 #include "detectors/tuner_table.h"
 #include "core/options.h"
 
+#include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static struct tg_tuner table[TG_TUNER_SLOTS];
 
@@ -80,7 +84,6 @@ static void claim(struct tg_tuner *u, uintptr_t key)
         claimed_bits[i / 64] |= 1ull << (i % 64);
     u->key = key;
     nkeys++;
-    u->overflow = 0;
     /* What serialize keeps lies past the occupants, on lines detect never
      * writes; storing its zeros again on every claim would take those lines
      * from the CPU that claimed last (a cache miss each, at every call of a
@@ -223,8 +226,7 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     }
     o = free_occ(u, t);
     if (!o) {
-        u->overflow++;
-        u->nocc++;
+        u->nocc++; /* without a slot: tg_tuner_overflow */
         return NULL;
     }
     o->thread = t;
@@ -263,9 +265,7 @@ int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupan
         return 0;
     if (o)
         clear_occ(u, o);
-    else if (u->overflow > 0)
-        u->overflow--;
-    else
+    else if (tg_tuner_overflow(u) == 0)
         return 1; /* not counted in (a frame from before a fork): nothing to give back */
     --u->nocc; /* the last one out leaves the entry idle, its key kept (sweep_idle) */
     return 1;
@@ -405,7 +405,7 @@ void tg_tuner_atfork_child(void)
         if (!ever_claimed(i))
             continue; /* all zero already, and its page untouched (claimed_bits) */
         u->nocc = 0;
-        u->overflow = 0;
+        u->lock = 0; /* a thread of the parent's may have held it: none is here */
         u->waiters = 0;
         u->wq_head = u->wq_tail = NULL;
         u->owner = 0;
@@ -417,4 +417,41 @@ void tg_tuner_atfork_child(void)
         u->waits = u->wait_ns = 0;
         u->noted = 0; /* the child's contended list starts empty (guard/serialize_wait.c) */
     }
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Drepper's three-state mutex ("Futexes Are Tricky", mutex 2) with a spin in
+ * front: a holder keeps the word for a few stores, so a short spin usually
+ * sees it free and never makes a syscall. */
+void tg_tuner_entry_lock_slow(struct tg_tuner *u)
+{
+    for (int i = 0; i < TG_TUNER_LOCK_SPINS; i++) {
+        uint32_t cur = __atomic_load_n(&u->lock, __ATOMIC_RELAXED);
+        if (cur == 0 && __atomic_compare_exchange_n(&u->lock, &cur, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return;
+        if (cur == 2)
+            break; /* others park already: join them */
+        cpu_relax();
+    }
+    /* 2: held, and the holder's unlock must wake someone.  Whoever takes it
+     * here takes it as 2 too (it cannot tell whether others still park). */
+    int saved = errno;
+    while (__atomic_exchange_n(&u->lock, 2, __ATOMIC_ACQUIRE) != 0)
+        syscall(SYS_futex, &u->lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+    errno = saved;
+}
+
+void tg_tuner_entry_wake(struct tg_tuner *u)
+{
+    int saved = errno;
+    syscall(SYS_futex, &u->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    errno = saved;
 }

@@ -4,8 +4,10 @@
  * here is called with the GIL held (all guarded calls enter and leave under
  * it), which orders all updates; the one exception is serialize's lock
  * (`owner`, `starving`: atomics, taken by a woken waiter without the GIL;
- * "The lock" below).  Entries
- * live in a fixed table and are never freed, so pointers to them stay valid. */
+ * "The lock" below).  A free-threaded build has no GIL to order them: there
+ * each entry's fields are guarded by its entry lock ("The entry lock"
+ * below).  Entries live in a fixed table and are never freed, so pointers
+ * to them stay valid. */
 #ifndef TG_TUNER_TABLE_H
 #define TG_TUNER_TABLE_H
 
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/py_api.h"
 #include "core/thread_state.h"
 
 #define TG_TUNER_SLOTS 4096     /* distinct tuner instances tracked */
@@ -44,8 +47,9 @@ struct tg_tuner {
      * several threads inside, each call finds it last written on another
      * CPU, so what a call needs of the others is here, not in their slots. */
     uintptr_t key;              /* instance address; 0 = free slot */
-    int nocc;                   /* threads inside */
-    int overflow;               /* occupants that did not fit (still counted in nocc) */
+    int nocc;                   /* threads inside, those without a slot included
+                                   (tg_tuner_overflow: nocc less the slots in use) */
+    uint32_t lock;              /* the entry lock ("The entry lock" below) */
     pid_t occ_tid[TG_TUNER_MAX_OCC]; /* occ[i].tid while occ[i] is in use, else 0:
                                    the slots' directory (scans read this line only) */
     /* The occupants' benchmarking evidence (TG_EV_*), slot by slot: set at
@@ -116,6 +120,68 @@ static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
 }
 
 _Static_assert(TG_TUNER_MAX_OCC == sizeof(uint64_t), "occ_ev_all covers every slot's bits");
+_Static_assert(offsetof(struct tg_tuner, lock) < 64, "the entry lock is on the line every call writes");
+
+/* Occupants of u without a slot (more threads inside than it has slots):
+ * counted in nocc, not in the directory.  Exact under the entry lock (or
+ * the GIL); without either a hint, never below 0. */
+static inline int tg_tuner_overflow(const struct tg_tuner *u)
+{
+    int used = 0;
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
+        used += u->occ_tid[i] != 0;
+    return u->nocc > used ? u->nocc - used : 0;
+}
+
+/* The entry lock.  One word per entry, on the line every guarded call on
+ * the tuner reads and writes anyway, so taking it uncontended costs no
+ * line the call would not have moved.  It guards what the GIL guards in a
+ * build that has one: the occupants (nocc, occ[], occ_tid[], overlaps), an
+ * occupant's exception link (raced_tid, raced_name, race_seq, written by
+ * another thread), serialize's FIFO (wq_head, wq_tail, waiters) and its
+ * statistics (waits, wait_ns).  Not `owner`, `starving`, `slice_end` and the
+ * evidence bytes (atomics of their own) nor `key` (claimed by CAS).
+ *
+ * Held for a few loads and stores only: never across Python code (a
+ * thread spinning on it while attached would hold up a stop-the-world
+ * pause, which waits for every attached thread), a wait, a park, a CUDA
+ * call, an allocation or a report; never two entries' locks at once except
+ * in address order (tg_tuner_wait_cycle's confirmation).  Not reentrant.
+ * Contended, it spins briefly (TG_TUNER_LOCK_SPINS pauses: the holder is
+ * a few stores from done), then parks on the word (futex), woken by the
+ * unlock.  Async-signal-unsafe (a handler interrupting the holder would
+ * spin forever).
+ *
+ * In a build with the GIL (tg_py.free_threaded 0) both calls do nothing:
+ * every caller holds the GIL there, which already orders the fields above,
+ * and the guarded fast path keeps its cost.  So a caller may take it only
+ * where it holds the GIL in such a build. */
+#define TG_TUNER_LOCK_SPINS 128
+
+/* The contended paths (tuner_table.c): spin, then park; wake one parked. */
+void tg_tuner_entry_lock_slow(struct tg_tuner *u);
+void tg_tuner_entry_wake(struct tg_tuner *u);
+
+/* Take u's entry lock (0 free, 1 held, 2 held with a thread parked). */
+static inline void tg_tuner_entry_lock(struct tg_tuner *u)
+{
+    if (!tg_py.free_threaded)
+        return;
+    uint32_t free_word = 0;
+    if (__builtin_expect(!__atomic_compare_exchange_n(&u->lock, &free_word, 1, 0, __ATOMIC_ACQUIRE,
+                                                      __ATOMIC_RELAXED),
+                         0))
+        tg_tuner_entry_lock_slow(u);
+}
+
+/* Give u's entry lock up (the caller holds it); wakes one parked thread. */
+static inline void tg_tuner_entry_unlock(struct tg_tuner *u)
+{
+    if (!tg_py.free_threaded)
+        return;
+    if (__builtin_expect(__atomic_exchange_n(&u->lock, 0, __ATOMIC_RELEASE) == 2, 0))
+        tg_tuner_entry_wake(u);
+}
 _Static_assert(offsetof(struct tg_tuner, overlaps) + sizeof(uint64_t) <= 64,
                "what every entry reads and writes is on the tuner's first line");
 

@@ -81,11 +81,10 @@ static inline int nguards_pub(void)
     return __atomic_load_n(&nguards, __ATOMIC_ACQUIRE);
 }
 
-/* An object's type (borrowed), read from its header: the count, then the
- * type, in the versions served (3.9 to 3.15, with a GIL). */
+/* An object's type (borrowed), the header's last word (core/py_api.h). */
 static inline PyObject *type_of(PyObject *o)
 {
-    return ((PyObject **)(void *)o)[1];
+    return tg_py_type_of(o);
 }
 
 /* ---- replaced methods --------------------------------------------------------
@@ -171,13 +170,13 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
 /* The type of the method descriptors descriptor guards put on classes
  * (borrowed: a static type), learnt from the first.  A method descriptor
  * is PyDescr_COMMON (the object header, d_type, d_name, d_qualname) and
- * then d_method, the same from 3.9 to 3.15: it is a guard's when d_method
- * is that guard's PyMethodDef. */
+ * then d_method, the same from 3.9 to 3.15 and in 3.13t/3.14t: it is a
+ * guard's when d_method is that guard's PyMethodDef. */
 static PyObject *method_descr_type;
 
 static inline const void *descr_def(PyObject *value)
 {
-    return ((void **)(void *)value)[5];
+    return *(void **)tg_py_field(value, 3); /* 40 with a GIL, 56 free-threaded */
 }
 
 /* Is value g's own method descriptor? */
@@ -296,9 +295,9 @@ static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) 
  *
  * Python's function type, learnt from the first function guarded, and where
  * its instances keep their vectorcall (the type's tp_vectorcall_offset).
- * The object header is the one of the versions served (3.9 to 3.15, with a
- * GIL): the count, then the type; and a type object's tp_vectorcall_offset
- * follows ob_size, tp_name, tp_basicsize, tp_itemsize and tp_dealloc. */
+ * A type object's tp_vectorcall_offset follows the object header, ob_size,
+ * tp_name, tp_basicsize, tp_itemsize and tp_dealloc (core/py_api.h
+ * tg_py_field: 56 with a GIL, 72 free-threaded). */
 static PyObject *function_type; /* borrowed: a static type; release store after vc_offset */
 static Py_ssize_t vc_offset;
 
@@ -329,8 +328,8 @@ static int vc_usable(PyObject *value)
         return 0;
     if (!function_type) {
         PyObject *type = type_of(value);
-        Py_ssize_t off = *(Py_ssize_t *)(void *)((char *)type + 7 * sizeof(void *));
-        Py_ssize_t basic = *(Py_ssize_t *)(void *)((char *)type + 4 * sizeof(void *));
+        Py_ssize_t off = *(Py_ssize_t *)tg_py_field(type, 5);   /* tp_vectorcall_offset */
+        Py_ssize_t basic = *(Py_ssize_t *)tg_py_field(type, 2); /* tp_basicsize */
         if (off <= 0 || off + (Py_ssize_t)sizeof(void *) > basic)
             return 0;
         vc_offset = off;

@@ -13,8 +13,10 @@
  *                     tuner table, the counts of the exit summary
  *   lazy_session.c    detect's lazy session: a tuned call registered on the
  *                     tuner table only once it can matter to another thread
- *   serialize_wait.c  serialize's waits (a tuner's lock, the turn), threads
- *                     that died inside (guard/serialize_wait.h)
+ *   serialize_wait.c  serialize's waits (guard/serialize_wait.h): what every
+ *                     wait does, the turn, a call made inside a wait
+ *   serialize_tuner_wait.c
+ *                     the wait for a tuner's lock; threads that died inside
  *   alive.c           whether other threads are alive (rate-limited), and
  *                     whether their Python state can still be read
  *   race_decide.c     whether an overlap is a race (at entry, at a tuning

@@ -70,13 +70,16 @@ static const char *const wrapper_names[2] = {"__setattr__", "__delattr__"};
 static PyObject *wrappers[2];
 static PyObject *subclasses_of;   /* type.__subclasses__, unbound (strong) */
 
-#define TG_SLOT_SETATTRO 19
-#define TG_SLOT_NEW 39
+/* A type object's slots, as pointer-sized fields after its object header
+ * (core/py_api.h tg_py_field): tp_setattro at 152 with a GIL, 168
+ * free-threaded; tp_new at 312, 328. */
+#define TG_SLOT_SETATTRO 17
+#define TG_SLOT_NEW 37
 
-/* The slot at pointer-sized field `index` of a type object. */
+/* The slot at pointer-sized field `index` after a type object's header. */
 static inline any_fn *slot_at(PyObject *type, int index)
 {
-    return (any_fn *)(void *)((char *)type + (size_t)index * sizeof(void *));
+    return (any_fn *)tg_py_field(type, (size_t)index);
 }
 
 static inline setattro_fn *slot_of(PyObject *type)
@@ -86,7 +89,9 @@ static inline setattro_fn *slot_of(PyObject *type)
 
 static inline setattro_fn *wrapped_of(PyObject *wrapper)
 {
-    return (setattro_fn *)(void *)((char *)wrapper + 6 * sizeof(void *));
+    /* PyDescr_COMMON (d_type, d_name, d_qualname), d_base, then d_wrapped:
+     * 48 with a GIL, 64 free-threaded */
+    return (setattro_fn *)tg_py_field(wrapper, 4);
 }
 
 /* Set when the interpreter finalizes: the hooks pass straight through. */

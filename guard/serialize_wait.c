@@ -1,13 +1,16 @@
-/* serialize's waits: the wait for a tuner's lock and for the process's
- * turn (both released with the GIL while they block), the turn's slices,
- * the release of holds of threads that died inside, a guarded call made by
- * Python code run inside a wait (a signal handler), and the list of kernels
- * that made a thread wait (the summary).  The guarded call that uses them is
+/* serialize's waits, what every wait does (guard/serialize_wait_internal.h:
+ * queueing, blocked stretches with the GIL released, interruption by a
+ * signal handler, abandoning, the counts) and the wait for the process's
+ * turn with its slices; a guarded call made by Python code run inside a
+ * wait (a signal handler); the list of kernels that made a thread wait
+ * (the summary).  The wait for a tuner's lock is
+ * guard/serialize_tuner_wait.c; the guarded call that uses both is
  * guard/session.c; the locks themselves are detectors/tuner_table.h.
  *
  * Everything here runs with the GIL held, except the blocked stretches of
- * park_until. */
+ * tg__park_until.  Allocates nothing; not signal-safe. */
 #include "guard/serialize_wait.h"
+#include "guard/serialize_wait_internal.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/options.h"
@@ -23,10 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct tg_guard_stats tg__gstats; /* guard/guard_internal.h; relaxed atomic adds, any thread */
-
-/* One count of the exit line's. */
-#define TG_GSTAT_ADD(field, v) __atomic_fetch_add(&tg__gstats.field, (v), __ATOMIC_RELAXED)
+struct tg_guard_stats tg__gstats; /* guard/guard_internal.h; relaxed atomic adds (TG_GSTAT_ADD), any thread */
 
 /* Kernels that made a thread wait (serialize), for the summary: the first
  * TG_MAX_CONTENDED distinct names; later ones are counted as "more".
@@ -36,34 +36,15 @@ static char contended[TG_MAX_CONTENDED][128];
 static int ncontended;
 static pthread_mutex_t contended_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Around the program's Python code that a wait of t's runs (its audit
- * hooks, its signal handlers, a property read for a kernel's name): t is
- * busy, as in tunerguard's own code (its hooks pass through), and open: a
- * guarded call made there is the program's, guarded as a call of t's
- * ("a call made inside a wait", below).  Not open: the Python code a
- * report runs under the report lock, where such a call, reporting, would
- * wait for the lock its own thread holds; it passes through.  GIL held. */
-static void program_code_begin(struct tg_thread *t)
-{
-    t->busy++;
-    t->wait_open++;
-}
-
-static void program_code_end(struct tg_thread *t)
-{
-    t->wait_open--;
-    t->busy--;
-}
-
 /* The kernel's name for the exit line's contended list; for a tuner without
  * one, method (g->method, "Tuner.run"), else its class's name (the list
  * under contended_mu, taken after the name is read).  GIL held;
  * reads Python attributes (a property, __getattr__: Python code), the
- * program's code inside t's wait (program_code_begin). */
-static void note_contended(struct tg_thread *t, PyObject *inst, const char *method)
+ * program's code inside t's wait (tg__program_code_begin). */
+void tg__note_contended(struct tg_thread *t, PyObject *inst, const char *method)
 {
     char k[sizeof contended[0]];
-    program_code_begin(t);
+    tg__program_code_begin(t);
     tg_py_kernel_name(inst, k, sizeof k);
     if (strcmp(k, "?") == 0 && method && method[0] && strcmp(method, "?") != 0) {
         snprintf(k, sizeof k, "%s", method);
@@ -74,7 +55,7 @@ static void note_contended(struct tg_thread *t, PyObject *inst, const char *meth
             tg_py.Py_DecRef(type);
         tg_py_drop_error();
     }
-    program_code_end(t);
+    tg__program_code_end(t);
     if (!k[0])
         return; /* no name at all: not listed */
     pthread_mutex_lock(&contended_mu); /* a few compares and a copy: never blocks long */
@@ -86,90 +67,7 @@ static void note_contended(struct tg_thread *t, PyObject *inst, const char *meth
     pthread_mutex_unlock(&contended_mu);
 }
 
-/* Release the holds (occupancy, the lock) of threads that died inside u, and
- * report each.  Returns how many holds were released.  GIL held. */
-int tg__reap_dead(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
-                     int (*alive)(pid_t))
-{
-    pid_t dead[TG_TUNER_MAX_OCC];
-    unsigned long ident[TG_TUNER_MAX_OCC];
-    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
-    struct tg_thread *w;
-    int n = tg_tuner_reap(u, alive, dead, ident, TG_TUNER_MAX_OCC, &w);
-    int freed = owner != 0 && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) != owner;
-    if (w && w != t)
-        tg_park_wake(&w->park);
-    if (n > 0)
-        tg__report_holders_died(t, inst, g, dead, ident, n < TG_TUNER_MAX_OCC ? n : TG_TUNER_MAX_OCC);
-    return n + freed;
-}
-
-/* Is u's holder running?  What a waiter past wait_timeout looks at, once a
- * second, to tell a holder that is busy (benchmarking, compiling) from one
- * blocked outside tunerguard, in a wait of the program's that may need the
- * waiter itself (a threading.Lock the waiter holds): tunerguard cannot see
- * that cycle.  The holder's CPU time (its thread's CPU clock, as
- * pthread_getcpuclockid makes it, from its tid) and its last CUDA call
- * (seq; inside: blocked in the driver is running, on the GPU). */
-struct holder_look {
-    pid_t tid;        /* 0: no look yet */
-    uint64_t cpu_ns;
-    uint32_t cuda_seq;
-    uint64_t at;      /* when (tg_mono_ns) */
-    uint64_t since;   /* blocked since then: the first of the looks that saw it idle */
-};
-
-static int thread_cpu_ns(pid_t tid, uint64_t *ns)
-{
-    struct timespec ts; /* Linux: CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED of tid */
-    if (clock_gettime((clockid_t)((~(unsigned)tid << 3) | 6u), &ts) != 0)
-        return -1;
-    *ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    return 0;
-}
-
-/* One look at u's holder, now; returns how long it has been blocked outside
- * tunerguard (ns; 0: running, unknown, or not blocked since the last look):
- * used under 1 % of a CPU since the last look, made no CUDA call, is in no
- * driver call and in no wait of tunerguard's (those are seen: a cycle, a
- * holder that died).  GIL held (the holder's record stays while it holds). */
-static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struct holder_look *lk, uint64_t now)
-{
-    const struct tg_occupant *o = tg_tuner_other(u, t);
-    struct holder_look cur = {0, 0, 0, now, now};
-    if (!o || !o->thread || thread_cpu_ns(o->tid, &cur.cpu_ns) != 0) {
-        *lk = (struct holder_look){0};
-        return 0;
-    }
-    const struct tg_thread *h = o->thread;
-    cur.tid = o->tid;
-    cur.cuda_seq = __atomic_load_n(&h->last.seq, __ATOMIC_ACQUIRE);
-    const int busy = __atomic_load_n(&h->last.inside, __ATOMIC_RELAXED) || h->waiting_for != NULL;
-    const int idle = !busy && lk->tid == cur.tid && cur.cuda_seq == lk->cuda_seq &&
-                     (cur.cpu_ns - lk->cpu_ns) * 100 < now - lk->at;
-    if (idle)
-        cur.since = lk->since;
-    *lk = cur;
-    return idle ? now - cur.since : 0;
-}
-
 static void turn_slice_start(uint64_t now);
-
-/* t's wait for lock lk begins: into lk's FIFO.  GIL held. */
-static void fifo_join(struct tg_tuner *lk, struct tg_thread *t)
-{
-    tg_tuner_wait_push(lk, t);
-    t->wait_lock = lk;
-    t->wait_left = 0;
-}
-
-/* t's wait for lk ends: out of lk's FIFO, if still in it.  GIL held. */
-static void fifo_leave(struct tg_tuner *lk, struct tg_thread *t)
-{
-    tg_tuner_wait_remove(lk, t); /* no-op when out of it (tg__wait_away_begin) */
-    t->wait_lock = NULL;
-    t->wait_left = 0;
-}
 
 /* Back into lk's FIFO, at its tail, where a guarded call made inside t's
  * wait took t out (tg__wait_away_begin): before the wait blocks again.
@@ -187,28 +85,17 @@ static void fifo_rejoin(struct tg_tuner *lk, struct tg_thread *t)
 /* A waiter leaves u's FIFO without entering (a signal's exception): if the
  * lock was handed to it meanwhile, pass it on; if it was the one woken for a
  * free tuner, wake the next, so no wake-up is lost with it.  GIL held. */
-static void abandon_wait(struct tg_tuner *u, struct tg_thread *t)
+void tg__abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 {
     const int was_head = u->wq_head == t;
-    fifo_leave(u, t);
+    tg__fifo_leave(u, t);
     t->waiting_for = NULL;
     if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
         tg__unlock_tuner(u, t);
     else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
         tg_park_wake(&u->wq_head->park);
     else if (u == &tg__turn && was_head && u->wq_head)
-        tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (park_until) */
-}
-
-/* A wait of t's begins at t0: until wait_done, the exit line counts it as
- * one still going (tg_guard_stats).  Any attached thread: the counts are
- * relaxed atomic adds. */
-static void wait_begin(struct tg_thread *t, uint64_t t0)
-{
-    TG_GSTAT_ADD(waiting, 1);
-    TG_GSTAT_ADD(waiting_t0_sum, t0);
-    if (!t->wait_call_counted)
-        TG_GSTAT_ADD(waiting_calls, 1);
+        tg_park_wake(&u->wq_head->park); /* the new head: to pick its time-out as the head (tg__park_until) */
 }
 
 /* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
@@ -217,7 +104,7 @@ static void wait_begin(struct tg_thread *t, uint64_t t0)
  * wait of the same call (for the turn) counted it.  The exit line's counts
  * are relaxed atomic adds; u's, the fields of u's FIFO, are kept as its
  * FIFO is. */
-static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
+void tg__wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
 {
     const uint64_t dt = tg_mono_ns() - t0;
     TG_GSTAT_ADD(waiting, -1);
@@ -251,7 +138,7 @@ static void wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
  * next release hands it over and wakes it;
  * everyone else sleeps until deadline, and a thread that leaves the FIFO as
  * its head wakes the new head, so that it picks the slice's end. */
-static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, uint64_t t0, int sliced,
+int tg__park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadline, uint64_t t0, int sliced,
                       int *rc)
 {
     const uint32_t tid = (uint32_t)t->tid;
@@ -306,13 +193,13 @@ static int park_until(struct tg_tuner *lk, struct tg_thread *t, uint64_t deadlin
 
 /* Did a signal handler raise (Ctrl-C)?  Either in our own Python code since
  * the wait began (the audit hook, a name look-up, a report: the exception
- * kept on t, core/py_attr.h), or, after a stretch of park_until without the
+ * kept on t, core/py_attr.h), or, after a stretch of tg__park_until without the
  * lock (rc), when the handlers run here.  Then the wait for lk is abandoned
  * (nothing held; the exception set, or kept for tg__guard_entry) and this
  * returns 1.  Handlers run in the main thread only, which checks after every
  * stretch (a signal delivered to another thread does not interrupt its
- * wait), and the time waited until now counted (wait_done).  GIL held. */
-static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread, uint64_t t0)
+ * wait), and the time waited until now counted (tg__wait_done).  GIL held. */
+int tg__wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int main_thread, uint64_t t0)
 {
     int raised = t->kept_exc[0] != NULL;
     if (!raised && (rc == EINTR || main_thread)) {
@@ -320,139 +207,14 @@ static int wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, in
          * hooks pass through).  A guarded call from one is the program's
          * call: it takes t out of the FIFO and is guarded as any other
          * (tg__wait_away_begin), so it waits for its tuner's holder. */
-        program_code_begin(t);
+        tg__program_code_begin(t);
         raised = tg_py.PyErr_CheckSignals() < 0;
-        program_code_end(t);
+        tg__program_code_end(t);
     }
     if (!raised)
         return 0;
-    abandon_wait(lk, t);
-    wait_done(lk == &tg__turn ? NULL : lk, t, t0);
-    return 1;
-}
-
-/* The entry of inst that t waits for, again, where a guarded call made
- * inside the wait took t out of its FIFO (tg__wait_away_begin) and Python
- * code ran since: an entry nobody was inside or waiting for meanwhile may
- * have been given back (tg_tuner_get), so it is looked up before t queues
- * in it again.  NULL: the table is full.  GIL held. */
-static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
-{
-    if (__builtin_expect(!t->wait_left, 1))
-        return u;
-    struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
-    t->wait_lock = t->waiting_for = v;
-    if (!v)
-        t->wait_left = 0;
-    return v;
-}
-
-/* t's wait for u has lasted wait_timeout (waited_ns), and u's holder has
- * been blocked outside tunerguard for blocked_ns (0: it runs): report it,
- * once while the wait goes on (*reported), and once more as t proceeds.
- * Returns 1 when t proceeds unserialized (on_wait_timeout=proceed and the
- * holder blocked), 0 when the wait goes on.  GIL held; runs Python code. */
-static int past_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g,
-                             uint64_t waited_ns, uint64_t blocked_ns, int *reported)
-{
-    const int proceed = blocked_ns > 0 && tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
-    if (*reported && !proceed)
-        return 0;
-    *reported = 1;
-    tg__report_wait_timeout(u, t, inst, g, waited_ns, proceed ? blocked_ns : 0);
-    return proceed;
-}
-
-/* Serialize: block until t holds u's lock (detectors/tuner_table.h, "The
- * lock").  GIL held on entry and exit, released while blocked.  Returns 1
- * when t holds the lock, 0 when t proceeds unserialized (a cycle of waits
- * was found and deadlock=proceed, or past wait_timeout the holder is blocked
- * outside tunerguard and on_wait_timeout=proceed), -1 when a signal handler
- * raised (Ctrl-C: KeyboardInterrupt is set; the wait was abandoned, nothing
- * held).
- *
- * Blocked, the thread parks on its own word and, when woken, takes the lock
- * right there, before it asks for the GIL back (as a threading.Lock
- * does).  It wakes by itself every second to release the holds of threads
- * that died inside, to look at the holder (holder_blocked_ns) and to report
- * a wait longer than wait_timeout (past_wait_timeout); the main
- * thread every 50 ms as well, to run Python's signal handlers (a signal
- * delivered to another thread does not interrupt its wait), so Ctrl-C ends
- * the wait within that. */
-int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g)
-{
-    const uint32_t tid = (uint32_t)t->tid;
-    /* In the FIFO, u stays this instance's entry while Python code runs below
-     * (reports, audit hooks), which lets other threads leave and enter. */
-    fifo_join(u, t);
-    t->waiting_for = u;
-    uint64_t t0 = tg_mono_ns();
-    struct tg_tuner *path[16];
-    int n = tg_tuner_wait_cycle(u, t, path, 16);
-    if (n > 0 && tg__report_deadlock(u, t, inst, g, path, n) && !tg_tuner_try_lock(u, tid)) {
-        abandon_wait(u, t);
-        return 0;
-    }
-    const struct tg_occupant *holder = tg_tuner_other(u, t);
-    pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
-    holder = NULL; /* the audit hooks below are Python code: other threads may run */
-    wait_begin(t, t0);
-    /* Tell observers (the reproducers' barriers) that this thread is about to
-     * block in tunerguard rather than run.  Only on contention. */
-    program_code_begin(t); /* a guarded call from an audit hook here waits as a call of its own */
-    tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    program_code_end(t);
-    tg_py_drop_error();
-    if (!u->noted) { /* once per tuner: it reads Python attributes */
-        u->noted = 1;
-        note_contended(t, inst, g ? g->method : NULL);
-    }
-    if (__builtin_expect(tg_trace_on, 0))
-        tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    if (wait_interrupted(u, t, 0, 0, t0)) /* in the Python code above, or the report before the wait */
-        return -1;
-    const int main_thread = t->is_main; /* signal handlers run there */
-    const uint64_t slice = main_thread ? 50000000ull : 1000000000ull;
-    const uint64_t deadline = t0 + (uint64_t)tg_opts.wait_timeout * 1000000000ull;
-    uint64_t last_reap = t0;
-    /* on_wait_timeout=proceed: the holder is looked at from two seconds
-     * before the deadline (none on a short wait's path), so that at the
-     * deadline a look a second old tells whether it is blocked; without one
-     * the verdict waits a look. */
-    const int looks = tg_opts.on_wait_timeout == TG_WAIT_END_PROCEED;
-    struct holder_look look = {0};
-    int timed_out = 0, rc;
-    for (;;) {
-        if (!(u = entry_again(u, t, inst))) {
-            wait_done(NULL, t, t0);
-            return 0; /* the table is full: the call runs unguarded (guard/session.c) */
-        }
-        if (park_until(u, t, tg_mono_ns() + slice, t0, 0, &rc))
-            break;
-        if (wait_interrupted(u, t, rc, main_thread, t0))
-            return -1;
-        uint64_t now = tg_mono_ns();
-        if (now - last_reap >= 1000000000ull) {
-            last_reap = now;
-            tg__reap_dead(u, t, inst, g, tg_tid_alive);
-            const int had_look = look.tid != 0;
-            const uint64_t blocked =
-                looks && now + 2000000000ull >= deadline ? holder_blocked_ns(u, t, &look, now) : 0;
-            const int go = now >= deadline && (had_look || !looks) &&
-                           past_wait_timeout(u, t, inst, g, now - t0, blocked, &timed_out);
-            if (wait_interrupted(u, t, 0, 0, t0)) /* in those reports' Python code */
-                return -1;
-            if (go) {
-                abandon_wait(u, t); /* proceeds unserialized, as past a cycle of waits */
-                wait_done(u, t, t0);
-                return 0;
-            }
-        }
-    }
-    tg_tuner_served(u, tg_mono_ns() - t0);
-    fifo_leave(u, t);
-    t->waiting_for = NULL;
-    wait_done(u, t, t0);
+    tg__abandon_wait(lk, t);
+    tg__wait_done(lk == &tg__turn ? NULL : lk, t, t0);
     return 1;
 }
 
@@ -496,7 +258,7 @@ struct tg_tuner tg__turn;
  * next call, a GIL hand-off: measured, 12-18 % of serialize against the
  * build that woke every time (CPU model, 4 and 8 threads).  The head then
  * sleeps until the slice's end instead, looking every TG_TURN_LOOK_NS
- * (park_until).  A holder that stays
+ * (tg__park_until).  A holder that stays
  * away longer (other work between its tuned calls) wakes the head at each
  * release as before, so the head runs its tuned calls in the holder's
  * gaps: quiet slices alone, for everyone, cost a mixed workload 21-26 % (CPU
@@ -521,21 +283,21 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     uint64_t t0 = tg_mono_ns();
     if (tg__turn.waiters == 0)
         turn_slice_start(t0); /* the holder is waited for from now on */
-    fifo_join(&tg__turn, t);
-    wait_begin(t, t0);
+    tg__fifo_join(&tg__turn, t);
+    tg__wait_begin(t, t0);
     pid_t holder_tid = (pid_t)__atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED);
-    program_code_begin(t); /* as in tg__wait_for_tuner */
+    tg__program_code_begin(t); /* as in tg__wait_for_tuner */
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
-    program_code_end(t);
+    tg__program_code_end(t);
     tg_py_drop_error();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
     if (u && !u->noted) {
         u->noted = 1;
-        note_contended(t, inst, method);
+        tg__note_contended(t, inst, method);
     }
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_begin(t, holder_tid, (uintptr_t)inst);
-    if (wait_interrupted(&tg__turn, t, 0, 0, t0)) /* as in tg__wait_for_tuner */
+    if (tg__wait_interrupted(&tg__turn, t, 0, 0, t0)) /* as in tg__wait_for_tuner */
         return -1;
     const int main_thread = t->is_main;
     int got = 0, rc;
@@ -548,21 +310,21 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
         uint64_t slice = t0 + TG_TURN_BYPASS_NS - now;
         if (main_thread && slice > 50000000ull)
             slice = 50000000ull; /* signal handlers run in the main thread */
-        if ((got = park_until(&tg__turn, t, now + slice, t0, 1, &rc)))
+        if ((got = tg__park_until(&tg__turn, t, now + slice, t0, 1, &rc)))
             break;
-        if (wait_interrupted(&tg__turn, t, rc, main_thread, t0))
+        if (tg__wait_interrupted(&tg__turn, t, rc, main_thread, t0))
             return -1;
     }
     uint64_t dt = tg_mono_ns() - t0;
     const int was_head = tg__turn.wq_head == t;
-    fifo_leave(&tg__turn, t);
+    tg__fifo_leave(&tg__turn, t);
     if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
         t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
     }
     /* The new head (this one got the turn, or went on without it as the
      * head): woken to pick its time-out again, the end of the slice running
-     * now, since a quiet holder's releases wake nobody (park_until). */
+     * now, since a quiet holder's releases wake nobody (tg__park_until). */
     if ((got || was_head) && tg__turn.wq_head)
         tg_park_wake(&tg__turn.wq_head->park);
     if (!got) {
@@ -574,14 +336,14 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
         if (w)
             tg_park_wake(&w->park);
     }
-    wait_done(NULL, t, t0);
+    tg__wait_done(NULL, t, t0);
     return got;
 }
 
 /* ---- a call made inside a wait ---------------------------------------------------
  *
  * Python code runs on a waiting thread: the signal handlers run between the
- * main thread's stretches (wait_interrupted), the audit hooks on the wait's
+ * main thread's stretches (tg__wait_interrupted), the audit hooks on the wait's
  * event, a property read for the kernel's name.  The thread is busy there
  * (tunerguard's own hooks pass through) and in the FIFO of the lock it
  * waits for.  A guarded call from that code (a SIGALRM handler calling the
@@ -613,7 +375,7 @@ void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
     w->had_turn = t->nheld == 0 && w->lk != &tg__turn &&
                   __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid;
     if (w->lk && !t->wait_left)
-        abandon_wait(w->lk, t);
+        tg__abandon_wait(w->lk, t);
     t->wait_lock = NULL;
     t->waiting_for = NULL;
     t->busy = 0;
@@ -664,3 +426,4 @@ void tg__serialize_atfork_child(void)
     memset(&tg__turn, 0, sizeof tg__turn); /* its holder and waiters are the parent's */
     tg__alive_atfork_child();
 }
+

@@ -1,6 +1,6 @@
-/* serialize's waits (guard/serialize_wait.c), for the guarded call
- * (guard/session.c).  GIL held in every call; the waits release it while
- * they block. */
+/* serialize's waits (guard/serialize_wait.c; the wait for a tuner's lock,
+ * guard/serialize_tuner_wait.c), for the guarded call (guard/session.c).
+ * GIL held in every call; the waits release it while they block. */
 #ifndef TG_SERIALIZE_WAIT_H
 #define TG_SERIALIZE_WAIT_H
 
@@ -17,7 +17,7 @@
 #define TG_TURN_SLICE_NS 5000000ull
 #endif
 /* The FIFO's head looks at the turn at least this often while it waits
- * (park_until): a quiet holder that stopped calling tuned kernels inside its
+ * (tg__park_until): a quiet holder that stopped calling tuned kernels inside its
  * slice leaves the turn free for at most this long, however long the slice.
  * With the default slice the two are one; a build with a longer slice
  * (fewer hand-offs: docs/benchmarks.md) keeps this bound and

@@ -597,7 +597,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * since before this call entered, unseen by its entry (which looks at
      * the slots' evidence). */
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
-        (!g->marked || u->overflow > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
+        (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
         tg__report_exception(inst, g, t, o, tg__guard_at);

@@ -554,7 +554,8 @@ TG_STARTUP static void arm(void)
     t->busy--;
 }
 
-/* An interpreter tunerguard does not serve (older than 3.9, free-threaded):
+/* An interpreter tunerguard does not serve (older than 3.9, newer than 3.15,
+ * a free-threaded build other than 3.13t and 3.14t):
  * no finder, nothing guarded; one line when a target module is imported,
  * where the program would have been guarded.  The "import" event has the
  * module's name in args[0] on every version with audit hooks (3.8+). */
@@ -576,9 +577,13 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
     tg_py.PyErr_Clear();
     if (!name || !is_target_module(name))
         return;
-    char why[64];
-    if (tg_py.free_threaded)
-        snprintf(why, sizeof why, "a free-threaded build, which tunerguard does not serve");
+    char why[96];
+    if (tg_py.free_threaded && tg_py.minor > TG_PY_FT_MINOR_LAST)
+        snprintf(why, sizeof why, "a free-threaded build newer than 3.%dt, the newest free-threaded one tunerguard serves",
+                 TG_PY_FT_MINOR_LAST);
+    else if (tg_py.free_threaded)
+        snprintf(why, sizeof why, "a free-threaded build older than 3.%dt, which tunerguard does not serve",
+                 TG_PY_FT_MINOR_FIRST);
     else if (tg_py.minor > TG_PY_MINOR_LAST)
         snprintf(why, sizeof why, "newer than 3.%d, the newest tunerguard serves", TG_PY_MINOR_LAST);
     else

@@ -1,28 +1,32 @@
 #!/usr/bin/env python3
-"""A free-threaded CPython, and one newer than tunerguard serves (3.16), gets
-exactly one line, naming the module and the version, when a target module is
-imported, and nothing else (no interpreter of either kind can be had here:
-tests/inert/fake_ft_python.c stands in for one).
+"""A free-threaded CPython newer than tunerguard serves (3.15t, 3.16t), and one
+with a GIL newer than it serves (3.16), gets exactly one line, naming the
+module and the version, when a target module is imported, and nothing else
+(no interpreter of these kinds can be had here: tests/inert/fake_ft_python.c
+stands in for one).
 
   fake_ft.py --prog FAKE_FT_PYTHON --lib LIB
 
-Checks, with LD_PRELOAD=LIB and verbosity=2: a 3.14t and a 3.13t version
-string, target modules imported four times among others: the one exact line;
-no target imported: nothing; the same for a GIL build's 3.16 and its line;
-the same stand-in saying a GIL build's 3.14:
-no such line (tunerguard then serves it, which the stand-in cannot host, so
-only the absence of the refusal is checked).  Exit 0 or 1."""
+Checks, with LD_PRELOAD=LIB and verbosity=2: a 3.15t, a 3.16t and a GIL
+build's 3.16 version string, target modules imported four times among
+others: the one exact line; no target imported: nothing.  The same stand-in
+saying a 3.13t, a 3.14t or a GIL build's 3.14: no refusal line (tunerguard
+serves those, which the stand-in cannot host, so only the absence of the
+refusal is checked; tests/inert/py313t.py runs the real 3.13t).  Exit 0 or 1."""
 import argparse
 import os
 import subprocess
 import sys
 
-LINE = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is a free-threaded build, "
-        "which tunerguard does not serve: its tuners run unguarded")
+LINE = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is a free-threaded build newer "
+        "than 3.14t, the newest free-threaded one tunerguard serves: its tuners run unguarded")
 NEWER = ("tunerguard: triton.runtime.autotuner imported, but this Python ({v}) is newer than 3.15, the newest "
          "tunerguard serves: its tuners run unguarded")
-FT = {"3.14.0": "3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]",
-      "3.13.1": "3.13.1 experimental free-threading build (main, Dec 3 2024, 10:00:00) [GCC 12.2.0]"}
+FT = {"3.15.0": "3.15.0 free-threading build (main, Oct 7 2026, 10:00:00) [GCC 16.2.0]",
+      "3.16.0": "3.16.0 free-threading build (main, Oct 7 2027, 10:00:00) [GCC 16.2.0]"}
+SERVED = {"3.14t": "3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]",
+          "3.13t": "3.13.1 experimental free-threading build (main, Dec 3 2024, 10:00:00) [GCC 12.2.0]",
+          "3.14": "3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]"}
 
 
 def run(prog, lib, version, mods):
@@ -56,8 +60,10 @@ def main():
         p = run(a.prog, lib, version, ["os", "json", "triton"])
         check("%s %s, no target imported: nothing" % (short, kind),
               p.returncode == 0 and p.stderr == "", (p.returncode, p.stderr))
-    p = run(a.prog, lib, "3.14.10 (main, Oct 26 2026, 15:12:11) [GCC 16.2.0]", ["os", "json"])
-    check("3.14 with a GIL: no refusal", "free-threaded" not in p.stderr, p.stderr)
+    for short, version in SERVED.items():
+        p = run(a.prog, lib, version, mods)
+        check("%s, a target imported: no refusal" % short, p.returncode == 0 and "unguarded" not in p.stderr,
+              (p.returncode, p.stderr))
     print("fake_ft: %d failure(s)" % len(fails) if fails else "fake_ft: all checks hold")
     return 1 if fails else 0
 

@@ -54,9 +54,11 @@ if len(sys.argv) > 1:
     res['libs_after_target'] = sorted(set(libs()) - set(before))
     res['meta_path_after_target'] = [type(f).__module__ + '.' + type(f).__qualname__ for f in sys.meta_path]
     finder()
-    import ctypes
+    import ctypes, sysconfig
+    # the object header: 2 words with a GIL, 4 in a free-threaded build; tp_vectorcall_offset 5 after it
+    words = (4 if sysconfig.get_config_var('Py_GIL_DISABLED') else 2) + 5
     def vectorcall_of(fn):  # a guard is in the function's vectorcall slot, or (3.11) a descriptor
-        off = ctypes.c_ssize_t.from_address(id(type(fn)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+        off = ctypes.c_ssize_t.from_address(id(type(fn)) + words * ctypes.sizeof(ctypes.c_void_p)).value
         return ctypes.c_void_p.from_address(id(fn) + off).value
     run = at.Autotuner.__dict__['run']
     res['guarded'] = type(run).__name__ != 'function' or vectorcall_of(run) != vectorcall_of(vectorcall_of)
@@ -145,8 +147,12 @@ def main():
                 "if len(sys.argv) > 1: importlib.import_module('triton.runtime.autotuner')\n")
         base = {k: v for k, v in os.environ.items()
                 if k not in ("LD_PRELOAD", "PYTHONPATH", "TUNERGUARD_OPTIONS", "PYTHONMALLOC", "PYTHONDEVMODE")}
+        # a free-threaded build knows mimalloc's allocators only
+        ft = subprocess.run([a.python, "-c", "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED'))"],
+                            capture_output=True, text=True, timeout=120).stdout.strip() == "1"
+        other = "mimalloc_debug" if ft else "malloc_debug"
         for label, flags, envx in (("PYTHONMALLOC=debug", [], {"PYTHONMALLOC": "debug"}),
-                                   ("PYTHONMALLOC=malloc_debug", [], {"PYTHONMALLOC": "malloc_debug"}),
+                                   (f"PYTHONMALLOC={other}", [], {"PYTHONMALLOC": other}),
                                    ("-X dev", ["-X", "dev"], {}), ("PYTHONDEVMODE=1", [], {"PYTHONDEVMODE": "1"}),
                                    ("-E, PYTHONMALLOC=debug ignored", ["-E"], {"PYTHONMALLOC": "debug"})):
             for target in ([], ["target"]):

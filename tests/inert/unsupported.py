@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
-"""An interpreter tunerguard does not serve (older than 3.9, or a free-threaded
-build) gets one line, once, when a target module is imported, and nothing else
-changes.
+"""An interpreter tunerguard does not serve (older than 3.9) gets one line,
+once, when a target module is imported, and nothing else changes.
 
-  unsupported.py --python EXE --lib LIB [--no-audit | --free-threaded]
+  unsupported.py --python EXE --lib LIB [--no-audit]
 
 With the preload: `-c pass` writes nothing and imports nothing more; a program
 that imports triton.runtime.autotuner (a stub of a few lines: the model in
@@ -11,10 +10,8 @@ tests/repro needs 3.8+) four ways (import statement twice,
 from-import, importlib.import_module) gets exactly one line naming the module
 and the version, the same output and exit status otherwise, and no finder in
 sys.meta_path.  --no-audit (3.7 and older: no audit hooks, nothing tunerguard
-could hook) expects no line at all.  --free-threaded (a real 3.13t: tools/dev
-py313t) expects the free-threaded build's line, and checks that the GIL stays
-off with the preload (sys._is_gil_enabled(): tunerguard imports no extension
-module that could turn it on).  Exit 77 when the interpreter is missing."""
+could hook) expects no line at all.  Exit 77 when the interpreter is
+missing.  (The free-threaded builds: free_threaded.py, fake_ft.py.)"""
 import argparse
 import os
 import shutil
@@ -33,8 +30,6 @@ print(type(autotuner.Autotuner.__dict__['run']).__name__, [type(f).__name__ for 
 raise SystemExit(3)
 """
 LINE = "older than 3.9, which tunerguard does not serve"
-FT_LINE = "is a free-threaded build, which tunerguard does not serve: its tuners run unguarded"
-GIL = "import sys; print(sys._is_gil_enabled())"
 
 
 def run(python, lib, code, model):
@@ -51,11 +46,9 @@ def main():
     ap.add_argument("--python", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--no-audit", action="store_true")
-    ap.add_argument("--free-threaded", action="store_true")
     a = ap.parse_args()
     if not os.path.exists(a.python):
-        made_by = " (tools/dev py313t builds it)" if a.free_threaded else ""
-        print(f"SKIP: {a.python} not installed{made_by}")
+        print(f"SKIP: {a.python} not installed")
         return 77
     lib = os.path.abspath(a.lib)
     model = tempfile.mkdtemp(prefix="tg-unsupported-")
@@ -94,13 +87,9 @@ def checks(a, lib, model):
         check("target imported: exactly one tunerguard line", len(lines) == 1, pre.stderr)
         check("the line names the module and the version and says why",
               len(lines) == 1 and "triton.runtime.autotuner" in lines[0] and f"({version})" in lines[0]
-              and (FT_LINE if a.free_threaded else LINE) in lines[0], lines)
+              and LINE in lines[0], lines)
         check("nothing else on stderr", pre.stderr.replace(lines[0] + "\n", "", 1) == plain.stderr
               if lines else False, pre.stderr)
-    if a.free_threaded:
-        plain, pre = run(a.python, None, GIL, model), run(a.python, lib, GIL, model)
-        check("free-threaded: the GIL is off, with the preload as without",
-              plain.stdout == pre.stdout == "False\n" and pre.returncode == 0, (plain.stdout, pre.stdout, pre.stderr))
     print(f"unsupported: {len(failures)} failure(s)" if failures else "unsupported: all checks hold")
     return 1 if failures else 0
 

@@ -1,8 +1,9 @@
 /* Which interpreters tunerguard serves (core/py_api.c tg_py_version_parse),
  * from Py_GetVersion() strings as each kind of build prints them: 3.9 to
- * 3.15 with a GIL are served; 3.8 and older, 3.16 and newer, a free-threaded
- * 3.13t or 3.14t and whatever is not a 3.x are not (loader/py_arm.c then says
- * one line when a target module is imported).  No interpreter is loaded: the strings are
+ * 3.15 with a GIL and the free-threaded 3.13t and 3.14t are served; 3.8 and
+ * older, 3.16 and newer, a free-threaded 3.15t or later and whatever is not
+ * a 3.x are not (loader/py_arm.c then says one line when a target module is
+ * imported).  No interpreter is loaded: the strings are
  * the ones those builds print. */
 #include <criterion/criterion.h>
 
@@ -66,10 +67,29 @@ Test(py_version, newer_than_3_15)
 
 Test(py_version, free_threaded)
 {
-    /* 3.13t says "experimental"; 3.14t (PEP 779: supported) no longer does. */
+    /* 3.13t says "experimental"; 3.14t (PEP 779: supported) no longer does.
+     * Served: their layouts were checked against their headers. */
     static const struct { const char *v; int minor; } ft_builds[] = {
         {"3.13.0 experimental free-threading build (main, Oct 7 2024, 10:00:00) [GCC 12.2.0]", 13},
+        {"3.13.5 experimental free-threading build (main, Dec 5 2026, 21:33:40) [GCC 12.2.0]", 13}, /* tools/dev py313t */
         {"3.14.0 free-threading build (main, Oct 7 2025, 10:00:00) [GCC 14.2.0]", 14},
+    };
+    for (size_t i = 0; i < sizeof ft_builds / sizeof ft_builds[0]; i++) {
+        int minor = -2, ft = -2;
+        cr_expect(served(ft_builds[i].v, &minor, &ft), "%s", ft_builds[i].v);
+        cr_expect_eq(minor, ft_builds[i].minor, "%s", ft_builds[i].v);
+        cr_expect_eq(ft, 1, "%s", ft_builds[i].v);
+    }
+}
+
+Test(py_version, free_threaded_unknown)
+{
+    /* A free-threaded 3.15 or later: its layouts were not checked (3.15 with a
+     * GIL is served, its free-threaded build is not). */
+    static const struct { const char *v; int minor; } ft_builds[] = {
+        {"3.15.2 free-threading build (main, Oct 26 2026, 15:10:10) [GCC 16.2.0]", 15},
+        {"3.16.0 free-threading build (main, Oct 7 2027, 10:00:00) [GCC 16.2.0]", 16},
+        {"3.12.0 experimental free-threading build (main, Oct 7 2023) [GCC 12.2.0]", 12},
     };
     for (size_t i = 0; i < sizeof ft_builds / sizeof ft_builds[0]; i++) {
         int minor = -2, ft = -2;

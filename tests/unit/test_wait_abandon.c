@@ -1,6 +1,6 @@
 /* A waiter that abandons its wait for a tuner (a signal handler raised: its
  * Ctrl-C) when the lock is free at that moment wakes the FIFO's new head
- * (guard/serialize_wait.c, abandon_wait).  The holder's unlock woke the
+ * (guard/serialize_wait.c, tg__abandon_wait).  The holder's unlock woke the
  * abandoning thread, the head then, and that wake-up leaves with it: the
  * next waiter, left parked, would enter only at its own time-out (a second,
  * off the main thread) instead of at once.
