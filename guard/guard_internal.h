@@ -327,17 +327,20 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_occupant *other, int high, int other_tuning, int serialized,
-                          struct tg_race_link *link, enum tg_emit_status *st);
+                          struct tg_tuner *u, struct tg_occupant *other, int high, int other_tuning,
+                          int serialized, struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
-                                       struct tg_thread *t, struct tg_occupant *mine, enum tg_emit_status *st);
+                                       struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
+                                       enum tg_emit_status *st);
 uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                   struct tg_thread *t, struct tg_thread_view *xv, const struct tg_occupant *x,
                                   uint64_t t_entered, const char *t_name, enum tg_emit_status *st);
 
 /* t's raced session o ends in the exception that is set: when the race can
  * have caused it (tg__exception_from_race; guard_at: the installed guards),
- * report it and add a note to the exception (3.11+).  The exception stays set. */
+ * report it and add a note to the exception (3.11+).  The exception stays set.
+ * o: a copy of the session's link (tid, depth, raced_*, race_seq), taken
+ * under the entry lock (another thread may relink the slot meanwhile). */
 void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
                           const struct tg_guard *(*guard_at)(int i));
 
@@ -389,6 +392,77 @@ int tg__slotless_at(uintptr_t inst, int *cursor, struct tg_slotless *out);
 int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out);
 void tg__slotless_atfork_child(void);
 
+/* ---- exception links --------------------------------------------------------
+ *
+ * An occupant's link to a race (raced_tid, raced_name, race_seq: whose race
+ * its call's exception is) is written by the reporting thread into another
+ * thread's slot, and read by the slot's owner when its call raises.  Both
+ * under the tuner's entry lock (detectors/tuner_table.h): a few loads and
+ * stores, no Python code, no wait.  raced_tid is also stored whole (a
+ * relaxed atomic) so that a scan may skip linked slots before it takes the
+ * lock; the decision is taken again under it. */
+
+/* Is c linked now?  A hint: decide under the lock (tg__link_set). */
+static inline pid_t tg__link_peek(const struct tg_occupant *c)
+{
+    return __atomic_load_n(&c->raced_tid, __ATOMIC_RELAXED);
+}
+
+/* Copy of a thread name, cut to n - 1 bytes; no libc call (under a spin lock). */
+static inline void tg__link_name(char *dst, size_t n, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < n; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+/* Link c (of u) to thread tid's race, named name (NULL: left as it is),
+ * seq; unless c is linked already and !force.  1 when linked here. */
+static inline int tg__link_set(struct tg_tuner *u, struct tg_occupant *c, pid_t tid, const char *name, uint64_t seq,
+                               int force)
+{
+    tg_tuner_entry_lock(u);
+    const int ok = force || c->raced_tid == 0;
+    if (ok) {
+        __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+        if (name)
+            tg__link_name(c->raced_name, sizeof c->raced_name, name);
+        c->race_seq = seq;
+    }
+    tg_tuner_entry_unlock(u);
+    return ok;
+}
+
+/* c's link, if it is still to thread if_tid's race: set to new_tid (0:
+ * unlinked), its name (NULL: left) and seq.  1 when it was if_tid's. */
+static inline int tg__link_update(struct tg_tuner *u, struct tg_occupant *c, pid_t if_tid, pid_t new_tid,
+                                  const char *name, uint64_t seq)
+{
+    tg_tuner_entry_lock(u);
+    const int ok = c->raced_tid == if_tid;
+    if (ok) {
+        __atomic_store_n(&c->raced_tid, new_tid, __ATOMIC_RELAXED);
+        if (name)
+            tg__link_name(c->raced_name, sizeof c->raced_name, name);
+        c->race_seq = seq;
+    }
+    tg_tuner_entry_unlock(u);
+    return ok;
+}
+
+/* c's link, read whole: its tid (returned), name and seq. */
+static inline pid_t tg__link_read(struct tg_tuner *u, const struct tg_occupant *c, char *name, size_t n,
+                                  uint64_t *seq)
+{
+    tg_tuner_entry_lock(u);
+    const pid_t tid = c->raced_tid;
+    tg__link_name(name, n, c->raced_name);
+    *seq = c->race_seq;
+    tg_tuner_entry_unlock(u);
+    return tid;
+}
+
 /* ---- race_again.c --------------------------------------------------------- */
 
 /* The key of a declared tuner's race: t entering inst through g while
@@ -397,10 +471,10 @@ void tg__slotless_atfork_child(void);
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
                       const struct tg_occupant *other, int serialized);
 /* A race with this key was emitted before: counted as its repeat, *link and
- * other's link made as tg__report_race makes them; 1.  0: not seen (key 0
- * too).  GIL held. */
-int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
-                   struct tg_race_link *link);
+ * other's link (an occupant of u) made as tg__report_race makes them; 1.
+ * 0: not seen (key 0 too).  An attached thread. */
+int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
+                   int serialized, struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
  * dedup_ref; 0: not kept), or suppressed (supp: the suppression's index + 1),
  * the threads named so.  GIL held. */

@@ -112,8 +112,8 @@ static struct again *slot_of(uint64_t key, int want_free)
     return NULL; /* crowded: the full path */
 }
 
-int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
-                   struct tg_race_link *link)
+int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
+                   int serialized, struct tg_race_link *link)
 {
     if (!key)
         return 0;
@@ -131,10 +131,7 @@ int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *
     }
     tg_emit_again(copy.ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
-        struct tg_occupant *mo = (struct tg_occupant *)other;
-        mo->raced_tid = t->tid;
-        snprintf(mo->raced_name, sizeof mo->raced_name, "%s", copy.self_name);
-        mo->race_seq = 0;
+        tg__link_set(u, (struct tg_occupant *)other, t->tid, copy.self_name, 0, 1);
         link->tid = other->tid;
         snprintf(link->name, sizeof link->name, "%s", copy.other_name);
         link->seq = 0;

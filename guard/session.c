@@ -423,9 +423,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     const uint64_t now = tg_ticks();
     struct tg_occupant *o = tg_tuner_enter(u, t, tg_py.PyThreadState_Get(), g, now, 0);
     if (o && e->link.tid) {
-        o->raced_tid = e->link.tid;
-        snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
-        o->race_seq = e->link.seq;
+        tg__link_set(u, o, e->link.tid, e->link.name, e->link.seq, 1);
     } else if (__builtin_expect(!o, 0)) {
         /* More threads inside than the entry has slots (seeds/004: ten):
          * listed for the links another thread's race makes (slotless.c),
@@ -599,8 +597,12 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
-    if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
-        tg__report_exception(inst, g, t, o, tg__guard_at);
+    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1) {
+        struct tg_occupant link = {.tid = t->tid, .depth = 1};
+        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
+        if (link.raced_tid)
+            tg__report_exception(inst, g, t, &link, tg__guard_at);
+    }
     if (__builtin_expect(!o && t->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
         if (res == NULL && t->ovf_raced_tid) {
             struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = t->ovf_raced_tid,
