@@ -155,7 +155,7 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
                           PyObject *kwnames);
 
 /* Is thread tid alive?  tgkill(2) at most every 100 ms per thread (a cache
- * of recent answers, GIL held): contended entries and exits check their
+ * of recent answers, one 64-bit word a slot): contended entries and exits check their
  * occupants, and an overlap of tuned calls must not cost a syscall. */
 int tg__tid_alive_cached(pid_t tid);
 /* In a fork child: forget the parent's threads (alive.c). */
@@ -197,7 +197,8 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
 /* A class attribute assignment `cls.<name> = value` has just been made
  * (value not NULL): when name is a guarded method's and cls is, or derives
  * from, the class it was guarded on, value is guarded as its replacement
- * before anything can call it.  GIL held. */
+ * before anything can call it.  Attached; takes the install lock past its
+ * first checks. */
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
 
 /* Threads inside a tuning method now (marker calls, guard/session.c):
@@ -231,7 +232,7 @@ void tg__install_atfork_child(void);
 
 /* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
  * do or refused (a line said where one is due), -1 failed with one line.
- * GIL held. */
+ * Attached; takes the install lock. */
 int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at);
 /* Is inst an instance of g's family (g->family set, its class alive)?  C
  * calls only, no error set.  GIL held. */
@@ -243,7 +244,7 @@ int tg__guard_serves(const struct tg_guard *g, PyObject *inst);
  * `name` some other way than a plain function of its own (a mixin's, a
  * partialmethod, a property or another descriptor): what its calls run is
  * guarded, or one line, once per class, says it runs unguarded and why.
- * declared: a targets= entry's.  GIL held; the thread busy. */
+ * declared: a targets= entry's.  The install lock held; the thread busy. */
 void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
 /* A tuning method ran on tuner inst while this thread holds no session on
  * it: an entry point set on the instance itself (`tuner.run = f`), which
@@ -277,7 +278,8 @@ int tg__guard_watch_new(void);
 
 /* A class was just made (type.__new__ with three arguments, any
  * metaclass): the overrides of a guarded family it derives from are guarded
- * (py_arm_guard.c).  GIL held. */
+ * (py_arm_guard.c).  Attached, any thread: the guarded bases read without
+ * the install lock, taken for a class that derives from one. */
 void tg__guard_class_made(PyObject *cls);
 
 /* ---- race_decide.c, report_capture.c --------------------------------------- */
@@ -373,7 +375,8 @@ void tg__view_traceback(struct tg_thread_view *v, PyObject *tb);
 
 /* An outermost session without an occupant slot (more threads inside one
  * tuner than it has slots), listed while it lasts so that a race found by
- * another thread can link it (ovf_* on its thread record).  GIL held. */
+ * another thread can link it (ovf_* on its thread record).  The list under
+ * slotless.c's own lock; readers get copies. */
 struct tg_slotless {
     struct tg_thread *t;  /* valid only while the thread lives: check tid first */
     pid_t tid;
@@ -477,7 +480,7 @@ int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const 
                    int serialized, struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
  * dedup_ref; 0: not kept), or suppressed (supp: the suppression's index + 1),
- * the threads named so.  GIL held. */
+ * the threads named so.  Attached; the cache under race_again.c's own lock. */
 void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
                        const char *other_name);
 void tg__race_again_atfork_child(void);
@@ -576,26 +579,28 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
  * entering thread looks at the registry only while one does. */
 extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
- * or 0 when the registry is full (t then registers its sessions).  GIL held. */
+ * or 0 when the registry is full (t then registers its sessions).  The
+ * claim an atomic increment. */
 int tg__lazy_slot(struct tg_thread *t);
 /* An outermost call that registers nothing unless it must.  0: done, *resp
  * is the call's result; 1: it registered, and the caller leaves as a
  * registered session does (session_exit, with *epochp).  GIL held. */
 int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
-/* Thread a's unregistered session on inst becomes a registered one; 0 when
- * the table is full.  GIL held. */
+/* Thread a's unregistered session on inst becomes a registered one: 1, 2
+ * when another thread registered it (the exchange of a->lazy_inst), 0 when
+ * the table is full (lazy_session.c).  Attached. */
 int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
 /* lazy_inst while a thread registers another's session for it (never an
  * object's address). */
 #define TG_LAZY_CLAIMED ((uintptr_t)1)
 /* Register the evident unregistered sessions inside inst for their threads,
- * before t enters it.  GIL held. */
+ * before t enters it.  Attached; slots claimed meanwhile may be skipped. */
 void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);
 /* The owner's session ended: its slot no longer speaks for it.  GIL held. */
 void tg__lazy_clear(struct tg_thread *t);
 void tg__lazy_atfork_child(void);
-/* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
+/* The tuner table is full (tg_tuner_get gave NULL): said once (an exchange). */
 void tg__table_full(void);
 
 #endif

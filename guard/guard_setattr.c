@@ -48,7 +48,10 @@
  * descriptor is a PyDescr_COMMON (header, d_type, d_name, d_qualname),
  * d_base, d_wrapped.
  *
- * Everything here: GIL held. */
+ * Everything here: an attached thread.  The hooks go in at the first guard
+ * install (under the install lock, guard/guard_internal.h), before the
+ * program's own threads are likely to run, and the slots' stores stay
+ * plain; the hooks themselves run on any thread at once. */
 #include "guard/guard_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"

@@ -376,7 +376,7 @@ static int has_target(const struct tg__arm_target *t, PyObject *cls)
  * targets found before do not name.  Each target class that is a new class
  * gets an entry of its own, guarded as the first one was; the old classes
  * stay guarded for the instances made from them.  One line when the table
- * is full.  GIL held; the thread is busy. */
+ * is full.  The install lock held; the thread is busy. */
 static void arm_reloaded(const char *name, PyObject *mod)
 {
     const int n = tg__arm_ntargets;
