@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ft_stress.py under the preload, mode=serialize, on a free-threaded CPython
-with PYTHON_GIL=0, several rounds:
+with PYTHON_GIL=0, several rounds, then ft_fork.py once:
 
   run_ft_stress.py --lib LIB --python EXE [--rounds R] [--pairs N]
 
@@ -78,6 +78,17 @@ def main():
             ok = ok and cond
         if not all(c for _, c in checks):
             print(p.stdout, p.stderr, text[-3000:], sep="\n----\n")
+    # fork while another thread holds the install lock: the child installs a guard of its own
+    env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.lib), PYTHON_GIL="0", PYTHONDONTWRITEBYTECODE="1",
+               TUNERGUARD_OPTIONS="mode=serialize:targets=tgfix.tuners:Tuner.run")
+    p = subprocess.run([args.python, "-W", "ignore::DeprecationWarning", os.path.join(HERE, "ft_fork.py")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    cond = p.returncode == 0
+    print(f"{'PASS' if cond else 'FAIL'} fork inside another thread's install: the child's class guarded "
+          f"(exit {p.returncode}; 2: not serialized, 142: its install never got the lock)")
+    if not cond:
+        print(p.stdout, p.stderr, sep="\n----\n")
+    ok = ok and cond
     return 0 if ok else 1
 
 
