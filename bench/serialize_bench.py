@@ -63,6 +63,9 @@ ap.add_argument("--inner-rounds", type=int, default=12, help="--interleave: roun
                 "williams())")
 ap.add_argument("--json", default=None, help="write every cell's JSON here")
 ap.add_argument("--python", default=sys.executable)
+ap.add_argument("--gil", choices=("0", "1"), default=None,
+                help="a free-threaded --python: PYTHON_GIL for every cell; a cell that ends in the other "
+                     "state (sys._is_gil_enabled()) fails")
 ap.add_argument("--from-json", default=None,
                 help="print the tables of earlier --json files (comma separated: pooled), run nothing")
 a = ap.parse_args()
@@ -119,6 +122,8 @@ def env_for(variant, workdir):
     env.pop("LD_PRELOAD", None)
     env.pop("TUNERGUARD_OPTIONS", None)
     env.pop("TG_BENCH_PAD", None)
+    if a.gil is not None:
+        env["PYTHON_GIL"] = a.gil
     if a.backend == "cpu":
         fake = os.path.join(os.path.dirname(lib), "tests", "fakecuda")
         env["LD_LIBRARY_PATH"] = fake + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
@@ -191,6 +196,10 @@ def cell(variant, n, phase, workdir):
         res = {"ok": False, "errors": [p.stderr.strip()[-400:]], "backend": a.backend, "threads": n, "phase": phase}
     res["variant"] = variant
     res["rc"] = p.returncode
+    res["load"] = os.getloadavg()[0]  # the machine's 1-minute load as the cell ended
+    if a.gil is not None and res.get("ok") and res.get("gil") != (a.gil == "1"):
+        res["ok"] = False
+        res["errors"] = [f"the GIL was {'on' if res.get('gil') else 'off'} at the cell's end, not as PYTHON_GIL={a.gil}"]
     summary = [ln for ln in p.stderr.splitlines() if ln.startswith("tunerguard: ") and
                re.search(r"races? reported|prevented by serialize|calls? serialized|on already tuned keys", ln)]
     if summary:  # the exit summary: waits and overlaps
@@ -329,11 +338,20 @@ def ratio_cells(n, meds, key):
     return out
 
 
+def interp_line():
+    """The interpreters, GIL states and 1-minute loads the cells ran with, where the cells say."""
+    pys = sorted({c["python"] for c in cells if c.get("python")})
+    gils = sorted({"on" if c["gil"] else "off" for c in cells if "gil" in c})
+    loads = sorted(c["load"] for c in cells if "load" in c)
+    return ((f"; Python {', '.join(pys)}" if pys else "") + (f", GIL {' and '.join(gils)}" if gils else "")
+            + (f"; load {statistics.median(loads):.1f} (median; {loads[0]:.1f}-{loads[-1]:.1f})" if loads else ""))
+
+
 def steady_table():
     if not any(c["phase"] == "steady" for c in cells):
         return  # --cold-only
     print(f"steady state, backend {cells[0].get('backend', a.backend) if cells else a.backend}, {steps} steps per thread (2 calls each), {a.rounds} rounds, "
-          "median calls/s (min-max)\n")
+          "median calls/s (min-max)" + interp_line() + "\n")
     ratio_header()
     for n in threads:
         row, meds = [], {}

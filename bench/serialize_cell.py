@@ -520,6 +520,11 @@ else:
     # each key once: (threads + 1 shared) keys x 2 kernels x 8 configs
     out["configs_expected"] = (a.threads + 1) * 2 * len(CONFIGS)
 
+# the interpreter, and whether the GIL was on at the end (a free-threaded build: PYTHON_GIL,
+# or an import that turned it on)
+import sysconfig  # noqa: E402
+out["python"] = sys.version.split()[0] + ("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else "")
+out["gil"] = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
 out["errors"] = errors[:5]
 out["ok"] = not errors
 print(json.dumps(out))

@@ -89,7 +89,7 @@ static const char *const library_files[] = {
 _Static_assert(COUNT(entries) == TG_TUNER_NENTRIES, "the entry count the loader's table is sized by");
 
 /* A name as long as its field in the loader's table would lose its NUL
- * without a word there (loader/py_arm.c, builtin_targets). */
+ * without a word there (loader/py_arm_targets.c, builtin_targets). */
 #define TG_TUNER(id, mod, qual, clears_args)                                                          \
     _Static_assert(sizeof mod <= TG_TUNER_MODULE_SIZE && sizeof qual <= TG_TUNER_CLASS_SIZE,        \
                    "core/builtin_tuners.inc: " #id "'s names fit the loader's table");

@@ -1,7 +1,7 @@
 /* The built-in tuner families (core/builtin_tuners.inc) as the core library
  * reads them: by number, with the questions the guard and the reports ask.
  * The loader expands the table itself (its targets are startup data,
- * loader/py_arm.c).  Pure lookups in constant tables: no Python, no
+ * loader/py_arm_targets.c).  Pure lookups in constant tables: no Python, no
  * allocation, any thread. */
 #ifndef TG_BUILTIN_TUNERS_H
 #define TG_BUILTIN_TUNERS_H

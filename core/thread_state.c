@@ -35,8 +35,9 @@ TG_STARTUP struct tg_thread *tg__self_busy(void)
  * has a new tid.  Its stack goes on in the child, frames and all: `busy`
  * and `tuning`, counted in and out by those frames, stay as they are (reset,
  * a frame that raised them would take them below zero on its way out); the
- * guarded frames among them see `forks` changed and leave nheld and depth
- * alone. */
+ * guarded frames among them see the guard's fork count changed
+ * (guard/guard_thread.h, tg__gthread_atfork_child, which the fork-child
+ * handler calls next) and leave nheld and depth alone. */
 void tg__thread_atfork_child(void)
 {
     struct tg_thread *t = &tg__tls_rec;
@@ -46,12 +47,9 @@ void tg__thread_atfork_child(void)
     }
     t->nheld = 0;
     t->depth = 0;
-    t->lazy_inst = 0; /* its frame, if any, sees `forks` changed and leaves it */
+    t->lazy_inst = 0; /* its frame, if any, sees the fork count changed and leaves it */
     t->session_launches = t->session_syncs = t->session_multi = 0;
     t->last.inside = 0;
-    t->ovf_raced_tid = 0; /* a parent's race names no thread of the child */
-    t->ovf_inst = 0;
-    t->forks++;
 }
 
 /* ESRCH means the thread is gone; any other answer, that it may live. */

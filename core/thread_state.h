@@ -1,10 +1,18 @@
 /* Per-thread state of tunerguard: one record per OS thread, in TLS.
  *
+ * The record holds what more than one layer reads of a thread: its identity
+ * (tid, ident, is_main), the CUDA hooks' fields (the hook line, `last`:
+ * cuda/), the tuner sessions it is inside and its place in a tuner's FIFO
+ * of waiters (held, park, wait_next, waiting_for: detectors/tuner_table.h),
+ * and the evidence line another thread's entry reads.  What only the guard
+ * reads and writes is the guard's (guard/guard_thread.h), in an opaque area
+ * at the tail.  Each field's comment says who writes and reads it.
+ *
  * Contract: tg__self() never allocates, never locks, never makes a syscall
  * after the first call on a thread (the first call caches gettid()).  It is
  * async-signal-safe once initialised.  The record lives as long as the thread;
  * other threads may read it (through the tuner table's holder pointer) while
- * the owner is inside a tuner session, with the seqlock below. */
+ * the owner is inside a tuner session, `last` with its seqlock (below). */
 #ifndef TG_THREAD_STATE_H
 #define TG_THREAD_STATE_H
 
@@ -45,6 +53,14 @@ enum tg_cuda_kind {
     TG_CUDA_OTHER,
 };
 
+/* The guard's part of the record (guard/guard_thread.h, struct
+ * tg_guard_thread: the guarded call's, detect's unregistered session's,
+ * serialize's waits' and turn's fields), opaque here: an area of this many
+ * bytes at the record's tail, 64-byte aligned, reached with tg__gthread(t).
+ * In the record, so that another thread reaches it from the record a tuner
+ * table entry points at (the holder's) as it reaches the rest. */
+#define TG_GUARD_THREAD_SIZE 192
+
 struct tg_thread {
     /* The hook line: what a recorded CUDA launch reads and writes of the
      * thread's own, on the record's first line (the record is 64-byte
@@ -74,50 +90,52 @@ struct tg_thread {
     uint32_t dev1_gen;
     uint64_t dev1_key;
     /* The tuner instance of detect's unregistered session this thread is
-     * in (guard/session.c, "The unregistered session"), 0 when none: here
-     * because every launch in the steady state reads it (an unregistered
-     * session's hooks publish its evidence).  Written by the owner, and by a
-     * thread that registers the session for it, both with the GIL; read by
-     * the owner's hooks without it: atomic. */
+     * in (guard/lazy_session.c), 0 when none: here because every launch in
+     * the steady state reads it (an unregistered session's hooks publish its
+     * evidence); the rest of that session is the guard's (lazy_g, ...).
+     * Written by the owner, and by a thread that registers the session for
+     * it, both with the GIL; read by the owner's hooks without it: atomic. */
     uintptr_t lazy_inst;
     /* The rest of the first line and the next three: what a guarded call
-     * reads and writes of its own thread's (guard/session.c), besides the
-     * fields above and the evidence line. */
-    /* fork() children this thread's copy has gone on in (the atfork handler
-     * counts it).  A guarded frame notes it at entry: one that sees it
-     * changed at exit was entered in the parent, and its holds went with the
-     * tables reset at fork, so it gives nothing back (guard/session.c). */
-    unsigned forks;
-    /* The replacement check's draw (xorshift32 state, 0 until the first;
-     * guard/guard_internal.h).  GIL held. */
-    uint32_t replace_rng;
+     * reads and writes of its own thread's here (guard/session.c), besides
+     * the fields above, the evidence line and the guard's first line
+     * (guard/guard_thread.h). */
     /* Guarded calls this thread is in (guard/session.c, tg__guard_entry), and
      * the program's own exception (type, value, traceback: PyObject *) that
      * Python code tunerguard ran inside one of them raised, kept to be raised
-     * when that call returns (core/py_attr.h, tg_py_drop_error).  GIL held. */
+     * when that call returns (core/py_attr.h, tg_py_drop_error: here because
+     * that reads them).  GIL held. */
     int guard_frames;
-    void *held[TG_MAX_HELD];
+    void *held[TG_MAX_HELD] __attribute__((aligned(64)));
     uint8_t held_slot[TG_MAX_HELD]; /* t's occupant slot in held[i], 0xff none (overflow) */
     void *kept_exc[3];
-    /* Inside the program's own wrapper of a guarded method (a replacement
-     * that chains to the original), entered while another thread was inside
-     * that instance: the instance, and the wrapper's guard (opaque).  GIL held. */
-    uintptr_t wrapped_busy;
-    const void *wrapped_by;
     unsigned long ident;      /* pthread_self(): Python's threading.get_ident() */
-    /* The rest of detect's unregistered session (lazy_inst above): its
-     * guard (opaque), its thread state (for its Python stack in a report)
-     * and its entry (tg_ticks).  Written by the owner, read by a thread that
-     * registers the session for it; GIL held. */
-    const void *lazy_g;
-    void *lazy_tstate;
-    uint64_t lazy_t0;
-    int lazy_slot;            /* its slot in the registry of such sessions + 1; 0 none yet, -1 full */
+    /* The current device when the thread last entered a tuner before it made
+     * any CUDA call of its own (the race of a cold cache happens while both
+     * threads compile), -1 unknown (set at first use).  Written by the
+     * thread at entry, read by another thread's report; both with the GIL
+     * held. */
+    int32_t entry_device;
+    /* The process's main thread (its tid is the pid), where Python runs
+     * signal handlers: taken at first use, set in a fork child (the forking
+     * thread is the child's main thread).  serialize's waits read it. */
+    int is_main;
+    /* serialize mode: the tuner table entry this thread waits for, NULL when
+     * not waiting.  Written and read with the GIL held (wait-graph search).
+     * On a line of its own with the next two, away from the lines a guarded
+     * call touches: a waker writes `park`. */
+    void *waiting_for __attribute__((aligned(64)));
+    /* serialize mode's lock (detectors/tuner_table.h, "The lock"): the word
+     * this thread parks on while it waits (futex; bumped by the thread that
+     * wakes it or hands it the tuner, without the GIL), and its link in the
+     * tuner's FIFO of waiters (GIL held). */
+    uint32_t park;
+    struct tg_thread *wait_next;
     /* Benchmarking evidence for the current outermost session, the fields
      * another thread's entry reads when it overlaps this thread's session
-     * (guard/race_decide.c, tg__other_is_tuning: for a marked tuner only
-     * when this thread's evidence bit in the tuner is set, for targets=
-     * tuners on every overlap).  On a line of their own,
+     * (guard/race_decide.c, tg__other_is_tuning, through tg_thread_tuning:
+     * for a marked tuner only when this thread's evidence bit in the tuner
+     * is set, for targets= tuners on every overlap).  On a line of their own,
      * each written only when its value changes: in the steady state (tuned
      * calls, nobody tuning) the line stays unwritten, so the reader finds it
      * in its own cache instead of on the owner's CPU.
@@ -140,83 +158,34 @@ struct tg_thread {
     uint32_t session_multi;
     /* The tuning method `tuning` counts from 0 (its marker guard), for a
      * report on a declared tuner's tuning step (tuning=); written with
-     * `tuning`. */
+     * `tuning`, read with it by another thread's report: on this line. */
     const void *tuning_step;
     char evidence_end_[40]; /* the rest of the line: nothing written per call */
     struct tg_cuda_call last;  /* last GIL-releasing CUDA call */
-    /* The current device when the thread last entered a tuner before it made
-     * any CUDA call of its own (the race of a cold cache happens while both
-     * threads compile), -1 unknown.  Written by the thread at entry, read by
-     * another thread's report; both with the GIL held. */
-    int32_t entry_device;
-    /* serialize mode: the tuner table entry this thread waits for, NULL when
-     * not waiting.  Written and read with the GIL held (wait-graph search). */
-    void *waiting_for;
-    /* serialize mode's lock (detectors/tuner_table.h, "The lock"): the word
-     * this thread parks on while it waits (futex; bumped by the thread that
-     * wakes it or hands it the tuner, without the GIL), and its link in the
-     * tuner's FIFO of waiters (GIL held). */
-    uint32_t park;
-    struct tg_thread *wait_next;
-    /* serialize's turn (guard/serialize_wait.h, tg__release_turn): when this
-     * thread last gave the turn up while others waited (ns; 0: it did not,
-     * or it has been back since), and how many times in a row it came back
-     * for it soon after (quiet from TG_TURN_QUIET_AFTER on: its releases
-     * need not wake the FIFO's head).  Owner only, GIL held. */
-    uint64_t turn_released_ns;
-    int turn_short;
-    /* The process's main thread (its tid is the pid), where Python runs
-     * signal handlers: taken at first use, set in a fork child (the forking
-     * thread is the child's main thread).  serialize's waits read it. */
-    int is_main;
-    /* While a report of the race seen at a declared tuner's tuning step is
-     * made (guard/race_decide.c, tg__check_race_at_step): that step's
-     * guard; NULL otherwise.  Own thread, GIL held. */
-    const void *step_entry;
-    /* serialize: the call whose wait for a tuner begins has waited for the
-     * turn already, and was counted then (guard/serialize_wait.c).  Own
-     * thread, GIL held. */
-    int wait_call_counted;
-    /* serialize: the lock (the turn, or a tuner's entry; opaque here) this
-     * thread waits for, NULL when it waits for none; and whether it is out
-     * of that lock's FIFO for now: a guarded call made by Python code run
-     * inside the wait (a signal handler run between its stretches, an audit
-     * hook) took it out to wait as a call of its own, and the wait goes back
-     * in at the FIFO's tail (guard/serialize_wait.c).  Own thread, GIL held. */
-    void *wait_lock;
-    int wait_left;
-    /* >0 while that wait runs the program's Python code (its audit hooks,
-     * its signal handlers), where a guarded call is the program's call
-     * and is guarded as one (guard/serialize_wait.c).  Own thread, GIL held. */
-    int wait_open;
-    /* A session without an occupant slot (more threads inside one tuner
-     * than it has slots): its race link for the exception report, as an
-     * occupant's raced_* fields (made at its entry, or by another thread's
-     * race: guard/slotless.c), and the instance (0: none).  GIL held
-     * (guard/session.c). */
-    pid_t ovf_raced_tid;
-    char ovf_raced_name[48];
-    uint64_t ovf_race_seq;
-    uintptr_t ovf_inst;
 #ifdef TG_INSITU
     /* The in-situ profile build only (core/insitu.h): this thread's counts. */
     uint64_t insitu[8];
     int insitu_reg;
-    uint64_t insitu_orig; /* the last original's cycles (guard/session.c) */
 #endif
+    /* The guard's part (above, and guard/guard_thread.h).  Zero until the
+     * guard writes it. */
+    unsigned char guard_area[TG_GUARD_THREAD_SIZE] __attribute__((aligned(64)));
 };
 
-/* The evidence line (above): its four fields on one line, with nothing else. */
+/* The hook line (above): its fields on the record's first line. */
+_Static_assert(offsetof(struct tg_thread, lazy_inst) + sizeof(uintptr_t) <= 64 &&
+                   offsetof(struct tg_thread, guard_frames) < 64,
+               "the hook line holds the hook's fields, and the guarded call's count");
+/* The evidence line: its four fields on one line, with nothing else. */
 _Static_assert(offsetof(struct tg_thread, tuning) % 64 == 0, "the evidence starts a line");
 _Static_assert(offsetof(struct tg_thread, session_multi) / 64 == offsetof(struct tg_thread, tuning) / 64,
                "the evidence fits its line");
 _Static_assert(offsetof(struct tg_thread, last) - offsetof(struct tg_thread, tuning) >= 64,
                "nothing written per call shares the evidence line");
-_Static_assert(offsetof(struct tg_thread, lazy_inst) < 64 && offsetof(struct tg_thread, guard_frames) < 64,
-               "the hook line holds the hook's fields, and the guard's first ones");
-_Static_assert(offsetof(struct tg_thread, wrapped_by) < offsetof(struct tg_thread, tuning),
-               "the guard's fields come before the evidence line");
+_Static_assert(offsetof(struct tg_thread, wait_next) < offsetof(struct tg_thread, tuning),
+               "the record's own fields come before the evidence line");
 _Static_assert(offsetof(struct tg_thread, last) % 64 == 0, "the record of the last call starts a line");
+_Static_assert(offsetof(struct tg_thread, guard_area) % 64 == 0, "the guard area starts a line");
 
 struct tg_thread *tg__self(void);
 /* The record itself (core/thread_state.c; the loader's initial-exec TLS):

@@ -1,13 +1,16 @@
 /* The tuner table: open addressing over instance addresses.  See
- * tuner_table.h for the locking contract (GIL held). */
+ * tuner_table.h for the locking contract (the GIL; in a free-threaded build
+ * the entry locks, and the table lock below).
+ *
+ * Without the GIL, the fields an entry lock guards are written with relaxed
+ * atomic stores where a thread may read them without that lock (nocc,
+ * occ_tid[], waiters, wq_head, overlaps: a hint, as an entering thread's
+ * first look, the exit summary, the fatal-signal path), and read with
+ * relaxed loads there; both are plain moves on x86-64. */
 #include "detectors/tuner_table.h"
 #include "core/options.h"
 
-#include <errno.h>
-#include <linux/futex.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 static struct tg_tuner table[TG_TUNER_SLOTS];
 
@@ -23,7 +26,37 @@ static uint64_t claimed_bits[TG_TUNER_SLOTS / 64];
 
 static inline int ever_claimed(unsigned i)
 {
-    return (int)(claimed_bits[i / 64] >> (i % 64) & 1);
+    return (int)(__atomic_load_n(&claimed_bits[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1);
+}
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* An entry's key: read without any lock (every look-up), written under the
+ * table lock (claim, give_back), published with release so that a thread
+ * finding the key finds the entry's reset fields too. */
+static inline uintptr_t key_of(const struct tg_tuner *u)
+{
+    return __atomic_load_n(&u->key, __ATOMIC_ACQUIRE);
+}
+
+/* The table lock: claims (nkeys, claimed_bits, a key written) and the idle
+ * sweep; taken after a look-up missed, so once per tuner instance (and once
+ * more after its entry was given back), never on a tuned call.  Taken
+ * before an entry's lock, never while holding one.  With the GIL, a no-op
+ * (tuner_table.h, "The entry lock"). */
+static uint32_t table_lock_word;
+
+static void table_lock(void)
+{
+    if (tg_py.free_threaded)
+        tg_word_lock(&table_lock_word);
+}
+
+static void table_unlock(void)
+{
+    if (tg_py.free_threaded)
+        tg_word_unlock(&table_lock_word);
 }
 
 static inline unsigned slot_of(uintptr_t key)
@@ -46,43 +79,57 @@ static inline unsigned slot_of(uintptr_t key)
  * waits): statistics only, nobody is inside it. */
 #define TOMB ((uintptr_t)1) /* never an object's address */
 #define TG_TUNER_SWEEP_AT (TG_TUNER_SLOTS / 4 * 3)
-static unsigned nkeys; /* slots with a key, in use or idle (GIL held) */
+static unsigned nkeys; /* slots with a key, in use or idle (the table lock) */
 
 /* An entry's overlap count stays with its slot when the entry is given
  * back (tg_tuner_overlaps sums every slot, in use or not): moving it to a
  * process-wide total here wrote one line shared by every thread at each
  * last leave, which with threads entering a tuner in turn is every call. */
+/* Table lock and u's entry lock held. */
 static void give_back(struct tg_tuner *u)
 {
-    u->key = TOMB;
+    __atomic_store_n(&u->key, TOMB, __ATOMIC_RELEASE);
     nkeys--;
 }
 
+/* Without the entry lock a first look; with it, the answer. */
 static int idle(const struct tg_tuner *u)
 {
-    return u->key != 0 && u->key != TOMB && u->nocc == 0 && u->waiters == 0 &&
+    const uintptr_t k = key_of(u);
+    return k != 0 && k != TOMB && LD(u->nocc) == 0 && LD(u->waiters) == 0 &&
            __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* Give u back if it is idle, looked at under its lock.  Table lock held. */
+static void give_back_if_idle(struct tg_tuner *u)
+{
+    if (!idle(u))
+        return;
+    tg_tuner_entry_lock(u);
+    if (idle(u))
+        give_back(u);
+    tg_tuner_entry_unlock(u);
 }
 
 /* Give back every idle entry: at a claim that finds the table three
  * quarters full (so at most once per quarter of the table's claims, unless
  * three quarters of it are in use at once).  A pointer to an entry is valid only
  * while someone is inside or waiting (tg_tuner_get's contract), so nobody
- * holds one to these. */
+ * holds one to these.  Table lock held. */
 static void sweep_idle(void)
 {
     for (unsigned i = 0; i < TG_TUNER_SLOTS; i++)
-        if (ever_claimed(i) && idle(&table[i]))
-            give_back(&table[i]);
+        if (ever_claimed(i))
+            give_back_if_idle(&table[i]);
 }
 
+/* Table lock held. */
 static void claim(struct tg_tuner *u, uintptr_t key)
 {
     /* nocc, occupants and waiters are 0: a slot is given back only then. */
     const unsigned i = (unsigned)(u - table);
     if (!ever_claimed(i))
-        claimed_bits[i / 64] |= 1ull << (i % 64);
-    u->key = key;
+        ST(claimed_bits[i / 64], LD(claimed_bits[i / 64]) | 1ull << (i % 64));
     nkeys++;
     /* What serialize keeps lies past the occupants, on lines detect never
      * writes; storing its zeros again on every claim would take those lines
@@ -94,23 +141,30 @@ static void claim(struct tg_tuner *u, uintptr_t key)
         u->waits = u->wait_ns = 0;
         u->noted = 0;
     }
+    __atomic_store_n(&u->key, key, __ATOMIC_RELEASE); /* last: found only reset */
 }
 
-struct tg_tuner *tg_tuner_get(uintptr_t key)
+/* The look-up that may claim: table lock held.  Why claims are not a bare
+ * CAS on `key`: a claim reuses the first tomb on the key's chain, and two
+ * threads claiming one key could then take two slots (one passed a slot
+ * before it became a tomb, the other reused it): two entries, two locks,
+ * for one tuner.  Under the table lock the chain changes under neither. */
+static struct tg_tuner *get_locked(uintptr_t key)
 {
     for (int pass = 0; pass < 2; pass++) {
         struct tg_tuner *tomb = NULL, *empty = NULL;
         unsigned i = slot_of(key);
         for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
             struct tg_tuner *u = &table[i];
-            if (u->key == key)
+            const uintptr_t k = key_of(u);
+            if (k == key)
                 return u;
-            if (u->key == TOMB) {
+            if (k == TOMB) {
                 if (!tomb)
                     tomb = u;
                 continue;
             }
-            if (u->key == 0) {
+            if (k == 0) {
                 empty = u;
                 break;
             }
@@ -129,12 +183,23 @@ struct tg_tuner *tg_tuner_get(uintptr_t key)
     return NULL;
 }
 
+struct tg_tuner *tg_tuner_get(uintptr_t key)
+{
+    struct tg_tuner *u = tg_tuner_find(key); /* every call but a tuner's first */
+    if (__builtin_expect(u != NULL, 1))
+        return u;
+    table_lock();
+    u = get_locked(key);
+    table_unlock();
+    return u;
+}
+
 uint64_t tg_tuner_overlaps(void)
 {
     uint64_t n = 0;
     for (unsigned i = 0; i < TG_TUNER_SLOTS; i++)
         if (ever_claimed(i))
-            n += table[i].overlaps; /* given back or not (give_back) */
+            n += LD(table[i].overlaps); /* given back or not (give_back) */
     return n;
 }
 
@@ -142,9 +207,10 @@ struct tg_tuner *tg_tuner_find(uintptr_t key)
 {
     unsigned i = slot_of(key);
     for (unsigned probe = 0; probe < TG_TUNER_SLOTS; probe++, i = (i + 1) & (TG_TUNER_SLOTS - 1)) {
-        if (table[i].key == key)
+        const uintptr_t k = key_of(&table[i]);
+        if (k == key)
             return &table[i];
-        if (table[i].key == 0)
+        if (k == 0) /* a slot's key never goes back to 0 (but at fork): the chain ends here */
             return NULL;
     }
     return NULL;
@@ -153,7 +219,8 @@ struct tg_tuner *tg_tuner_find(uintptr_t key)
 /* t's slot in u (t NULL: a free one), found through the directory: one line
  * read, then the one slot.  The tid is compared too: a new thread can get the
  * record address of a thread that died inside (glibc reuses thread stacks
- * and TLS). */
+ * and TLS).  Entry lock held, as in everything below that reads or writes
+ * the occupants. */
 static struct tg_occupant *find_occ(struct tg_tuner *u, const struct tg_thread *t)
 {
     const pid_t want = t ? t->tid : 0;
@@ -180,19 +247,22 @@ static struct tg_occupant *free_occ(struct tg_tuner *u, const struct tg_thread *
 
 static void clear_occ(struct tg_tuner *u, struct tg_occupant *o)
 {
-    u->occ_tid[o - u->occ] = 0;
+    ST(u->occ_tid[o - u->occ], 0);
     __atomic_store_n(&u->occ_ev[o - u->occ], 0, __ATOMIC_RELAXED);
     memset(o, 0, sizeof *o);
 }
 
+/* Without the entry lock: nocc is a relaxed load (as stale as the verdict
+ * is anyway once the call returns), t's own held[] is t's, and the lock a
+ * CAS. */
 enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, int mode)
 {
     if (mode == TG_MODE_SERIALIZE) {
-        if (u->nocc > 0 && tg_tuner_is_inside(u, t))
+        if (LD(u->nocc) > 0 && tg_tuner_is_inside(u, t))
             return TG_NESTED;
         return tg_tuner_try_lock(u, (uint32_t)t->tid) ? TG_FIRST : TG_WAIT;
     }
-    if (u->nocc == 0)
+    if (LD(u->nocc) == 0)
         return TG_FIRST;
     if (tg_tuner_is_inside(u, t))
         return TG_NESTED;
@@ -211,11 +281,14 @@ int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t)
             return 1;
     if (t->nheld <= TG_MAX_HELD)
         return 0;
-    return find_occ(u, t) != NULL; /* more sessions than held[] keeps */
+    tg_tuner_entry_lock(u); /* more sessions than held[] keeps */
+    const int in = find_occ(u, t) != NULL;
+    tg_tuner_entry_unlock(u);
+    return in;
 }
 
-struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
-                                   const void *method, uint64_t now_ns, int nested)
+static struct tg_occupant *enter_locked(struct tg_tuner *u, struct tg_thread *t, void *tstate,
+                                        const void *method, uint64_t now_ns, int nested)
 {
     struct tg_occupant *o;
     if (nested) {
@@ -226,12 +299,12 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     }
     o = free_occ(u, t);
     if (!o) {
-        u->nocc++; /* without a slot: tg_tuner_overflow */
+        ST(u->nocc, u->nocc + 1); /* without a slot: tg_tuner_overflow */
         return NULL;
     }
     o->thread = t;
     o->tid = t->tid;
-    u->occ_tid[o - u->occ] = t->tid;
+    ST(u->occ_tid[o - u->occ], t->tid);
     /* entered with it; untracked when t's held[] is full (its later evidence
      * cannot reach this slot: tg_tuner_mark_evidence) */
     __atomic_store_n(&u->occ_ev[o - u->occ],
@@ -242,15 +315,24 @@ struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void
     o->depth = 1;
     o->entered_ns = now_ns;
     o->method = method;
-    u->nocc++;
+    ST(u->nocc, u->nocc + 1);
+    return o;
+}
+
+struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
+                                   const void *method, uint64_t now_ns, int nested)
+{
+    tg_tuner_entry_lock(u);
+    struct tg_occupant *o = enter_locked(u, t, tstate, method, now_ns, nested);
+    tg_tuner_entry_unlock(u);
     return o;
 }
 
 void tg_tuner_release_if_unused(struct tg_tuner *u)
 {
-    if (u->key != 0 && u->key != TOMB && u->nocc == 0 && u->waiters == 0 &&
-        __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0)
-        give_back(u);
+    table_lock();
+    give_back_if_idle(u);
+    table_unlock();
 }
 
 int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
@@ -260,21 +342,24 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
 
 int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine)
 {
+    int last = 1;
+    tg_tuner_entry_lock(u);
     struct tg_occupant *o = mine && mine->thread == t && mine->tid == t->tid ? mine : find_occ(u, t);
     if (o && --o->depth > 0)
-        return 0;
-    if (o)
-        clear_occ(u, o);
-    else if (tg_tuner_overflow(u) == 0)
-        return 1; /* not counted in (a frame from before a fork): nothing to give back */
-    --u->nocc; /* the last one out leaves the entry idle, its key kept (sweep_idle) */
-    return 1;
+        last = 0;
+    else if (o || tg_tuner_overflow(u) > 0) { /* else not counted in (a frame from before a fork) */
+        if (o)
+            clear_occ(u, o);
+        ST(u->nocc, u->nocc - 1); /* the last one out leaves the entry idle, its key kept (sweep_idle) */
+    }
+    tg_tuner_entry_unlock(u);
+    return last;
 }
 
-struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t)
+/* Entry lock held: the waiter an unlock wakes (handed the lock when u is
+ * starving), the owner's word stored. */
+static struct tg_thread *release_owner(struct tg_tuner *u)
 {
-    if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
-        return NULL;
     struct tg_thread *w = u->wq_head;
     if (w && __atomic_load_n(&u->starving, __ATOMIC_RELAXED))
         __atomic_store_n(&u->owner, (uint32_t)w->tid, __ATOMIC_RELEASE); /* hand-off */
@@ -283,19 +368,32 @@ struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t)
     return w;
 }
 
+struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t)
+{
+    if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
+        return NULL;
+    tg_tuner_entry_lock(u); /* the FIFO's head, read with the store it decides */
+    struct tg_thread *w = release_owner(u);
+    tg_tuner_entry_unlock(u);
+    return w;
+}
+
 void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t)
 {
+    tg_tuner_entry_lock(u);
     t->wait_next = NULL;
     if (u->wq_tail)
         u->wq_tail->wait_next = t;
     else
         __atomic_store_n(&u->wq_head, t, __ATOMIC_RELAXED); /* tg_tuner_is_head */
     u->wq_tail = t;
-    u->waiters++;
+    ST(u->waiters, u->waiters + 1);
+    tg_tuner_entry_unlock(u);
 }
 
 void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t)
 {
+    tg_tuner_entry_lock(u);
     struct tg_thread *prev = NULL;
     for (struct tg_thread *w = u->wq_head; w; prev = w, w = w->wait_next) {
         if (w != t)
@@ -307,19 +405,37 @@ void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t)
         if (u->wq_tail == w)
             u->wq_tail = prev;
         w->wait_next = NULL;
-        u->waiters--;
-        return;
+        ST(u->waiters, u->waiters - 1);
+        break;
     }
+    tg_tuner_entry_unlock(u);
+}
+
+void tg_tuner_count_wait(struct tg_tuner *u, uint64_t wait_ns)
+{
+    tg_tuner_entry_lock(u);
+    u->waits++;
+    u->wait_ns += wait_ns;
+    tg_tuner_entry_unlock(u);
+}
+
+void tg_tuner_add_overlap(struct tg_tuner *u)
+{
+    tg_tuner_entry_lock(u);
+    ST(u->overlaps, u->overlaps + 1);
+    tg_tuner_entry_unlock(u);
 }
 
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
 {
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
-        if (u->occ_tid[i] == 0 || (t && u->occ_tid[i] == t->tid && u->occ[i].thread == t))
-            continue;
-        return &u->occ[i];
-    }
-    return NULL;
+    struct tg_tuner *m = (struct tg_tuner *)u; /* the lock word only */
+    const struct tg_occupant *o = NULL;
+    tg_tuner_entry_lock(m);
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !o; i++)
+        if (u->occ_tid[i] != 0 && !(t && u->occ_tid[i] == t->tid && u->occ[i].thread == t))
+            o = &u->occ[i];
+    tg_tuner_entry_unlock(m);
+    return o;
 }
 
 struct tg_tuner *tg_tuner_next(int *cursor)
@@ -329,53 +445,35 @@ struct tg_tuner *tg_tuner_next(int *cursor)
         if (!ever_claimed(i))
             continue;
         struct tg_tuner *u = &table[i];
-        if (u->key && u->key != TOMB)
+        const uintptr_t k = key_of(u);
+        if (k && k != TOMB)
             return u;
     }
     return NULL;
 }
 
-/* Depth-first over "occupant waits for tuner" edges; the graph is tiny (one
- * edge per waiting thread), so a bounded recursion is enough. */
-static int cycle_from(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int depth, int max)
-{
-    if (depth >= max)
-        return 0;
-    path[depth] = u;
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
-        const struct tg_thread *h = u->occ[i].thread;
-        if (!h)
-            continue;
-        if (h == t && u->occ[i].tid == t->tid)
-            return depth + 1;
-        struct tg_tuner *next = h->waiting_for;
-        if (!next)
-            continue;
-        int seen = 0;
-        for (int k = 0; k <= depth; k++)
-            seen |= path[k] == next;
-        if (seen)
-            continue;
-        int n = cycle_from(next, t, path, depth + 1, max);
-        if (n)
-            return n;
-    }
-    return 0;
-}
-
-int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max)
-{
-    return cycle_from(u, t, path, 0, max);
-}
-
+/* The predicate makes a syscall: it is asked without the entry lock, about
+ * the tids the directory held (relaxed loads), and a slot is cleared under
+ * the lock only if it still holds the tid found dead. */
 int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsigned long *dead_ident, int max,
                   struct tg_thread **wake)
 {
-    int n = 0;
+    pid_t gone[TG_TUNER_MAX_OCC];
+    int ngone = 0, n = 0;
     *wake = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        const pid_t tid = LD(u->occ_tid[i]); /* the directory: one line for all */
+        gone[i] = tid != 0 && !alive(tid) ? tid : 0;
+        ngone += gone[i] != 0;
+    }
+    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
+    const int owner_gone = owner != 0 && !alive((pid_t)owner);
+    if (!ngone && !owner_gone)
+        return 0;
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *o = &u->occ[i];
-        if (u->occ_tid[i] == 0 || alive(u->occ_tid[i])) /* the directory: one line for all */
+        if (!gone[i] || u->occ_tid[i] != gone[i])
             continue;
         if (n < max) {
             dead[n] = o->tid;
@@ -383,23 +481,21 @@ int tg_tuner_reap(struct tg_tuner *u, int (*alive)(pid_t tid), pid_t *dead, unsi
         }
         n++;
         clear_occ(u, o);
-        u->nocc--;
+        ST(u->nocc, u->nocc - 1);
     }
-    uint32_t owner = __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE);
-    if (owner != 0 && !alive((pid_t)owner)) {
-        /* Died holding the lock (inside, or handed it and gone before it ran). */
-        struct tg_thread *w = u->wq_head;
-        if (w && __atomic_load_n(&u->starving, __ATOMIC_RELAXED))
-            __atomic_store_n(&u->owner, (uint32_t)w->tid, __ATOMIC_RELEASE);
-        else
-            __atomic_store_n(&u->owner, 0, __ATOMIC_RELEASE);
-        *wake = w;
-    }
+    /* Died holding the lock (inside, or handed it and gone before it ran),
+     * if it still does: a held word changes only by release_owner, under
+     * this lock. */
+    if (owner_gone && __atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == owner)
+        *wake = release_owner(u);
+    tg_tuner_entry_unlock(u);
     return n;
 }
 
 void tg_tuner_atfork_child(void)
 {
+    table_lock_word = 0; /* as the entry locks below: their holders are not in the child */
+    tg_tuner_graph_atfork_child();
     for (unsigned i = 0; i < TG_TUNER_SLOTS; i++) {
         struct tg_tuner *u = &table[i];
         if (!ever_claimed(i))
@@ -419,39 +515,3 @@ void tg_tuner_atfork_child(void)
     }
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-/* Drepper's three-state mutex ("Futexes Are Tricky", mutex 2) with a spin in
- * front: a holder keeps the word for a few stores, so a short spin usually
- * sees it free and never makes a syscall. */
-void tg_tuner_entry_lock_slow(struct tg_tuner *u)
-{
-    for (int i = 0; i < TG_TUNER_LOCK_SPINS; i++) {
-        uint32_t cur = __atomic_load_n(&u->lock, __ATOMIC_RELAXED);
-        if (cur == 0 && __atomic_compare_exchange_n(&u->lock, &cur, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-            return;
-        if (cur == 2)
-            break; /* others park already: join them */
-        cpu_relax();
-    }
-    /* 2: held, and the holder's unlock must wake someone.  Whoever takes it
-     * here takes it as 2 too (it cannot tell whether others still park). */
-    int saved = errno;
-    while (__atomic_exchange_n(&u->lock, 2, __ATOMIC_ACQUIRE) != 0)
-        syscall(SYS_futex, &u->lock, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-    errno = saved;
-}
-
-void tg_tuner_entry_wake(struct tg_tuner *u)
-{
-    int saved = errno;
-    syscall(SYS_futex, &u->lock, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-    errno = saved;
-}

@@ -74,13 +74,14 @@ struct tg_tuner {
                                    a tuner's waiter was passed over after waiting
                                    TG_TUNER_STARVE_NS, or (slices) the holder's
                                    slice is over */
-    struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (GIL held;
+    struct tg_thread *wq_head, *wq_tail; /* FIFO of waiting threads (the entry lock;
                                    wq_head also read without it: tg_tuner_is_head) */
-    int waiters;                /* threads in it */
+    int waiters;                /* threads in it (the entry lock; read without it
+                                   as a hint) */
     uint64_t slice_end;         /* slices ("Slices" below; the turn only): when
                                    the holder's slice ends (ns; written with the
                                    GIL, read by a parked head without it) */
-    /* statistics */
+    /* statistics (the entry lock: tg_tuner_count_wait) */
     uint64_t waits, wait_ns;
     int noted;                  /* its kernel is in the summary's contended list */
 } __attribute__((aligned(64)));
@@ -158,29 +159,39 @@ static inline int tg_tuner_overflow(const struct tg_tuner *u)
  * where it holds the GIL in such a build. */
 #define TG_TUNER_LOCK_SPINS 128
 
-/* The contended paths (tuner_table.c): spin, then park; wake one parked. */
-void tg_tuner_entry_lock_slow(struct tg_tuner *u);
-void tg_tuner_entry_wake(struct tg_tuner *u);
+/* A lock word (0 free, 1 held, 2 held with a thread parked), the entry
+ * lock's and the table's own (tuner_table.c: claims and the idle sweep; the
+ * wait graph's).  These take it whatever the build; the contended paths are
+ * in detectors/tuner_lock.c. */
+void tg_word_lock_slow(uint32_t *word);
+void tg_word_wake(uint32_t *word);
 
-/* Take u's entry lock (0 free, 1 held, 2 held with a thread parked). */
+static inline void tg_word_lock(uint32_t *word)
+{
+    uint32_t free_word = 0;
+    if (__builtin_expect(
+            !__atomic_compare_exchange_n(word, &free_word, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 0))
+        tg_word_lock_slow(word);
+}
+
+static inline void tg_word_unlock(uint32_t *word)
+{
+    if (__builtin_expect(__atomic_exchange_n(word, 0, __ATOMIC_RELEASE) == 2, 0))
+        tg_word_wake(word);
+}
+
+/* Take u's entry lock. */
 static inline void tg_tuner_entry_lock(struct tg_tuner *u)
 {
-    if (!tg_py.free_threaded)
-        return;
-    uint32_t free_word = 0;
-    if (__builtin_expect(!__atomic_compare_exchange_n(&u->lock, &free_word, 1, 0, __ATOMIC_ACQUIRE,
-                                                      __ATOMIC_RELAXED),
-                         0))
-        tg_tuner_entry_lock_slow(u);
+    if (tg_py.free_threaded)
+        tg_word_lock(&u->lock);
 }
 
 /* Give u's entry lock up (the caller holds it); wakes one parked thread. */
 static inline void tg_tuner_entry_unlock(struct tg_tuner *u)
 {
-    if (!tg_py.free_threaded)
-        return;
-    if (__builtin_expect(__atomic_exchange_n(&u->lock, 0, __ATOMIC_RELEASE) == 2, 0))
-        tg_tuner_entry_wake(u);
+    if (tg_py.free_threaded)
+        tg_word_unlock(&u->lock);
 }
 _Static_assert(offsetof(struct tg_tuner, overlaps) + sizeof(uint64_t) <= 64,
                "what every entry reads and writes is on the tuner's first line");
@@ -229,10 +240,14 @@ static inline int tg_tuner_try_lock(struct tg_tuner *u, uint32_t tid)
 
 /* Thread t gives u's lock up (it holds it; no-op otherwise).  Returns the
  * waiter to wake (the FIFO's head; tg_park_wake(&w->park)), handed the lock
- * when u is starving, or NULL.  GIL held. */
+ * when u is starving, or NULL.  GIL held in a build with one; takes u's
+ * entry lock.  Without the GIL the head may take u, leave the FIFO and its
+ * thread end before the caller wakes it (its record is TLS): wake it only
+ * where its record is known to live. */
 struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t);
 
-/* t joins / leaves u's FIFO of waiters (leave: from anywhere in it).  GIL held. */
+/* t joins / leaves u's FIFO of waiters (leave: from anywhere in it).  GIL
+ * held in a build with one; each takes u's entry lock. */
 void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t);
 void tg_tuner_wait_remove(struct tg_tuner *u, struct tg_thread *t);
 
@@ -249,7 +264,7 @@ static inline void tg_tuner_passed_over(struct tg_tuner *u, uint64_t waited_ns)
  * TG_TUNER_STARVE_NS or it was the last.  GIL held. */
 static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
 {
-    if (waited_ns < TG_TUNER_STARVE_NS || u->waiters <= 1)
+    if (waited_ns < TG_TUNER_STARVE_NS || __atomic_load_n(&u->waiters, __ATOMIC_RELAXED) <= 1)
         __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
 }
 
@@ -276,7 +291,7 @@ static inline void tg_tuner_served(struct tg_tuner *u, uint64_t waited_ns)
  * slice costs one hand-off per slice.  All under the GIL; `now` in ns. */
 static inline void tg_tuner_slice_start(struct tg_tuner *u, uint64_t now, uint64_t slice_ns, uint64_t fifo_ns)
 {
-    uint64_t s = fifo_ns / (uint64_t)(u->waiters + 1);
+    uint64_t s = fifo_ns / (uint64_t)(__atomic_load_n(&u->waiters, __ATOMIC_RELAXED) + 1);
     /* atomic: the FIFO's head reads it while parked, without the GIL */
     __atomic_store_n(&u->slice_end, now + (s < slice_ns ? s : slice_ns), __ATOMIC_RELAXED);
     __atomic_store_n(&u->starving, 0, __ATOMIC_RELAXED);
@@ -287,7 +302,10 @@ static inline void tg_tuner_slice_start(struct tg_tuner *u, uint64_t now, uint64
 static inline void tg_tuner_slice_check(struct tg_tuner *u, const struct tg_thread *t, uint64_t now)
 {
     if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) == (uint32_t)t->tid)
-        __atomic_store_n(&u->starving, u->wq_head != NULL && now >= u->slice_end, __ATOMIC_RELAXED);
+        __atomic_store_n(&u->starving,
+                         __atomic_load_n(&u->wq_head, __ATOMIC_RELAXED) != NULL &&
+                             now >= __atomic_load_n(&u->slice_end, __ATOMIC_RELAXED),
+                         __ATOMIC_RELAXED);
 }
 
 /* Is t the head of u's FIFO now?  Any thread, GIL or not (a parked waiter
@@ -363,7 +381,17 @@ void tg_tuner_release_if_unused(struct tg_tuner *u);
  * leaving from it reads no other occupant's slot. */
 int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine);
 
-/* Another occupant than t (the thread "already inside"), or NULL. */
+/* serialize: a wait for u ended after wait_ns (u's counts for the exit
+ * line).  Takes u's entry lock. */
+void tg_tuner_count_wait(struct tg_tuner *u, uint64_t wait_ns);
+/* A low-severity overlap on u, counted on u (tg_tuner_overlaps).  Takes u's
+ * entry lock. */
+void tg_tuner_add_overlap(struct tg_tuner *u);
+
+/* Another occupant than t (the thread "already inside"), or NULL.  Found
+ * under u's entry lock; without the GIL the slot may be left (and cleared,
+ * or taken by another thread) as soon as this returns: read it under u's
+ * entry lock, or only where its thread cannot leave (it is held). */
 const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t);
 
 /* Iterate over entries in use (for the summary): returns the next used
@@ -371,10 +399,17 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
 struct tg_tuner *tg_tuner_next(int *cursor);
 
 /* serialize mode: would thread t waiting for u close a cycle of waits?
- * Follows u's occupants to the tuners they wait for (thread->waiting_for).
- * Returns the number of tuners on the cycle (u first) written to path, 0 if
- * there is none.  GIL held. */
-int tg_tuner_wait_cycle(struct tg_tuner *u, const struct tg_thread *t, struct tg_tuner **path, int max);
+ * Records t's wait first (t->waiting_for = u, a release store), then
+ * follows u's occupants to the tuners they wait for (thread->waiting_for),
+ * all under the graph lock (detectors/wait_graph.c), so that of the threads
+ * that close one cycle at once exactly one finds it; a cycle found is
+ * confirmed with the locks of its entries held.  Returns the number of
+ * tuners on the cycle (u first) written to path (at most 16), 0 if there is
+ * none.  GIL held in a build with one; the caller holds no entry lock.  A
+ * wait that ends clears t->waiting_for with a release store. */
+int tg_tuner_wait_cycle(struct tg_tuner *u, struct tg_thread *t, struct tg_tuner **path, int max);
+/* In a fork child: the graph lock's holder is not there. */
+void tg_tuner_graph_atfork_child(void);
 
 /* Threads that left a tuner without returning (pthread_exit, a thread
  * destroyed under Python) stay registered.  Remove every occupant of u whose

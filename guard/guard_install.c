@@ -42,6 +42,7 @@
 #include "core/options.h"
 #include "core/py_attr.h"
 #include "core/py_lock.h"
+#include "core/py_ref.h"
 #include "core/thread_state.h"
 #include "reports/emit.h"
 #include "reports/fatal.h"
@@ -139,8 +140,6 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     /* A mixin's guard serves its tuner family only: so does its replacement. */
     struct tg_guard_at at = {.family = g->family ? class_of_ref(g->family, g->family_weak) : NULL,
                              .replacement = 1, .where = where};
-    if (at.family)
-        tg_py.Py_IncRef(at.family); /* the old slot's reference may go with free_slot */
     if (in_call) {
         /* Known before the new guard is published: its first call may come
          * from another thread at once. */
@@ -201,16 +200,25 @@ static PyObject *class_ref(PyObject *cls, int *weak)
     return r;
 }
 
-/* The class of a class_ref (borrowed), NULL once it is gone. */
+/* The class of a class_ref (a new reference: a weak one's class may go in
+ * another thread meanwhile, core/py_ref.h), NULL once it is gone. */
 static PyObject *class_of_ref(PyObject *ref, int weak)
 {
-    if (!weak)
+    if (!weak) {
+        tg_py.Py_IncRef(ref);
         return ref;
-    PyObject *c = tg_py.PyWeakref_GetObject(ref);
-    return c && c != tg_py.none ? c : NULL;
+    }
+    return tg_py_weakref_get(ref);
 }
 
-/* g's class (borrowed), NULL once it is gone. */
+/* Drop a class class_of_ref gave; NULL: nothing. */
+static void class_drop(PyObject *cls)
+{
+    if (cls)
+        tg_py_decref(cls);
+}
+
+/* g's class (a new reference), NULL once it is gone. */
 static PyObject *guard_cls(const struct tg_guard *g)
 {
     return class_of_ref(g->cls, g->cls_weak);
@@ -218,17 +226,19 @@ static PyObject *guard_cls(const struct tg_guard *g)
 
 void tg__guard_check_replaced_slow(struct tg_guard *g)
 {
-    PyObject *cls = guard_cls(g);
-    if (!cls || g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
+    if (g->off_class) /* cls.<name> is not the function (a partialmethod, the class's own run) */
         return;
-    PyObject *cur = tg_py.PyObject_GetAttr(cls, g->pyname);
+    PyObject *cls = guard_cls(g);
+    PyObject *cur = cls ? tg_py.PyObject_GetAttr(cls, g->pyname) : NULL;
     if (!cur) {
         tg_py_drop_error();
+        class_drop(cls);
         return;
     }
     if (!descr_is_guard(cur, g) && !tg_guard_is_ours(cur)) /* the first test: its own descriptor, the usual answer */
         guard_replacement(g, cls, cur, 1);
     tg_py.Py_DecRef(cur);
+    class_drop(cls);
 }
 
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
@@ -242,9 +252,6 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     tg__install_lock(); /* the slots' names and classes; an install */
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        PyObject *gc = guard_cls(g);
-        if (!gc)
-            continue;
         if (g->pyname != name) {
             if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
                 tg_py.PyErr_Clear();
@@ -253,7 +260,10 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
             if (strcmp(n, g->name) != 0)
                 continue;
         }
-        if (!tg_py.PyType_IsSubtype(cls, gc))
+        PyObject *gc = guard_cls(g);
+        int sub = gc && tg_py.PyType_IsSubtype(cls, gc); /* runs no Python code */
+        class_drop(gc);
+        if (!sub)
             continue;
         t->busy++;
         if (g->marker) /* a tuning method replaced: the new one says when a thread tunes */
@@ -487,9 +497,12 @@ static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObjec
 {
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
-        if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0 &&
-            guard_cls(g) == cls)
-            return g;
+        if (g->descr && g->orig == value && g->marker == marker && strcmp(g->name, name) == 0) {
+            PyObject *gc = guard_cls(g);
+            class_drop(gc);
+            if (gc == cls) /* identity only */
+                return g;
+        }
     }
     return NULL;
 }
@@ -626,9 +639,9 @@ static int free_slot(void)
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)
             return i; /* left empty by an install that failed */
-        PyObject *fn = g->fn_weak ? tg_py.PyWeakref_GetObject(g->fn_weak) : NULL;
-        if (fn != tg_py.none) {
-            tg_py.PyErr_Clear();
+        PyObject *fn = g->fn_weak ? tg_py_weakref_get(g->fn_weak) : NULL;
+        if (!g->fn_weak || fn) {
+            class_drop(fn); /* alive: the slot is taken */
             continue;
         }
         /* Emptied first, released after: a release may run code that
@@ -830,7 +843,9 @@ int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int d
 int tg__guard_serves(const struct tg_guard *g, PyObject *inst)
 {
     PyObject *family = class_of_ref(g->family, g->family_weak);
-    return family && tg_py.PyType_IsSubtype(type_of(inst), family);
+    int serves = family && tg_py.PyType_IsSubtype(type_of(inst), family);
+    class_drop(family);
+    return serves;
 }
 
 /* Classes whose tuning methods are guarded as markers, each by a weak
@@ -843,7 +858,7 @@ static struct marker_base {
 } marker_bases[16];
 static int nmarker_bases;
 
-/* The class of slot b; NULL once it was freed. */
+/* The class of slot b (a new reference); NULL once it was freed. */
 static PyObject *marker_base_cls(const struct marker_base *b)
 {
     return class_of_ref(b->ref, b->weak);
@@ -861,7 +876,9 @@ static void add_marker_base(PyObject *cls, int declared)
         PyObject *c = marker_base_cls(&marker_bases[i]);
         if (!c && free_slot < 0)
             free_slot = i;
-        if (c && tg_py.PyType_IsSubtype(cls, c))
+        int sub = c && tg_py.PyType_IsSubtype(cls, c);
+        class_drop(c);
+        if (sub)
             return;
     }
     if (free_slot < 0 && nmarker_bases == (int)(sizeof marker_bases / sizeof marker_bases[0])) {
@@ -896,7 +913,9 @@ int tg__guard_has_markers(struct tg_guard *g)
             PyObject *c = marker_base_cls(&marker_bases[i]);
             if (c && tg_py.PyType_IsSubtype(cls, c))
                 has = 1;
+            class_drop(c);
         }
+        class_drop(cls);
         tg__install_unlock();
         __atomic_store_n(&g->has_markers, has, __ATOMIC_RELAXED); /* the same answer from any thread */
     }

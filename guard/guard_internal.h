@@ -46,6 +46,7 @@
 #include "core/options.h"
 #include "core/insitu.h"
 #include "core/thread_state.h"
+#include "guard/guard_thread.h"
 #include "core/report_record.h"
 #include "reports/emit.h"
 
@@ -183,11 +184,11 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     if (__builtin_expect(__atomic_load_n(&g->calls, __ATOMIC_RELAXED) < 1024, 0)) {
         __atomic_fetch_add(&g->calls, 1, __ATOMIC_RELAXED); /* a count lost or past 1024: sampling moves */
     } else {
-        uint32_t x = t->replace_rng ? t->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
+        uint32_t x = tg__gthread(t)->replace_rng ? tg__gthread(t)->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        t->replace_rng = x;
+        tg__gthread(t)->replace_rng = x;
         if ((x & 63) != 0)
             return;
     }
@@ -321,7 +322,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
- *     is other's name.  A tuning step in t->step_entry: seen at it.
+ *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
@@ -566,7 +567,7 @@ static inline PyObject *tg__call_orig(struct tg_guard *g, PyObject *f, PyObject 
 #ifdef TG_INSITU /* the profile build: the original's cycles, for tg__guard_entry (core/insitu.h) */
     uint64_t s0 = TG_IS_TICKS();
     PyObject *r = tg__call_orig_(g, f, args, nargs, kwnames);
-    tg__self()->insitu_orig = TG_IS_TICKS() - s0;
+    tg__gthread(tg__self())->insitu_orig = TG_IS_TICKS() - s0;
     return r;
 #else
     return tg__call_orig_(g, f, args, nargs, kwnames);

@@ -61,16 +61,16 @@ _Atomic uint32_t tg__lazy_evident;
 
 int tg__lazy_slot(struct tg_thread *t)
 {
-    if (__builtin_expect(t->lazy_slot <= 0, 0)) {
+    if (__builtin_expect(tg__gthread(t)->lazy_slot <= 0, 0)) {
         int n;
-        if (t->lazy_slot < 0 || (n = __atomic_fetch_add(&nlazy_slots, 1, __ATOMIC_RELAXED)) >= TG_LAZY_SLOTS) {
-            t->lazy_slot = -1; /* the registry is full: this thread registers its sessions */
+        if (tg__gthread(t)->lazy_slot < 0 || (n = __atomic_fetch_add(&nlazy_slots, 1, __ATOMIC_RELAXED)) >= TG_LAZY_SLOTS) {
+            tg__gthread(t)->lazy_slot = -1; /* the registry is full: this thread registers its sessions */
             return 0;
         }
         struct lazy_slot *qs = &lazy_slots[n];
         qs->tid = t->tid;
         __atomic_store_n(&qs->t, t, __ATOMIC_RELEASE); /* the slot filled first */
-        t->lazy_slot = n + 1;
+        tg__gthread(t)->lazy_slot = n + 1;
     }
     return 1;
 }
@@ -79,17 +79,17 @@ int tg__lazy_slot(struct tg_thread *t)
  * speaks for it.  The owner (an exchange: its own hooks set the bit). */
 void tg__lazy_clear(struct tg_thread *t)
 {
-    if (t->lazy_slot > 0 &&
-        __builtin_expect(__atomic_load_n(&lazy_slots[t->lazy_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
-        __atomic_exchange_n(&lazy_slots[t->lazy_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
+    if (tg__gthread(t)->lazy_slot > 0 &&
+        __builtin_expect(__atomic_load_n(&lazy_slots[tg__gthread(t)->lazy_slot - 1].evident, __ATOMIC_RELAXED), 0) &&
+        __atomic_exchange_n(&lazy_slots[tg__gthread(t)->lazy_slot - 1].evident, 0, __ATOMIC_SEQ_CST))
         __atomic_fetch_sub(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
 }
 
 void tg__lazy_evidence(struct tg_thread *t, uint8_t bit)
 {
-    if (t->lazy_slot <= 0)
+    if (tg__gthread(t)->lazy_slot <= 0)
         return;
-    if (!__atomic_exchange_n(&lazy_slots[t->lazy_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
+    if (!__atomic_exchange_n(&lazy_slots[tg__gthread(t)->lazy_slot - 1].evident, 1, __ATOMIC_SEQ_CST))
         __atomic_fetch_add(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
     /* Adopted meanwhile (lazy_adopt read the evidence fields before this
      * bit was set, maybe): mark the slot it was given, as a registered
@@ -126,11 +126,12 @@ int tg__lazy_register(struct tg_thread *a, uintptr_t inst)
         __atomic_store_n(&a->lazy_inst, inst, __ATOMIC_RELEASE);
         return 0;
     }
-    struct tg_occupant *o = tg_tuner_enter(u, a, a->lazy_tstate, a->lazy_g, a->lazy_t0, 0);
+    struct tg_occupant *o =
+        tg_tuner_enter(u, a, tg__gthread(a)->lazy_tstate, tg__gthread(a)->lazy_g, tg__gthread(a)->lazy_t0, 0);
     a->held[0] = u;
     a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
     if (!o) /* more threads inside than u has slots: listed for the links (slotless.c) */
-        tg__slotless_enter(a, inst, a->lazy_tstate, a->lazy_t0);
+        tg__slotless_enter(a, inst, tg__gthread(a)->lazy_tstate, tg__gthread(a)->lazy_t0);
     __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&a->lazy_inst, 0, __ATOMIC_RELEASE); /* after nheld: the owner that lost waits for this */
     return 1;
@@ -173,15 +174,15 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
     if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
         t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
     const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED);
-    t->lazy_g = g;
-    t->lazy_tstate = tg_py.PyThreadState_Get();
-    t->lazy_t0 = tg_ticks();
-    __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
+    tg__gthread(t)->lazy_g = g;
+    tg__gthread(t)->lazy_tstate = tg_py.PyThreadState_Get();
+    tg__gthread(t)->lazy_t0 = tg_ticks();
+    __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELEASE); /* its hooks count from here; lazy_* before it */
     t->depth++;
-    const unsigned forks = t->forks;
+    const unsigned forks = tg__gthread(t)->forks;
     PyObject *res = *resp = tg__call_orig(g, f, args, nargs, kwnames);
     *epochp = epoch;
-    if (__builtin_expect(t->forks != forks, 0))
+    if (__builtin_expect(tg__gthread(t)->forks != forks, 0))
         return 0; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
     if (__atomic_load_n(&t->lazy_inst, __ATOMIC_ACQUIRE) == (uintptr_t)inst) {
         /* Still unregistered: unless someone began tuning meanwhile, or its
@@ -190,7 +191,7 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
          * right now (then it is registered, below). */
         uintptr_t want = (uintptr_t)inst;
         if (__builtin_expect(__atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) == epoch &&
-                                 !__atomic_load_n(&lazy_slots[t->lazy_slot - 1].evident, __ATOMIC_RELAXED),
+                                 !__atomic_load_n(&lazy_slots[tg__gthread(t)->lazy_slot - 1].evident, __ATOMIC_RELAXED),
                              1) &&
             __atomic_compare_exchange_n(&t->lazy_inst, &want, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             t->depth--;

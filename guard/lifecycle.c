@@ -15,6 +15,7 @@
 #include "cuda/cuda_stress.h"
 #include "cuda/cupti_backend.h"
 #include "loader/py_arm.h"
+#include "guard/guard_thread.h"
 #include "guard/py_guard.h"
 
 #include <pthread.h>
@@ -29,6 +30,7 @@
 static void fork_child(void)
 {
     tg__thread_atfork_child();
+    tg__gthread_atfork_child(); /* the guard's part of the thread's record */
     tg_tuner_atfork_child();
     tg_sink_atfork_child();
     tg_guard_atfork_child();

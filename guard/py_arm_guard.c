@@ -27,6 +27,7 @@
 #include "core/options.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "guard/guard_internal.h"
 #include "guard/py_guard.h"
 #include "guard/lifecycle.h"
@@ -512,9 +513,11 @@ static PyObject *exec_module_hook(PyObject *pair, PyObject *const *args, Py_ssiz
         if (n) {
             t->busy++;
             PyObject *mods = tg_py.PyImport_GetModuleDict();
-            PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, n) : NULL; /* borrowed */
-            if (mod)
+            PyObject *mod = tg_py_dict_get_str(mods, n);
+            if (mod) {
                 tg__arm_guard_module(n, mod, 1); /* its exec_module returned: it ran to the end */
+                tg_py.Py_DecRef(mod);
+            }
             t->busy--;
         }
         tg_py.PyErr_Clear();

@@ -16,6 +16,7 @@
 #include "core/builtin_tuners.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "cuda/cuda_stress.h"
 #include "reports/emit.h"
 #include "reports/py_stack.h"
@@ -56,7 +57,7 @@ static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint6
     tmp->tstate = s.tstate;
     tmp->depth = 1;
     tmp->entered_ns = entered;
-    tmp->raced_tid = s.t->ovf_raced_tid;
+    tmp->raced_tid = tg__gthread(s.t)->ovf_raced_tid;
     return tmp;
 }
 
@@ -163,7 +164,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         other = tuning;
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
-    const struct tg_guard *at_step = (const struct tg_guard *)t->step_entry;
+    const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
      * same race seen before is counted without its capture (race_again.c). */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
@@ -260,9 +261,9 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     if (!other)
         return;
     struct tg_race_link link;
-    t->step_entry = step;
+    tg__gthread(t)->step_entry = step;
     tg__report_race(u, inst, g, t, other, 0, &link);
-    t->step_entry = NULL;
+    tg__gthread(t)->step_entry = NULL;
     tg_stress_wake(); /* stress=1: the race showed; end the holds */
     mine = occupant_by_tid(u, t->tid); /* the report may have let others run */
     if (link.tid && mine && mine->thread == t) /* unless another thread's race linked it meanwhile */
@@ -275,8 +276,10 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
 static int nargs_cleared(PyObject *inst)
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
-    PyObject *v = dict ? tg_py.PyDict_GetItemString(dict, "nargs") : NULL; /* borrowed */
+    PyObject *v = tg_py_dict_get_str(dict, "nargs");
     int cleared = v == tg_py.none;
+    if (v)
+        tg_py.Py_DecRef(v);
     if (dict)
         tg_py.Py_DecRef(dict);
     tg_py_drop_error();
@@ -358,9 +361,9 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
         const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
         if (!c || tg__link_peek(c) != 0 || !tg__other_is_tuning(c, g, 0))
             continue;
-        s->t->ovf_raced_tid = t->tid;
-        s->t->ovf_raced_name[0] = '\0';
-        s->t->ovf_race_seq = 0;
+        tg__gthread(s->t)->ovf_raced_tid = t->tid;
+        tg__gthread(s->t)->ovf_raced_name[0] = '\0';
+        tg__gthread(s->t)->ovf_race_seq = 0;
         ln->stid[ln->ns] = s->tid;
         ln->sentered[ln->ns++] = s->entered;
     }
@@ -381,14 +384,14 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
         struct tg_occupant tmp;
         struct tg_slotless sl, *s = &sl;
         if (!slotless_session(u, ln->stid[k], ln->sentered[k], &tmp) ||
-            !tg__slotless_find(u->key, ln->stid[k], ln->sentered[k], &sl) || s->t->ovf_raced_tid != t->tid)
+            !tg__slotless_find(u->key, ln->stid[k], ln->sentered[k], &sl) || tg__gthread(s->t)->ovf_raced_tid != t->tid)
             continue;
         if (suppressed) {
-            s->t->ovf_raced_tid = 0;
+            tg__gthread(s->t)->ovf_raced_tid = 0;
             continue;
         }
-        snprintf(s->t->ovf_raced_name, sizeof s->t->ovf_raced_name, "%s", name);
-        s->t->ovf_race_seq = seq;
+        snprintf(tg__gthread(s->t)->ovf_raced_name, sizeof tg__gthread(s->t)->ovf_raced_name, "%s", name);
+        tg__gthread(s->t)->ovf_race_seq = seq;
     }
 }
 

@@ -44,7 +44,7 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_g
                           struct tg_tuner *u, struct tg_occupant *other, int high, int other_tuning,
                           int serialized, struct tg_race_link *link, enum tg_emit_status *st)
 {
-    const struct tg_guard *at_step = (const struct tg_guard *)t->step_entry;
+    const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
     /* C-only captures first, while the other thread is certainly inside. */
     tg__view_other(in, other);

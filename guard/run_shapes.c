@@ -33,6 +33,7 @@
 #include "loader/py_arm_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -189,9 +190,7 @@ void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int de
 static PyObject *instance_attr(PyObject *inst, const char *name)
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(inst, "__dict__");
-    PyObject *v = dict ? tg_py.PyDict_GetItemString(dict, name) : NULL; /* borrowed */
-    if (v)
-        tg_py.Py_IncRef(v);
+    PyObject *v = tg_py_dict_get_str(dict, name);
     if (dict)
         tg_py.Py_DecRef(dict);
     tg_py.PyErr_Clear();

@@ -12,6 +12,7 @@
  * nothing; not signal-safe. */
 #include "guard/serialize_wait.h"
 #include "guard/serialize_wait_internal.h"
+#include "guard/gil_state.h"
 #include "core/clock.h"
 #include "core/options.h"
 #include "core/park.h"
@@ -96,12 +97,12 @@ static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struc
  * in it again.  NULL: the table is full.  GIL held. */
 static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyObject *inst)
 {
-    if (__builtin_expect(!t->wait_left, 1))
+    if (__builtin_expect(!tg__gthread(t)->wait_left, 1))
         return u;
     struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
-    t->wait_lock = t->waiting_for = v;
+    tg__gthread(t)->wait_lock = t->waiting_for = v;
     if (!v)
-        t->wait_left = 0;
+        tg__gthread(t)->wait_left = 0;
     return v;
 }
 
@@ -161,6 +162,8 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     tg_py.PySys_Audit("tunerguard.serialize_wait", "(k)", (unsigned long)holder_tid);
     tg__program_code_end(t);
     tg_py_drop_error();
+    if (tg_py.free_threaded)
+        tg__gil_refresh(); /* a wait: the GIL's state asked again for the turn (guard/gil_state.h) */
     if (!u->noted) { /* once per tuner: it reads Python attributes */
         u->noted = 1;
         tg__note_contended(t, inst, g ? g->method : NULL);

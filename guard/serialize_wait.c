@@ -74,12 +74,12 @@ static void turn_slice_start(uint64_t now);
  * GIL held. */
 static void fifo_rejoin(struct tg_tuner *lk, struct tg_thread *t)
 {
-    if (__builtin_expect(!t->wait_left, 1))
+    if (__builtin_expect(!tg__gthread(t)->wait_left, 1))
         return;
     if (lk == &tg__turn && lk->waiters == 0)
         turn_slice_start(tg_mono_ns()); /* the holder is waited for from now on, as at the first wait */
     tg_tuner_wait_push(lk, t);
-    t->wait_left = 0;
+    tg__gthread(t)->wait_left = 0;
 }
 
 /* A waiter leaves u's FIFO without entering (a signal's exception): if the
@@ -109,7 +109,7 @@ void tg__wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
     const uint64_t dt = tg_mono_ns() - t0;
     TG_GSTAT_ADD(waiting, -1);
     TG_GSTAT_ADD(waiting_t0_sum, -t0);
-    if (!t->wait_call_counted) {
+    if (!tg__gthread(t)->wait_call_counted) {
         TG_GSTAT_ADD(waits, 1);
         TG_GSTAT_ADD(waiting_calls, -1);
     }
@@ -239,7 +239,10 @@ int tg__wait_interrupted(struct tg_tuner *lk, struct tg_thread *t, int rc, int m
  * the one it calls for longer than that (a holder benchmarking for seconds
  * on a cold kernel does not hold up the tuning of other kernels; a holder
  * waiting inside its tuner for another thread's work is not deadlocked by
- * that thread's tuner call), and a holder that died is found then too. */
+ * that thread's tuner call), and a holder that died is found then too.
+ * Without a GIL (a free-threaded build with the GIL off: guard/gil_state.h)
+ * there is nothing to hand around and the turn would run the program's tuned
+ * calls one at a time: the calls take their tuners' locks only. */
 struct tg_tuner tg__turn;
 
 /* Who gets the turn when others wait: slices (detectors/tuner_table.h,
@@ -320,7 +323,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     tg__fifo_leave(&tg__turn, t);
     if (got) {
         turn_slice_start(t0 + dt); /* this thread's slice */
-        t->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
+        tg__gthread(t)->turn_released_ns = 0; /* a gap that ended in a wait says nothing of how soon t comes back */
     }
     /* The new head (this one got the turn, or went on without it as the
      * head): woken to pick its time-out again, the end of the slice running
@@ -367,30 +370,30 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
 
 void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
 {
-    w->lk = t->wait_lock;
+    w->lk = tg__gthread(t)->wait_lock;
     w->waiting_for = t->waiting_for;
     w->busy = t->busy;
-    w->open = t->wait_open;
-    w->counted = t->wait_call_counted;
+    w->open = tg__gthread(t)->wait_open;
+    w->counted = tg__gthread(t)->wait_call_counted;
     w->had_turn = t->nheld == 0 && w->lk != &tg__turn &&
                   __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid;
-    if (w->lk && !t->wait_left)
+    if (w->lk && !tg__gthread(t)->wait_left)
         tg__abandon_wait(w->lk, t);
-    t->wait_lock = NULL;
+    tg__gthread(t)->wait_lock = NULL;
     t->waiting_for = NULL;
     t->busy = 0;
-    t->wait_open = 0;
-    t->wait_call_counted = 0;
+    tg__gthread(t)->wait_open = 0;
+    tg__gthread(t)->wait_call_counted = 0;
 }
 
 void tg__wait_away_end(struct tg_thread *t, const struct tg_wait_away *w)
 {
-    t->wait_lock = w->lk;
-    t->wait_left = 1;
+    tg__gthread(t)->wait_lock = w->lk;
+    tg__gthread(t)->wait_left = 1;
     t->waiting_for = w->waiting_for;
     t->busy = w->busy;
-    t->wait_open = w->open;
-    t->wait_call_counted = w->counted;
+    tg__gthread(t)->wait_open = w->open;
+    tg__gthread(t)->wait_call_counted = w->counted;
     /* The turn the interrupted wait held (it waits for its tuner): the
      * call's session gave it up as an outermost one does; taken back if
      * nobody has it (it is a preference, not what keeps a tuner's

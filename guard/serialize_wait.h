@@ -44,12 +44,12 @@ static inline int tg__try_turn(struct tg_thread *t)
 {
     if (!tg_tuner_try_lock(&tg__turn, (uint32_t)t->tid))
         return 0;
-    if (__builtin_expect(t->turn_released_ns != 0, 0)) {
-        if (tg_mono_ns() - t->turn_released_ns < TG_TURN_QUIET_GAP_NS)
-            t->turn_short += t->turn_short < TG_TURN_QUIET_AFTER;
+    if (__builtin_expect(tg__gthread(t)->turn_released_ns != 0, 0)) {
+        if (tg_mono_ns() - tg__gthread(t)->turn_released_ns < TG_TURN_QUIET_GAP_NS)
+            tg__gthread(t)->turn_short += tg__gthread(t)->turn_short < TG_TURN_QUIET_AFTER;
         else
-            t->turn_short = 0; /* a long gap: its releases wake the head again */
-        t->turn_released_ns = 0;
+            tg__gthread(t)->turn_short = 0; /* a long gap: its releases wake the head again */
+        tg__gthread(t)->turn_released_ns = 0;
     }
     return 1;
 }
@@ -72,9 +72,10 @@ static inline void tg__release_turn(struct tg_thread *t)
     }
     struct tg_thread *w = tg_tuner_unlock(&tg__turn, t);
     if (__builtin_expect(w != NULL, 0)) {
-        if (t->turn_short < TG_TURN_QUIET_AFTER || __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)w->tid)
+        if (tg__gthread(t)->turn_short < TG_TURN_QUIET_AFTER ||
+            __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)w->tid)
             tg_park_wake(&w->park); /* handed over, or t tends to stay away: w may use the gap */
-        t->turn_released_ns = now ? now : 1;
+        tg__gthread(t)->turn_released_ns = now ? now : 1;
     }
 }
 
@@ -99,7 +100,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method);
 int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, const struct tg_guard *g);
 
 /* A guarded call made by the program's Python code run inside t's own
- * wait (t->wait_open: a signal handler, an audit hook) is guarded as a
+ * wait (tg__gthread(t)->wait_open: a signal handler, an audit hook) is guarded as a
  * call of t's (serialize_wait.c, "a call made inside a wait"): begin takes
  * t out of the wait's FIFO and saves what the wait keeps on t, the call is
  * guarded, end puts that back (the wait goes back in at the FIFO's tail

@@ -16,12 +16,12 @@
 static inline void tg__program_code_begin(struct tg_thread *t)
 {
     t->busy++;
-    t->wait_open++;
+    tg__gthread(t)->wait_open++;
 }
 
 static inline void tg__program_code_end(struct tg_thread *t)
 {
-    t->wait_open--;
+    tg__gthread(t)->wait_open--;
     t->busy--;
 }
 
@@ -29,16 +29,16 @@ static inline void tg__program_code_end(struct tg_thread *t)
 static inline void tg__fifo_join(struct tg_tuner *lk, struct tg_thread *t)
 {
     tg_tuner_wait_push(lk, t);
-    t->wait_lock = lk;
-    t->wait_left = 0;
+    tg__gthread(t)->wait_lock = lk;
+    tg__gthread(t)->wait_left = 0;
 }
 
 /* t's wait for lk ends: out of lk's FIFO, if still in it.  GIL held. */
 static inline void tg__fifo_leave(struct tg_tuner *lk, struct tg_thread *t)
 {
     tg_tuner_wait_remove(lk, t); /* no-op when out of it (tg__wait_away_begin) */
-    t->wait_lock = NULL;
-    t->wait_left = 0;
+    tg__gthread(t)->wait_lock = NULL;
+    tg__gthread(t)->wait_left = 0;
 }
 
 /* One count of the exit line's (tg__gstats): a relaxed atomic add, any
@@ -51,7 +51,7 @@ static inline void tg__wait_begin(struct tg_thread *t, uint64_t t0)
 {
     TG_GSTAT_ADD(waiting, 1);
     TG_GSTAT_ADD(waiting_t0_sum, t0);
-    if (!t->wait_call_counted)
+    if (!tg__gthread(t)->wait_call_counted)
         TG_GSTAT_ADD(waiting_calls, 1);
 }
 

@@ -14,6 +14,7 @@
  * releases it while it blocks. */
 #include "guard/guard_internal.h"
 #include "guard/serialize_wait.h"
+#include "guard/gil_state.h"
 #include "core/clock.h"
 #include "core/insitu.h"
 #include "core/log.h"
@@ -60,11 +61,11 @@ static inline __attribute__((always_inline)) int lazy_eligible(struct tg_guard *
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
           t->nheld == 0 &&
-          t->depth == 0 && t->tuning == 0 && !t->wrapped_busy && tg_opts.verbosity < 1 && !tg_opts.stress &&
-          !tg_opts.isolate_tuning && !tg_trace_on &&
+          t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
+          !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
           (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g))))
         return 0;
-    return t->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
+    return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
 
 /* ---- the guard itself ------------------------------------------------------ */
@@ -77,8 +78,8 @@ static inline void insitu_count(struct tg_thread *t, uint64_t is0)
 {
     const uint64_t wall = TG_IS_TICKS() - is0;
     tg__insitu_add(t, TG_IS_GCALLS, 1);
-    tg__insitu_add(t, TG_IS_GOWN, wall - t->insitu_orig);
-    tg__insitu_add(t, TG_IS_GORIG, t->insitu_orig);
+    tg__insitu_add(t, TG_IS_GOWN, wall - tg__gthread(t)->insitu_orig);
+    tg__insitu_add(t, TG_IS_GORIG, tg__gthread(t)->insitu_orig);
 }
 #endif
 
@@ -112,7 +113,7 @@ PyObject *tg__guard_entry(struct tg_guard *g, PyObject *self, PyObject *const *a
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
 #ifdef TG_INSITU
-    t->insitu_orig = 0; /* stays 0 if the original is not called */
+    tg__gthread(t)->insitu_orig = 0; /* stays 0 if the original is not called */
 #endif
     PyObject *res = guard_call(g, t, g->orig, (PyObject *const *)v, n + 1, kwnames);
     t->guard_frames--;
@@ -136,7 +137,7 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
 #ifdef TG_INSITU
-    t->insitu_orig = 0;
+    tg__gthread(t)->insitu_orig = 0;
 #endif
     PyObject *res = guard_call(g, t, func, args, (Py_ssize_t)(nargsf & ~TG_VECTORCALL_OFFSET), kwnames);
     t->guard_frames--;
@@ -219,15 +220,15 @@ static __attribute__((noinline)) PyObject *wrapper_call(struct tg_guard *g, stru
                                                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
-    uintptr_t saved_busy = t->wrapped_busy;
-    const void *saved_by = t->wrapped_by;
+    uintptr_t saved_busy = tg__gthread(t)->wrapped_busy;
+    const void *saved_by = tg__gthread(t)->wrapped_by;
     if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
-        t->wrapped_busy = (uintptr_t)args[0];
-        t->wrapped_by = g;
+        tg__gthread(t)->wrapped_busy = (uintptr_t)args[0];
+        tg__gthread(t)->wrapped_by = g;
     }
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    t->wrapped_busy = saved_busy;
-    t->wrapped_by = saved_by;
+    tg__gthread(t)->wrapped_busy = saved_busy;
+    tg__gthread(t)->wrapped_by = saved_by;
     return res;
 }
 
@@ -276,12 +277,14 @@ static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struc
 
 _Atomic uint32_t tg__tuning_threads; /* guard/guard_internal.h */
 
-/* serialize, outermost: the process-wide turn first (guard/serialize_wait.h).
- * Someone inside this very tuner is the race this wait prevents: said now,
- * as a wait for the tuner would. */
+/* serialize, outermost: the process-wide turn first (guard/serialize_wait.h),
+ * where the GIL is on (guard/gil_state.h: without it the turn would run the
+ * program's tuned calls one at a time; the tuners' own locks are what
+ * correctness needs).  Someone inside this very tuner is the race this wait
+ * prevents: said now, as a wait for the tuner would. */
 static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struct tg_thread *t, PyObject *inst)
 {
-    if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || tg__try_turn(t))
+    if (tg_opts.mode != TG_MODE_SERIALIZE || t->nheld != 0 || !tg__gil_on() || tg__try_turn(t))
         return TG_ENTRY_GO;
     /* Nobody inside this tuner nor waiting for it while a thread tunes (the
      * turn's holder, most likely, for seconds): the turn would only hold
@@ -290,6 +293,8 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
     if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
         return TG_ENTRY_GO;
     if (tg_py_finalizing()) /* its holder may never come back (decide) */
+        return TG_ENTRY_GO;
+    if (tg_py.free_threaded && !tg__gil_refresh()) /* asked again before a wait: the GIL went off */
         return TG_ENTRY_GO;
     const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
@@ -350,9 +355,9 @@ static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct t
             return TG_ENTRY_FULL;
     }
     if (e->v == TG_WAIT) {
-        t->wait_call_counted = e->waited_turn; /* one call, one count, however many waits */
+        tg__gthread(t)->wait_call_counted = e->waited_turn; /* one call, one count, however many waits */
         const int rc = tg__wait_for_tuner(e->u, t, inst, g);
-        t->wait_call_counted = 0;
+        tg__gthread(t)->wait_call_counted = 0;
         if (rc < 0)
             return TG_ENTRY_INTERRUPTED;
     } else if (tg_tuner_decide(e->u, t, tg_opts.mode) == TG_FIRST) {
@@ -374,10 +379,10 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
         if (!__atomic_exchange_n(&w->chains, 1, __ATOMIC_RELAXED))
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
     }
-    const unsigned forks = t->forks;
+    const unsigned forks = tg__gthread(t)->forks;
     t->depth++;
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    if (__builtin_expect(t->forks != forks, 0))
+    if (__builtin_expect(tg__gthread(t)->forks != forks, 0))
         return res; /* forked inside, and this is the child: see run_session */
     t->depth--;
     if (no)
@@ -389,14 +394,14 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
  * free here: the wrapper serialized it (said once, at verbosity=1). */
 static void note_wrapper_serializes(struct tg_thread *t)
 {
-    struct tg_guard *w = (struct tg_guard *)t->wrapped_by;
+    struct tg_guard *w = (struct tg_guard *)tg__gthread(t)->wrapped_by;
     if (!__atomic_load_n(&w->said_serializes, __ATOMIC_RELAXED) &&
         !__atomic_exchange_n(&w->said_serializes, 1, __ATOMIC_RELAXED)) {
         const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
         tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
                     "that came in while another was inside waited in it): no race through it", w->method, where);
     }
-    t->wrapped_busy = 0;
+    tg__gthread(t)->wrapped_busy = 0;
 }
 
 /* The registered session: entered, the original called, left
@@ -411,7 +416,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
             t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
     }
-    if (__builtin_expect(t->wrapped_busy == (uintptr_t)inst, 0) && e->v == TG_FIRST && t->wrapped_by)
+    if (__builtin_expect(tg__gthread(t)->wrapped_busy == (uintptr_t)inst, 0) && e->v == TG_FIRST &&
+        tg__gthread(t)->wrapped_by)
         note_wrapper_serializes(t);
     /* Read before this session's entry time: an occupant that enters after
      * it and tunes, or enters already tuning (a tuner called from another's
@@ -432,10 +438,10 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         if (t->nheld == 0)
             tg__slotless_enter(t, (uintptr_t)inst, tg_py.PyThreadState_Get(), now);
         if (e->link.tid) {
-            t->ovf_raced_tid = e->link.tid;
-            snprintf(t->ovf_raced_name, sizeof t->ovf_raced_name, "%s", e->link.name);
-            t->ovf_race_seq = e->link.seq;
-            t->ovf_inst = (uintptr_t)inst;
+            tg__gthread(t)->ovf_raced_tid = e->link.tid;
+            snprintf(tg__gthread(t)->ovf_raced_name, sizeof tg__gthread(t)->ovf_raced_name, "%s", e->link.name);
+            tg__gthread(t)->ovf_race_seq = e->link.seq;
+            tg__gthread(t)->ovf_inst = (uintptr_t)inst;
         }
     }
     if (t->nheld < TG_MAX_HELD) {
@@ -458,9 +464,9 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         tg_trace_session_begin(t, g->method, k_, (uintptr_t)inst);
     }
 
-    const unsigned forks = t->forks; /* hot path: a load and a compare on t's own line, nothing else */
+    const unsigned forks = tg__gthread(t)->forks; /* hot path: a load and a compare on the guard's first line */
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    if (__builtin_expect(t->forks != forks, 0)) {
+    if (__builtin_expect(tg__gthread(t)->forks != forks, 0)) {
         /* fork() inside the call, and this is the child: the tables, the
          * turn and t's holds were reset at fork (nothing of the parent's is
          * held here), so this frame has nothing to give back; only its own
@@ -536,7 +542,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
                                                                   PyObject *kwnames)
 {
     if (__builtin_expect(nargs < 1 || t->busy || tg_opts.mode == TG_MODE_OFF, 0)) {
-        if (t->wait_open && nargs >= 1 && tg_opts.mode == TG_MODE_SERIALIZE)
+        if (tg__gthread(t)->wait_open && nargs >= 1 && tg_opts.mode == TG_MODE_SERIALIZE)
             return call_in_wait(g, t, f, args, nargs, kwnames); /* t->busy: its wait's */
         return tg__call_orig(g, f, args, nargs, kwnames);
     }
@@ -546,7 +552,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
         return marker_call(g, t, f, args, nargs, kwnames);
-    if (__builtin_expect(tg_arm_pending, 0))
+    if (__builtin_expect(__atomic_load_n(&tg_arm_pending, __ATOMIC_RELAXED), 0))
         tg_arm_process_pending();
     if (t->depth == 0) {
         t->busy++;
@@ -603,15 +609,15 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         if (link.raced_tid)
             tg__report_exception(inst, g, t, &link, tg__guard_at);
     }
-    if (__builtin_expect(!o && t->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
-        if (res == NULL && t->ovf_raced_tid) {
-            struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = t->ovf_raced_tid,
-                                       .race_seq = t->ovf_race_seq};
-            memcpy(link.raced_name, t->ovf_raced_name, sizeof link.raced_name);
+    if (__builtin_expect(!o && tg__gthread(t)->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
+        if (res == NULL && tg__gthread(t)->ovf_raced_tid) {
+            struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = tg__gthread(t)->ovf_raced_tid,
+                                       .race_seq = tg__gthread(t)->ovf_race_seq};
+            memcpy(link.raced_name, tg__gthread(t)->ovf_raced_name, sizeof link.raced_name);
             tg__report_exception(inst, g, t, &link, tg__guard_at);
         }
-        t->ovf_raced_tid = 0;
-        t->ovf_inst = 0;
+        tg__gthread(t)->ovf_raced_tid = 0;
+        tg__gthread(t)->ovf_inst = 0;
         tg__slotless_leave(t);
     }
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */

@@ -22,8 +22,8 @@ static pthread_mutex_t slotless_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered)
 {
-    t->ovf_inst = inst;
-    t->ovf_raced_tid = 0;
+    tg__gthread(t)->ovf_inst = inst;
+    tg__gthread(t)->ovf_raced_tid = 0;
     pthread_mutex_lock(&slotless_mu);
     if (nslotless < TG_SLOTLESS_MAX)
         slotless[nslotless++] = (struct tg_slotless){.t = t, .tid = t->tid, .inst = inst, .tstate = tstate,

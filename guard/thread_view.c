@@ -13,11 +13,11 @@
 #include "core/builtin_tuners.h"
 #include "core/clock.h"
 #include "core/py_attr.h"
+#include "core/real_sym.h"
 #include "cuda/cuda_hooks.h"
 #include "reports/native_stack.h"
 #include "reports/py_stack.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,16 +39,15 @@ static int frames_show_tuning(const struct tg_thread_view *v)
  * What is ours on top (this capture, the report's own functions, the guard)
  * is dropped by address, so the stack is the same however the compiler split
  * or inlined those.  Extra frames are asked for to make up for the dropped
- * ones.  dladdr per dropped frame: report time only. */
+ * ones.  Ours: the object of this function (tg_same_object, core/real_sym.h:
+ * two dladdr per dropped frame, report time only). */
 __attribute__((noinline)) static int native_from_guard_caller(void **frames, int max)
 {
     void *tmp[TG_MAX_NATIVE_FRAMES + 16];
     int n = tg_native_capture(tmp, (int)(sizeof tmp / sizeof tmp[0]), 0);
-    Dl_info self, f;
     int first = 0;
-    if (dladdr((void *)native_from_guard_caller, &self))
-        while (first < n && dladdr((char *)tmp[first] - 1, &f) && f.dli_fbase == self.dli_fbase)
-            first++;
+    while (first < n && tg_same_object((char *)tmp[first] - 1, (const void *)native_from_guard_caller))
+        first++;
     int k = 0;
     for (int i = first; i < n && k < max; i++)
         frames[k++] = tmp[i];

@@ -24,7 +24,9 @@
  *   the finder again -> a target module run again (importlib.reload): its new
  *                       classes are guarded as the first ones were
  *
- * In a process that imports no target, only this file's code runs: the core
+ * This file is the audit hook, arming and the modules pending; the targets'
+ * names are loader/py_arm_targets.c, the finder loader/py_arm_finder.c.  In
+ * a process that imports no target, only these files' code runs: the core
  * is never loaded.  Every function here runs on a thread attached to the
  * interpreter (the GIL held, where there is one), from the audit hook, the
  * finder, a pending call or a guarded call.  None leaves an exception set.
@@ -40,6 +42,7 @@
  * store once an entry is filled). */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
+#include "loader/py_arm_loader.h"
 #include "core/startup.h"
 #include "loader/core_api.h"
 #include "core/builtin_tuners.h"
@@ -48,6 +51,7 @@
 #include "core/process.h"
 #include "core/py_api.h"
 #include "core/py_lock.h"
+#include "core/py_ref.h"
 #include "core/thread_state.h"
 
 #include <pthread.h>
@@ -55,198 +59,62 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The text that arming, the audit hook and the finder's negative answer
- * read in every Python process, target or not: in RELRO, not .rodata
- * (TG_STARTUP_RODATA, core/startup.h).  Text only the target path, a
- * report or a warning reads stays ordinary literals. */
-#define TG_STARTUP_TEXT(var, text) static const char var[] TG_STARTUP_RODATA = text
+/* The text the audit hook and arming read in every Python process, target
+ * or not: in RELRO, not .rodata (TG_STARTUP_TEXT, loader/py_arm_loader.h).
+ * Text only the target path, a report or a warning reads stays ordinary
+ * literals. */
 TG_STARTUP_TEXT(ev_run_prefix, "cpython.run_");
 TG_STARTUP_TEXT(ev_run_module, "cpython.run_module");
 TG_STARTUP_TEXT(ev_import, "import");
 TG_STARTUP_TEXT(ev_exec, "exec");
 TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
 TG_STARTUP_TEXT(txt_interp_main, "PyInterpreterState_Main");
-TG_STARTUP_TEXT(txt_sys, "sys");
-TG_STARTUP_TEXT(txt_meta_path, "meta_path");
-TG_STARTUP_TEXT(txt_find_spec, "find_spec");
-TG_STARTUP_TEXT(txt_invalidate_caches, "invalidate_caches");
-TG_STARTUP_TEXT(txt_finder_name, "tunerguard.Finder");
-TG_STARTUP_TEXT(txt_finder_doc, "tunerguard's import finder (LD_PRELOAD=libtunerguard.so): guards tuner classes as their "
-                                "modules are imported; finds nothing itself.");
 
-/* Built-in targets: the entry points of the built-in tuner families
- * (core/builtin_tuners.inc); targets= adds to them.  Text only (no
- * pointers): the families' names by number, each entry its family's. */
-static const struct {
-    char module[TG_TUNER_MODULE_SIZE];
-    char cls[TG_TUNER_CLASS_SIZE];
-} builtin_families[TG_TUNER_NFAMILIES] TG_STARTUP_RODATA = {
-#define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls},
-#define TG_TUNER_ENTRY(id, method, tuning)
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
-#include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
-};
-static const struct {
-    unsigned char family;
-    char method[TG_TUNER_ENTRY_SIZE];
-} builtin_targets[TG_TUNER_NENTRIES] TG_STARTUP_RODATA = {
-#define TG_TUNER(id, module, cls, clears_args)
-#define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method},
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
-#include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
-};
-
-struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
-int tg__arm_ntargets;
 int tg__arm_module_pending;
-PyObject *tg__arm_finder_self;
-
 int tg_arm_pending;
 struct tg_py_lock tg__arm_lock = TG_PY_LOCK_INIT;
 /* Written at arming in every Python process: in .data (TG_STARTUP_DATA,
  * core/startup.h), not a .bss page of their own. */
 static int armed TG_STARTUP_DATA;        /* set under tg__arm_lock, read with acquire */
-static int finder_tried TG_STARTUP_DATA; /* install_finder was called (once): an exchange */
+static int finder_tried TG_STARTUP_DATA; /* tg__arm_install_finder was called (once): an exchange */
 static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
 
-/* ---- targets ---------------------------------------------------------------- */
-
-/* snprintf(dst, size, "%s", src) without snprintf (a libc function, and its
- * format a .rodata literal, in a process that imports no target). */
-TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
+/* The targets of module `name` (none of them found: it is not there). */
+TG_STARTUP static int module_targets(const char *name)
 {
-    size_t n = 0;
-    while (src[n] && n + 1 < size) {
-        dst[n] = src[n];
-        n++;
-    }
-    dst[n] = '\0';
-}
-
-/* One target, by its names (each within the table's sizes), published
- * filled.  tg__arm_lock held. */
-TG_STARTUP static struct tg__arm_target *add_names(const char *module, const char *cls, const char *method, int user)
-{
-    const int n = tg__arm_ntargets;
-    if (n == TG_MAX_TARGETS)
-        return NULL; /* unreachable: the table holds the built-in ones and as many as the parser accepts */
-    struct tg__arm_target *t = &tg__arm_targets[n];
-    copy_cut(t->module, sizeof t->module, module);
-    copy_cut(t->cls, sizeof t->cls, cls);
-    copy_cut(t->method, sizeof t->method, method);
-    t->user = user;
-    __atomic_store_n(&tg__arm_ntargets, n + 1, __ATOMIC_RELEASE);
-    return t;
-}
-
-/* spec: one entry the option parser accepted (core/options.c: at most
- * TG_TARGETS_MAX of them, each name within the table's sizes), so none is
- * dropped or cut here. */
-TG_STARTUP static void add_target(const struct tg_target_span *spec, int user, int say)
-{
-    char buf[TG_TARGET_MODULE_MAX + TG_TARGET_CLASS_MAX + TG_TARGET_METHOD_MAX + 3];
-    if (!spec->colon || !spec->dot || spec->len >= sizeof buf)
-        return; /* unreachable: refused at parsing */
-    memcpy(buf, spec->text, spec->len);
-    buf[spec->len] = '\0';
-    char *colon = buf + (spec->colon - spec->text), *dot = buf + (spec->dot - spec->text);
-    *colon = '\0';
-    *dot = '\0';
-    struct tg__arm_target *t = add_names(buf, colon + 1, dot + 1, user);
-    if (!t)
-        return;
-    if (say && user && strcmp(t->module, "__main__") == 0) {
-        /* arming runs before the script does, and the script is never
-         * imported after: its classes are not seen */
-        tg__warn("targets=%s:%s.%s: classes of the script itself (__main__) cannot be guarded; define %s in "
-                 "a module and name that module", t->module, t->cls, t->method, t->cls);
-        t->said = 1;
-    }
-}
-
-/* `python -m MODULE` (the "cpython.run_module" event, its name the one
- * argument): a targets= module run so is the program's __main__, never
- * imported under its own name, so its classes are never guarded: one line
- * for each such target, as for targets=__main__:... */
-TG_STARTUP static void say_run_as_main(PyObject *args)
-{
-    const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
-    for (int i = 0; name && i < tg__arm_ntargets; i++) {
-        struct tg__arm_target *t = &tg__arm_targets[i];
-        if (t->user && !t->said && strcmp(t->module, name) == 0) {
-            tg__warn("targets=%s:%s.%s: %s runs as the program itself (python -m %s), as __main__: its classes "
-                     "cannot be guarded; run a script that imports %s instead", t->module, t->cls, t->method,
-                     t->module, t->module, t->module);
-            t->said = 1;
-        }
-    }
-    tg_py.PyErr_Clear();
-}
-
-/* say: warn about targets that can never be guarded (not where tunerguard
- * does not serve the interpreter: one line says that). */
-TG_STARTUP static void parse_targets(int say)
-{
-    if (__atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE))
-        return;
-    tg_py_lock(&tg__arm_lock);
-    if (tg__arm_ntargets) { /* another thread's, meanwhile */
-        tg_py_unlock(&tg__arm_lock);
-        return;
-    }
-    for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
-        add_names(builtin_families[builtin_targets[i].family].module,
-                  builtin_families[builtin_targets[i].family].cls, builtin_targets[i].method, 0);
-    struct tg_target_span spec;
-    for (const char *p = tg_opts.targets; tg_target_next(&p, &spec);)
-        add_target(&spec, 1, say);
-    tg_py_unlock(&tg__arm_lock);
-}
-
-TG_STARTUP static int is_target_module(const char *name)
-{
-    for (int i = 0, n = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE); i < n; i++)
-        if (strcmp(tg__arm_targets[i].module, name) == 0)
-            return 1;
-    return 0;
+    int n = 0;
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        n += !tg__arm_targets[i].base && strcmp(tg__arm_targets[i].module, name) == 0;
+    return n;
 }
 
 /* Guard every target of module `name` if its class exists now.  Returns the
  * number of targets of that module still not found.  executed: the module
  * ran to its end (else its import spec says).  A module not imported (yet)
  * is the loader's answer; one that is there loads the core, which guards
- * (no core: one line said, nothing guarded, 0).  tg__arm_lock held. */
+ * (no core: one line said, nothing guarded, 0). */
 TG_STARTUP static int arm_module(const char *name, int executed)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict();
-    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    /* borrowed, tested only: the PyDict_GetItemStringRef of a free-threaded
+     * build is a row resolved below */
+    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL;
     tg_py.PyErr_Clear();
-    if (!mod) {
-        int missing = 0;
-        for (int i = 0; i < tg__arm_ntargets; i++)
-            missing += !tg__arm_targets[i].base && strcmp(tg__arm_targets[i].module, name) == 0;
-        return missing;
-    }
+    if (!mod)
+        return module_targets(name);
     /* A target's module is there: the rest of the API table, before any of
      * it is called (core/py_api.h).  Missing parts: nothing to guard. */
     if (tg_py_resolve_guards() < 0)
         return 0;
     const struct tg_core_api *core = tg_core_load();
-    return core ? core->arm_guard_module(name, mod, executed) : 0;
+    if (!core)
+        return 0;
+    mod = tg_py_dict_get_str(mods, name); /* another thread may take it out meanwhile */
+    if (!mod)
+        return module_targets(name);
+    int missing = core->arm_guard_module(name, mod, executed);
+    tg_py_decref(mod);
+    return missing;
 }
 
 TG_STARTUP static void arm_loaded_modules(void)
@@ -255,124 +123,6 @@ TG_STARTUP static void arm_loaded_modules(void)
         if (!tg__arm_targets[i].base)
             arm_module(tg__arm_targets[i].module, 0);
 }
-
-/* The meta-path finder's find_spec(name, path, target=None): for target
- * modules only, the core asks the finders after us for the spec and wraps
- * its loader's exec_module; for everything else None at once, here in the
- * loader.  tg__arm_finder_self
- * only tells our own finder apart in sys.meta_path: no reference of ours
- * (the list holds the finder), so that at finalization the finder and its
- * class go with sys.meta_path.  A finder of ours kept alive to the end
- * pinned the obmalloc arena it was made in, which then stayed resident
- * through finalization: +120 KiB of peak RSS in `python -c pass`
- * (docs/benchmarks.md, "Start-up cost"). */
-
-/* Argument i of a vectorcall by position or by keyword (borrowed), or None. */
-TG_STARTUP static PyObject *vc_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t i, const char *kw)
-{
-    if (i < nargs)
-        return args[i];
-    Py_ssize_t nkw = kwnames ? tg_py.PyTuple_Size(kwnames) : 0;
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        const char *n = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(kwnames, k));
-        if (n && strcmp(n, kw) == 0)
-            return args[nargs + k];
-    }
-    tg_py.PyErr_Clear();
-    return tg_py.none;
-}
-
-TG_STARTUP static PyObject *find_spec(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    (void)self;
-    PyObject *fullname = vc_arg(args, nargs, kwnames, 0, "fullname");
-    const char *name = fullname != tg_py.none ? tg_py.PyUnicode_AsUTF8(fullname) : NULL;
-    if (!name || !is_target_module(name) || tg_py_resolve_guards() < 0) {
-        tg_py.PyErr_Clear();
-        tg_py.Py_IncRef(tg_py.none);
-        return tg_py.none;
-    }
-    const struct tg_core_api *core = tg_core_load();
-    if (!core) { /* said once; the import goes on unguarded */
-        tg_py.Py_IncRef(tg_py.none);
-        return tg_py.none;
-    }
-    return core->arm_find_target_spec(fullname, vc_arg(args, nargs, kwnames, 1, "path"),
-                                      vc_arg(args, nargs, kwnames, 2, "target"));
-}
-/* importlib.invalidate_caches() calls this on every finder that has it. */
-TG_STARTUP static PyObject *invalidate_caches(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    tg_py.Py_IncRef(tg_py.none);
-    return tg_py.none;
-}
-
-TG_STARTUP static PyObject *finder_repr(PyObject *self)
-{
-    (void)self;
-    return tg_py.PyUnicode_FromString("<tunerguard finder: guards the tuners of modules named in targets>");
-}
-
-/* The finder's type, made from a spec (PyType_FromSpec: stable since 3.2, no
- * import, no module): an ordinary hashable object with find_spec and
- * invalidate_caches, a repr and a type named tunerguard.Finder.  The layout
- * below is the C API's stable ABI (PyType_Spec, PyType_Slot, typeslots.h). */
-static PyMethodDef finder_methods[] = {
-    {txt_find_spec, (void *)find_spec, TG_METH_FASTCALL | TG_METH_KEYWORDS,
-     "find_spec(fullname, path, target=None): None, except for a module named in tunerguard's targets"},
-    {txt_invalidate_caches, (void *)invalidate_caches, TG_METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-struct tg_type_slot {
-    int slot;
-    void *pfunc;
-};
-struct tg_type_spec {
-    const char *name;
-    int basicsize, itemsize; /* 0: object's */
-    unsigned int flags;
-    struct tg_type_slot *slots;
-};
-#define TG_TP_DOC 56
-#define TG_TP_METHODS 64
-#define TG_TP_REPR 66
-#define TG_TPFLAGS_DEFAULT (1UL << 18) /* Py_TPFLAGS_HAVE_VERSION_TAG: set or implied on 3.9-3.13 */
-static struct tg_type_slot finder_slots[] = {
-    {TG_TP_DOC, (void *)txt_finder_doc},
-    {TG_TP_METHODS, finder_methods},
-    {TG_TP_REPR, (void *)finder_repr},
-    {0, NULL},
-};
-static struct tg_type_spec finder_spec = {txt_finder_name, 0, 0, TG_TPFLAGS_DEFAULT, finder_slots};
-
-TG_STARTUP static void install_finder(void)
-{
-    PyObject *type = tg_py.PyType_FromSpec(&finder_spec);
-    PyObject *noargs = type ? tg_py.PyTuple_Pack(0) : NULL;
-    /* PyObject_Call, not PyObject_CallObject: the same window reason as
-     * tg_py_decref */
-    PyObject *finder = noargs ? tg_py.PyObject_Call(type, noargs, NULL) : NULL;
-    if (noargs)
-        tg_py_decref(noargs);
-    PyObject *sys = tg_py.PyImport_AddModule(txt_sys); /* borrowed; always there */
-    PyObject *meta = sys ? tg_py.PyObject_GetAttrString(sys, txt_meta_path) : NULL;
-    if (finder && meta && tg_py.PyList_Insert(meta, 0, finder) == 0) {
-        tg__arm_finder_self = finder; /* identity only: the list holds it */
-    } else {
-        tg_py.PyErr_Clear();
-        tg__info(1, "could not add the import finder; targets are found through audit events only");
-    }
-    if (finder)
-        tg_py_decref(finder);
-    if (meta)
-        tg_py_decref(meta);
-    if (type)
-        tg_py_decref(type); /* the instance holds its type */
-    tg_py.PyErr_Clear();
-}
-
 /* ---- pending modules ---------------------------------------------------------------- */
 
 /* A target module was announced by an "import" event: for this many later
@@ -454,7 +204,6 @@ TG_STARTUP void tg_arm_process_pending(void)
     t->busy--;
     tg_py_unlock(&tg__arm_lock);
 }
-
 /* ---- when the finder goes in ------------------------------------------------------------ */
 
 /* Until a target's package is imported, sys.meta_path is left as it was:
@@ -467,51 +216,6 @@ TG_STARTUP void tg_arm_process_pending(void)
  * packages (triton, torch).  A program's own targets (targets=) may be
  * top-level modules or sit in namespace packages, which nothing announces
  * before they run: with targets= the finder goes in at arming. */
-
-/* Is name a target module, or a package above one? */
-TG_STARTUP static int names_target_or_package(const char *name)
-{
-    size_t n = strlen(name);
-    for (int i = 0, nt = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE); i < nt; i++) {
-        const char *m = tg__arm_targets[i].module;
-        if (strncmp(m, name, n) == 0 && (m[n] == '\0' || m[n] == '.'))
-            return 1;
-    }
-    return 0;
-}
-
-/* Is the top-level package of some target in sys.modules (being imported
- * or imported)? */
-TG_STARTUP static int target_package_present(void)
-{
-    const int ntargets = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE);
-    /* Finalizing: sys.modules may be gone (PyImport_GetModuleDict is fatal
-     * then), and nothing imported now needs guarding. */
-    int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
-    if (fin && fin())
-        return 0;
-    PyObject *mods = tg_py.PyImport_GetModuleDict();
-    for (int i = 0; mods && i < ntargets; i++) {
-        char top[TG_TARGET_MODULE_MAX + 1];
-        copy_cut(top, sizeof top, tg__arm_targets[i].module);
-        char *dot = strchr(top, '.');
-        if (dot)
-            *dot = '\0';
-        if (tg_py.PyDict_GetItemString(mods, top)) /* borrowed */
-            return 1;
-    }
-    tg_py.PyErr_Clear();
-    return 0;
-}
-
-TG_STARTUP static int user_target(void)
-{
-    for (int i = 0; i < tg__arm_ntargets; i++)
-        if (tg__arm_targets[i].user)
-            return 1;
-    return 0;
-}
-
 /* The finder goes in, once.  A target module may be running already (its
  * package imported through importlib, the finder asked before it was
  * there): pending, so that it is guarded once it has run. */
@@ -520,7 +224,7 @@ TG_STARTUP static void need_finder(void)
     if (__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) || __atomic_exchange_n(&finder_tried, 1, __ATOMIC_ACQ_REL))
         return;
     tg_py_lock(&tg__arm_lock); /* sys.meta_path changed by one thread at a time */
-    install_finder();
+    tg__arm_install_finder();
     tg_py_unlock(&tg__arm_lock);
     set_pending();
 }
@@ -546,9 +250,10 @@ TG_STARTUP static void arm(void)
         tg_activate();
     struct tg_thread *t = tg__self_busy();
     t->busy++;
-    parse_targets(1);
-    if ((user_target() || target_package_present()) && !__atomic_exchange_n(&finder_tried, 1, __ATOMIC_ACQ_REL))
-        install_finder();
+    tg__arm_parse_targets(1);
+    if ((tg__arm_user_target() || tg__arm_target_package_present()) &&
+        !__atomic_exchange_n(&finder_tried, 1, __ATOMIC_ACQ_REL))
+        tg__arm_install_finder();
     arm_loaded_modules();
     tg_core_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
     t->busy--;
@@ -561,7 +266,7 @@ TG_STARTUP static void arm(void)
  * module's name in args[0] on every version with audit hooks (3.8+). */
 TG_STARTUP static void parse_targets_quietly(void)
 {
-    parse_targets(0);
+    tg__arm_parse_targets(0);
 }
 
 TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
@@ -575,7 +280,7 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
     pthread_once(&once, parse_targets_quietly);
     const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
     tg_py.PyErr_Clear();
-    if (!name || !is_target_module(name))
+    if (!name || !tg__arm_is_target_module(name))
         return;
     char why[96];
     if (tg_py.free_threaded && tg_py.minor > TG_PY_FT_MINOR_LAST)
@@ -610,14 +315,14 @@ TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
     int import = strcmp(event, ev_import) == 0;
     if ((!import && strcmp(event, ev_exec) != 0) || tg_py_resolve() < 0 || !tg_py.Py_IsInitialized())
         return 0;
-    parse_targets(1);
+    tg__arm_parse_targets(1);
     int concerns;
     if (import) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
-        concerns = name && names_target_or_package(name);
+        concerns = name && tg__arm_names_target_or_package(name);
         tg_py.PyErr_Clear();
     } else {
-        concerns = target_package_present();
+        concerns = tg__arm_target_package_present();
     }
     if (!concerns)
         return 0;
@@ -643,7 +348,7 @@ TG_STARTUP static int arm_at_event(const char *event, PyObject *args)
                tg_py.Py_IsInitialized()) {
         arm();
         if (strcmp(event, ev_run_module) == 0)
-            say_run_as_main(args);
+            tg__arm_say_run_as_main(args);
     } else if (target_import_unarmed(event, args)) {
         arm();
         go_on = 1;
@@ -674,7 +379,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
         static unsigned said;
         const char *name = event[0] == 'i' && strcmp(event, ev_import) == 0
                                ? tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0)) : NULL;
-        if (name && is_target_module(name))
+        if (name && tg__arm_is_target_module(name))
             tg__say_capped(&said, 1, 0, "%s imported in a subinterpreter: subinterpreters are not supported, their "
                            "tuner calls run unguarded (the main interpreter stays guarded)", name);
         tg_py.PyErr_Clear();
@@ -682,14 +387,14 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     }
     if (strcmp(event, ev_import) == 0) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
-        if (name && !__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) && names_target_or_package(name))
+        if (name && !__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) && tg__arm_names_target_or_package(name))
             need_finder();
-        if (name && is_target_module(name))
+        if (name && tg__arm_is_target_module(name))
             announce(name);
         tg_py.PyErr_Clear();
     } else if (event[0] == 'e') {
         if (!__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) && strcmp(event, ev_exec) == 0 &&
-            target_package_present())
+            tg__arm_target_package_present())
             need_finder();
     } else if (strcmp(event, ev_clear_hooks) == 0) {
         const struct tg_core_api *core = tg_core_loaded();

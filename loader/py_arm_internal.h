@@ -1,14 +1,15 @@
-/* Arming, split in two: what the loader keeps (loader/py_arm.c: the audit hook,
- * the targets' names, the finder and its negative answer, pending modules)
- * and what runs only once a target module is there, in the core library
+/* Arming, split in two: what the loader keeps (loader/py_arm.c: the audit
+ * hook, pending modules; loader/py_arm_targets.c: the targets' names;
+ * loader/py_arm_finder.c: the finder and its negative answer) and what runs
+ * only once a target module is there, in the core library
  * (guard/py_arm_guard.c: finding the classes, guarding them and their
  * subclasses, the finder's positive answer, the exit summary).
  *
- * The state below is the loader's (defined in loader/py_arm.c, exported to the
- * core through the loader's tg__* names, loader/tunerguard.map).  Every access
- * is on an attached thread, under tg__arm_lock, but for the reads loader/py_arm.c
- * lists (the targets' names up to tg__arm_ntargets, loaded with acquire; the
- * pending flags). */
+ * The state below is the loader's (defined in those three files, exported
+ * to the core through the loader's tg__* names, loader/tunerguard.map).
+ * Every access is on an attached thread, under tg__arm_lock, but for the
+ * reads loader/py_arm.c lists (the targets' names up to tg__arm_ntargets,
+ * loaded with acquire; the pending flags). */
 #ifndef TG_PY_ARM_INTERNAL_H
 #define TG_PY_ARM_INTERNAL_H
 

@@ -3,6 +3,7 @@
 #include "core/process.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "reports/stack_fold.h"
 
 #include <dirent.h>
@@ -257,16 +258,18 @@ static void add_finder_mapping(const char *module, size_t len)
     memcpy(name, module, len);
     name[len] = '\0';
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
-    PyObject *mod = mods ? tg_py.PyDict_GetItemString(mods, name) : NULL; /* borrowed */
+    PyObject *mod = tg_py_dict_get_str(mods, name);
     PyObject *ns = module_dict(mod);
-    PyObject *map = ns ? tg_py.PyDict_GetItemString(ns, "MAPPING") : NULL; /* borrowed */
+    PyObject *map = tg_py_dict_get_str(ns, "MAPPING");
     PyObject *type = map ? tg_py.PyObject_Type(map) : NULL, *dict_type = type ? tg_py.PyObject_Type(mods) : NULL;
     PyObject *it = type && type == dict_type ? tg_py.PyObject_GetIter(map) : NULL;
     for (PyObject *key; it && (key = tg_py.PyIter_Next(it));) {
-        PyObject *val = tg_py.PyDict_GetItem(map, key); /* borrowed */
+        PyObject *val = tg_py_dict_get(map, key);
         const char *path = val ? tg_py.PyUnicode_AsUTF8(val) : NULL;
         if (path)
             add_lib(path);
+        if (val)
+            tg_py.Py_DecRef(val);
         tg_py.Py_DecRef(key);
     }
     if (it)
@@ -275,8 +278,12 @@ static void add_finder_mapping(const char *module, size_t len)
         tg_py.Py_DecRef(type);
     if (dict_type)
         tg_py.Py_DecRef(dict_type);
+    if (map)
+        tg_py.Py_DecRef(map);
     if (ns)
         tg_py.Py_DecRef(ns);
+    if (mod)
+        tg_py.Py_DecRef(mod);
     tg_py_drop_error();
 }
 
@@ -400,14 +407,19 @@ static void scan_distribution(const char *site, const char *entry)
 static void scan_sys_path(void)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
-    PyObject *sys = mods ? tg_py.PyDict_GetItemString(mods, "sys") : NULL; /* borrowed */
+    PyObject *sys = tg_py_dict_get_str(mods, "sys");
     PyObject *path = sys ? tg_py.PyObject_GetAttrString(sys, "path") : NULL;
+    if (sys)
+        tg_py.Py_DecRef(sys);
     Py_ssize_t n = path ? tg_py.PyList_Size(path) : 0;
     for (Py_ssize_t i = 0; i < n && i < 256; i++) {
-        PyObject *item = tg_py.PyList_GetItem(path, i); /* borrowed */
+        PyObject *item = tg_py_list_get(path, i); /* the program may change sys.path meanwhile */
         const char *s = item ? tg_py.PyUnicode_AsUTF8(item) : NULL;
         char site[TG_PP_PATH];
-        if (!s || !absolute(s[0] ? s : ".", site, sizeof site))
+        int ok = s && absolute(s[0] ? s : ".", site, sizeof site);
+        if (item)
+            tg_py.Py_DecRef(item);
+        if (!ok)
             continue;
         DIR *d = opendir(site);
         for (struct dirent *de; d && (de = readdir(d));) {
@@ -429,18 +441,20 @@ static void scan_sys_path(void)
 static void find_program(void)
 {
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
-    PyObject *main = mods ? tg_py.PyDict_GetItemString(mods, "__main__") : NULL; /* borrowed */
+    PyObject *main = tg_py_dict_get_str(mods, "__main__");
     PyObject *ns = module_dict(main);
-    PyObject *spec = ns ? tg_py.PyDict_GetItemString(ns, "__spec__") : NULL; /* borrowed */
-    PyObject *path = ns ? tg_py.PyDict_GetItemString(ns, "__file__") : NULL; /* borrowed */
+    PyObject *spec = tg_py_dict_get_str(ns, "__spec__");
+    PyObject *path = tg_py_dict_get_str(ns, "__file__");
     const char *f = path ? tg_py.PyUnicode_AsUTF8(path) : NULL;
     char file[TG_PP_PATH], spec_name[16], dir[TG_PP_PATH];
     file[0] = '\0';
     if (f && strlen(f) < sizeof file)
         strcpy(file, f);
     tg_py_attr_str(spec && spec != tg_py.none ? spec : NULL, "name", spec_name, sizeof spec_name);
-    if (ns)
-        tg_py.Py_DecRef(ns);
+    PyObject *refs[] = {path, spec, ns, main};
+    for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++)
+        if (refs[i])
+            tg_py.Py_DecRef(refs[i]);
     tg_py_drop_error();
     int script = !spec_name[0] || strcmp(spec_name, "__main__") == 0;
     if (file[0] && script && absolute(file, dir, sizeof dir)) {

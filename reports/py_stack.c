@@ -2,6 +2,7 @@
 #include "reports/py_stack.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "core/py_ref.h"
 #include "reports/py_program.h"
 #include "reports/stack_fold.h"
 
@@ -127,11 +128,13 @@ void tg_py_stack_arm(void)
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
-    PyObject *os = mods ? tg_py.PyDict_GetItemString(mods, "os") : NULL; /* borrowed */
+    PyObject *os = tg_py_dict_get_str(mods, "os");
     char file[256];
     file[0] = '\0';
-    if (os)
+    if (os) {
         tg_py_attr_str(os, "__file__", file, sizeof file);
+        tg_py.Py_DecRef(os);
+    }
     char *slash = strrchr(file, '/');
     if (slash && slash != file) {
         *slash = '\0';
@@ -152,15 +155,19 @@ void tg_py_thread_name(unsigned long ident, char *buf, int len)
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
     PyObject *mods = tg_py.PyImport_GetModuleDict(); /* borrowed */
-    PyObject *threading = mods ? tg_py.PyDict_GetItemString(mods, "threading") : NULL; /* borrowed */
+    PyObject *threading = tg_py_dict_get_str(mods, "threading");
     PyObject *active = threading ? tg_py.PyObject_GetAttrString(threading, "_active") : NULL;
     PyObject *key = active ? tg_py.PyLong_FromUnsignedLong(ident) : NULL;
-    PyObject *th = key ? tg_py.PyDict_GetItem(active, key) : NULL; /* borrowed */
+    PyObject *th = tg_py_dict_get(active, key); /* the thread may end meanwhile and leave _active */
     PyObject *name = th ? tg_py.PyObject_GetAttrString(th, "name") : NULL;
     if (name)
         copy_str(buf, (size_t)len, name);
     if (name)
         tg_py.Py_DecRef(name);
+    if (th)
+        tg_py.Py_DecRef(th);
+    if (threading)
+        tg_py.Py_DecRef(threading);
     if (key)
         tg_py.Py_DecRef(key);
     if (active)

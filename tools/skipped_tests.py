@@ -40,7 +40,8 @@ def main():
     print("What they need: the interpreters in ~/.pyenv/versions (tests/CMakeLists.txt, TG_PYTHONS), the")
     print("Triton venvs of tools/triton_releases.sh make (needs the Python package index), the Debian roots")
     print("and auditwheel's venv that tools/dev test makes (root; Debian's mirror, the package index);")
-    print("free-threaded/3.13t: the free-threaded CPython that tools/dev py313t builds (not part of test).")
+    print("*/3.13t-* and free-threaded/3.13t: the free-threaded CPython that tools/dev py313t builds (test makes it;")
+    print("the tools/dev line above says why it could not), and Triton 3.4.0's cp313t venv made from it.")
     print("TG_STRICT_SKIPS=1: tools/dev test fails on them." if strict else
           "They are not passes: TG_STRICT_SKIPS=1 makes tools/dev test fail on them.")
     print(bar)

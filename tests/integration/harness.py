@@ -52,8 +52,9 @@ class Result:
 
 
 class Ctx:
-    def __init__(self, python, lib, keep):
-        self.python, self.lib, self.keep = python, lib, keep
+    def __init__(self, python, lib, keep, regime=None):
+        """regime: a tests/free_threaded/regime.py Regime, applied to every child's environment."""
+        self.python, self.lib, self.keep, self.regime = python, lib, keep, regime
         self.tmps = []
 
     def tmpdir(self):
@@ -77,6 +78,8 @@ class Ctx:
         if options is not None:
             env["TUNERGUARD_OPTIONS"] = options
         env.update(extra_env or {})
+        if self.regime:
+            self.regime.apply(env)
         return env
 
     def run_argv(self, argv, options=None, preload=True, cwd=None, timeout=CHILD_TIMEOUT, extra_env=None,

@@ -20,8 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases")
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "free_threaded"))
 
 from harness import SKIP, Ctx, Fail  # noqa: E402
+from regime import Regime, add_argument as add_regime_argument  # noqa: E402
 
 
 def group_names():
@@ -47,6 +49,7 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep temporary directories")
     ap.add_argument("--groups", action="store_true", help="print the group names and exit")
     ap.add_argument("--list", action="store_true", help="print the check names and exit")
+    add_regime_argument(ap)
     a = ap.parse_args()
     known = group_names()
     if a.groups:
@@ -74,7 +77,12 @@ def main():
     if needs_python and not (os.path.isfile(a.python) and os.access(a.python, os.X_OK)):
         print("SKIP: interpreter %s not installed" % a.python)
         return SKIP
-    ctx = Ctx(a.python, a.lib, a.keep)
+    regime = Regime(a.gil_regime)
+    why = regime.check_interpreter(a.python)
+    if why:
+        print("FAIL: %s" % why)
+        return 1
+    ctx = Ctx(a.python, a.lib, a.keep, regime)
     label = "" if a.python == "none" else " [%s]" % a.python
     failed = 0
     for g in groups:
@@ -87,7 +95,10 @@ def main():
                 failed += 1
                 print("FAIL %s%s: %s" % (name, label, e), flush=True)
     ctx.cleanup()
-    return 1 if failed else 0
+    held, said = regime.verify()
+    if said:
+        print("%s %s" % ("PASS" if held else "FAIL", said))
+    return 1 if failed or not held else 0
 
 
 if __name__ == "__main__":

@@ -40,6 +40,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "free_threaded"))
+from regime import Regime, add_argument as add_regime_argument  # noqa: E402
 SCENARIO_DIR = os.path.join(HERE, "scenarios")
 
 # scenario -> (the kernel function name a report must name, what the failure without tunerguard says)
@@ -168,6 +170,21 @@ def first_race(jsonl_path):
     with open(jsonl_path) as f:
         races = [r for r in map(json.loads, f) if r.get("kind") == "race"]
     return (races[0], None) if races else (None, "no race record in the JSON Lines report")
+
+
+def check_both_stacks(jsonl_path):
+    """The first race record shows both threads' Python stacks: each non-empty,
+    each with a frame of the scenario's own code (tests/repro/scenarios).  None
+    when it holds, else why not."""
+    r, why = first_race(jsonl_path)
+    if why:
+        return why
+    for who in ("entering", "inside"):
+        frames = (r.get(who) or {}).get("python") or []
+        if not any(os.path.dirname(os.path.abspath(f.get("file") or "")) == SCENARIO_DIR for f in frames):
+            return (f"the {who} thread's Python stack has no frame of the scenario "
+                    f"({len(frames)} frames{', unreadable' if (r.get(who) or {}).get('python_unreadable') else ''})")
+    return None
 
 
 def check_inside_blocked_on_0(r):
@@ -374,7 +391,7 @@ def child_env(args, mode, log_prefix):
             # A race the wait prevented is reported as prevented and leaves the
             # exit status alone: a program serialize made correct exits 0.
             env["TUNERGUARD_OPTIONS"] += f":exitcode={EXIT_PREVENTED_PROBE}"
-    return env
+    return args.regime.apply(env)
 
 
 def last_repro_line(stderr, stdout, scenario):
@@ -482,6 +499,9 @@ def run_one(args, scenario, mode):
         else:
             ok = True
             outcome = f"reported ({'program then passed' if rc == 0 else 'program still failed: ' + reason})"
+            why = check_both_stacks(f"{log_prefix}.{proc.pid}.jsonl") if args.both_stacks else None
+            if why:
+                ok, outcome = False, f"reported, but {why}"
     finish(args, rec, ok, outcome, tmp, out, err)
     if not ok and args.verbose:
         sys.stderr.write(f"--- {scenario}/{mode} rc={rc}\n{err}\n")
@@ -603,6 +623,9 @@ def main():
     p.add_argument("--keep-failed", action="store_true", help="keep the temp dir (stdout, stderr, reports) of failures")
     p.add_argument("--keep", action="store_true", help="keep every temp dir")
     p.add_argument("--verbose", action="store_true", help="children print their choreography; failures dump stderr")
+    p.add_argument("--both-stacks", action="store_true",
+                   help="detect: the race record must show both threads' Python stacks, each with a frame of the scenario")
+    add_regime_argument(p)
     args = p.parse_args()
     if args.triton_model not in TRITON_MODELS:  # the default, from the environment, is not checked by argparse
         p.error(f"TG_TRITON_MODEL={args.triton_model!r} is not one of {', '.join(TRITON_MODELS)}")
@@ -613,6 +636,11 @@ def main():
                   if args.triton_release else f"SKIP: interpreter {args.python} not installed")
             return SKIP
         p.error(f"interpreter {args.python} not found")
+    args.regime = Regime(args.gil_regime)
+    why = args.regime.check_interpreter(args.python)
+    if why:
+        print(f"FAIL: {why}")
+        return 1
     if args.triton_release:
         why = check_release(args.python, args.triton_release)
         if why:
@@ -647,10 +675,11 @@ def main():
             for _ in range(args.runs):
                 records.append(run_one(args, scenario, mode))
 
-    all_ok = all(r["ok"] for r in records)
+    held, said = args.regime.verify()
+    all_ok = all(r["ok"] for r in records) and held
     if args.json:
         json.dump({"python": args.python, "lib": args.lib, "triton_model": args.triton_model,
-                   "triton_release": args.triton_release, "runs": args.runs,
+                   "triton_release": args.triton_release, "runs": args.runs, "gil_regime": args.gil_regime,
                    "ok": all_ok, "results": records},
                   sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -668,6 +697,8 @@ def main():
                 expected = EXTRA[scenario]["expect"] if scenario in EXTRA else EXPECTED[mode]
                 print(f"{verdict} {scenario:<{width}}  {mode:<9}  expected {expected:<8}  "
                       f"{n_ok}/{len(cell)} as expected  | {shown['outcome']}")
+        if said:
+            print(f"{'ok ' if held else 'BAD'} {said}")
         print("all outcomes as expected" if all_ok else "SOME OUTCOMES DIFFER FROM THE EXPECTED")
     return 0 if all_ok else 1
 

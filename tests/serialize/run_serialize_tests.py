@@ -19,6 +19,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "free_threaded"))
+from regime import Regime, add_argument as add_regime_argument  # noqa: E402
 
 
 def run(args, script, opts, extra=(), env_extra=None, fsize=None, files=None):
@@ -27,6 +29,7 @@ def run(args, script, opts, extra=(), env_extra=None, fsize=None, files=None):
     env = dict(os.environ, LD_PRELOAD=args.lib, TUNERGUARD_OPTIONS=f"mode=serialize:log_path={prefix}:targets=tgfix.tuners:Tuner.run:{opts}")
     env.setdefault("PYTHONMALLOC", "debug")
     env.update(env_extra or {})
+    args.regime.apply(env)
 
     def limit():  # ulimit -f: writes past it fail with EFBIG (Python ignores SIGXFSZ)
         import resource
@@ -45,11 +48,17 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--python", required=True)
     ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1 (sync_holder.py)")
+    add_regime_argument(ap)
     args = ap.parse_args()
     args.lib = os.path.abspath(args.lib)
     if not os.path.exists(args.python):
-        print(f"skipped: {args.python} not installed")
+        print(f"SKIP: interpreter {args.python} not installed")
         return 77
+    args.regime = Regime(args.gil_regime)
+    why = args.regime.check_interpreter(args.python)
+    if why:
+        print(f"FAIL: {why}")
+        return 1
     ok = True
 
     def check(name, cond, p, text):
@@ -318,7 +327,10 @@ def main():
         p, text, jsonl = run(args, "restore.py", f"mode={mode}")
         check(f"{mode}: save, patch and restore a guarded method; Class.method(obj); super()",
               p.returncode == 0 and not text, p, text)
-    return 0 if ok else 1
+    held, said = args.regime.verify()
+    if said:
+        print(f"{'PASS' if held else 'FAIL'} {said}")
+    return 0 if ok and held else 1
 
 
 def declared_tuner_checks(args, check):
@@ -327,7 +339,8 @@ def declared_tuner_checks(args, check):
     import json
     decl = "targets=tgfix.homegrown:HomeTuner.run"
     script = os.path.join(HERE, "declared_tuner.py")
-    p = subprocess.run([args.python, script, "inside"], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([args.python, script, "inside"], capture_output=True, text=True, timeout=60,
+                       env=args.regime.apply(dict(os.environ)))
     check("declared tuner without tunerguard: the TypeError (exit 3)", p.returncode == 3, p, "")
 
     def races(jsonl):

@@ -4,8 +4,9 @@ thread out of tuner B.  X holds the turn inside A.run and waits for Y; Y calls
 B.run (another tuner): it waits for the turn (the tunerguard.serialize_wait
 audit event says so), goes on without it after TG_TURN_BYPASS_NS, runs B and
 lets X finish.  Without the bypass Y waits for X while X waits for Y; X's
-wait is bounded (T), and the test fails when it ran out.  Exit 0 when it
-held."""
+wait is bounded (T), and the test fails when it ran out.  Where the GIL is
+off (a free-threaded build, PYTHON_GIL=0) there is no turn: Y must go straight
+into B, with no tunerguard.serialize_wait at all.  Exit 0 when it held."""
 import os
 import sys
 import threading
@@ -41,6 +42,16 @@ y = threading.Thread(target=lambda: (b.run(lambda: None), y_done.set()), name="Y
 y.start()
 x.join(T + 5)
 y.join(T + 5)
+gil = sys._is_gil_enabled() if hasattr(sys, "_is_gil_enabled") else True
+if not gil:
+    if y_waited.is_set():
+        print("turn_bypass: without the GIL, Y waited for X's turn to call another tuner")
+        sys.exit(1)
+    if not result.get("x") or not y_done.is_set():
+        print("turn_bypass: without the GIL, Y did not get into tuner B while X was inside A")
+        sys.exit(1)
+    print("turn_bypass: without the GIL, no turn: Y ran B at once while X was inside A")
+    sys.exit(0)
 if not y_waited.is_set():
     print("turn_bypass: Y never waited for the turn (the test did not exercise it)")
     sys.exit(1)

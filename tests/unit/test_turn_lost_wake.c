@@ -189,8 +189,8 @@ static int run(int stall)
     recorder_reset();
     atomic_store(&stall_gave_up, 0);
     pthread_mutex_lock(&gil);
-    h->turn_short = TG_TURN_QUIET_AFTER; /* quiet: back-to-back calls so far */
-    h->turn_released_ns = 0;
+    tg__gthread(h)->turn_short = TG_TURN_QUIET_AFTER; /* quiet: back-to-back calls so far */
+    tg__gthread(h)->turn_released_ns = 0;
     cr_assert(tg__try_turn(h));
     atomic_store(&waiter_rec, NULL);
     pthread_t w;
@@ -277,7 +277,7 @@ static void *looper(void *p)
         struct tg_thread *head = tg__turn.wq_head;
         const int late = head && __atomic_load_n(&tg__turn.owner, __ATOMIC_RELAXED) == (uint32_t)t->tid &&
                          tg_mono_ns() >= __atomic_load_n(&tg__turn.slice_end, __ATOMIC_RELAXED);
-        t->turn_short = TG_TURN_QUIET_AFTER; /* quiet: its releases inside the slice wake nobody */
+        tg__gthread(t)->turn_short = TG_TURN_QUIET_AFTER; /* quiet: its releases inside the slice wake nobody */
         const uint32_t seen = head ? __atomic_load_n(&head->park, __ATOMIC_ACQUIRE) : 0;
         tg__release_turn(t); /* back to back: the GIL kept */
         if (late) {

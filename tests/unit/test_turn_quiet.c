@@ -33,7 +33,7 @@ TestSuite(turn_quiet, .init = setup);
 static int one_call(struct tg_thread *t, int *was_quiet)
 {
     cr_assert(tg__try_turn(t), "the turn is free between the holder's calls");
-    *was_quiet = t->turn_short >= TG_TURN_QUIET_AFTER;
+    *was_quiet = tg__gthread(t)->turn_short >= TG_TURN_QUIET_AFTER;
     uint32_t seen = head.park;
     tg__release_turn(t);
     cr_assert_eq(tg__turn.owner, 0, "inside its slice the holder frees the turn");
@@ -45,8 +45,8 @@ static int one_call(struct tg_thread *t, int *was_quiet)
 static struct tg_thread *contended_holder(void)
 {
     struct tg_thread *t = tg__self();
-    t->turn_short = 0;
-    t->turn_released_ns = 0;
+    tg__gthread(t)->turn_short = 0;
+    tg__gthread(t)->turn_released_ns = 0;
     tg_tuner_slice_start(&tg__turn, tg_mono_ns(), 3600ull * 1000000000ull, 7200ull * 1000000000ull);
     tg_tuner_wait_push(&tg__turn, &head);
     return t;
@@ -95,8 +95,8 @@ Test(turn_quiet, one_long_gap_a_step_is_never_quiet)
 Test(turn_quiet, the_hand_off_at_the_slice_s_end_always_wakes)
 {
     struct tg_thread *t = tg__self();
-    t->turn_short = TG_TURN_QUIET_AFTER; /* quiet */
-    t->turn_released_ns = 0;
+    tg__gthread(t)->turn_short = TG_TURN_QUIET_AFTER; /* quiet */
+    tg__gthread(t)->turn_released_ns = 0;
     tg_tuner_wait_push(&tg__turn, &head);
     cr_assert(tg__try_turn(t));
     tg_tuner_slice_start(&tg__turn, 0, 1, 1); /* a slice that ended long ago */

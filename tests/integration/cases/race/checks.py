@@ -27,6 +27,12 @@ def check_race_detect(ctx):
     o = objs[0]
     expect(str(o.get("pid")) == pid, "json pid", res)
     expect("my_kernel" in json.dumps(o), "json names the kernel", res)
+    # The entering thread's native stack starts at the guard's caller:
+    # tunerguard's own frames on top (the capture, the report, the guard)
+    # are dropped by the one "is this address ours" test (tg_same_object).
+    nat = o["entering"]["native"]
+    own = [f["symbol"] for f in nat if (f.get("symbol") or "").startswith("tg_")]
+    expect(nat and not own, "the entering thread's native stack has none of tunerguard's frames: %s" % own, res)
     expect(re.search(r"^tunerguard: 1 race reported", res.err, re.M), "at-exit summary line", res)
     expect(sum(1 for l in res.err.splitlines() if l.startswith("tunerguard:")) == 1,
            "one tunerguard line on stderr", res)
