@@ -387,10 +387,10 @@ struct tg_slotless {
 };
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered);
 void tg__slotless_leave(const struct tg_thread *t);
-/* The next listed session on inst after *cursor (start at 0), copied to
- * *out: 1, else 0 (the list changes meanwhile: a cursor may skip or repeat
- * one that left). */
-int tg__slotless_at(uintptr_t inst, int *cursor, struct tg_slotless *out);
+#define TG_SLOTLESS_MAX 64 /* listed at once */
+/* The listed sessions on inst, copied to out[0 .. max) at one moment (a
+ * scan by index would skip one that a leave moved): how many. */
+int tg__slotless_all(uintptr_t inst, struct tg_slotless *out, int max);
 /* That thread's session on inst entered at `entered`, copied to *out: 1,
  * else 0 (it left). */
 int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out);

@@ -354,9 +354,10 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
     /* Sessions without a slot read the same arguments: linked on their
      * threads' records. */
     ln->ns = 0;
-    int cur = 0;
-    struct tg_slotless sl, *s = &sl;
-    while (ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]) && tg__slotless_at(u->key, &cur, &sl)) {
+    struct tg_slotless all[TG_SLOTLESS_MAX];
+    const int nall = tg__slotless_all(u->key, all, TG_SLOTLESS_MAX);
+    for (int k = 0; k < nall && ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]); k++) {
+        const struct tg_slotless *s = &all[k];
         struct tg_occupant tmp;
         const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
         if (!c || tg__link_peek(c) != 0 || !tg__other_is_tuning(c, g, 0))
@@ -441,8 +442,10 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
      * points at its copy, xs. */
     struct tg_occupant xs;
     int x_slotless = 0;
-    struct tg_slotless s;
-    for (int cur = 0; !x && tg__slotless_at(u->key, &cur, &s);) {
+    struct tg_slotless all[TG_SLOTLESS_MAX];
+    const int nall = tg__slotless_all(u->key, all, TG_SLOTLESS_MAX);
+    for (int k = 0; !x && k < nall; k++) {
+        const struct tg_slotless s = all[k];
         const struct tg_occupant *c = s.t != t ? slotless_session(u, s.tid, s.entered, &xs) : NULL;
         if (c && tg__link_peek(c) == 0 && tg__other_is_tuning(c, g, 0))
             x = c, x_slotless = 1;

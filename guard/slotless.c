@@ -15,7 +15,6 @@
 #include <pthread.h>
 #include <string.h>
 
-#define TG_SLOTLESS_MAX 64
 static struct tg_slotless slotless[TG_SLOTLESS_MAX];
 static int nslotless;
 static pthread_mutex_t slotless_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -42,19 +41,15 @@ void tg__slotless_leave(const struct tg_thread *t)
     pthread_mutex_unlock(&slotless_mu);
 }
 
-int tg__slotless_at(uintptr_t inst, int *cursor, struct tg_slotless *out)
+int tg__slotless_all(uintptr_t inst, struct tg_slotless *out, int max)
 {
-    int found = 0;
+    int n = 0;
     pthread_mutex_lock(&slotless_mu);
-    while (!found && *cursor < nslotless) {
-        const struct tg_slotless *s = &slotless[(*cursor)++];
-        if (s->inst == inst) {
-            *out = *s;
-            found = 1;
-        }
-    }
+    for (int i = 0; i < nslotless && n < max; i++)
+        if (slotless[i].inst == inst)
+            out[n++] = slotless[i];
     pthread_mutex_unlock(&slotless_mu);
-    return found;
+    return n;
 }
 
 int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out)
