@@ -8,7 +8,11 @@
  * Python code it runs, and a waiter keeping the GIL would never see it
  * back; without one, a waiter left attached would hold up every
  * stop-the-world pause (the collector's), the holder's own allocations'
- * among them.  Uncontended: one trylock, one relaxed load.  Header-only:
+ * among them.  What it cannot prevent: Python code run under it (a class's
+ * metaclass __getattribute__, a module's __getattr__, looked up while its
+ * class is guarded) that waits for another thread which itself needs the
+ * lock (it makes a subclass of a guarded class) waits as long as its own
+ * wait lets it.  Uncontended: one trylock, one relaxed load.  Header-only:
  * the loader (arming) and the core (installs) each take their own.  Not
  * from a signal handler; the thread may or may not hold a thread state. */
 #ifndef TG_PY_LOCK_H
