@@ -178,6 +178,20 @@ char *tg__descr_doc(const char *name, PyObject *fn)
     return doc;
 }
 
+/* Was fn's refusal said already?  Notes it if not.  Identity only (no
+ * reference): a function freed and another made at its address goes
+ * unsaid, which costs a line, nothing more.  Install lock held. */
+int tg__said_deferred(PyObject *fn)
+{
+    static const void *said[32];
+    static unsigned nsaid;
+    for (unsigned i = 0; i < nsaid && i < 32; i++)
+        if (said[i] == fn)
+            return 1;
+    said[nsaid++ % 32] = fn;
+    return 0;
+}
+
 /* Was cls's unguarded entry said already?  Notes it if not.  Identity only:
  * a class freed and another made at its address goes unsaid. */
 int tg__said_for_class(PyObject *cls)

@@ -19,21 +19,12 @@
  * check that a guarded method was replaced by user code (guarded again,
  * reported at verbosity>=1).
  *
- * Everything here runs with the thread attached (the GIL held, where there
- * is one).  What protects the guard records where threads run at once
- * (a free-threaded build):
- *   - installs (and everything that runs Python code to find a guard's
- *     class, function, name) hold the install lock (guard/install_lock.c):
- *     rare, re-entrant on its holder, detached while it waits;
- *   - a slot is filled before it is published: nguards by a release store,
- *     a function's vectorcall slot after a release fence; guarded calls
- *     and tg_guard_is_ours read published slots without the lock;
- *   - orig_vc and descr, which tg_guard_is_ours reads without the lock, are
- *     stored and loaded whole (relaxed atomics), also when a slot is taken
- *     again (clear_slot);
- *   - a guard's counters and flags written after its install (calls,
- *     has_markers, chains, said_serializes) are relaxed atomics: a missed
- *     count only moves the replacement check's sampling. */
+ * Everything here runs with the thread attached.  Where threads run at once
+ * (docs/free-threading.md's table): installs hold the install lock
+ * (guard/install_lock.c); a slot is filled before nguards publishes it (a
+ * release store); orig_vc and descr, which tg_guard_is_ours reads without
+ * the lock, are stored whole (clear_slot); a guard's counters and flags
+ * written after its install are relaxed atomics. */
 #include "guard/install_internal.h"
 #include "guard/lifecycle.h"
 #include "core/builtin_tuners.h"
@@ -352,20 +343,6 @@ static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
     return 1;
 }
 
-/* Was fn's refusal said already?  Notes it if not.  Identity only (no
- * reference): a function freed and another made at its address goes
- * unsaid, which costs a line, nothing more. */
-static int said_deferred(PyObject *fn) /* the install lock held */
-{
-    static const void *said[32];
-    static unsigned nsaid;
-    for (unsigned i = 0; i < nsaid && i < 32; i++)
-        if (said[i] == fn)
-            return 1;
-    said[nsaid++ % 32] = fn;
-    return 0;
-}
-
 /* A slot for a new guard: the next never taken, else one whose vectorcall
  * guard's function was freed (its vectorcall slot was the one place that
  * held the slot's trampoline), its references given back.  A descriptor
@@ -385,10 +362,28 @@ static void clear_slot(struct tg_guard *g)
 }
 
 /* The install lock held. */
+static int freed_slot(void);
 static int free_slot(void)
 {
+    static int collected_none; /* the last collection freed no slot */
     if (nguards < TG_MAX_GUARDS)
         return nguards;
+    int i = freed_slot();
+    /* A free-threaded build defers the reference counts of functions made
+     * outside a function (a module's `lambda`, `def`): the collector alone
+     * frees them.  A program that patches in such functions over and over
+     * (mock.patch.object in a loop) would fill every slot with dead ones. */
+    if (i < 0 && tg_py.free_threaded && tg_py.PyGC_Collect && !collected_none) {
+        tg_py.PyGC_Collect(); /* keeps the error set, if any */
+        i = freed_slot();
+    }
+    collected_none = i < 0;
+    return i;
+}
+
+/* free_slot's search: a slot left empty, or one whose function was freed. */
+static int freed_slot(void)
+{
     for (int i = 0; i < TG_MAX_GUARDS; i++) {
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)
@@ -465,7 +460,7 @@ static int install_at_locked(PyObject *cls, const char *name_in, const char *why
         goto done;
     const char *deferred = strcmp(tname, "function") == 0 ? tg__deferred_body(value) : NULL;
     if (deferred) {
-        if (!said_deferred(value)) { /* a replacement is found again at later calls of the original */
+        if (!tg__said_deferred(value)) { /* a replacement is found again at later calls of the original */
             char mod[96], qual[160];
             tg_py_attr_str(cls, "__module__", mod, sizeof mod);
             tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);

@@ -117,6 +117,8 @@ int tg__is_abstract(PyObject *fn);
 char *tg__descr_doc(const char *name, PyObject *fn);
 /* Was an unguarded entry point of cls said already?  Notes it if not. */
 int tg__said_for_class(PyObject *cls);
+/* Was fn's refusal (its body deferred) said already?  Notes it if not. */
+int tg__said_deferred(PyObject *fn);
 
 /* A type's name that a guard takes: a plain function's. */
 static inline int tg__is_plain_function(const char *tname)

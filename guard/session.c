@@ -91,6 +91,11 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
 #ifdef TG_INSITU
     const uint64_t is0 = TG_IS_TICKS();
 #endif
+    /* Free-threaded: the caller's load of the slot (CPython's, plain) before
+     * our reads of g, which tg__vc_install (guard/vc_slot.c) filled before
+     * its release store.  No instruction on x86-64; a load barrier on AArch64. */
+    if (tg_py.free_threaded)
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
 #ifdef TG_INSITU

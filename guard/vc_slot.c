@@ -43,15 +43,22 @@ int tg__vc_usable(PyObject *value)
 
 /* 3.12+ through PyFunction_SetVectorcall, which also drops the function's
  * version, so that the specializing interpreter never inlines it; 3.9/3.10
- * (no specializer) write the slot.  Another thread may call func meanwhile:
- * the guard's fields are ordered before the trampoline by a release fence,
- * and the slot is stored whole (CPython's own store in 3.13t is a plain
- * one: ours, a release store of the same value, makes it a defined one). */
+ * (no specializer) write the slot.  Another thread may be calling func at
+ * this moment (a guard installed as a class is made): the guard's fields
+ * are ordered before the trampoline by a release fence, and the trampoline
+ * goes in with a release store.  A free-threaded build's
+ * PyFunction_SetVectorcall is a plain store (3.13t, 3.14t): there it drops
+ * the version with the slot's own value stored back (no change a caller
+ * can see), and only the release store puts the trampoline in; a caller
+ * loads the old pointer or the new one, whole, both valid, and the
+ * trampoline's acquire fence (session.c tg__guard_vcall) orders that load
+ * before its reads of the guard. */
 void tg__vc_install(void **orig_vc, PyObject *func, void *trampoline)
 {
-    __atomic_store_n(orig_vc, __atomic_load_n(vc_slot(func), __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    void *orig = __atomic_load_n(vc_slot(func), __ATOMIC_RELAXED);
+    __atomic_store_n(orig_vc, orig, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
     if (tg_py.PyFunction_SetVectorcall)
-        tg_py.PyFunction_SetVectorcall(func, trampoline);
+        tg_py.PyFunction_SetVectorcall(func, tg_py.free_threaded ? orig : trampoline);
     __atomic_store_n(vc_slot(func), trampoline, __ATOMIC_RELEASE);
 }
