@@ -27,13 +27,9 @@
 #include "cuda/cuda_stress.h"
 #include "loader/py_arm.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
                               struct tg_occupant *o, uint32_t epoch, PyObject *res);
