@@ -13,6 +13,7 @@
 #include "core/real_sym.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <elf.h>
 #include <link.h>
 #include <stddef.h>
@@ -251,40 +252,51 @@ TG_STARTUP static int resolve_part(char part)
     return 0;
 }
 
-TG_STARTUP int tg_py_resolve(void)
+/* Each part is resolved once (pthread_once): audit hooks run on whichever
+ * thread raises the event, at once in a free-threaded build, and a caller
+ * must see the whole table filled.  The once calls no Python (dlsym only),
+ * so a second caller waits attached for microseconds. */
+static int resolved_a TG_STARTUP_DATA, resolved_g; /* 1 resolved, -1 not; written in the once */
+
+TG_STARTUP static void resolve_a_once(void)
 {
-    static int done TG_STARTUP_DATA;
-    if (done)
-        return done > 0 ? 0 : -1;
-    done = -1;
-    if (!tg_py.PySys_AddAuditHook || !tg_py.supported)
-        return -1;
-    if (resolve_part('A') < 0)
-        return -1;
+    resolved_a = -1;
+    if (!tg_py.PySys_AddAuditHook || !tg_py.supported || resolve_part('A') < 0)
+        return;
     tg_py.none = (PyObject *)tg_real_sym(RTLD_DEFAULT, names._Py_NoneStruct);
     if (!tg_py.none) {
         (void)dlerror();
-        return -1;
+        return;
     }
-    done = 1;
-    return 0;
+    resolved_a = 1;
+}
+
+TG_STARTUP int tg_py_resolve(void)
+{
+    static pthread_once_t once TG_STARTUP_DATA = PTHREAD_ONCE_INIT;
+    pthread_once(&once, resolve_a_once);
+    return resolved_a > 0 ? 0 : -1;
+}
+
+static void resolve_g_once(void)
+{
+    int done = tg_py_resolve() == 0 && resolve_part('G') == 0 ? 1 : -1;
+    PyObject **exc = done > 0 ? (PyObject **)tg_real_sym(RTLD_DEFAULT, "PyExc_Exception") : NULL;
+    tg_py.exc_exception = exc ? *exc : NULL; /* tg_py_drop_error: without it, errors are cleared */
+    if (!exc)
+        (void)dlerror();
+    tg_py.frame_type = done > 0 ? (PyObject *)tg_real_sym(RTLD_DEFAULT, "PyFrame_Type") : NULL;
+    if (done > 0 && !tg_py.frame_type)
+        (void)dlerror();
+    if (done < 0) /* a target is being imported: where the program would have been guarded */
+        tg__warn("this Python does not export %s, which tunerguard needs: its tuners run unguarded",
+                 missing_fn ? missing_fn : "the functions of its C API");
+    resolved_g = done;
 }
 
 int tg_py_resolve_guards(void)
 {
-    static int done; /* under the GIL, like arming */
-    if (!done) {
-        done = tg_py_resolve() == 0 && resolve_part('G') == 0 ? 1 : -1;
-        PyObject **exc = done > 0 ? (PyObject **)tg_real_sym(RTLD_DEFAULT, "PyExc_Exception") : NULL;
-        tg_py.exc_exception = exc ? *exc : NULL; /* tg_py_drop_error: without it, errors are cleared */
-        if (!exc)
-            (void)dlerror();
-        tg_py.frame_type = done > 0 ? (PyObject *)tg_real_sym(RTLD_DEFAULT, "PyFrame_Type") : NULL;
-        if (done > 0 && !tg_py.frame_type)
-            (void)dlerror();
-        if (done < 0) /* a target is being imported: where the program would have been guarded */
-            tg__warn("this Python does not export %s, which tunerguard needs: its tuners run unguarded",
-                     missing_fn ? missing_fn : "the functions of its C API");
-    }
-    return done > 0 ? 0 : -1;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, resolve_g_once);
+    return resolved_g > 0 ? 0 : -1;
 }

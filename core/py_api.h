@@ -159,10 +159,13 @@ int tg_py_version_parse(const char *version, int *minor, int *free_threaded);
  * from the constructor. */
 int tg_py_present(void);
 
-/* Does this thread hold the GIL?  0 in a process without Python or before
- * the first target module (the function is not resolved there; no guard
- * exists then either).  PyGILState_Check is a TLS read and a
- * compare; for slow paths (isolate_tuning, a report). */
+/* Does this thread hold the GIL?  In a free-threaded build (GIL off or
+ * turned back on): has it an attached thread state, so that it may call the
+ * C API and a stop-the-world pause waits for it; never "no other thread
+ * runs Python".  0 in a process without Python or before the first target
+ * module (the function is not resolved there; no guard exists then
+ * either).  PyGILState_Check is a TLS read and a compare; for slow paths
+ * (isolate_tuning, a report). */
 static inline int tg_py_gil_held(void)
 {
     int (*check)(void) = tg_py.PyGILState_Check;

@@ -196,7 +196,7 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     tg__cuda_seq_begin(c);
     c->fn = (uint16_t)fn;
     c->kind = (uint8_t)kind;
-    c->inside = 1;
+    __atomic_store_n(&c->inside, 1, __ATOMIC_RELAXED); /* a holding reader loads it alone (core/thread_hold.c) */
     c->device = dev;
     c->stream = (uint64_t)(uintptr_t)s;
     c->func = func;
@@ -220,7 +220,7 @@ static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_threa
     struct tg_cuda_call *c = &t->last;
     uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter : tg_ticks();
     tg__cuda_seq_begin(c);
-    c->inside = 0;
+    __atomic_store_n(&c->inside, 0, __ATOMIC_RELAXED);
     c->t_exit = now;
     tg__cuda_seq_end(c);
     /* A report on another thread wants this one held (core/thread_hold.h):

@@ -70,7 +70,11 @@ void tg__cuda_bench_begin(struct tg_thread *t, int dev)
  * come without the GIL (Triton's launcher and cudart call the driver without
  * it), but not always (a C extension launching from a Python call): a launch
  * with the GIL held does not wait, since the benchmarking thread needs the
- * GIL to end its session (tg_py_gil_held, checked by the caller).  Never on the
+ * GIL to end its session (tg_py_gil_held, checked by the caller).  In a
+ * free-threaded build the same test (an attached thread state) holds for
+ * another reason: a thread waiting attached holds up every stop-the-world
+ * pause (the collector's), which the benchmarking thread may be waiting
+ * for.  Never on the
  * benchmarking thread itself, nor on a thread inside a tuner session (it
  * could hold what the benchmark waits for): the caller checks those too. */
 static void isolate_wait(int dev)

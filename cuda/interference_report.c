@@ -27,7 +27,10 @@
  * the GIL (inst == NULL: no Python facts).  Lock order: the report lock, then
  * itf_mu.  No deadlock with the GIL: a thread blocks on itf_mu with the GIL
  * held only while it holds the report lock, and then the holder of itf_mu
- * is a reporter without the GIL, which never waits for it. */
+ * is a reporter without the GIL, which never waits for it.  A free-threaded
+ * build: the same with "an attached thread state" for "the GIL held"
+ * (tg_py_gil_held): an attached reporter calls Python, so it takes the
+ * report lock; a detached one, no Python, never does. */
 static struct tg_report itf_report;
 static pthread_mutex_t itf_mu = PTHREAD_MUTEX_INITIALIZER;
 

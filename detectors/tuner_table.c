@@ -183,15 +183,20 @@ static struct tg_tuner *get_locked(uintptr_t key)
     return NULL;
 }
 
+static __attribute__((noinline, cold)) struct tg_tuner *get_claiming(uintptr_t key)
+{
+    table_lock();
+    struct tg_tuner *u = get_locked(key);
+    table_unlock();
+    return u;
+}
+
 struct tg_tuner *tg_tuner_get(uintptr_t key)
 {
     struct tg_tuner *u = tg_tuner_find(key); /* every call but a tuner's first */
     if (__builtin_expect(u != NULL, 1))
         return u;
-    table_lock();
-    u = get_locked(key);
-    table_unlock();
-    return u;
+    return get_claiming(key);
 }
 
 uint64_t tg_tuner_overlaps(void)
@@ -269,6 +274,14 @@ enum tg_verdict tg_tuner_decide(struct tg_tuner *u, const struct tg_thread *t, i
     return TG_RACE;
 }
 
+static __attribute__((noinline)) int inside_by_slots(struct tg_tuner *u, const struct tg_thread *t)
+{
+    tg_tuner_entry_lock(u);
+    const int in = find_occ(u, t) != NULL;
+    tg_tuner_entry_unlock(u);
+    return in;
+}
+
 int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t)
 {
     /* The thread's own record first: held[] lists every tuner whose session
@@ -281,14 +294,17 @@ int tg_tuner_is_inside(struct tg_tuner *u, const struct tg_thread *t)
             return 1;
     if (t->nheld <= TG_MAX_HELD)
         return 0;
-    tg_tuner_entry_lock(u); /* more sessions than held[] keeps */
-    const int in = find_occ(u, t) != NULL;
-    tg_tuner_entry_unlock(u);
-    return in;
+    return inside_by_slots(u, t); /* more sessions than held[] keeps */
 }
 
-static struct tg_occupant *enter_locked(struct tg_tuner *u, struct tg_thread *t, void *tstate,
-                                        const void *method, uint64_t now_ns, int nested)
+/* The functions every tuned call makes (enter, leave, unlock) test the build
+ * once: with a GIL they run their body as it is (the entry lock would be a
+ * no-op there, tuner_table.h), without one the same body under the entry
+ * lock, out of line.  A build with a GIL pays a load and a branch. */
+#define FREE_THREADED __builtin_expect(tg_py.free_threaded != 0, 0)
+
+static inline __attribute__((always_inline)) struct tg_occupant *
+enter_locked(struct tg_tuner *u, struct tg_thread *t, void *tstate, const void *method, uint64_t now_ns, int nested)
 {
     struct tg_occupant *o;
     if (nested) {
@@ -319,13 +335,21 @@ static struct tg_occupant *enter_locked(struct tg_tuner *u, struct tg_thread *t,
     return o;
 }
 
-struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
-                                   const void *method, uint64_t now_ns, int nested)
+static __attribute__((noinline)) struct tg_occupant *enter_ft(struct tg_tuner *u, struct tg_thread *t, void *tstate,
+                                                              const void *method, uint64_t now_ns, int nested)
 {
     tg_tuner_entry_lock(u);
     struct tg_occupant *o = enter_locked(u, t, tstate, method, now_ns, nested);
     tg_tuner_entry_unlock(u);
     return o;
+}
+
+struct tg_occupant *tg_tuner_enter(struct tg_tuner *u, struct tg_thread *t, void *tstate,
+                                   const void *method, uint64_t now_ns, int nested)
+{
+    if (FREE_THREADED)
+        return enter_ft(u, t, tstate, method, now_ns, nested);
+    return enter_locked(u, t, tstate, method, now_ns, nested);
 }
 
 void tg_tuner_release_if_unused(struct tg_tuner *u)
@@ -340,25 +364,38 @@ int tg_tuner_leave(struct tg_tuner *u, struct tg_thread *t)
     return tg_tuner_leave_at(u, t, NULL);
 }
 
-int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine)
+static inline __attribute__((always_inline)) int leave_locked(struct tg_tuner *u, struct tg_thread *t,
+                                                              struct tg_occupant *mine)
 {
-    int last = 1;
-    tg_tuner_entry_lock(u);
     struct tg_occupant *o = mine && mine->thread == t && mine->tid == t->tid ? mine : find_occ(u, t);
     if (o && --o->depth > 0)
-        last = 0;
-    else if (o || tg_tuner_overflow(u) > 0) { /* else not counted in (a frame from before a fork) */
-        if (o)
-            clear_occ(u, o);
-        ST(u->nocc, u->nocc - 1); /* the last one out leaves the entry idle, its key kept (sweep_idle) */
-    }
+        return 0;
+    if (o)
+        clear_occ(u, o);
+    else if (tg_tuner_overflow(u) == 0)
+        return 1; /* not counted in (a frame from before a fork): nothing to give back */
+    ST(u->nocc, u->nocc - 1); /* the last one out leaves the entry idle, its key kept (sweep_idle) */
+    return 1;
+}
+
+static __attribute__((noinline)) int leave_ft(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine)
+{
+    tg_tuner_entry_lock(u);
+    const int last = leave_locked(u, t, mine);
     tg_tuner_entry_unlock(u);
     return last;
 }
 
+int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupant *mine)
+{
+    if (FREE_THREADED)
+        return leave_ft(u, t, mine);
+    return leave_locked(u, t, mine);
+}
+
 /* Entry lock held: the waiter an unlock wakes (handed the lock when u is
  * starving), the owner's word stored. */
-static struct tg_thread *release_owner(struct tg_tuner *u)
+static inline __attribute__((always_inline)) struct tg_thread *release_owner(struct tg_tuner *u)
 {
     struct tg_thread *w = u->wq_head;
     if (w && __atomic_load_n(&u->starving, __ATOMIC_RELAXED))
@@ -368,14 +405,21 @@ static struct tg_thread *release_owner(struct tg_tuner *u)
     return w;
 }
 
+static __attribute__((noinline)) struct tg_thread *unlock_ft(struct tg_tuner *u)
+{
+    tg_tuner_entry_lock(u);
+    struct tg_thread *w = release_owner(u);
+    tg_tuner_entry_unlock(u);
+    return w;
+}
+
 struct tg_thread *tg_tuner_unlock(struct tg_tuner *u, const struct tg_thread *t)
 {
     if (__atomic_load_n(&u->owner, __ATOMIC_RELAXED) != (uint32_t)t->tid)
         return NULL;
-    tg_tuner_entry_lock(u); /* the FIFO's head, read with the store it decides */
-    struct tg_thread *w = release_owner(u);
-    tg_tuner_entry_unlock(u);
-    return w;
+    if (FREE_THREADED)
+        return unlock_ft(u); /* the FIFO's head, read with the store it decides */
+    return release_owner(u);
 }
 
 void tg_tuner_wait_push(struct tg_tuner *u, struct tg_thread *t)

@@ -107,17 +107,21 @@ struct tg_tuner {
  * (guard/race_decide.c, guard/thread_view.c: they add launches and, where
  * no tuning method is marked, the Python frames: tg_tuning_frame,
  * core/builtin_tuners.h).
- * The owner, or another thread reading the owner's evidence line. */
+ * The owner, or another thread reading the owner's evidence line: relaxed
+ * loads (a hint; without the GIL the owner changes them meanwhile, and its
+ * stores are to be relaxed atomics too: docs/free-threading.md). */
 static inline int tg_thread_tuning(const struct tg_thread *t)
 {
-    return t->tuning > 0 || t->session_tuned || t->session_syncs > 0;
+    return __atomic_load_n(&t->tuning, __ATOMIC_RELAXED) > 0 ||
+           __atomic_load_n(&t->session_tuned, __ATOMIC_RELAXED) ||
+           __atomic_load_n(&t->session_syncs, __ATOMIC_RELAXED) > 0;
 }
 
 /* The evidence bits t's session shows now (its record's fields). */
 static inline uint8_t tg_thread_evidence(const struct tg_thread *t)
 {
     return (uint8_t)((tg_thread_tuning(t) ? TG_EV_TUNING : 0) |
-                     (t->session_multi ? TG_EV_LAUNCHES : 0));
+                     (__atomic_load_n(&t->session_multi, __ATOMIC_RELAXED) ? TG_EV_LAUNCHES : 0));
 }
 
 _Static_assert(TG_TUNER_MAX_OCC == sizeof(uint64_t), "occ_ev_all covers every slot's bits");
@@ -128,10 +132,11 @@ _Static_assert(offsetof(struct tg_tuner, lock) < 64, "the entry lock is on the l
  * the GIL); without either a hint, never below 0. */
 static inline int tg_tuner_overflow(const struct tg_tuner *u)
 {
-    int used = 0;
+    int used = 0; /* relaxed loads: read without the lock too (a hint there) */
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        used += u->occ_tid[i] != 0;
-    return u->nocc > used ? u->nocc - used : 0;
+        used += __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED) != 0;
+    const int n = __atomic_load_n(&u->nocc, __ATOMIC_RELAXED);
+    return n > used ? n - used : 0;
 }
 
 /* The entry lock.  One word per entry, on the line every guarded call on
@@ -342,7 +347,13 @@ static inline void tg_tuner_mark_evidence(struct tg_thread *t, uint8_t bit)
  * An entry nobody is inside or waiting for is idle: it keeps its key until
  * a claim finds the table three quarters full and gives the idle ones back.
  * So a pointer to it is valid only while someone is inside or waiting: after
- * anything that may let other threads run, get it again. */
+ * anything that may let other threads run, get it again.  Without the GIL
+ * other threads always run: between this call and the caller's enter or
+ * wait_push, a sweep made by another thread's claim may give the entry
+ * back if nobody else is inside it (a table three quarters full, and a
+ * window of the few instructions between the two calls); nothing here
+ * closes that window.  Any thread; lock-free unless it claims (the table
+ * lock). */
 struct tg_tuner *tg_tuner_get(uintptr_t key);
 
 /* Is t inside u (an occupant, or an overflowed one by its own record)? */

@@ -264,14 +264,25 @@ static int vc_usable(PyObject *value)
 /* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
  * PyFunction_SetVectorcall, which also drops the function's version, so
  * that the specializing interpreter never inlines it; 3.9/3.10 (no
- * specializer) write the slot. */
+ * specializer) write the slot.  A free-threaded build: another thread may
+ * be calling func at this moment (a guard installed as a class is made),
+ * and CPython's PyFunction_SetVectorcall is a plain store (3.13t, 3.14t).
+ * There the version is dropped with the slot's own value stored back (no
+ * change a caller can see), then the trampoline goes in with a release
+ * store: a caller loads the old pointer or the new one, whole, both valid,
+ * and the trampoline's acquire fence (session.c tg__guard_vcall) orders
+ * that load before its reads of g (orig_vc, stored above). */
 static void vc_install(struct tg_guard *g, PyObject *func, int i)
 {
     g->orig_vc = *vc_slot(func);
-    if (tg_py.PyFunction_SetVectorcall)
+    if (tg_py.free_threaded && tg_py.PyFunction_SetVectorcall) {
+        tg_py.PyFunction_SetVectorcall(func, g->orig_vc);
+        __atomic_store_n(vc_slot(func), vtrampolines[i], __ATOMIC_RELEASE);
+    } else if (tg_py.PyFunction_SetVectorcall) {
         tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
-    else
+    } else {
         *vc_slot(func) = vtrampolines[i];
+    }
 }
 
 /* ---- installing guards ------------------------------------------------------ */
@@ -393,10 +404,28 @@ static int said_deferred(PyObject *fn)
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
  * that patches in a new function over and over and keeps them).  GIL held. */
+static int freed_slot(void);
 static int free_slot(void)
 {
+    static int collected_none; /* the last collection freed no slot */
     if (nguards < TG_MAX_GUARDS)
         return nguards;
+    int i = freed_slot();
+    /* A free-threaded build defers the reference counts of functions made
+     * outside a function (a module's `lambda`, `def`): the collector alone
+     * frees them.  A program that patches in such functions over and over
+     * (mock.patch.object in a loop) would fill every slot with dead ones. */
+    if (i < 0 && tg_py.free_threaded && tg_py.PyGC_Collect && !collected_none) {
+        tg_py.PyGC_Collect(); /* keeps the error set, if any */
+        i = freed_slot();
+    }
+    collected_none = i < 0;
+    return i;
+}
+
+/* free_slot's search: a slot left empty, or one whose function was freed. */
+static int freed_slot(void)
+{
     for (int i = 0; i < TG_MAX_GUARDS; i++) {
         struct tg_guard *g = &guards[i];
         if (!g->cls && !g->descr && !g->orig_vc)

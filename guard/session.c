@@ -91,6 +91,11 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
 #ifdef TG_INSITU
     const uint64_t is0 = TG_IS_TICKS();
 #endif
+    /* Free-threaded: the caller's load of the slot (CPython's, plain) before
+     * our reads of g, which vc_install filled before its release store.
+     * No instruction on x86-64; a load barrier on AArch64. */
+    if (tg_py.free_threaded)
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
     struct tg_thread *t = tg__self_fast();
     t->guard_frames++;
 #ifdef TG_INSITU
@@ -582,8 +587,13 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         t->tuning--;
     t->depth--;
     t->nheld--;
-    tg__unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
+    /* Out of the slot, then the lock (serialize): the waiter the unlock wakes
+     * must not find this call still inside.  Without the GIL it runs at once,
+     * and would see this thread's benchmarking evidence as a race at its own
+     * return.  The entry stays ours meanwhile: one with its lock held is not
+     * idle, so never given back (detectors/tuner_table.c `idle`). */
     tg_tuner_leave_at(u, t, o);
+    tg__unlock_tuner(u, t);
     if (t->nheld == 0)
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) {

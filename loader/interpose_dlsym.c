@@ -145,13 +145,19 @@ TG_STARTUP __attribute__((visibility("default"))) void *dlsym(void *h, const cha
      * the real dlsym unharmed, so hide s from that assumption */
     const char *n = s;
     __asm__("" : "+r"(n));
+    /* Only cu* names are ever answered otherwise, so the rest meet nothing
+     * else here: a runtime that resolves its own interceptors through dlsym
+     * before it can run anything (ThreadSanitizer's, tools/dev tsan) meets
+     * no dlopen. */
+    if (h == RTLD_NEXT || !n || n[0] != 'c' || n[1] != 'u')
+        return real(h, s);
     if (__builtin_expect(tg__copy_inert(NULL), 0))
         return real(h, s); /* another copy serves (the one before us passes its look-ups to us) */
-    if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] >= 'A' && n[2] <= 'Z') {
+    if (n[2] >= 'A' && n[2] <= 'Z') {
         void *out;
         if (tg__dlsym_cu(real, h, s, &out))
             return out;
-    } else if (h != RTLD_NEXT && n && n[0] == 'c' && n[1] == 'u' && n[2] == 'p' && n[3] == 't' && n[4] == 'i') {
+    } else if (n[2] == 'p' && n[3] == 't' && n[4] == 'i') {
         /* (compared by hand: a "cupti" literal is in .rodata, a segment no
          * process that imports no target should touch, core/startup.h) */
         void *out;

@@ -12,6 +12,7 @@
  * addresses. */
 #include <string.h>
 
+#include "core/py_api.h"
 #include "core/thread_hold.h"
 #include "reports/report.h"
 #include "reports/report_internal.h"
@@ -251,7 +252,8 @@ void tg__text_cuda_line(struct tg_w *w, const struct tg_report *r, const struct 
         tg_w_hex(w, c->func);
     }
     if (c->inside) {
-        tg_w_str(w, ", still inside it (GIL released)\n");
+        /* a free-threaded build may run without a GIL to release */
+        tg_w_str(w, tg_py.free_threaded ? ", still inside it\n" : ", still inside it (GIL released)\n");
     } else {
         tg_w_str(w, ", returned");
         if (c->t_exit && r->ts_ns >= c->t_exit) {

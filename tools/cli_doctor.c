@@ -3,7 +3,8 @@
  * Contract: prints one line per check, starting with "OK  ", "WARN" or
  * "FAIL", saying what was found and, unless OK, what to do.  Checks: the
  * library; each interpreter (python3 on PATH, $PYTHON, --python): CPython
- * 3.9-3.15 and not free-threaded, Triton and torch versions, and whether the
+ * 3.9-3.15, or free-threaded 3.13t/3.14t (and whether its GIL is on), Triton
+ * and torch versions, and whether the
  * library's hooks arm in a child (a probe module in a temp dir, preloaded with
  * verbosity=2 and targets=<probe>:Probe.method, must print "guarding
  * Probe.method"); libcuda.so.1, cuDriverGetVersion and the device count
@@ -11,6 +12,7 @@
  * TUNERGUARD_OPTIONS as the library parses it (a preloaded
  * /bin/true: exit 2 is a rejection).  Exit 0 when no line is FAIL, else 1. */
 #include "cli.h"
+#include "core/py_api.h"
 #include "tg_build_id.h"
 
 #include <dlfcn.h>
@@ -206,7 +208,8 @@ static int check_python(const char *label, const char *py, const char *lib)
     }
     char *argv[] = {path, "-c",
                     "import sys, sysconfig; print(sys.implementation.name, sys.version_info[0], sys.version_info[1], "
-                    "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), sys.version.split()[0])",
+                    "int(bool(sysconfig.get_config_var('Py_GIL_DISABLED'))), sys.version.split()[0], "
+                    "int(getattr(sys, '_is_gil_enabled', lambda: True)()))",
                     NULL};
     struct cli_capture cap;
     if (cli_capture_run(argv, NULL, 0, NULL, 60, &cap) < 0 || cli_exit_status(cap.status) != 0) {
@@ -220,8 +223,8 @@ static int check_python(const char *label, const char *py, const char *lib)
         return 0;
     }
     char impl[32] = "", ver[32] = "";
-    int major = 0, minor = 0, ft = 0;
-    sscanf(cap.out, "%31s %d %d %d %31s", impl, &major, &minor, &ft, ver);
+    int major = 0, minor = 0, ft = 0, gil = 1;
+    sscanf(cap.out, "%31s %d %d %d %31s %d", impl, &major, &minor, &ft, ver, &gil);
     cli_capture_free(&cap);
     int ok = 0;
     if (!impl[0] || !ver[0])
@@ -229,12 +232,17 @@ static int check_python(const char *label, const char *py, const char *lib)
     else if (strcmp(impl, "cpython"))
         line("WARN", "%s: %s is %s %s: only CPython is supported; tunerguard stays inert there", label, path, impl,
              ver);
-    else if (major != 3 || minor < 9 || minor > 15)
-        line("WARN", "%s: %s is CPython %s: supported are 3.9 to 3.15; tunerguard stays inert there", label, path,
-             ver);
+    else if (ft && (major != 3 || minor < TG_PY_FT_MINOR_FIRST || minor > TG_PY_FT_MINOR_LAST))
+        line("WARN", "%s: %s is a free-threaded build (%st): supported free-threaded are 3.%dt and 3.%dt; tunerguard "
+             "stays inert there (one line when a target is imported)", label, path, ver, TG_PY_FT_MINOR_FIRST,
+             TG_PY_FT_MINOR_LAST);
+    else if (major != 3 || minor < TG_PY_MINOR_FIRST || minor > TG_PY_MINOR_LAST)
+        line("WARN", "%s: %s is CPython %s: supported are 3.%d to 3.%d; tunerguard stays inert there", label, path,
+             ver, TG_PY_MINOR_FIRST, TG_PY_MINOR_LAST);
     else if (ft)
-        line("WARN", "%s: %s is a free-threaded build (%st): not supported (refused with one line); use the "
-             "default build", label, path, ver);
+        ok = 1, line("OK", "%s: %s is CPython %st (free-threaded), supported; the GIL is %s here%s", label, path, ver,
+                     gil ? "on" : "off", gil ? "" : " (an extension module without Py_mod_gil turns it on as it "
+                     "is imported, unless PYTHON_GIL=0)");
     else
         ok = 1, line("OK", "%s: %s is CPython %s, supported", label, path, ver);
     if (ok) {
@@ -403,7 +411,7 @@ int cli_doctor(int argc, char **argv)
     if (extra)
         supported += check_python("--python", extra, lib);
     if (!supported)
-        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.15 (not free-threaded)");
+        line("FAIL", "no supported Python interpreter found: install CPython 3.9 to 3.15, or a free-threaded 3.13t");
     check_cuda();
     if (lib)
         check_options(lib, supported ? "python3" : NULL);

@@ -100,7 +100,7 @@ static const struct cli_cmd cmds[] = {
      cli_report},
     {"doctor", "doctor [--python PY]",
      "check what would happen if a program were run here",
-     "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.15, not free-threaded), "
+     "Checks the Python interpreters (python3 on PATH, $PYTHON, --python: CPython 3.9 to 3.15, or a free-threaded 3.13t or 3.14t), "
      "whether libcuda.so.1 loads and its driver version, the Triton and torch versions, whether the library's hooks "
      "arm in a test child (a Python process with the library preloaded and a test target), whether "
      "TUNERGUARD_OPTIONS is valid, whether its log_path directory takes reports, and whether its suppressions "

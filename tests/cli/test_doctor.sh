@@ -49,6 +49,15 @@ printf '#!/bin/sh\necho "cpython 3 16 0 3.16.0"\n' >py316 && chmod +x py316
 env -u TUNERGUARD_OPTIONS "$TG" doctor --python "$WORK/py316" >v.out 2>&1
 check "CPython 3.16: WARN, not served" \
     grep -q "^WARN  --python: $WORK/py316 is CPython 3.16.0: supported are 3.9 to 3.15; tunerguard stays inert there" v.out
+# ... as a free-threaded 3.15t would (the GIL off), and as a free-threaded 3.14t.
+printf '#!/bin/sh\necho "cpython 3 15 1 3.15.0 0"\n' >py315t && chmod +x py315t
+env -u TUNERGUARD_OPTIONS "$TG" doctor --python "$WORK/py315t" >ft.out 2>&1
+check "free-threaded 3.15t: WARN, not served" \
+    grep -q "^WARN  --python: $WORK/py315t is a free-threaded build (3.15.0t): supported free-threaded are 3.13t and 3.14t; tunerguard stays inert there" ft.out
+printf '#!/bin/sh\ncase "$*" in *sysconfig*) echo "cpython 3 14 1 3.14.0 0";; *) exit 1;; esac\n' >py314t && chmod +x py314t
+env -u TUNERGUARD_OPTIONS "$TG" doctor --python "$WORK/py314t" >ft4.out 2>&1
+check "free-threaded 3.14t: served, the GIL off" \
+    grep -q "^OK    --python: $WORK/py314t is CPython 3.14.0t (free-threaded), supported; the GIL is off here" ft4.out
 PYTHON=/no/such/python env -u TUNERGUARD_OPTIONS "$TG" doctor >p.out 2>&1
 check "missing \$PYTHON: WARN" grep -q '^WARN  \$PYTHON: /no/such/python not found' p.out
 run_tg x doctor --bogus

@@ -31,10 +31,11 @@ def is_guarded(cls, plain):
     """A method descriptor put on the class (3.11), or the function itself
     with tunerguard's trampoline in its vectorcall slot (plain: a function
     nobody guards, for its slot's usual value)."""
-    import ctypes
+    import ctypes, sysconfig
 
     def vectorcall_of(f):
-        off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+        off = ctypes.c_ssize_t.from_address(id(type(f)) + (5 + (4 if sysconfig.get_config_var('Py_GIL_DISABLED') else 2))
+                                    * ctypes.sizeof(ctypes.c_void_p)).value  # after a 2- or 4-word header
         return ctypes.c_void_p.from_address(id(f) + off).value
     v = vars(cls)["run"]
     return type(v).__name__ == "method_descriptor" or vectorcall_of(v) != vectorcall_of(plain)

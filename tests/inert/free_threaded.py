@@ -2,7 +2,7 @@
 """A free-threaded CPython (3.13t, 3.14t) is served: with the GIL off
 (PYTHON_GIL=0) and turned back on (PYTHON_GIL=1), as users run both.
 
-  free_threaded.py --python EXE --lib LIB --fakecuda DIR --minor N
+  free_threaded.py --python EXE --lib LIB --fakecuda DIR --tunerguard BIN --minor N [--expected-missing]
 
 For each regime: the interpreter is the free-threaded build of 3.N and the
 GIL is as the regime says, with the preload as without (tunerguard imports no
@@ -12,9 +12,12 @@ guarded, tunerguard's finder first in sys.meta_path); a target module
 imported four ways at verbosity=2: the class guarded once, no refusal line,
 the program's output and exit status unchanged; the model's seeds/004
 (tests/repro, two threads, the overlap forced with events) under mode=detect
-writes a race report naming the kernel, and under mode=serialize passes.
+writes a race report naming the kernel, and under mode=serialize passes;
+`tunerguard doctor --python EXE` says it is served, with the GIL as the regime
+says, and that the hooks arm (tests/cli/doctor_python.py).
 Exit 0 when every check holds, 1 otherwise, 77 (SKIP) when the interpreter
-is missing."""
+is missing (--expected-missing: an interpreter none can have here yet, whose
+skip tools/skipped_tests.py counts as expected: "SKIP (expected): ...")."""
 import argparse
 import os
 import shutil
@@ -55,11 +58,17 @@ def main():
     ap.add_argument("--python", required=True)
     ap.add_argument("--lib", required=True)
     ap.add_argument("--fakecuda", required=True)
+    ap.add_argument("--tunerguard", required=True)
     ap.add_argument("--minor", type=int, required=True)
+    ap.add_argument("--expected-missing", action="store_true")
     a = ap.parse_args()
     if not os.path.exists(a.python):
-        print(f"SKIP: {a.python} not installed (the free-threaded CPython 3.{a.minor}; "
-              f"{'tools/dev py313t builds it' if a.minor == 13 else 'none can be had here'})")
+        if a.expected_missing:
+            print(f"SKIP (expected): {a.python} not installed (the free-threaded CPython 3.{a.minor}: none can be "
+                  f"had here; point TG_PY3{a.minor}T at the prefix of one)")
+        else:
+            print(f"SKIP: {a.python} not installed (the free-threaded CPython 3.{a.minor}; tools/dev py313t builds "
+                  f"3.13t)")
         return 77
     lib = os.path.abspath(a.lib)
     model = tempfile.mkdtemp(prefix="tg-free-threaded-")
@@ -112,6 +121,10 @@ def regime(a, lib, model, gil, check):
                        env=env_for(gil), capture_output=True, text=True, timeout=600)
     check(f"{tag}: the model's seeds/004: detect reports the race, serialize passes", r.returncode == 0,
           (r.stdout[-1500:], r.stderr[-500:]))
+    d = subprocess.run([sys.executable, os.path.join(HERE, "..", "cli", "doctor_python.py"), "--python", a.python,
+                        "--tunerguard", a.tunerguard], env=env_for(gil), capture_output=True, text=True, timeout=900)
+    check(f"{tag}: tunerguard doctor: served, the GIL {'on' if gil == '1' else 'off'}, the hooks arm", d.returncode == 0,
+          d.stdout[-1500:])
 
 
 if __name__ == "__main__":

@@ -164,8 +164,9 @@ def race_once(tuner, serialize=False, enter=None):
     return order
 
 def _vectorcall_of(f):
-    import ctypes
-    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    import ctypes, sysconfig
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + (5 + (4 if sysconfig.get_config_var('Py_GIL_DISABLED') else 2))
+                                    * ctypes.sizeof(ctypes.c_void_p)).value  # after a 2- or 4-word header
     return ctypes.c_void_p.from_address(id(f) + off).value
 
 def is_guarded(cls, name="run"):

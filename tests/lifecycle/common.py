@@ -47,10 +47,11 @@ def join(threads):
 def guarded(cls, name="run"):
     """tunerguard guards the plain function: its trampoline in the function's
     vectorcall slot, or (3.11) a method descriptor in its place."""
-    import ctypes
+    import ctypes, sysconfig
     f = cls.__dict__[name]
     if type(f).__name__ != "function":
         return True
-    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + (5 + (4 if sysconfig.get_config_var('Py_GIL_DISABLED') else 2))
+                                    * ctypes.sizeof(ctypes.c_void_p)).value  # after a 2- or 4-word header
     slot = lambda g: ctypes.c_void_p.from_address(id(g) + off).value  # noqa: E731
     return slot(f) != slot(guarded)

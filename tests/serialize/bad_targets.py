@@ -24,10 +24,11 @@ assert m.A().run() == "A" and m.B().run() == "B"
 
 def guarded(f):
     """A method descriptor (3.11), or the function with tunerguard's trampoline in its vectorcall slot."""
-    import ctypes
+    import ctypes, sysconfig
     if type(f).__name__ == "method_descriptor":
         return "guard"
-    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + (5 + (4 if sysconfig.get_config_var('Py_GIL_DISABLED') else 2))
+                                    * ctypes.sizeof(ctypes.c_void_p)).value  # after a 2- or 4-word header
     slot = lambda g: ctypes.c_void_p.from_address(id(g) + off).value  # noqa: E731
     return "guard" if slot(f) != slot(guarded) else type(f).__name__
 

@@ -10,7 +10,8 @@ other: SIGINT delivered to the holder thread (signal.pthread_kill), so the
 main thread's wait is not interrupted by the kernel and must notice the
 tripped handler by itself;
 parked: as other, but only once the main thread is parked in its wait for
-the tuner itself (its second wait: the turn's comes first, and a signal
+the tuner itself (its second wait where the GIL is on: the turn's comes
+first, and a signal
 that lands there is noticed by the tuner wait's audit hook, Python code):
 the main thread's look after a timed stretch of that wait is what finds it,
 and the KeyboardInterrupt must come within 2 s of the signal (the
@@ -93,13 +94,16 @@ holder = threading.Thread(target=lambda: t.run(holder_body), name="holder")
 holder.start()
 assert inside.wait(T)
 
+# serialize waits for the process's turn before the tuner's lock only where the GIL
+# is on (guard/gil_state.h): without it, the tuner's wait is the first
+TURN = 0 if hasattr(sys, "_is_gil_enabled") and not sys._is_gil_enabled() else 1
 second_result = []
 sent = []                       # when the interrupter sent the signal
 second = threading.Thread(target=lambda: second_result.append(t.run(lambda: "second")), name="second")
 
 
 def interrupter():
-    if not wait_blocked("MainThread", 2 if how == "parked" else 1):
+    if not wait_blocked("MainThread", 1 + TURN if how == "parked" else 1):
         print("interrupt: the main thread never blocked in tunerguard")
         os._exit(1)
     second.start()  # queued behind the main thread's wait

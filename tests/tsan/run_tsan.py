@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""tunerguard built with ThreadSanitizer (cmake -DTG_SANITIZE=thread, tools/dev
+tsan) under an uninstrumented free-threaded CPython with the GIL off: the
+serialize and detect stress programs, each preloaded with the toolchain's
+libtsan first, then the library.
+
+  run_tsan.py --lib build-tsan/libtunerguard.so --python .../python3.13t
+              --fakecuda build-tsan/tests/fakecuda [--tsan-rt libtsan.so.2]
+              [--only serialize,link_stress,soak] [--keep DIR]
+
+The programs: tests/serialize/run_serialize_tests.py (every serialize program
+with its options: cycles, long waits, threads that die inside, fork, signal
+handlers), bench/link_stress.py (detect: many threads racing on cold keys of
+the model, the exception links), and bench/soak.py (serialize: nested tuners,
+thread churn).  Their own verdicts are other tests' business
+(they run beside TSan's slowdown here): only ThreadSanitizer's reports count.
+
+TSan writes its reports to files (log_path), suppressed by tests/tsan/tsan.supp
+(what CPython and the stand-in driver do, each line with its reason).  A
+report with a frame of tunerguard's own code (a source file of the library)
+fails the test; each is listed once, by the first such frame of each of its
+stacks (the two accesses), with their folders (TG_TSAN_VERBOSE=1: the whole
+reports).  Exit 0 clean, 1 reports in tunerguard's code, 77 when the
+interpreter or the runtime is missing."""
+import argparse
+import collections
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+OWN_DIRS = ("core", "detectors", "reports", "loader", "cuda", "guard")
+FRAME = re.compile(r"^\s+#\d+ (\S+) (\S+?)(?::(\d+))?(?::\d+)? \((.*)\)$")
+
+
+def programs(a, lib):
+    py, fake = a.python, a.fakecuda
+    ser = os.path.join(ROOT, "tests", "serialize", "run_serialize_tests.py")
+    yield "serialize", [sys.executable, ser, "--lib", lib, "--python", py, "--fakecuda", fake]
+    yield "link_stress", [sys.executable, os.path.join(ROOT, "bench", "link_stress.py"), "--runs", "2", "--rounds",
+                          "6", "--threads", "8", "--calls", "4", "--python", py, "--lib", lib, "--fakecuda", fake]
+    yield "soak", [sys.executable, os.path.join(ROOT, "bench", "soak.py"), "--lib", lib, "--python", py,
+                   "--threads", "8", "--instances", "6", "--calls", "300", "--watchdog", "300"]
+
+
+def reports(files):
+    """Each TSan report: (kind, the first own frame of each of its stacks, the text)."""
+    for f in files:
+        with open(f, errors="replace") as fh:
+            text = fh.read()
+        for block in re.split(r"^={18}\n", text, flags=re.M):
+            m = re.search(r"WARNING: ThreadSanitizer: ([^(\n]+)", block)
+            if not m:
+                continue
+            sides = []
+            for stack in block.split("\n\n"):
+                hit = own_frame(ln for ln in stack.splitlines() if FRAME.match(ln))
+                if hit and " created " not in stack.splitlines()[0]:
+                    sides.append(hit)
+            yield m.group(1).strip(), sides, block
+
+
+def own_frame(frames):
+    """The first frame of tunerguard's own code in a stack (its module is one
+    of the two libraries; the path as the compiler wrote it, absolute or, with
+    ccache's base directory, relative): (where, folder), or None."""
+    for ln in frames:
+        m = FRAME.match(ln)
+        if not re.match(r"libtunerguard(_core)?\.so\+", os.path.basename(m.group(4))):
+            continue
+        parts = os.path.normpath(m.group(2)).split(os.sep)
+        for i in range(len(parts) - 1, -1, -1):
+            if parts[i] in OWN_DIRS:
+                rel = "/".join(parts[i:])
+                return f"{m.group(1)} {rel}:{m.group(3)}", parts[i]
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--python", required=True)
+    ap.add_argument("--fakecuda", required=True)
+    ap.add_argument("--tsan-rt", default="/usr/lib/x86_64-linux-gnu/libtsan.so.2")
+    ap.add_argument("--only", default="", help="comma-separated program names (prefixes)")
+    ap.add_argument("--keep", help="write TSan's logs here (default: a temporary folder, removed)")
+    a = ap.parse_args()
+    for what, path in (("interpreter", a.python), ("ThreadSanitizer runtime", a.tsan_rt)):
+        if not os.path.exists(path):
+            print(f"skipped: the {what} {path} is not there")
+            return 77
+    lib = f"{a.tsan_rt}:{os.path.abspath(a.lib)}"
+    tmp = a.keep or tempfile.mkdtemp(prefix="tg-tsan-")
+    os.makedirs(tmp, exist_ok=True)
+    only = [x for x in a.only.split(",") if x]
+    for name, argv in programs(a, lib):
+        if only and not any(name.startswith(o) for o in only):
+            continue
+        log = os.path.join(tmp, name.replace("/", "_"))
+        env = dict(os.environ, PYTHON_GIL="0",
+                   TSAN_OPTIONS=f"log_path={log}:suppressions={os.path.join(HERE, 'tsan.supp')}:exitcode=0:"
+                                "halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:history_size=6")
+        try:
+            p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+            status = f"exit {p.returncode}"
+        except subprocess.TimeoutExpired:
+            status = "timed out (900 s)"
+        n = sum(1 for _ in reports(glob.glob(log + ".*")))
+        print(f"{name}: {status}; {n} TSan report{'' if n == 1 else 's'}")
+        sys.stdout.flush()
+    own = collections.OrderedDict()
+    other = collections.Counter()
+    for kind, sides, block in reports(glob.glob(os.path.join(tmp, "*.*"))):
+        if not sides:
+            other[kind] += 1
+            continue
+        key = (kind, " <-> ".join(sorted(set(w for w, _ in sides))), "+".join(sorted(set(f for _, f in sides))))
+        own.setdefault(key, block)
+    if other:
+        print(f"{sum(other.values())} reports without a frame of tunerguard's (CPython's or the driver's own, "
+              f"unsuppressed): " + ", ".join(f"{k} x{v}" for k, v in other.items()))
+    for (kind, where, folders), block in own.items():
+        print(f"TSAN {folders}: {kind}: {where}")
+    if own and os.environ.get("TG_TSAN_VERBOSE"):
+        for block in own.values():
+            print(block)
+    print(f"logs: {tmp}" if a.keep else "")
+    return 1 if own else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
