@@ -30,6 +30,7 @@
  * Python code and no wait under it, taken on repeated races only. */
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
+#include "reports/py_stack.h"
 #include "reports/suppress_load.h"
 #include "core/hash.h"
 
@@ -57,34 +58,26 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * TG_HASH_PRIME;
 }
 
-/* Fold thread state ts's Python frames (NULL: the calling thread's) into *h.
+/* Fold thread state ts's Python frames (NULL: the calling thread's) into *h:
+ * a walk (reports/py_stack.h) that reads the code's address and the line.
  * 0 when the stack is deeper than a report keeps whole. */
 static int fold_stack(void *ts, uint64_t *h)
 {
-    PyFrameObject *f;
-    if (ts) {
-        f = tg_py.PyThreadState_GetFrame((PyThreadState *)ts); /* new reference */
-    } else {
-        f = tg_py.PyEval_GetFrame(); /* borrowed */
-        if (f)
-            tg_py.Py_IncRef((PyObject *)f);
-    }
-    int n = 0;
-    while (f) {
+    struct tg_py_walk walk;
+    int n = 0, whole = 1;
+    for (PyFrameObject *f = tg_py_walk_begin(&walk, ts); f; f = tg_py_walk_next(&walk)) {
         if (n++ == TG_MAX_PY_FRAMES) {
-            tg_py.Py_DecRef((PyObject *)f);
-            return 0;
+            whole = 0;
+            break;
         }
         PyObject *code = tg_py.PyFrame_GetCode(f);
         *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)tg_py.PyFrame_GetLineNumber(f));
         if (code)
-            tg_py.Py_DecRef(code);
-        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
-        tg_py.Py_DecRef((PyObject *)f);
-        f = back;
+            tg_py.Py_DecRef(code); /* alive: its frame holds it */
     }
+    tg_py_walk_end(&walk);
     *h = mix(*h, (uint64_t)n);
-    return 1;
+    return whole;
 }
 
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,

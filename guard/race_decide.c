@@ -86,28 +86,32 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
     if (tg__others_run())
         return 0; /* it runs meanwhile: its frames are not walked; the counts above are the evidence */
-    int found = 0;
+    /* The walk (reports/py_stack.h) keeps the code objects; their names are
+     * read after it. */
+    PyObject *codes[64];
+    int n = 0;
     void *ts = tg__occupant_tstate(o);
-    PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;
-    for (int depth = 0; f && depth < 64 && !found; depth++) {
+    struct tg_py_walk walk;
+    for (PyFrameObject *f = ts ? tg_py_walk_begin(&walk, ts) : NULL; f && n < 64; f = tg_py_walk_next(&walk)) {
         PyObject *code = tg_py.PyFrame_GetCode(f);
         if (code && code == g->orig_code) {
-            tg_py.Py_DecRef(code);
+            tg_py.Py_DecRef(code); /* alive: its frame holds it */
             break; /* the guarded call itself: what is outside is the caller's */
         }
-        PyObject *name = code ? tg_py.PyObject_GetAttrString(code, "co_name") : NULL;
-        const char *n = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
-        found = tg_tuning_frame(n); /* core/builtin_tuners.inc */
+        if (code)
+            codes[n++] = code;
+    }
+    if (ts)
+        tg_py_walk_end(&walk);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *name = found ? NULL : tg_py.PyObject_GetAttrString(codes[i], "co_name");
+        const char *s = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
+        found = found || tg_tuning_frame(s); /* core/builtin_tuners.inc */
         if (name)
             tg_py.Py_DecRef(name);
-        if (code)
-            tg_py.Py_DecRef(code);
-        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
-        tg_py.Py_DecRef((PyObject *)f);
-        f = back;
+        tg_py.Py_DecRef(codes[i]);
     }
-    if (f)
-        tg_py.Py_DecRef((PyObject *)f);
     tg_py_drop_error();
     return found;
 }
