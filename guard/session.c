@@ -587,8 +587,13 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         t->tuning--;
     t->depth--;
     t->nheld--;
-    tg__unlock_tuner(u, t); /* serialize: the lock goes before the slot can be given back */
+    /* Out of the slot, then the lock (serialize): the waiter the unlock wakes
+     * must not find this call still inside.  Without the GIL it runs at once,
+     * and would see this thread's benchmarking evidence as a race at its own
+     * return.  The entry stays ours meanwhile: one with its lock held is not
+     * idle, so never given back (detectors/tuner_table.c `idle`). */
     tg_tuner_leave_at(u, t, o);
+    tg__unlock_tuner(u, t);
     if (t->nheld == 0)
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) {
