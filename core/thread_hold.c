@@ -50,7 +50,9 @@ void tg_hold_park(struct tg_thread *t)
 
 /* Is ot inside a CUDA call or one of tunerguard's waits, detached, the same
  * one from the first look to the last?  The seqlock's counter and the
- * wait's tell one call or wait from the next. */
+ * wait's tell one call or wait from the next.  tstate is alive: ot was in a
+ * session after the reader's barrier, so it parks at its session's end
+ * (tg_hold_session_end) before it can return and end its thread. */
 static int detached_inside(const struct tg_thread *ot, const void *tstate)
 {
     const uint32_t s1 = __atomic_load_n(&ot->last.seq, __ATOMIC_ACQUIRE);
@@ -78,6 +80,15 @@ int tg_hold_other(struct tg_thread *ot, const void *tstate)
         tg_hold_release(ot);
         return 0;
     }
+    /* Its thread state is read below (its `state`): only while it is known
+     * to live.  A thread inside a tuner session (nheld > 0) after the
+     * barrier stores nheld 0 later, and so loads the request after it and
+     * waits at its session's end until it is released; one seen out of its
+     * sessions may have ended its thread and freed its state meanwhile. */
+    if (__atomic_load_n(&ot->nheld, __ATOMIC_ACQUIRE) <= 0) {
+        tg_hold_release(ot);
+        return 0;
+    }
     const uint64_t deadline = tg_mono_ns() + (uint64_t)TG_HOLD_BOUND_MS * 1000000ull;
     for (;;) {
         if (__atomic_load_n(&ot->last.hold, __ATOMIC_ACQUIRE) == TG_HOLD_PARKED || detached_inside(ot, tstate))
@@ -98,4 +109,15 @@ void tg_hold_release(struct tg_thread *ot)
         syscall(SYS_futex, &ot->last.hold, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
         errno = saved;
     }
+}
+
+void tg_hold_session_park(struct tg_thread *t)
+{
+    if (!tg_py_gil_held()) {
+        tg_hold_park(t);
+        return;
+    }
+    PyThreadState *self = tg_py.PyEval_SaveThread(); /* parked detached: a stop-the-world does not wait */
+    tg_hold_park(t);
+    tg_py.PyEval_RestoreThread(self);
 }

@@ -57,11 +57,25 @@ static inline void tg_hold_wait_end(struct tg_thread *t)
         tg_hold_park(t);
 }
 
+/* The owner, at the end of its outermost tuner session (nheld stored 0):
+ * a reader that saw it inside a session after its barrier reads its thread
+ * state, which must outlive the read; so where a request is set the owner
+ * parks here (detached) until the reader releases it, before it can return
+ * and end its thread.  One relaxed load where no reader asks. */
+void tg_hold_session_park(struct tg_thread *t);
+static inline void tg_hold_session_end(struct tg_thread *t)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the load stays after the store of nheld (see above) */
+    if (__builtin_expect(__atomic_load_n(&t->last.hold, __ATOMIC_RELAXED) != TG_HOLD_NONE, 0))
+        tg_hold_session_park(t);
+}
+
 /* The reader: hold thread ot (another thread's record; tstate its
  * PyThreadState) inside a detached CUDA call or wait, waiting at most
  * TG_HOLD_BOUND_MS for it to get there.  1: held, its frames do not change
  * until tg_hold_release(ot); 0: not held (not parked within the bound,
- * another reader holds it, or no membarrier), nothing to release.  Its
+ * another reader holds it, no membarrier, or ot out of its tuner sessions:
+ * its thread state is then not read), nothing to release.  Its
  * thread-state layout is read for the state (3.13, 3.14).  Any thread; the
  * reader's own thread state attached or not; no allocation. */
 int tg_hold_other(struct tg_thread *ot, const void *tstate);

@@ -21,6 +21,7 @@
 #include "core/park.h"
 #include "core/options.h"
 #include "core/py_attr.h"
+#include "core/thread_hold.h"
 #include "core/thread_state.h"
 #include "reports/trace.h"
 #include "cuda/cuda_hooks.h"
@@ -410,7 +411,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->held[t->nheld] = u;
         t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
     }
-    t->nheld++;
+    __atomic_store_n(&t->nheld, t->nheld + 1, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
         if (t->tuning++ == 0) {
@@ -585,7 +586,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
         t->tuning--;
     t->depth--;
-    t->nheld--;
+    __atomic_store_n(&t->nheld, t->nheld - 1, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
     /* Out of the slot, then the lock (serialize): the waiter the unlock wakes
      * must not find this call still inside.  Without the GIL it runs at once,
      * and would see this thread's benchmarking evidence as a race at its own
@@ -596,6 +597,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (t->nheld == 0)
         tg__release_turn(t); /* no-op unless this thread holds the turn */
     if (t->nheld == 0) {
+        tg_hold_session_end(t); /* a reader of its stack done before this thread can end */
         tg_tuning_session_end(t, inst); /* cuda/cuda_stress.h */
         tg__lazy_clear(t); /* an adopted session's published evidence */
     }

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -53,6 +54,7 @@ static void *in_call(void *arg)
 {
     (void)arg;
     struct tg_thread *t = tg__self();
+    __atomic_store_n(&t->nheld, 1, __ATOMIC_RELAXED); /* inside a tuner session */
     tg__cuda_seq_begin(&t->last);
     t->last.kind = TG_CUDA_SYNC;
     t->last.inside = 1;
@@ -69,6 +71,7 @@ static void *in_tg_wait(void *arg)
 {
     (void)arg;
     struct tg_thread *t = tg__self();
+    __atomic_store_n(&t->nheld, 1, __ATOMIC_RELAXED);
     tg_hold_wait_begin(t);
     owner = t;
     until(&go);
@@ -158,6 +161,75 @@ Test(thread_hold, parks_at_the_end_of_a_wait, .init = free_threaded, .timeout = 
     tg_hold_release(t);
     cr_assert(until(&left));
     pthread_join(th, NULL);
+}
+
+/* The owner inside a tuner session, running (no call, no wait), then ending
+ * its session (its thread could end next, its thread state freed). */
+static void *in_session(void *arg)
+{
+    (void)arg;
+    struct tg_thread *t = tg__self();
+    __atomic_store_n(&t->nheld, 1, __ATOMIC_RELAXED);
+    owner = t;
+    until(&go);
+    __atomic_store_n(&t->nheld, 0, __ATOMIC_RELAXED);
+    tg_hold_session_end(t);
+    left = 1;
+    return NULL;
+}
+
+static void *read_other(void *arg)
+{
+    return (void *)(intptr_t)tg_hold_other((struct tg_thread *)arg, fake_tstate);
+}
+
+/* A reader looking at a thread inside its session: the session's end waits
+ * for the reader (parked, detached) before the thread can go on and end. */
+Test(thread_hold, session_end_waits_for_the_reader, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th, rd;
+    set_state(1);
+    tg_hold_other(tg__self(), fake_tstate); /* the barrier registered (slow, once): not held, out of a session */
+    struct tg_thread *t = start(&th, in_session);
+    cr_assert(pthread_create(&rd, NULL, read_other, t) == 0);
+    for (int i = 0; i < 20000 && __atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE) != TG_HOLD_ASKED; i++) {
+        struct timespec ts = {0, 10000};
+        nanosleep(&ts, NULL);
+    }
+    /* The reader past its barrier and its look at nheld (microseconds), in
+     * its looks for the owner held (its bound is 50 ms): a session ended
+     * before that look is not read, and not held. */
+    struct timespec past = {0, 5000000};
+    nanosleep(&past, NULL);
+    go = 1;
+    void *held;
+    pthread_join(rd, &held);
+    cr_assert_eq((intptr_t)held, 1, "parked at its session's end: held");
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    cr_assert_eq(left, 0, "still parked 20 ms later");
+    tg_hold_release(t);
+    cr_assert(until(&left));
+    pthread_join(th, NULL);
+}
+
+/* A thread out of its tuner sessions may end meanwhile and its thread
+ * state be freed: not held, and its thread state never read (here a page
+ * that faults when read). */
+Test(thread_hold, out_of_session_state_not_read, .init = free_threaded, .timeout = 30)
+{
+    pthread_t th;
+    set_state(0);
+    struct tg_thread *t = start(&th, in_call);
+    __atomic_store_n(&t->nheld, 0, __ATOMIC_RELAXED); /* its session over, still in the call */
+    void *gone = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(gone != MAP_FAILED);
+    cr_assert_eq(tg_hold_other(t, gone), 0);
+    cr_assert_eq(t->last.hold, TG_HOLD_NONE);
+    go = 1;
+    cr_assert(until(&left));
+    pthread_join(th, NULL);
+    munmap(gone, 4096);
 }
 
 /* With a GIL build nothing is held: the reader reads as before. */
