@@ -23,6 +23,12 @@
 #define TG_MAX_NATIVE_FRAMES 48
 #define TG_MAX_HELD 16
 
+/* A field of a thread's record that its owner writes and other threads
+ * read without a lock (`tuning`, `session_*`: evidence, a hint): the
+ * owner's store a relaxed atomic (a plain mov on x86-64 and Arm), the
+ * readers' loads relaxed atomics too.  The owner reads its own plainly. */
+#define TG_OWN_SET(field, v) __atomic_store_n(&(field), (v), __ATOMIC_RELAXED)
+
 /* The last CUDA driver call a thread made that can release the GIL: written
  * by the CUDA hooks of the owning thread (no GIL held), read by another thread
  * when it writes a race report (GIL held).  A seqlock: the writer

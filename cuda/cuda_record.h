@@ -168,14 +168,16 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
     const int registered = __atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) > 0;
     if (registered || __builtin_expect(__atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED) != 0, 0)) {
         if (kind == TG_CUDA_LAUNCH) {
-            if (__builtin_expect(++t->session_launches == 2, 0)) {
-                t->session_multi = 1; /* once a session: the evidence line (core/thread_state.h) */
+            const uint32_t nl = t->session_launches + 1;
+            TG_OWN_SET(t->session_launches, nl);
+            if (__builtin_expect(nl == 2, 0)) {
+                TG_OWN_SET(t->session_multi, 1u); /* once a session: the evidence line (core/thread_state.h) */
                 if (registered)
                     tg_tuner_mark_evidence(t, TG_EV_LAUNCHES); /* in t's slots (detectors/tuner_table.h) */
                 else
                     tg__cuda_tell_evidence(t, TG_EV_LAUNCHES); /* cuda/listener.h */
             }
-        } else if (kind == TG_CUDA_SYNC && t->session_syncs++ == 0) {
+        } else if (kind == TG_CUDA_SYNC && (TG_OWN_SET(t->session_syncs, t->session_syncs + 1), t->session_syncs == 1)) {
             tg_tuning_seen(); /* a session's first synchronize: benchmarking evidence (cuda/cuda_hooks.h) */
             if (registered)
                 tg_tuner_mark_evidence(t, TG_EV_TUNING);

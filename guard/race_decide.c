@@ -79,8 +79,8 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
 {
     const struct tg_thread *ot = o->thread;
     if (g->declared && g->marked)
-        return ot->tuning > 0; /* a declared tuner's named step: inside it now, nothing else counts */
-    if (tg_thread_tuning(ot) || (count_launches && ot->session_multi))
+        return __atomic_load_n(&ot->tuning, __ATOMIC_RELAXED) > 0; /* a declared tuner's named step: inside it now, nothing else counts */
+    if (tg_thread_tuning(ot) || (count_launches && __atomic_load_n(&ot->session_multi, __ATOMIC_RELAXED)))
         return 1;
     if (g->marked || g->declared)
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
@@ -263,7 +263,7 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
         const struct tg_occupant *c = &u->occ[i];
         if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread && tg__tid_alive_cached(c->tid) &&
-            (c->thread->tuning > 0 || !c->stepped))
+            (__atomic_load_n(&c->thread->tuning, __ATOMIC_RELAXED) > 0 || !c->stepped))
             other = c;
     }
     if (!other)

@@ -52,10 +52,12 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_g
     if (high < 0)
         high = in->benchmarking;
     char step[sizeof r->step] = "";
+    const void *ts_step; /* the other thread's, written by it (relaxed) */
     if (at_step)
         snprintf(step, sizeof step, "%s", at_step->method);
-    else if (g->declared && other_tuning && other->thread->tuning > 0 && other->thread->tuning_step)
-        snprintf(step, sizeof step, "%s", ((const struct tg_guard *)other->thread->tuning_step)->method);
+    else if (g->declared && other_tuning && __atomic_load_n(&other->thread->tuning, __ATOMIC_RELAXED) > 0 &&
+             (ts_step = __atomic_load_n(&other->thread->tuning_step, __ATOMIC_RELAXED)) != NULL)
+        snprintf(step, sizeof step, "%s", ((const struct tg_guard *)ts_step)->method);
     if (high && !serialized) {
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will

@@ -81,7 +81,8 @@ static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struc
     const struct tg_thread *h = o->thread;
     cur.tid = o->tid;
     cur.cuda_seq = __atomic_load_n(&h->last.seq, __ATOMIC_ACQUIRE);
-    const int busy = __atomic_load_n(&h->last.inside, __ATOMIC_RELAXED) || h->waiting_for != NULL;
+    const int busy = __atomic_load_n(&h->last.inside, __ATOMIC_RELAXED) ||
+                     __atomic_load_n(&h->waiting_for, __ATOMIC_ACQUIRE) != NULL;
     const int idle = !busy && lk->tid == cur.tid && cur.cuda_seq == lk->cuda_seq &&
                      (cur.cpu_ns - lk->cpu_ns) * 100 < now - lk->at;
     if (idle)
@@ -100,7 +101,8 @@ static struct tg_tuner *entry_again(struct tg_tuner *u, struct tg_thread *t, PyO
     if (__builtin_expect(!tg__gthread(t)->wait_left, 1))
         return u;
     struct tg_tuner *v = tg_tuner_get((uintptr_t)inst);
-    tg__gthread(t)->wait_lock = t->waiting_for = v;
+    tg__gthread(t)->wait_lock = v;
+    __atomic_store_n(&t->waiting_for, (void *)v, __ATOMIC_RELEASE); /* read by the wait graph, others' checks */
     if (!v)
         tg__gthread(t)->wait_left = 0;
     return v;
@@ -144,7 +146,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     /* In the FIFO, u stays this instance's entry while Python code runs below
      * (reports, audit hooks), which lets other threads leave and enter. */
     tg__fifo_join(u, t);
-    t->waiting_for = u;
+    __atomic_store_n(&t->waiting_for, (void *)u, __ATOMIC_RELEASE);
     uint64_t t0 = tg_mono_ns();
     struct tg_tuner *path[16];
     int n = tg_tuner_wait_cycle(u, t, path, 16);
@@ -212,7 +214,7 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     }
     tg_tuner_served(u, tg_mono_ns() - t0);
     tg__fifo_leave(u, t);
-    t->waiting_for = NULL;
+    __atomic_store_n(&t->waiting_for, (void *)NULL, __ATOMIC_RELEASE);
     tg__wait_done(u, t, t0);
     return 1;
 }

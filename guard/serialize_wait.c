@@ -90,7 +90,7 @@ void tg__abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 {
     const int was_head = u->wq_head == t;
     tg__fifo_leave(u, t);
-    t->waiting_for = NULL;
+    __atomic_store_n(&t->waiting_for, (void *)NULL, __ATOMIC_RELEASE);
     if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == (uint32_t)t->tid)
         tg__unlock_tuner(u, t);
     else if (__atomic_load_n(&u->owner, __ATOMIC_ACQUIRE) == 0 && u->wq_head)
@@ -383,7 +383,7 @@ void tg__wait_away_begin(struct tg_thread *t, struct tg_wait_away *w)
     if (w->lk && !tg__gthread(t)->wait_left)
         tg__abandon_wait(w->lk, t);
     tg__gthread(t)->wait_lock = NULL;
-    t->waiting_for = NULL;
+    __atomic_store_n(&t->waiting_for, (void *)NULL, __ATOMIC_RELEASE);
     t->busy = 0;
     tg__gthread(t)->wait_open = 0;
     tg__gthread(t)->wait_call_counted = 0;
@@ -393,7 +393,7 @@ void tg__wait_away_end(struct tg_thread *t, const struct tg_wait_away *w)
 {
     tg__gthread(t)->wait_lock = w->lk;
     tg__gthread(t)->wait_left = 1;
-    t->waiting_for = w->waiting_for;
+    __atomic_store_n(&t->waiting_for, (void *)w->waiting_for, __ATOMIC_RELEASE);
     t->busy = w->busy;
     tg__gthread(t)->wait_open = w->open;
     tg__gthread(t)->wait_call_counted = w->counted;

@@ -221,9 +221,10 @@ static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struc
         tg__guard_tuning_outside(args[0]);
         t->busy--;
     }
-    if (t->tuning++ == 0) {
+    TG_OWN_SET(t->tuning, t->tuning + 1);
+    if (t->tuning == 1) {
         __atomic_fetch_add(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
-        t->tuning_step = g;
+        TG_OWN_SET(t->tuning_step, (const void *)g);
         tg_tuning_seen(); /* this thread is tuning from here: the exit checks look (cuda/cuda_hooks.h) */
         tg_tuner_mark_evidence(t, TG_EV_TUNING); /* and an entering thread sees it on the tuners t holds */
     }
@@ -231,9 +232,10 @@ static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struc
         tg__check_race_at_step(args[0], g, t); /* a declared tuner's step (tuning=): anyone else inside? */
     else if (g->reads_args && nargs >= 1 && t->depth > 0 && tg_opts.mode == TG_MODE_DETECT)
         tg__check_cleared_at_tuning(args[0], t); /* a benchmark: were its arguments cleared meanwhile? */
-    t->session_tuned = 1;
+    TG_OWN_SET(t->session_tuned, 1);
     PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    if (--t->tuning == 0)
+    TG_OWN_SET(t->tuning, t->tuning - 1);
+    if (t->tuning == 0)
         __atomic_fetch_sub(&tg__tuning_threads, 1, __ATOMIC_RELAXED);
     return res;
 }
@@ -375,9 +377,9 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     struct tg_tuner *u = e->u;
     if (t->nheld == 0) {
         /* The evidence line is written only where it changes (core/thread_state.h). */
-        t->session_launches = 0;
+        TG_OWN_SET(t->session_launches, 0u);
         if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
-            t->session_syncs = t->session_multi = 0, t->session_tuned = 0;
+            TG_OWN_SET(t->session_syncs, 0u), TG_OWN_SET(t->session_multi, 0u), TG_OWN_SET(t->session_tuned, 0);
     }
     if (__builtin_expect(tg__gthread(t)->wrapped_busy == (uintptr_t)inst, 0) && e->v == TG_FIRST &&
         tg__gthread(t)->wrapped_by)
@@ -414,7 +416,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     __atomic_store_n(&t->nheld, t->nheld + 1, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
-        if (t->tuning++ == 0) {
+        TG_OWN_SET(t->tuning, t->tuning + 1);
+        if (t->tuning == 1) {
             tg_tuning_seen();
             tg_tuner_mark_evidence(t, TG_EV_TUNING);
         }
@@ -435,7 +438,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
          * held here), so this frame has nothing to give back; only its own
          * count of tuning frames, which the fork kept. */
         if (g->tuning_entry)
-            t->tuning--;
+            TG_OWN_SET(t->tuning, t->tuning - 1);
         return res;
     }
     return session_exit(g, t, inst, u, o, epoch, res);
@@ -584,7 +587,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
         tg__slotless_leave(t);
     }
     if (__builtin_expect(g->tuning_entry, 0)) /* written only when it changes (core/thread_state.h) */
-        t->tuning--;
+        TG_OWN_SET(t->tuning, t->tuning - 1);
     t->depth--;
     __atomic_store_n(&t->nheld, t->nheld - 1, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
     /* Out of the slot, then the lock (serialize): the waiter the unlock wakes
