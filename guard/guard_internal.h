@@ -506,6 +506,10 @@ void tg__report_replaced(struct tg_guard *g, const char *qual, const char *file,
  * others (targets= tuners). */
 int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, int count_launches);
 
+/* u's count of threads inside, read without its entry lock (stored with
+ * relaxed atomics under it): a hint, decided again under the lock. */
+#define TG_NOCC(u) __atomic_load_n(&(u)->nocc, __ATOMIC_RELAXED)
+
 /* Thread t, not inside u, enters it while others are: is that a low-severity
  * overlap, only to be counted, without looking at any occupant?  At verbosity
  * 0, for a tuner whose tuning methods are marked, when no occupant's evidence

@@ -25,21 +25,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The occupant of u that is thread tid, or NULL (it left meanwhile). */
+/* The occupant of u that is thread tid (in the session entered at
+ * `entered`, ticks, unless 0), or NULL (it left meanwhile): looked up under
+ * u's entry lock, which its slot's owner enters and leaves under. */
+static struct tg_occupant *occupant_in(struct tg_tuner *u, pid_t tid, uint64_t entered)
+{
+    struct tg_occupant *found = NULL;
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !found; i++)
+        if (u->occ_tid[i] == tid && u->occ[i].thread && (!entered || u->occ[i].entered_ns == entered))
+            found = &u->occ[i];
+    tg_tuner_entry_unlock(u);
+    return found;
+}
+
 static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
 {
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ[i].thread && u->occ[i].tid == tid)
-            return &u->occ[i];
-    return NULL;
+    return occupant_in(u, tid, 0);
 }
 
 /* The occupant of u that is thread tid in the session it entered at
  * entered (ticks): NULL when it left, or left and came back. */
 static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t entered)
 {
-    struct tg_occupant *o = occupant_by_tid(u, tid);
-    return o && o->entered_ns == entered ? o : NULL;
+    return occupant_in(u, tid, entered);
 }
 
 /* A session without an occupant slot (guard/slotless.c) as an occupant, in
@@ -133,11 +142,21 @@ static const struct tg_occupant *tuning_occupant(struct tg_tuner *u, const struc
                                                  const struct tg_thread *t)
 {
     const int any_bit = __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) != 0;
-    for (int i = 0; (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++)
+    for (int i = 0; (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++) {
+        /* The slot copied under the entry lock (its owner may leave and
+         * another session take it meanwhile); judged on the copy. */
+        struct tg_occupant c;
+        int cand = 0;
+        tg_tuner_entry_lock(u);
         if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
-            (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
-            tg__other_is_tuning(&u->occ[i], g, 1))
+            (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) && u->occ[i].thread) {
+            c = u->occ[i];
+            cand = 1;
+        }
+        tg_tuner_entry_unlock(u);
+        if (cand && tg__other_is_tuning(&c, g, 1))
             return &u->occ[i];
+    }
     return NULL;
 }
 
@@ -253,19 +272,28 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
     if (!mine || mine->thread != t)
         return;
+    tg_tuner_entry_lock(u); /* others read it under the lock (below) */
     mine->stepped = 1; /* its step has run: a later step of another call does not count it */
-    if (u->nocc < 2 || tg__link_peek(mine) != 0 || !mine->method)
+    tg_tuner_entry_unlock(u);
+    if (TG_NOCC(u) < 2 || tg__link_peek(mine) != 0 || !mine->method)
         return;
     struct tg_guard *g = (struct tg_guard *)mine->method; /* the session's: Tuner.run */
     if (!g->declared)
         return;
     const struct tg_occupant *other = NULL;
-    for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
+    pid_t cand[TG_TUNER_MAX_OCC];
+    int ncand = 0;
+    tg_tuner_entry_lock(u); /* the slots' owners enter and leave under it */
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         const struct tg_occupant *c = &u->occ[i];
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread && tg__tid_alive_cached(c->tid) &&
+        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread &&
             (__atomic_load_n(&c->thread->tuning, __ATOMIC_RELAXED) > 0 || !c->stepped))
-            other = c;
+            cand[ncand++] = c->tid;
     }
+    tg_tuner_entry_unlock(u);
+    for (int k = 0; k < ncand && !other; k++) /* the alive check outside the lock: it may read /proc */
+        if (tg__tid_alive_cached(cand[k]))
+            other = occupant_by_tid(u, cand[k]);
     if (!other)
         return;
     struct tg_race_link link;

@@ -185,7 +185,7 @@ static __attribute__((noinline)) PyObject *wrapper_call(struct tg_guard *g, stru
     struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
     uintptr_t saved_busy = tg__gthread(t)->wrapped_busy;
     const void *saved_by = tg__gthread(t)->wrapped_by;
-    if (pu && pu->nocc > 0 && !tg_tuner_is_inside(pu, t)) {
+    if (pu && TG_NOCC(pu) > 0 && !tg_tuner_is_inside(pu, t)) {
         tg__gthread(t)->wrapped_busy = (uintptr_t)args[0];
         tg__gthread(t)->wrapped_by = g;
     }
@@ -255,13 +255,14 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
      * turn's holder, most likely, for seconds): the turn would only hold
      * this call up behind another kernel's tuning.  Its tuner's lock is
      * enough; the turn's fairness is for threads that meet in one tuner. */
-    if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && e->u->nocc == 0 && e->u->waiters == 0)
+    if (__atomic_load_n(&tg__tuning_threads, __ATOMIC_RELAXED) > 0 && TG_NOCC(e->u) == 0 &&
+        __atomic_load_n(&e->u->waiters, __ATOMIC_RELAXED) == 0)
         return TG_ENTRY_GO;
     if (tg_py_finalizing()) /* its holder may never come back (decide) */
         return TG_ENTRY_GO;
     if (tg_py.free_threaded && !tg__gil_refresh()) /* asked again before a wait: the GIL went off */
         return TG_ENTRY_GO;
-    const struct tg_occupant *other = e->u->nocc > 0 ? tg_tuner_other(e->u, t) : NULL;
+    const struct tg_occupant *other = TG_NOCC(e->u) > 0 ? tg_tuner_other(e->u, t) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
         other = tg_tuner_other(e->u, t);
     if (other) {
@@ -534,7 +535,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
         tg__lazy_register(t, li); /* a guarded call inside an unregistered session: the session registers first */
     } else if (tg__lazy_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
-        if (!q || (q->nocc == 0 && q->waiters == 0)) {
+        if (!q || (TG_NOCC(q) == 0 && __atomic_load_n(&q->waiters, __ATOMIC_RELAXED) == 0)) {
             PyObject *res;
             uint32_t epoch;
             if (!tg__lazy_call(g, t, inst, f, args, nargs, kwnames, &res, &epoch))
@@ -566,7 +567,7 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
      * sessions without a slot are inside: one may have been benchmarking
      * since before this call entered, unseen by its entry (which looks at
      * the slots' evidence). */
-    if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
+    if (__builtin_expect(TG_NOCC(u) > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
     if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1) {
