@@ -136,13 +136,36 @@ const char *tg_cuda_kernel_name(unsigned long long func, char *buf, size_t n)
     return buf;
 }
 
+/* The seqlock's copy: each field a relaxed atomic load (its writer may be
+ * mid-update; the counter decides whether the copy is kept). */
+#define RLD(f) __atomic_load_n(&c->f, __ATOMIC_RELAXED)
+static void copy_racy(struct tg_cuda_call *out, const struct tg_cuda_call *c)
+{
+    out->seq = RLD(seq);
+    out->fn = RLD(fn);
+    out->kind = RLD(kind);
+    out->inside = RLD(inside);
+    out->device = RLD(device);
+    out->hold = 0; /* not part of the call */
+    out->stream = RLD(stream);
+    out->func = RLD(func);
+    out->t_enter = RLD(t_enter);
+    out->t_exit = RLD(t_exit);
+    int32_t n = RLD(nframes);
+    n = n < 0 ? 0 : n > TG_MAX_NATIVE_FRAMES ? TG_MAX_NATIVE_FRAMES : n;
+    out->nframes = n;
+    for (int i = 0; i < n; i++)
+        out->frames[i] = RLD(frames[i]);
+}
+#undef RLD
+
 int tg_cuda_call_read(const struct tg_thread *th, struct tg_cuda_call *out)
 {
     for (int tries = 0; tries < 100; tries++) {
         uint32_t s0 = __atomic_load_n(&th->last.seq, __ATOMIC_ACQUIRE);
         if (s0 & 1)
             continue; /* the owner is mid-update: it never waits for us */
-        memcpy(out, (const void *)&th->last, sizeof *out);
+        copy_racy(out, &th->last);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&th->last.seq, __ATOMIC_RELAXED) == s0) {
             if (out->t_enter)

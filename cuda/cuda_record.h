@@ -195,18 +195,21 @@ static inline __attribute__((always_inline)) struct tg_thread *tg__cuda_enter(un
         }
     }
     struct tg_cuda_call *c = &t->last;
+    /* The section's stores relaxed atomics, as the reader's loads
+     * (cuda_record.c): a seqlock's reads race with its writer by design,
+     * and C11 defines them only as atomics.  Plain movs on x86-64. */
     tg__cuda_seq_begin(c);
-    c->fn = (uint16_t)fn;
-    c->kind = (uint8_t)kind;
-    __atomic_store_n(&c->inside, 1, __ATOMIC_RELAXED); /* a holding reader loads it alone (core/thread_hold.c) */
-    c->device = dev;
-    c->stream = (uint64_t)(uintptr_t)s;
-    c->func = func;
-    c->t_enter = now;
-    c->t_exit = 0;
-    c->nframes = nframes;
-    if (nframes > 0)
-        memcpy(c->frames, frames, sizeof(void *) * (size_t)nframes);
+    TG_OWN_SET(c->fn, (uint16_t)fn);
+    TG_OWN_SET(c->kind, (uint8_t)kind);
+    TG_OWN_SET(c->inside, (uint8_t)1); /* a holding reader loads it alone (core/thread_hold.c) */
+    TG_OWN_SET(c->device, (int32_t)dev);
+    TG_OWN_SET(c->stream, (uint64_t)(uintptr_t)s);
+    TG_OWN_SET(c->func, func);
+    TG_OWN_SET(c->t_enter, now);
+    TG_OWN_SET(c->t_exit, (uint64_t)0);
+    TG_OWN_SET(c->nframes, (int32_t)nframes);
+    for (int i = 0; i < nframes; i++)
+        TG_OWN_SET(c->frames[i], frames[i]);
     tg__cuda_seq_end(c);
     if ((kind == TG_CUDA_SYNC || kind == TG_CUDA_MODULE) &&
         __builtin_expect(tg_opts.stress && t->nheld > 0, 0))
@@ -222,8 +225,8 @@ static inline __attribute__((always_inline)) void tg__cuda_leave(struct tg_threa
     struct tg_cuda_call *c = &t->last;
     uint64_t now = kind == TG_CUDA_LAUNCH ? c->t_enter : tg_ticks();
     tg__cuda_seq_begin(c);
-    __atomic_store_n(&c->inside, 0, __ATOMIC_RELAXED);
-    c->t_exit = now;
+    TG_OWN_SET(c->inside, (uint8_t)0);
+    TG_OWN_SET(c->t_exit, now);
     tg__cuda_seq_end(c);
     /* A report on another thread wants this one held (core/thread_hold.h):
      * one plain load, on the line just written, after the store of inside

@@ -169,7 +169,7 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
                                             PyObject **resp, uint32_t *epochp)
 {
     if (__builtin_expect(t->last.kind == TG_CUDA_NONE, 0))
-        t->entry_device = tg_cuda_current_device(); /* as a registered entry (below) */
+        TG_OWN_SET(t->entry_device, tg_cuda_current_device()); /* as a registered entry (below) */
     TG_OWN_SET(t->session_launches, 0u);
     if (__builtin_expect(t->session_syncs | t->session_multi | (uint32_t)t->session_tuned, 0))
         TG_OWN_SET(t->session_syncs, 0u), TG_OWN_SET(t->session_multi, 0u), TG_OWN_SET(t->session_tuned, 0);

@@ -477,7 +477,7 @@ static __attribute__((noinline)) PyObject *registered_call(struct tg_guard *g, s
      * libcuda is not in use, else two driver calls (reads of the driver's
      * thread state), on outermost entries only. */
     if (end == TG_ENTRY_GO && __builtin_expect(t->nheld == 0 && t->last.kind == TG_CUDA_NONE, 0))
-        t->entry_device = tg_cuda_current_device();
+        TG_OWN_SET(t->entry_device, tg_cuda_current_device());
     if (end == TG_ENTRY_GO)
         end = take_turn(&e, g, t, inst);
     if (end == TG_ENTRY_GO)

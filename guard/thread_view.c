@@ -129,13 +129,14 @@ void tg__view_other(struct tg_thread_view *v, const struct tg_occupant *o)
             snprintf(v->native_where, sizeof v->native_where, "in %s", v->cuda_fn);
         }
     }
-    if (!v->has_cuda && read_ok && ot->entry_device >= 0) {
+    const int entry_device = __atomic_load_n(&ot->entry_device, __ATOMIC_RELAXED);
+    if (!v->has_cuda && read_ok && entry_device >= 0) {
         v->has_entry_device = 1;
-        v->entry_device = ot->entry_device;
+        v->entry_device = entry_device;
     }
-    v->launches = ot->session_launches;
-    v->syncs = ot->session_syncs;
-    v->benchmarking = tg_thread_tuning(ot) || ot->session_launches > 1 || frames_show_tuning(v);
+    v->launches = __atomic_load_n(&ot->session_launches, __ATOMIC_RELAXED); /* its owner's, running */
+    v->syncs = __atomic_load_n(&ot->session_syncs, __ATOMIC_RELAXED);
+    v->benchmarking = tg_thread_tuning(ot) || v->launches > 1 || frames_show_tuning(v);
 }
 
 void tg__view_names(struct tg_thread_view *v)
