@@ -482,6 +482,18 @@ const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct 
     return o;
 }
 
+pid_t tg_tuner_other_tid(const struct tg_tuner *u, const struct tg_thread *t)
+{
+    struct tg_tuner *m = (struct tg_tuner *)u; /* the lock word only */
+    pid_t tid = 0;
+    tg_tuner_entry_lock(m);
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !tid; i++)
+        if (u->occ_tid[i] != 0 && !(t && u->occ_tid[i] == t->tid && u->occ[i].thread == t))
+            tid = u->occ_tid[i];
+    tg_tuner_entry_unlock(m);
+    return tid;
+}
+
 struct tg_tuner *tg_tuner_next(int *cursor)
 {
     while (*cursor < TG_TUNER_SLOTS) {

@@ -395,6 +395,9 @@ int tg_tuner_leave_at(struct tg_tuner *u, struct tg_thread *t, struct tg_occupan
 /* serialize: a wait for u ended after wait_ns (u's counts for the exit
  * line).  Takes u's entry lock. */
 void tg_tuner_count_wait(struct tg_tuner *u, uint64_t wait_ns);
+/* The tid of an occupant of u other than t (t NULL: any), 0 if none: read
+ * under the entry lock, for a caller that keeps the tid only. */
+pid_t tg_tuner_other_tid(const struct tg_tuner *u, const struct tg_thread *t);
 /* A low-severity overlap on u, counted on u (tg_tuner_overlaps).  Takes u's
  * entry lock. */
 void tg_tuner_add_overlap(struct tg_tuner *u);

@@ -154,9 +154,9 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
         tg__abandon_wait(u, t);
         return 0;
     }
-    const struct tg_occupant *holder = tg_tuner_other(u, t);
-    pid_t holder_tid = holder ? holder->tid : (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
-    holder = NULL; /* the audit hooks below are Python code: other threads may run */
+    pid_t holder_tid = tg_tuner_other_tid(u, t); /* read under the entry lock: its slot may change */
+    if (!holder_tid)
+        holder_tid = (pid_t)__atomic_load_n(&u->owner, __ATOMIC_RELAXED);
     tg__wait_begin(t, t0);
     /* Tell observers (the reproducers' barriers) that this thread is about to
      * block in tunerguard rather than run.  Only on contention. */
@@ -166,8 +166,8 @@ int tg__wait_for_tuner(struct tg_tuner *u, struct tg_thread *t, PyObject *inst, 
     tg_py_drop_error();
     if (tg_py.free_threaded)
         tg__gil_refresh(); /* a wait: the GIL's state asked again for the turn (guard/gil_state.h) */
-    if (!u->noted) { /* once per tuner: it reads Python attributes */
-        u->noted = 1;
+    if (!__atomic_load_n(&u->noted, __ATOMIC_RELAXED) && !__atomic_exchange_n(&u->noted, 1, __ATOMIC_RELAXED)) {
+        /* once per tuner (one of its waiters): it reads Python attributes */
         tg__note_contended(t, inst, g ? g->method : NULL);
     }
     if (__builtin_expect(tg_trace_on, 0))

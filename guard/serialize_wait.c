@@ -115,10 +115,8 @@ void tg__wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
         TG_GSTAT_ADD(waiting_calls, -1);
     }
     TG_GSTAT_ADD(wait_ns, dt);
-    if (u) {
-        u->waits++;
-        u->wait_ns += dt;
-    }
+    if (u)
+        tg_tuner_count_wait(u, dt); /* under its entry lock: other waiters count there too */
     if (__builtin_expect(tg_trace_on, 0))
         tg_trace_wait_end(t);
 }
@@ -297,8 +295,7 @@ int tg__wait_for_turn(struct tg_thread *t, PyObject *inst, const char *method)
     tg__program_code_end(t);
     tg_py_drop_error();
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst); /* Python code ran: look it up again */
-    if (u && !u->noted) {
-        u->noted = 1;
+    if (u && !__atomic_load_n(&u->noted, __ATOMIC_RELAXED) && !__atomic_exchange_n(&u->noted, 1, __ATOMIC_RELAXED)) {
         tg__note_contended(t, inst, method);
     }
     if (__builtin_expect(tg_trace_on, 0))
