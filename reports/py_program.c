@@ -3,6 +3,7 @@
 #include "core/process.h"
 #include "core/py_api.h"
 #include "core/py_attr.h"
+#include "core/py_lock.h"
 #include "core/py_ref.h"
 #include "reports/stack_fold.h"
 
@@ -19,10 +20,14 @@
 #define TG_PP_NAMES 16  /* an editable distribution's top-level names */
 #define TG_PP_FILE 8192 /* RECORD, .pth, direct_url.json: read up to this */
 
-/* Read once, at the first report; read and used from then on under the
- * report lock (reports/emit.h tg_report_lock: every caller is a capture,
- * through reports/py_stack.c), which waits detached: one thread at a time
- * with a GIL or without one. */
+/* Read once, at the first verdict asked, by one thread under facts_lock
+ * (core/py_lock.h: waits detached; Python code runs under it), and
+ * published by the release store of state = 1; read without a lock after
+ * an acquire load of 1 (captures reach here from more than one thread at
+ * once).  state -1 while being read: a verdict asked meanwhile (that
+ * thread's own, re-entered, or another's) is not given, and asked again at
+ * a later capture. */
+static struct tg_py_lock facts_lock = TG_PY_LOCK_INIT;
 static struct {
     int state; /* 0 not read, 1 read, -1 unknown: no verdicts */
     int nprog, nlib;
@@ -469,14 +474,15 @@ static void find_program(void)
     }
 }
 
+/* facts_lock held. */
 static void read_facts(void)
 {
-    facts.state = -1;
+    __atomic_store_n(&facts.state, -1, __ATOMIC_RELAXED);
     find_program();
     if (facts.nprog == 0)
         return;
     scan_sys_path();
-    facts.state = 1;
+    __atomic_store_n(&facts.state, 1, __ATOMIC_RELEASE);
 }
 
 /* ---- verdicts ---------------------------------------------------------------- */
@@ -493,12 +499,15 @@ void tg_py_program_note(const char *full, const char *stored)
 {
     if (!full || !stored || tg_stack_file_program(stored) >= 0 || !tg_stack_maybe_program(stored))
         return;
-    if (facts.state == 0) {
+    if (__atomic_load_n(&facts.state, __ATOMIC_ACQUIRE) == 0) {
         if (tg_py_finalizing())
             return; /* sys.modules may be gone: PyImport_GetModuleDict would end the process */
-        read_facts();
+        tg_py_lock(&facts_lock);
+        if (__atomic_load_n(&facts.state, __ATOMIC_RELAXED) == 0)
+            read_facts();
+        tg_py_unlock(&facts_lock);
     }
-    if (facts.state < 0)
+    if (__atomic_load_n(&facts.state, __ATOMIC_ACQUIRE) <= 0)
         return;
     char abs[PATH_MAX], real[PATH_MAX];
     int program = 0;
