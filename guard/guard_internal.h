@@ -303,7 +303,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
- *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
+ *     is other's name; seen: a copy of other taken under u's entry lock, which
+ *     the capture reads (other's slot is only linked).  A tuning step in
+ *     tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
@@ -311,8 +313,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_tuner *u, struct tg_occupant *other, int high, int other_tuning,
-                          int serialized, struct tg_race_link *link, enum tg_emit_status *st);
+                          struct tg_tuner *u, struct tg_occupant *other, const struct tg_occupant *seen,
+                          int high, int other_tuning, int serialized, struct tg_race_link *link,
+                          enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                        struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
                                        enum tg_emit_status *st);

@@ -34,6 +34,20 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
     return NULL;
 }
 
+/* The occupant of u that is thread tid, and in *snap a copy of it taken
+ * under u's entry lock (the slot is cleared under it when the thread leaves,
+ * which without the GIL may happen while this thread reads); NULL when it
+ * is not inside. */
+static struct tg_occupant *snapshot_by_tid(struct tg_tuner *u, pid_t tid, struct tg_occupant *snap)
+{
+    tg_tuner_entry_lock(u);
+    struct tg_occupant *o = occupant_by_tid(u, tid);
+    if (o)
+        *snap = *o;
+    tg_tuner_entry_unlock(u);
+    return o;
+}
+
 /* The occupant of u that is thread tid in the session it entered at
  * entered (ticks): NULL when it left, or left and came back. */
 static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t entered)
@@ -176,7 +190,16 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
      * same race seen before is counted without its capture (race_again.c). */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
-    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized) : 0;
+    /* Without the GIL the other thread may leave while this one looks, and
+     * its slot is cleared (thread NULL) under the entry lock: its fields are
+     * read from a copy taken under that lock.  Gone already: no overlap. */
+    struct tg_occupant snap;
+    tg_tuner_entry_lock(u);
+    snap = *other;
+    tg_tuner_entry_unlock(u);
+    if (!snap.thread)
+        return;
+    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, &snap, serialized) : 0;
     if (again_key && tg__race_again(again_key, t, u, other, serialized, link))
         return;
     /* A low-severity overlap (fast path of a tuned key) is only counted at
@@ -186,16 +209,19 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
-    pid_t other_tid = other->tid;
+    pid_t other_tid = snap.tid;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
-    other = occupant_by_tid(u, other_tid);
+    other = snapshot_by_tid(u, other_tid, &snap);
     /* The benchmarking one left while we waited: another still benchmarking
      * is the race now (t's call writes and clears what it reads next), and
      * without it reported and linked here its exception would be linked
      * only by a check at t's return, which a return made while nobody
      * begins tuning does not make. */
-    if (!other && tuning)
+    if (!other && tuning) {
         other = tuning = tuning_occupant(u, g, t);
+        if (other)
+            other = snapshot_by_tid(u, other->tid, &snap);
+    }
     if (!other) {
         tg_report_end(t); /* it left while we waited: no overlap any more */
         return;
@@ -204,7 +230,8 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * tuning step is named (marked): then while a thread inside is in it. */
     const int high = g->declared ? declared_race : -1;
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_race(r, inst, g, t, u, (struct tg_occupant *)other, high, tuning != NULL, serialized, link, &st);
+    uint64_t seq = tg__capture_race(r, inst, g, t, u, (struct tg_occupant *)other, &snap, high, tuning != NULL,
+                                    serialized, link, &st);
     if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
         tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
                           st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, r->entering.name, r->inside.name);
