@@ -23,14 +23,18 @@
  * than a report keeps and verbosity=2 (every occurrence written) are not
  * kept: those entries take the full path.
  *
- * Everything here: GIL held; C calls only (no Python code runs, so `other`
- * stays valid); allocates nothing but the frame objects CPython hands out. */
+ * Everything here: an attached thread; C calls only (no Python code runs,
+ * so `other` stays valid); allocates nothing but the frame objects CPython
+ * hands out.  The cache, which racing threads read and fill at once (a
+ * free-threaded build), is under again_mu: a few compares and copies, no
+ * Python code and no wait under it, taken on repeated races only. */
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
 #include "reports/py_stack.h"
 #include "reports/suppress_load.h"
 #include "core/hash.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,6 +48,7 @@ static struct again {
     char self_name[48]; /* the entering thread's name, for the link */
     char other_name[48];
 } again[AGAIN_SLOTS];
+static pthread_mutex_t again_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* A word folded into h: spread over h first (a pointer's low bits are
  * alike), then one multiply by the hash's prime (core/hash.h). */
@@ -97,6 +102,7 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     return ok ? h | 1 : 0;
 }
 
+/* again_mu held. */
 static struct again *slot_of(uint64_t key, int want_free)
 {
     unsigned i = (unsigned)(key >> 32) & (AGAIN_SLOTS - 1);
@@ -109,24 +115,28 @@ static struct again *slot_of(uint64_t key, int want_free)
     return NULL; /* crowded: the full path */
 }
 
-int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
-                   struct tg_race_link *link)
+int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
+                   int serialized, struct tg_race_link *link)
 {
-    struct again *a = key ? slot_of(key, 0) : NULL;
+    if (!key)
+        return 0;
+    pthread_mutex_lock(&again_mu);
+    struct again *a = slot_of(key, 0);
+    struct again copy;
+    if (a)
+        copy = *a;
+    pthread_mutex_unlock(&again_mu);
     if (!a)
         return 0;
-    if (a->supp) {
-        tg_supp_count_again(a->supp);
+    if (copy.supp) {
+        tg_supp_count_again(copy.supp);
         return 1;
     }
-    tg_emit_again(a->ref, TG_REPORT_RACE, 1, serialized);
+    tg_emit_again(copy.ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
-        struct tg_occupant *mo = (struct tg_occupant *)other;
-        mo->raced_tid = t->tid;
-        snprintf(mo->raced_name, sizeof mo->raced_name, "%s", a->self_name);
-        mo->race_seq = 0;
+        tg__link_set(u, (struct tg_occupant *)other, t->tid, copy.self_name, 0, 1);
         link->tid = other->tid;
-        snprintf(link->name, sizeof link->name, "%s", a->other_name);
+        snprintf(link->name, sizeof link->name, "%s", copy.other_name);
         link->seq = 0;
     }
     return 1;
@@ -135,18 +145,25 @@ int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *
 void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
                        const char *other_name)
 {
-    struct again *a = key && (ref || supp) ? slot_of(key, 1) : NULL;
-    if (!a)
+    if (!key || !(ref || supp))
         return;
+    pthread_mutex_lock(&again_mu);
+    struct again *a = slot_of(key, 1);
+    if (!a) {
+        pthread_mutex_unlock(&again_mu);
+        return;
+    }
     a->key = key;
     a->ref = ref;
     a->supp = supp;
     a->serialized = serialized;
     snprintf(a->self_name, sizeof a->self_name, "%s", self_name);
     snprintf(a->other_name, sizeof a->other_name, "%s", other_name);
+    pthread_mutex_unlock(&again_mu);
 }
 
 void tg__race_again_atfork_child(void)
 {
-    memset(again, 0, sizeof again); /* emit's slots are gone too */
+    pthread_mutex_init(&again_mu, NULL); /* a parent's thread may have held it at the fork */
+    memset(again, 0, sizeof again);      /* emit's slots are gone too */
 }

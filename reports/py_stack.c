@@ -129,7 +129,7 @@ void tg_py_walk_end(struct tg_py_walk *w)
 static void unroll_tail(struct tg_thread_view *v, long past_head)
 {
     struct tg_py_frame *tail = &v->py[TG_PY_HEAD_FRAMES];
-    static struct tg_py_frame tmp[TG_PY_TAIL_FRAMES]; /* GIL held: one caller at a time */
+    static struct tg_py_frame tmp[TG_PY_TAIL_FRAMES]; /* under the report lock: one caller at a time */
     int start = (int)(past_head % TG_PY_TAIL_FRAMES);
     for (int i = 0; i < TG_PY_TAIL_FRAMES; i++)
         tmp[i] = tail[(start + i) % TG_PY_TAIL_FRAMES];

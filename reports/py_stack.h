@@ -1,5 +1,7 @@
 /* Python-side capture for reports: frames and thread names.
- * GIL held; allocates (Python objects); never on a hot path: report time only.
+ * Attached (the GIL held, where there is one), under the report lock
+ * (reports/emit.h: frames, the file verdicts); allocates (Python objects);
+ * never on a hot path: report time only.
  * Leaves no Python exception set. */
 #ifndef TG_PY_STACK_H
 #define TG_PY_STACK_H
