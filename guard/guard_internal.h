@@ -269,6 +269,11 @@ struct tg_race_link {
 /* Thread t enters u while `other` is inside: report it (or count it), and for
  * a high-severity race link both sessions (*link for t's own occupant).
  * other is valid on entry only: the report can let other threads run. */
+/* Sets raced_tid = by on u's slot of o's session (its thread and entry
+ * time), when that session is still inside, and with a name its
+ * raced_name and race_seq too; o may be a copy.  The entry lock; C calls
+ * only. */
+void tg__mark_raced(struct tg_tuner *u, const struct tg_occupant *o, pid_t by, const char *name, uint64_t seq);
 void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link);
 
@@ -295,7 +300,8 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *   capture_race: t enters while `other` is inside; high -1: the severity
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
- *     serialized, other is marked raced by t and link->tid set; link->name
+ *     serialized, other's slot is marked raced by t (tg__mark_raced: other
+ *     may be a copy) and link->tid set; link->name
  *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
@@ -303,8 +309,8 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     taken (C calls only) and named before the lock, and is freed here;
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
-uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_occupant *other, int high, int other_tuning, int serialized,
+uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *u, const struct tg_guard *g,
+                          struct tg_thread *t, const struct tg_occupant *other, int high, int other_tuning, int serialized,
                           struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                        struct tg_thread *t, struct tg_occupant *mine, enum tg_emit_status *st);
@@ -373,7 +379,7 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
 /* A race with this key was emitted before: counted as its repeat, *link and
  * other's link made as tg__report_race makes them; 1.  0: not seen (key 0
  * too).  GIL held. */
-int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
+int tg__race_again(uint64_t key, struct tg_tuner *u, struct tg_thread *t, const struct tg_occupant *other, int serialized,
                    struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
  * dedup_ref; 0: not kept), or suppressed (supp: the suppression's index + 1),

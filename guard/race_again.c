@@ -116,7 +116,7 @@ static struct again *slot_of(uint64_t key, int want_free)
     return NULL; /* crowded: the full path */
 }
 
-int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *other, int serialized,
+int tg__race_again(uint64_t key, struct tg_tuner *u, struct tg_thread *t, const struct tg_occupant *other, int serialized,
                    struct tg_race_link *link)
 {
     struct again *a = key ? slot_of(key, 0) : NULL;
@@ -128,10 +128,7 @@ int tg__race_again(uint64_t key, struct tg_thread *t, const struct tg_occupant *
     }
     tg_emit_again(a->ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
-        struct tg_occupant *mo = (struct tg_occupant *)other;
-        mo->raced_tid = t->tid;
-        snprintf(mo->raced_name, sizeof mo->raced_name, "%s", a->self_name);
-        mo->race_seq = 0;
+        tg__mark_raced(u, other, t->tid, a->self_name, 0); /* other may be a copy: its slot */
         link->tid = other->tid;
         snprintf(link->name, sizeof link->name, "%s", a->other_name);
         link->seq = 0;

@@ -40,8 +40,8 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
     r->declared = g && g->declared;
 }
 
-uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_occupant *other, int high, int other_tuning, int serialized,
+uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *u, const struct tg_guard *g,
+                          struct tg_thread *t, const struct tg_occupant *other, int high, int other_tuning, int serialized,
                           struct tg_race_link *link, enum tg_emit_status *st)
 {
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
@@ -60,7 +60,7 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_g
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will
          * not overlap, and an exception of either is the program's own. */
-        other->raced_tid = t->tid;
+        tg__mark_raced(u, other, t->tid, NULL, 0); /* other is a copy: its slot, if that session is still in it */
         link->tid = other->tid;
     }
     other = NULL; /* from here on, Python code runs */
