@@ -337,6 +337,7 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
                              PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+    struct tg_guard *ends_wrapper = NULL;
     if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
         /* A replacement calling the original on the same instance: the
          * program's own wrapper; its later calls pass through. */
@@ -344,6 +345,12 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
         if (!w->chains)
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
         w->chains = 1;
+        /* Its session (this first call's) ends where the original returns,
+         * as a later call's would: what the wrapper does after it (release
+         * its lock: the next thread enters the original at once where the
+         * GIL is off) is outside the tuner. */
+        if (no->depth == 2)
+            ends_wrapper = w; /* the wrapper's session is this slot's outer level */
     }
     const unsigned forks = tg__gthread(t)->forks;
     t->depth++;
@@ -353,6 +360,13 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     t->depth--;
     if (no)
         tg_tuner_leave(u, t);
+    if (__builtin_expect(ends_wrapper != NULL, 0)) {
+        /* The epoch at the wrapper's entry is not kept: one other than now's
+         * makes the check at return, as when a thread began tuning during
+         * the call (a look at the others, no more). */
+        const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) - 1;
+        return session_exit(ends_wrapper, t, args[0], u, no, epoch, res); /* run_session sees t->nheld fall */
+    }
     return res;
 }
 
@@ -416,7 +430,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->held[t->nheld] = u;
         t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
     }
-    t->nheld++;
+    const int nheld = ++t->nheld;
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
         if (t->tuning++ == 0) {
@@ -443,6 +457,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
             t->tuning--;
         return res;
     }
+    if (__builtin_expect(g->replacement, 0) && t->nheld < nheld)
+        return res; /* the program's wrapper: its session ended at the original's return (nested_call) */
     return session_exit(g, t, inst, u, o, epoch, res);
 }
 
