@@ -10,7 +10,7 @@
 # report fail the test it happened in.
 set(TG_TSAN_FLAGS -fsanitize=thread -g -O1 -fno-omit-frame-pointer)
 set(TG_TSAN_TESTS test_tuner_table test_cuda_hooks test_interference test_stress test_trace test_turn_quiet
-    test_turn_lost_wake test_table_parallel test_thread_hold)
+    test_turn_lost_wake test_table_parallel test_thread_hold test_guard_parallel)
 
 set(TG_CRT_DIR ${CMAKE_SOURCE_DIR}/tests/lifecycle/tsan)
 # both libraries' sources, bound as in the static archive (tests/unit/core_static.c)

@@ -285,6 +285,9 @@ static void resolve_g_once(void)
     tg_py.exc_exception = exc ? *exc : NULL; /* tg_py_drop_error: without it, errors are cleared */
     if (!exc)
         (void)dlerror();
+    tg_py.frame_type = done > 0 ? (PyObject *)tg_real_sym(RTLD_DEFAULT, "PyFrame_Type") : NULL;
+    if (done > 0 && !tg_py.frame_type)
+        (void)dlerror();
     if (done < 0) /* a target is being imported: where the program would have been guarded */
         tg__warn("this Python does not export %s, which tunerguard needs: its tuners run unguarded",
                  missing_fn ? missing_fn : "the functions of its C API");

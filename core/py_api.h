@@ -46,6 +46,7 @@ struct tg_py_api {
 #undef TG_PYFN
     PyObject *none;        /* &_Py_NoneStruct */
     PyObject *exc_exception; /* PyExc_Exception, resolved with the guards; NULL if absent */
+    PyObject *frame_type;  /* &PyFrame_Type, resolved with the guards; NULL if absent */
     int minor;             /* 3.minor, -1 when not a 3.x */
     int free_threaded;     /* a Py_GIL_DISABLED build (3.13t, 3.14t, ...) */
     int supported;         /* 3.9 to 3.15 with a GIL, 3.13t or 3.14t */

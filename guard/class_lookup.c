@@ -7,7 +7,8 @@
  * (guard_install.c, tuning_marks.c, run_shapes.c, guard_setattr.c) share
  * them.
  *
- * Everything here: GIL held; install time only, never on a guarded call. */
+ * Everything here: an attached thread under the install lock; install time
+ * only, never on a guarded call. */
 #include "guard/install_internal.h"
 #include "core/builtin_tuners.h"
 #include "core/py_attr.h"
@@ -18,7 +19,7 @@
 
 /* A reference to class cls: a weak one (*weak = 1), so that the holder
  * keeps the class alive no longer than the program does, else (a class
- * that takes none) a strong one.  GIL held. */
+ * that takes none) a strong one.  Install lock held. */
 PyObject *tg__class_ref(PyObject *cls, int *weak)
 {
     PyObject *r = tg_py.PyWeakref_NewRef(cls, NULL);
@@ -51,7 +52,7 @@ static int derives_from(PyObject *cls, const char *module, const char *qualname)
 }
 
 /* The built-in tuner family (core/builtin_tuners.inc) cls is or derives
- * from, -1 for none.  GIL held; install time only. */
+ * from, -1 for none.  Install lock held; install time only. */
 int tg__builtin_family(PyObject *cls)
 {
     for (int f = 0; f < TG_TUNER_NFAMILIES; f++)
@@ -93,7 +94,7 @@ int tg__names_tuning_step(PyObject *cls)
 
 /* cls's own attribute key (from its __dict__, not inherited): a new
  * reference, or NULL with no error set; tname gets its type's name ("" when
- * there is none).  GIL held. */
+ * there is none).  Install lock held. */
 PyObject *tg__own_attr(PyObject *cls, PyObject *key, char tname[64])
 {
     PyObject *dict = tg_py.PyObject_GetAttrString(cls, "__dict__");
@@ -123,7 +124,7 @@ void tg__type_name(PyObject *value, char tname[64])
 
 /* What fn is when its body does not run in its call (a coroutine, an async
  * generator or a generator function: the call only makes the object that
- * runs the body later), else NULL.  GIL held. */
+ * runs the body later), else NULL.  Install lock held. */
 const char *tg__deferred_body(PyObject *fn)
 {
     if (!tg_py.PyLong_AsLong)
@@ -148,7 +149,7 @@ const char *tg__deferred_body(PyObject *fn)
 }
 
 /* Is fn marked abstract (@abc.abstractmethod)?  A function's attribute,
- * read from its dict: no Python code runs.  GIL held. */
+ * read from its dict: no Python code runs.  Install lock held. */
 int tg__is_abstract(PyObject *fn)
 {
     PyObject *v = tg_py.PyObject_IsTrue ? tg_py.PyObject_GetAttrString(fn, "__isabstractmethod__") : NULL;
@@ -175,6 +176,20 @@ char *tg__descr_doc(const char *name, PyObject *fn)
     if (d)
         tg_py.Py_DecRef(d);
     return doc;
+}
+
+/* Was fn's refusal said already?  Notes it if not.  Identity only (no
+ * reference): a function freed and another made at its address goes
+ * unsaid, which costs a line, nothing more.  Install lock held. */
+int tg__said_deferred(PyObject *fn)
+{
+    static const void *said[32];
+    static unsigned nsaid;
+    for (unsigned i = 0; i < nsaid && i < 32; i++)
+        if (said[i] == fn)
+            return 1;
+    said[nsaid++ % 32] = fn;
+    return 0;
 }
 
 /* Was cls's unguarded entry said already?  Notes it if not.  Identity only:

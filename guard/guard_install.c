@@ -19,7 +19,12 @@
  * check that a guarded method was replaced by user code (guarded again,
  * reported at verbosity>=1).
  *
- * Everything here runs with the GIL held. */
+ * Everything here runs with the thread attached.  Where threads run at once
+ * (docs/free-threading.md's table): installs hold the install lock
+ * (guard/install_lock.c); a slot is filled before nguards publishes it (a
+ * release store); orig_vc and descr, which tg_guard_is_ours reads without
+ * the lock, are stored whole (clear_slot); a guard's counters and flags
+ * written after its install are relaxed atomics. */
 #include "guard/install_internal.h"
 #include "guard/lifecycle.h"
 #include "core/builtin_tuners.h"
@@ -31,13 +36,20 @@
 #include "reports/emit.h"
 #include "reports/fatal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static struct tg_guard guards[TG_MAX_GUARDS];
-static int nguards;                  /* slots ever taken: guards[0 .. nguards) */
-static struct tg_guard *last_installed; /* the guard install() made last */
+static int nguards; /* slots ever taken: guards[0 .. nguards); written under the install lock
+                       with a release store once the slot is filled, read with acquire */
+
+/* The published slots' count (see nguards). */
+static inline int nguards_pub(void)
+{
+    return __atomic_load_n(&nguards, __ATOMIC_ACQUIRE);
+}
 
 /* An object's type (borrowed), the header's last word (core/py_api.h). */
 static inline PyObject *type_of(PyObject *o)
@@ -94,23 +106,23 @@ static void guard_replacement(struct tg_guard *g, PyObject *cls, PyObject *cur, 
     struct tg_guard old = *g;
     g = &old;
     /* A mixin's guard serves its tuner family only: so does its replacement. */
-    struct tg_guard_at at = {.family = g->family ? tg__class_of_ref(g->family, g->family_weak) : NULL};
+    struct tg_guard_at at = {.family = g->family ? tg__class_of_ref(g->family, g->family_weak) : NULL,
+                             .replacement = 1, .where = where};
+    if (in_call) {
+        /* Known before the new guard is published: its first call may come
+         * from another thread at once. */
+        PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
+        PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
+        at.chains = code && fc == code;
+        if (fc)
+            tg_py.Py_DecRef(fc);
+        if (f)
+            tg_py.Py_DecRef((PyObject *)f);
+    }
     int put = install_at(cls, g->name, "replaced by user code", 0, g->declared, &at);
     if (at.family)
         tg_py.Py_DecRef(at.family);
     if (put > 0) {
-        struct tg_guard *ng = last_installed;
-        ng->replacement = 1;
-        snprintf(ng->where, sizeof ng->where, "%s", where);
-        if (in_call) {
-            PyFrameObject *f = tg_py.PyThreadState_GetFrame(tg_py.PyThreadState_Get());
-            PyObject *fc = f ? tg_py.PyFrame_GetCode(f) : NULL;
-            ng->chains = code && fc == code;
-            if (fc)
-                tg_py.Py_DecRef(fc);
-            if (f)
-                tg_py.Py_DecRef((PyObject *)f);
-        }
         tg__info(1, "%s was replaced%s; the new one is guarded too", g->method, where);
         if (tg_opts.verbosity >= 1)
             tg__report_replaced(g, qs, fs, lstr);
@@ -137,7 +149,8 @@ static inline const void *descr_def(PyObject *value)
 /* Is value g's own method descriptor? */
 static int descr_is_guard(PyObject *value, const struct tg_guard *g)
 {
-    return g->descr && method_descr_type && type_of(value) == method_descr_type && descr_def(value) == &g->def;
+    PyObject *mt = __atomic_load_n(&method_descr_type, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&g->descr, __ATOMIC_RELAXED) && mt && type_of(value) == mt && descr_def(value) == &g->def;
 }
 
 void tg__guard_check_replaced_slow(struct tg_guard *g)
@@ -162,15 +175,16 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
     if (tg_opts.mode == TG_MODE_OFF || tg_guard_is_ours(value))
         return;
     struct tg_thread *t = tg__self();
-    if (t->busy)
+    if (t->busy || nguards_pub() == 0)
         return;
     const char *n = NULL;
+    tg__install_lock(); /* the slots' names and classes; an install */
     for (int i = 0; i < nguards; i++) {
         struct tg_guard *g = &guards[i];
         if (g->pyname != name) {
             if (!n && !(n = tg_py.PyUnicode_AsUTF8(name))) {
                 tg_py.PyErr_Clear();
-                return;
+                break;
             }
             if (strcmp(n, g->name) != 0)
                 continue;
@@ -186,8 +200,9 @@ void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value)
         else
             guard_replacement(g, cls, value, 0);
         t->busy--;
-        return;
+        break;
     }
+    tg__install_unlock();
 }
 
 /* ---- the trampolines -------------------------------------------------------- */
@@ -215,94 +230,40 @@ TG_TRAMP64(0) TG_TRAMP64(1) TG_TRAMP64(2) TG_TRAMP64(3)
 static void *const trampolines[TG_MAX_GUARDS] = {TG_REF64(, 0) TG_REF64(, 1) TG_REF64(, 2) TG_REF64(, 3)};
 static void *const vtrampolines[TG_MAX_GUARDS] = {TG_REF64(v, 0) TG_REF64(v, 1) TG_REF64(v, 2) TG_REF64(v, 3)};
 
-/* ---- the vectorcall slot ------------------------------------------------------
- *
- * Python's function type, learnt from the first function guarded, and where
- * its instances keep their vectorcall (the type's tp_vectorcall_offset).
- * A type object's tp_vectorcall_offset follows the object header, ob_size,
- * tp_name, tp_basicsize, tp_itemsize and tp_dealloc (core/py_api.h
- * tg_py_field: 56 with a GIL, 72 free-threaded). */
-static PyObject *function_type; /* borrowed: a static type */
-static Py_ssize_t vc_offset;
-
-static inline void **vc_slot(PyObject *func)
-{
-    return (void **)(void *)((char *)func + vc_offset);
-}
+/* ---- the vectorcall slot: guard/vc_slot.c ---------------------------------- */
 
 /* The vectorcall guard whose trampoline is in value's slot, or NULL. */
 static struct tg_guard *vc_guard_of(PyObject *value)
 {
-    if (!function_type || type_of(value) != function_type)
+    void **slot = tg__vc_slot_of(value);
+    if (!slot)
         return NULL;
-    void *vc = *vc_slot(value);
-    for (int i = 0; i < nguards; i++)
-        if (guards[i].orig_vc && vtrampolines[i] == vc)
+    void *vc = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    for (int i = 0, n = nguards_pub(); i < n; i++)
+        if (vtrampolines[i] == vc && __atomic_load_n(&guards[i].orig_vc, __ATOMIC_RELAXED))
             return &guards[i];
     return NULL;
-}
-
-/* Can value (a plain function) be guarded in its vectorcall slot?  Not on
- * 3.11 (the interpreter never looks at the slot for calls from Python
- * code), nor where the slot is empty.  Learns function_type/vc_offset. */
-static int vc_usable(PyObject *value)
-{
-    if (tg_py.minor == 11 || tg_py.minor < 9)
-        return 0;
-    if (!function_type) {
-        PyObject *type = type_of(value);
-        Py_ssize_t off = *(Py_ssize_t *)tg_py_field(type, 5);   /* tp_vectorcall_offset */
-        Py_ssize_t basic = *(Py_ssize_t *)tg_py_field(type, 2); /* tp_basicsize */
-        if (off <= 0 || off + (Py_ssize_t)sizeof(void *) > basic)
-            return 0;
-        function_type = type;
-        vc_offset = off;
-    }
-    return type_of(value) == function_type && *vc_slot(value) != NULL;
-}
-
-/* Put g's trampoline (slot i) in func's vectorcall slot.  3.12+ through
- * PyFunction_SetVectorcall, which also drops the function's version, so
- * that the specializing interpreter never inlines it; 3.9/3.10 (no
- * specializer) write the slot.  A free-threaded build: another thread may
- * be calling func at this moment (a guard installed as a class is made),
- * and CPython's PyFunction_SetVectorcall is a plain store (3.13t, 3.14t).
- * There the version is dropped with the slot's own value stored back (no
- * change a caller can see), then the trampoline goes in with a release
- * store: a caller loads the old pointer or the new one, whole, both valid,
- * and the trampoline's acquire fence (session.c tg__guard_vcall) orders
- * that load before its reads of g (orig_vc, stored above). */
-static void vc_install(struct tg_guard *g, PyObject *func, int i)
-{
-    g->orig_vc = *vc_slot(func);
-    if (tg_py.free_threaded && tg_py.PyFunction_SetVectorcall) {
-        tg_py.PyFunction_SetVectorcall(func, g->orig_vc);
-        __atomic_store_n(vc_slot(func), vtrampolines[i], __ATOMIC_RELEASE);
-    } else if (tg_py.PyFunction_SetVectorcall) {
-        tg_py.PyFunction_SetVectorcall(func, vtrampolines[i]);
-    } else {
-        *vc_slot(func) = vtrampolines[i];
-    }
 }
 
 /* ---- installing guards ------------------------------------------------------ */
 
 int tg_guard_count(void)
 {
-    return nguards;
+    return nguards_pub();
 }
 
 const struct tg_guard *tg__guard_at(int i)
 {
-    return i >= 0 && i < nguards ? &guards[i] : NULL;
+    return i >= 0 && i < nguards_pub() ? &guards[i] : NULL;
 }
 
 /* The descriptor guard whose method descriptor value is, or NULL. */
 static struct tg_guard *descr_guard_of(PyObject *value)
 {
-    if (!method_descr_type || type_of(value) != method_descr_type)
+    PyObject *mt = __atomic_load_n(&method_descr_type, __ATOMIC_ACQUIRE);
+    if (!mt || type_of(value) != mt)
         return NULL;
-    for (int i = 0; i < nguards; i++)
+    for (int i = 0, n = nguards_pub(); i < n; i++)
         if (descr_is_guard(value, &guards[i]))
             return &guards[i];
     return NULL;
@@ -335,8 +296,8 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
     g->orig_is_function = strcmp(tname, "function") == 0;
     tg_py.Py_IncRef(value);
     if (!method_descr_type)
-        method_descr_type = type_of(wrapper);
-    g->descr = 1;
+        __atomic_store_n(&method_descr_type, type_of(wrapper), __ATOMIC_RELEASE);
+    __atomic_store_n(&g->descr, 1, __ATOMIC_RELAXED);
     int rc = holder ? tg_py.PyObject_SetAttrString(holder, "func", wrapper) : tg__type_setattr(cls, g->pyname, wrapper);
     tg_py.Py_DecRef(wrapper); /* the class (or the holder) holds it; ours is known by its d_method */
     if (rc < 0) {
@@ -351,7 +312,7 @@ static int install_descriptor(struct tg_guard *g, int i, PyObject *cls, PyObject
 
 /* The descriptor guard of function value as cls.<name>, put back on cls
  * after a replacement (a test's patch undone, the same patch made again):
- * guarded by its slot again, not a new one per assignment.  GIL held. */
+ * guarded by its slot again, not a new one per assignment.  The install lock held. */
 static struct tg_guard *descr_guard_for(PyObject *cls, const char *name, PyObject *value, int marker)
 {
     for (int i = 0; i < nguards; i++) {
@@ -382,20 +343,6 @@ static int reinstall_descriptor(struct tg_guard *g, PyObject *cls)
     return 1;
 }
 
-/* Was fn's refusal said already?  Notes it if not.  Identity only (no
- * reference): a function freed and another made at its address goes
- * unsaid, which costs a line, nothing more. */
-static int said_deferred(PyObject *fn)
-{
-    static const void *said[32];
-    static unsigned nsaid;
-    for (unsigned i = 0; i < nsaid && i < 32; i++)
-        if (said[i] == fn)
-            return 1;
-    said[nsaid++ % 32] = fn;
-    return 0;
-}
-
 /* A slot for a new guard: the next never taken, else one whose vectorcall
  * guard's function was freed (its vectorcall slot was the one place that
  * held the slot's trampoline), its references given back.  A descriptor
@@ -403,7 +350,18 @@ static int said_deferred(PyObject *fn)
  * `Thread(target=tuner.run)`) points at its PyMethodDef, and so at the
  * slot's trampoline, without holding the descriptor, so no reference
  * count says when the slot is free.  -1 when all are in use (a program
- * that patches in a new function over and over and keeps them).  GIL held. */
+ * that patches in a new function over and over and keeps them).  The install lock held. */
+static void clear_slot(struct tg_guard *g)
+{
+    /* tg_guard_is_ours reads orig_vc and descr without the install lock:
+     * stored whole; the rest of the slot only the lock's holder reads. */
+    __atomic_store_n(&g->orig_vc, NULL, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->descr, 0, __ATOMIC_RELAXED);
+    const size_t from = offsetof(struct tg_guard, orig);
+    memset((char *)g + from, 0, sizeof *g - from);
+}
+
+/* The install lock held. */
 static int freed_slot(void);
 static int free_slot(void)
 {
@@ -438,7 +396,7 @@ static int freed_slot(void)
         /* Emptied first, released after: a release may run code that
          * installs (a class freed with the last reference). */
         PyObject *refs[] = {g->fn_weak, g->cls, g->pyname, g->orig_code, g->family};
-        memset(g, 0, sizeof *g);
+        clear_slot(g);
         for (size_t r = 0; r < sizeof refs / sizeof refs[0]; r++)
             if (refs[r])
                 tg_py.Py_DecRef(refs[r]);
@@ -457,12 +415,23 @@ static int install(PyObject *cls, const char *name, const char *why, int marker,
  * attribute), set as at->holder's func where a descriptor guard must be put
  * somewhere (else on cls; nowhere with at->vc_only: then 0), serving
  * instances of at->family only. */
+static int install_at_locked(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
+                             const struct tg_guard_at *at);
 static int install_at(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
                       const struct tg_guard_at *at)
 {
-    int rc = 0;
     if (!tg_guard_is_class(cls))
         return 0; /* said by the caller (targets=: say_unguarded) */
+    tg__install_lock();
+    int rc = install_at_locked(cls, name_in, why, marker, declared, at);
+    tg__install_unlock();
+    return rc;
+}
+
+static int install_at_locked(PyObject *cls, const char *name_in, const char *why, int marker, int declared,
+                             const struct tg_guard_at *at)
+{
+    int rc = 0;
     PyObject *holder = at ? at->holder : NULL, *family = at ? at->family : NULL;
     /* The class whose kind the guard takes (Triton's, Inductor's, a
      * declared one): the family's for a mixin's function. */
@@ -491,7 +460,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         goto done;
     const char *deferred = strcmp(tname, "function") == 0 ? tg__deferred_body(value) : NULL;
     if (deferred) {
-        if (!said_deferred(value)) { /* a replacement is found again at later calls of the original */
+        if (!tg__said_deferred(value)) { /* a replacement is found again at later calls of the original */
             char mod[96], qual[160];
             tg_py_attr_str(cls, "__module__", mod, sizeof mod);
             tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
@@ -505,7 +474,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         rc = reinstall_descriptor(again, cls);
         goto done;
     }
-    const int vc = strcmp(tname, "function") == 0 && vc_usable(value);
+    const int vc = strcmp(tname, "function") == 0 && tg__vc_usable(value);
     if (!vc && at && at->vc_only)
         goto done; /* nowhere to put a descriptor guard */
     if (!vc && tg__is_abstract(value)) {
@@ -527,7 +496,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         goto done;
     }
     struct tg_guard *g = &guards[i];
-    memset(g, 0, sizeof *g);
+    clear_slot(g);
     snprintf(g->name, sizeof g->name, "%s", name);
     char qual[96], mod[96];
     tg_py_attr_str(cls, "__qualname__", qual, sizeof qual);
@@ -552,6 +521,11 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
     g->off_class = holder != NULL || (at && at->vc_only);
     if (family)
         g->family = tg__class_ref(family, &g->family_weak);
+    if (at && at->replacement) { /* guard_replacement's: known before the guard is published */
+        g->replacement = 1;
+        g->chains = at->chains;
+        snprintf(g->where, sizeof g->where, "%s", at->where ? at->where : "");
+    }
     /* Its tuning step named (tuning=) and marked on that class (arm_class
      * marks the steps before it guards the class's methods): races only
      * while a thread inside is in the step.  A step that could not be
@@ -563,7 +537,7 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         /* The function stays where it is, referenced weakly (the class holds it). */
         g->fn_weak = tg_py.PyWeakref_NewRef(value, NULL);
         tg_py.PyErr_Clear(); /* without one the slot stays taken */
-        vc_install(g, value, i);
+        tg__vc_install(&g->orig_vc, value, vtrampolines[i]);
     } else if (install_descriptor(g, i, cls, value, tname, holder) < 0) {
         tg_py.Py_DecRef(g->cls);
         if (g->family)
@@ -571,14 +545,13 @@ static int install_at(PyObject *cls, const char *name_in, const char *why, int m
         tg_py.Py_DecRef(key);
         if (g->orig_code)
             tg_py.Py_DecRef(g->orig_code);
-        memset(g, 0, sizeof *g); /* the slot is free again */
+        clear_slot(g); /* the slot is free again */
         rc = -1;
         goto done;
     }
     if (i == nguards)
-        nguards++;
-    tg__gstats.guards = nguards;
-    last_installed = g;
+        __atomic_store_n(&nguards, nguards + 1, __ATOMIC_RELEASE); /* the slot filled first */
+    __atomic_store_n(&tg__gstats.guards, nguards, __ATOMIC_RELAXED);
     tg__info(2, "%s %s (%s)", marker ? "marking" : "guarding", g->method, why);
     if (nguards == 1) { /* a process with something to guard: worth a crash report */
         tg_fatal_set_context(tg_mode_name(tg_opts.mode), tg_emit_seq_counter());

@@ -5,6 +5,10 @@
  *   guard_install.c   the mechanism: guard records, their trampolines (in
  *                     the function's vectorcall slot, or a method descriptor
  *                     put on the class), the replaced-method check
+ *   install_lock.c    the install lock (the arming lock): installs, and the
+ *                     records they keep, one thread at a time
+ *   vc_slot.c         a function's vectorcall slot: found, checked, a
+ *                     trampoline put in it
  *   class_lookup.c    what installing reads of a class or a function (its
  *                     tuner family, its own attribute, its kind)
  *   marked_classes.c  the classes whose tuning methods are marked
@@ -74,11 +78,17 @@
 #define TG_MAX_GUARDS 256 /* == the trampoline table of guard_install.c */
 
 struct tg_guard {
+    /* orig_vc and descr first: read without the install lock
+     * (tg_guard_is_ours), stored whole (guard_install.c's clear_slot). */
     void *orig_vc;        /* a guard in the function's vectorcall slot: the
                              slot's value before (the function itself stays
                              on the class, unchanged to introspection, and
                              is not referenced here); NULL for a method
                              descriptor guard (below) */
+    int descr;            /* descriptor guard: a method descriptor whose
+                             d_method is &def was put on the class (which
+                             alone holds it: a guard keeps no class alive);
+                             0 for a vectorcall guard */
     PyObject *orig;       /* descriptor guard: the original function (strong) */
     PyObject *fn_weak;    /* vectorcall guard: a weak reference to the function,
                              dead once nothing can reach the slot's trampoline
@@ -86,16 +96,12 @@ struct tg_guard {
     int orig_is_function; /* a plain Python function (3.9/3.10 fast call) */
     PyObject *orig_code;  /* its __code__ (strong), NULL if none: where a frame walk stops */
     char fn_module[96];   /* the guarded function's __module__ ("" if none) */
-    int descr;            /* descriptor guard: a method descriptor whose
-                             d_method is &def was put on the class (which
-                             alone holds it: a guard keeps no class alive);
-                             0 for a vectorcall guard */
     PyObject *cls;        /* the class it was put on: a weak reference to it
                              (cls_weak; guard_install.c's guard_cls), else the
                              class (strong) */
     int cls_weak;
     PyObject *pyname;     /* name as a str (strong) */
-    uint32_t calls;       /* outermost calls, for the replacement check */
+    uint32_t calls;       /* outermost calls, for the replacement check (relaxed atomics) */
     PyMethodDef def;
     char name[48];        /* "run" */
     char method[112];     /* "Autotuner.run" */
@@ -116,12 +122,12 @@ struct tg_guard {
                              meanwhile (tg__check_cleared_at_tuning) */
     int replacement;      /* installed on a method user code put on the class
                              (Autotuner.run = wrapped): a wrapper, maybe */
-    int chains;           /* a replacement seen calling the original (guarded)
+    int chains;           /* (relaxed atomics once published) a replacement seen calling the original (guarded)
                              on the same instance: the program's own wrapper;
                              its calls pass through, the original's guard is
                              where a session starts (a wrapper that takes a
                              lock first serializes: no race through it) */
-    int said_serializes;  /* verbosity=1 said once that it serializes */
+    int said_serializes;  /* verbosity=1 said once that it serializes (an exchange) */
     char where[300];      /* " by wrapped defined at file:line", "" unknown */
     int marked;           /* its class has its tuning methods marked: "is the
                              thread inside tuning?" is t->tuning, never a
@@ -144,7 +150,8 @@ struct tg_guard {
                              own run calls): no replacement check reads it */
     int has_markers;      /* its class derives from one whose tuning methods
                              tunerguard guarded (tg_guard_install_markers):
-                             1 yes, -1 no, 0 not looked yet (session.c) */
+                             1 yes, -1 no, 0 not looked yet (session.c);
+                             relaxed atomics */
 };
 
 /* Does g's class derive from a class whose tuning methods are guarded as
@@ -171,7 +178,7 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
                           PyObject *kwnames);
 
 /* Is thread tid alive?  tgkill(2) at most every 100 ms per thread (a cache
- * of recent answers, GIL held): contended entries and exits check their
+ * of recent answers, one 64-bit word a slot): contended entries and exits check their
  * occupants, and an overlap of tuned calls must not cost a syscall. */
 int tg__tid_alive_cached(pid_t tid);
 /* In a fork child: forget the parent's threads (alive.c). */
@@ -224,8 +231,8 @@ void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uin
 void tg__guard_check_replaced_slow(struct tg_guard *g);
 static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread *t)
 {
-    if (__builtin_expect(g->calls < 1024, 0)) {
-        g->calls++;
+    if (__builtin_expect(__atomic_load_n(&g->calls, __ATOMIC_RELAXED) < 1024, 0)) {
+        __atomic_fetch_add(&g->calls, 1, __ATOMIC_RELAXED); /* a count lost or past 1024: sampling moves */
     } else {
         uint32_t x = tg__gthread(t)->replace_rng ? tg__gthread(t)->replace_rng : (uint32_t)t->tid * 2654435761u | 1u;
         x ^= x << 13;
@@ -269,11 +276,6 @@ struct tg_race_link {
 /* Thread t enters u while `other` is inside: report it (or count it), and for
  * a high-severity race link both sessions (*link for t's own occupant).
  * other is valid on entry only: the report can let other threads run. */
-/* Sets raced_tid = by on u's slot of o's session (its thread and entry
- * time), when that session is still inside, and with a name its
- * raced_name and race_seq too; o may be a copy.  The entry lock; C calls
- * only. */
-void tg__mark_raced(struct tg_tuner *u, const struct tg_occupant *o, pid_t by, const char *name, uint64_t seq);
 void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link);
 
@@ -300,8 +302,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *   capture_race: t enters while `other` is inside; high -1: the severity
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
- *     serialized, other's slot is marked raced by t (tg__mark_raced: other
- *     may be a copy) and link->tid set; link->name
+ *     serialized, other is marked raced by t and link->tid set; link->name
  *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
@@ -309,18 +310,21 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     taken (C calls only) and named before the lock, and is freed here;
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
-uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *u, const struct tg_guard *g,
-                          struct tg_thread *t, const struct tg_occupant *other, int high, int other_tuning, int serialized,
-                          struct tg_race_link *link, enum tg_emit_status *st);
+uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
+                          int serialized, struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
-                                       struct tg_thread *t, struct tg_occupant *mine, enum tg_emit_status *st);
+                                       struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
+                                       enum tg_emit_status *st);
 uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                   struct tg_thread *t, struct tg_thread_view *xv, const struct tg_occupant *x,
                                   uint64_t t_entered, const char *t_name, enum tg_emit_status *st);
 
 /* t's raced session o ends in the exception that is set: when the race can
  * have caused it (tg__exception_from_race; guard_at: the installed guards),
- * report it and add a note to the exception (3.11+).  The exception stays set. */
+ * report it and add a note to the exception (3.11+).  The exception stays set.
+ * o: a copy of the session's link (tid, depth, raced_*, race_seq), taken
+ * under the entry lock (another thread may relink the slot meanwhile). */
 void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
                           const struct tg_guard *(*guard_at)(int i));
 
@@ -353,7 +357,8 @@ void tg__view_traceback(struct tg_thread_view *v, PyObject *tb);
 
 /* An outermost session without an occupant slot (more threads inside one
  * tuner than it has slots), listed while it lasts so that a race found by
- * another thread can link it (ovf_* on its thread record).  GIL held. */
+ * another thread can link it (ovf_* on its thread record).  The list under
+ * slotless.c's own lock; readers get copies. */
 struct tg_slotless {
     struct tg_thread *t;  /* valid only while the thread lives: check tid first */
     pid_t tid;
@@ -363,11 +368,105 @@ struct tg_slotless {
 };
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered);
 void tg__slotless_leave(const struct tg_thread *t);
-/* The next listed session on inst after *cursor (start at 0), or NULL. */
-const struct tg_slotless *tg__slotless_at(uintptr_t inst, int *cursor);
-/* That thread's session on inst entered at `entered`, or NULL (it left). */
-const struct tg_slotless *tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered);
+#define TG_SLOTLESS_MAX 64 /* listed at once */
+/* The listed sessions on inst, copied to out[0 .. max) at one moment (a
+ * scan by index would skip one that a leave moved): how many. */
+int tg__slotless_all(uintptr_t inst, struct tg_slotless *out, int max);
+/* That thread's session on inst entered at `entered`, copied to *out: 1,
+ * else 0 (it left). */
+int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out);
 void tg__slotless_atfork_child(void);
+
+/* ---- exception links --------------------------------------------------------
+ *
+ * An occupant's link to a race (raced_tid, raced_name, race_seq: whose race
+ * its call's exception is) is written by the reporting thread into another
+ * thread's slot, and read by the slot's owner when its call raises.  Both
+ * under the tuner's entry lock (detectors/tuner_table.h): a few loads and
+ * stores, no Python code, no wait.  raced_tid is also stored whole (a
+ * relaxed atomic) so that a scan may skip linked slots before it takes the
+ * lock; the decision is taken again under it. */
+
+/* Is c linked now?  A hint: decide under the lock (tg__link_set). */
+static inline pid_t tg__link_peek(const struct tg_occupant *c)
+{
+    return __atomic_load_n(&c->raced_tid, __ATOMIC_RELAXED);
+}
+
+/* Copy of a thread name, cut to n - 1 bytes; no libc call (under a spin lock). */
+static inline void tg__link_name(char *dst, size_t n, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < n; i++)
+        dst[i] = src[i];
+    dst[i] = '\0';
+}
+
+/* Link c (of u) to thread tid's race, named name (NULL: left as it is),
+ * seq; unless c is linked already and !force.  1 when linked here. */
+static inline int tg__link_set(struct tg_tuner *u, struct tg_occupant *c, pid_t tid, const char *name, uint64_t seq,
+                               int force)
+{
+    tg_tuner_entry_lock(u);
+    const int ok = force || c->raced_tid == 0;
+    if (ok) {
+        __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+        if (name)
+            tg__link_name(c->raced_name, sizeof c->raced_name, name);
+        c->race_seq = seq;
+    }
+    tg_tuner_entry_unlock(u);
+    return ok;
+}
+
+/* tg__link_set, forced, on the slot of u that holds o's session (its
+ * thread and entry time), if that session is still inside: o may be a copy
+ * (a report reads copies: race_decide.c occupant_copy). */
+static inline void tg__link_session(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
+                                    uint64_t seq)
+{
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_occupant *c = &u->occ[i];
+        if (o->tid != 0 && u->occ_tid[i] == o->tid && c->tid == o->tid && c->entered_ns == o->entered_ns) {
+            __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+            if (name)
+                tg__link_name(c->raced_name, sizeof c->raced_name, name);
+            c->race_seq = seq;
+            break;
+        }
+    }
+    tg_tuner_entry_unlock(u);
+}
+
+/* c's link, if it is still to thread if_tid's race: set to new_tid (0:
+ * unlinked), its name (NULL: left) and seq.  1 when it was if_tid's. */
+static inline int tg__link_update(struct tg_tuner *u, struct tg_occupant *c, pid_t if_tid, pid_t new_tid,
+                                  const char *name, uint64_t seq)
+{
+    tg_tuner_entry_lock(u);
+    const int ok = c->raced_tid == if_tid;
+    if (ok) {
+        __atomic_store_n(&c->raced_tid, new_tid, __ATOMIC_RELAXED);
+        if (name)
+            tg__link_name(c->raced_name, sizeof c->raced_name, name);
+        c->race_seq = seq;
+    }
+    tg_tuner_entry_unlock(u);
+    return ok;
+}
+
+/* c's link, read whole: its tid (returned), name and seq. */
+static inline pid_t tg__link_read(struct tg_tuner *u, const struct tg_occupant *c, char *name, size_t n,
+                                  uint64_t *seq)
+{
+    tg_tuner_entry_lock(u);
+    const pid_t tid = c->raced_tid;
+    tg__link_name(name, n, c->raced_name);
+    *seq = c->race_seq;
+    tg_tuner_entry_unlock(u);
+    return tid;
+}
 
 /* ---- race_again.c --------------------------------------------------------- */
 
@@ -377,13 +476,13 @@ void tg__slotless_atfork_child(void);
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
                       const struct tg_occupant *other, int serialized);
 /* A race with this key was emitted before: counted as its repeat, *link and
- * other's link made as tg__report_race makes them; 1.  0: not seen (key 0
- * too).  GIL held. */
-int tg__race_again(uint64_t key, struct tg_tuner *u, struct tg_thread *t, const struct tg_occupant *other, int serialized,
-                   struct tg_race_link *link);
+ * other's link (an occupant of u) made as tg__report_race makes them; 1.
+ * 0: not seen (key 0 too).  An attached thread. */
+int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
+                   int serialized, struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
  * dedup_ref; 0: not kept), or suppressed (supp: the suppression's index + 1),
- * the threads named so.  GIL held. */
+ * the threads named so.  Attached; the cache under race_again.c's own lock. */
 void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
                        const char *other_name);
 void tg__race_again_atfork_child(void);
@@ -495,7 +594,8 @@ static inline void tg__insitu_count(struct tg_thread *t, uint64_t is0)
  * entering thread looks at the registry only while one does. */
 extern _Atomic uint32_t tg__lazy_evident;
 /* t's slot of the registry, claimed at its first unregistered session: 1,
- * or 0 when the registry is full (t then registers its sessions).  GIL held. */
+ * or 0 when the registry is full (t then registers its sessions).  The
+ * claim an atomic increment. */
 int tg__lazy_slot(struct tg_thread *t);
 /* Whether this outermost call may run as detect's unregistered session
  * (guard/session.c's guard_call): a tuned call of a tuner whose tuning methods are guarded,
@@ -510,7 +610,7 @@ static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_gua
           t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
           !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
-          (g->has_markers > 0 || (g->has_markers == 0 && tg__guard_has_markers(g)))))
+          (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g))))
         return 0;
     return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
@@ -520,16 +620,20 @@ static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_gua
  * registered session does (session_exit, with *epochp).  GIL held. */
 int tg__lazy_call(struct tg_guard *g, struct tg_thread *t, PyObject *inst, PyObject *f, PyObject *const *args,
                    Py_ssize_t nargs, PyObject *kwnames, PyObject **resp, uint32_t *epochp);
-/* Thread a's unregistered session on inst becomes a registered one; 0 when
- * the table is full.  GIL held. */
+/* Thread a's unregistered session on inst becomes a registered one: 1, 2
+ * when another thread registered it (the exchange of a->lazy_inst), 0 when
+ * the table is full (lazy_session.c).  Attached. */
 int tg__lazy_register(struct tg_thread *a, uintptr_t inst);
+/* lazy_inst while a thread registers another's session for it (never an
+ * object's address). */
+#define TG_LAZY_CLAIMED ((uintptr_t)1)
 /* Register the evident unregistered sessions inside inst for their threads,
- * before t enters it.  GIL held. */
+ * before t enters it.  Attached; slots claimed meanwhile may be skipped. */
 void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t);
 /* The owner's session ended: its slot no longer speaks for it.  GIL held. */
 void tg__lazy_clear(struct tg_thread *t);
 void tg__lazy_atfork_child(void);
-/* The tuner table is full (tg_tuner_get gave NULL): said once.  GIL held. */
+/* The tuner table is full (tg_tuner_get gave NULL): said once (an exchange). */
 void tg__table_full(void);
 
 #endif

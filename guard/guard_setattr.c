@@ -37,7 +37,12 @@
  * put a descriptor on).  One line, once per class, says which, or that its
  * calls run unguarded.
  *
- * Everything here: GIL held. */
+ * Everything here: an attached thread.  The hooks go in at the first guard
+ * install (under the install lock, guard/install_internal.h), before the
+ * program's own threads are likely to run, and the slots' stores stay
+ * plain (guard/type_slots.c); the hooks themselves run on any thread at
+ * once.  tg__guard_tuning_outside takes the install lock (the target
+ * table, the said-once lists, the installs). */
 #include "guard/install_internal.h"
 #include "loader/py_arm_internal.h"
 #include "core/log.h"
@@ -229,6 +234,7 @@ static void guard_instance_attr(PyObject *inst, PyObject *type, PyObject *v, con
 
 void tg__guard_tuning_outside(PyObject *inst)
 {
+    tg__install_lock();
     PyObject *type = tg_py.PyObject_Type(inst);
     for (int i = 0; type && i < tg__arm_ntargets; i++) {
         const struct tg__arm_target *t = &tg__arm_targets[i];
@@ -243,4 +249,5 @@ void tg__guard_tuning_outside(PyObject *inst)
     if (type)
         tg_py.Py_DecRef(type);
     tg_py.PyErr_Clear();
+    tg__install_unlock();
 }

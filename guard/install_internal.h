@@ -3,7 +3,8 @@
  * replacements): the calls between them, none of them on a guarded call's
  * path.  The file list is guard/guard_internal.h's.
  *
- * Everything here: GIL held. */
+ * Everything here: attached (the GIL held, where there is one); the
+ * install-time records under the install lock (below). */
 #ifndef TG_GUARD_INSTALL_INTERNAL_H
 #define TG_GUARD_INSTALL_INTERNAL_H
 
@@ -17,7 +18,8 @@
 /* A class attribute assignment `cls.<name> = value` has just been made
  * (value not NULL): when name is a guarded method's and cls is, or derives
  * from, the class it was guarded on, value is guarded as its replacement
- * before anything can call it.  GIL held. */
+ * before anything can call it.  Attached; takes the install lock past its
+ * first checks. */
 void tg__guard_class_setattr(PyObject *cls, PyObject *name, PyObject *value);
 
 /* Where a guard goes, past cls's own attribute (tg__guard_install_at). */
@@ -28,11 +30,24 @@ struct tg_guard_at {
     PyObject *family; /* serve instances of this class only (borrowed); NULL: all */
     int vc_only;      /* in the function's vectorcall slot or not at all (a function
                          reached from an instance, not from any class) */
+    int replacement;  /* guard_replacement's: the new guard's replacement, chains, */
+    int chains;       /* where, set before it is published */
+    const char *where;
 };
+
+/* The install lock (guard/install_lock.c, core/py_lock.h): held by every guard
+ * install, and by what reads or changes the records installs keep (the
+ * guarded base classes, the run shapes' said-once lines, the tuning-marker
+ * bases).  Re-entrant on its holder; a waiter detaches.  Rare: arming,
+ * classes made from a guarded one, replacements. */
+void tg__install_lock(void);
+void tg__install_unlock(void);
+/* In a fork child: the lock free again unless this thread holds it. */
+void tg__install_atfork_child(void);
 
 /* tg_guard_install with `at` (guard/run_shapes.c): 1 guarded, 0 nothing to
  * do or refused (a line said where one is due), -1 failed with one line.
- * GIL held. */
+ * Attached; takes the install lock. */
 int tg__guard_install_at(PyObject *cls, const char *name, const char *why, int declared, const struct tg_guard_at *at);
 /* tg_guard_install of a tuning method (a marker: its calls only count the
  * thread as tuning; guard/tuning_marks.c, and a tuning method replaced):
@@ -64,6 +79,20 @@ static inline PyObject *tg__guard_cls(const struct tg_guard *g)
     return tg__class_of_ref(g->cls, g->cls_weak);
 }
 
+/* ---- vc_slot.c ------------------------------------------------------------- */
+
+/* value's vectorcall slot when value is a plain function (its type learnt
+ * by tg__vc_usable), else NULL.  Any thread. */
+void **tg__vc_slot_of(PyObject *value);
+/* Can value (a plain function) be guarded in its vectorcall slot?  Not on
+ * 3.11 (the interpreter never looks at the slot for calls from Python
+ * code), nor where the slot is empty.  Learns the function type. */
+int tg__vc_usable(PyObject *value);
+/* Put trampoline in func's vectorcall slot, its value before stored whole
+ * in *orig_vc first (a guard's, which tg_guard_is_ours reads without the
+ * lock). */
+void tg__vc_install(void **orig_vc, PyObject *func, void *trampoline);
+
 /* ---- class_lookup.c -------------------------------------------------------- */
 
 /* A reference to class cls: a weak one (*weak = 1), else a strong one. */
@@ -88,6 +117,8 @@ int tg__is_abstract(PyObject *fn);
 char *tg__descr_doc(const char *name, PyObject *fn);
 /* Was an unguarded entry point of cls said already?  Notes it if not. */
 int tg__said_for_class(PyObject *cls);
+/* Was fn's refusal (its body deferred) said already?  Notes it if not. */
+int tg__said_deferred(PyObject *fn);
 
 /* A type's name that a guard takes: a plain function's. */
 static inline int tg__is_plain_function(const char *tname)
@@ -107,7 +138,7 @@ void tg__marked_class_add(PyObject *cls, int declared);
  * `name` some other way than a plain function of its own (a mixin's, a
  * partialmethod, a property or another descriptor): what its calls run is
  * guarded, or one line, once per class, says it runs unguarded and why.
- * declared: a targets= entry's.  GIL held; the thread busy. */
+ * declared: a targets= entry's.  The install lock held; the thread busy. */
 void tg__guard_run_shape(PyObject *cls, PyObject *base, const char *name, int declared);
 
 /* ---- guard_setattr.c ------------------------------------------------------ */
@@ -180,7 +211,8 @@ void tg__guard_existing_subclasses(PyObject *cls, PyObject *base, int depth);
 void tg__guard_hook_subclasses(PyObject *base);
 /* A class was just made (type.__new__ with three arguments, any
  * metaclass): the overrides of a guarded family it derives from are
- * guarded.  GIL held. */
+ * guarded.  Attached, any thread: the guarded bases read without the
+ * install lock, taken for a class that derives from one. */
 void tg__guard_class_made(PyObject *cls);
 
 #endif

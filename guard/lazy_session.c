@@ -38,10 +38,13 @@
 #include "cuda/cuda_hooks.h"
 #include "detectors/tuner_table.h"
 
+#include <sched.h>
 #include <stdint.h>
 
 /* The registry of threads that have had an unregistered session: a slot
- * each, claimed at its first (GIL held), never given back.  `evident` says
+ * each, claimed at its first by an atomic increment (threads claim at once
+ * in a free-threaded build), published by a release store of its thread
+ * (t; NULL: claimed, not filled yet), never given back.  `evident` says
  * its current session showed benchmarking evidence in a CUDA hook (set by
  * the owner's hook without the GIL, cleared by the owner when the session
  * ends); lazy_evident counts the slots that say so, so that an entering
@@ -53,26 +56,27 @@ struct lazy_slot {
     _Atomic uint32_t evident;
 } __attribute__((aligned(64))); /* each written by its own thread only */
 static struct lazy_slot lazy_slots[TG_LAZY_SLOTS];
-static int nlazy_slots;      /* GIL held */
+static int nlazy_slots;      /* claims made (atomic increments); may pass TG_LAZY_SLOTS */
 _Atomic uint32_t tg__lazy_evident;
 
 int tg__lazy_slot(struct tg_thread *t)
 {
     if (__builtin_expect(tg__gthread(t)->lazy_slot <= 0, 0)) {
-        if (tg__gthread(t)->lazy_slot < 0 || nlazy_slots == TG_LAZY_SLOTS) {
+        int n;
+        if (tg__gthread(t)->lazy_slot < 0 || (n = __atomic_fetch_add(&nlazy_slots, 1, __ATOMIC_RELAXED)) >= TG_LAZY_SLOTS) {
             tg__gthread(t)->lazy_slot = -1; /* the registry is full: this thread registers its sessions */
             return 0;
         }
-        struct lazy_slot *qs = &lazy_slots[nlazy_slots];
-        qs->t = t;
+        struct lazy_slot *qs = &lazy_slots[n];
         qs->tid = t->tid;
-        tg__gthread(t)->lazy_slot = ++nlazy_slots;
+        __atomic_store_n(&qs->t, t, __ATOMIC_RELEASE); /* the slot filled first */
+        tg__gthread(t)->lazy_slot = n + 1;
     }
     return 1;
 }
 
 /* The owner's session ended (or registered and ended): its slot no longer
- * speaks for it.  GIL held. */
+ * speaks for it.  The owner (an exchange: its own hooks set the bit). */
 void tg__lazy_clear(struct tg_thread *t)
 {
     if (tg__gthread(t)->lazy_slot > 0 &&
@@ -98,14 +102,28 @@ void tg__lazy_evidence(struct tg_thread *t, uint8_t bit)
 /* Thread a's unregistered session on inst becomes a registered one: an
  * occupant of its tuner since it entered, held as an outermost session is.
  * Called by a itself, or for it by a thread entering inst (lazy_adopt)
- * while a is blocked without the GIL (in a CUDA call, say: its hooks read
- * lazy_inst and nheld, stored last).  Returns 0 when the table is full
- * (the session then stays unguarded).  GIL held. */
+ * while a is blocked detached (in a CUDA call, say: its hooks read
+ * lazy_inst and nheld, stored last).  Several may try at once (two
+ * adopters, the owner at its return): the one that exchanges lazy_inst
+ * from inst to TG_LAZY_CLAIMED registers; the owner that lost waits until
+ * the winner has stored nheld (C calls only, short).  Returns 1 when
+ * registered here, 2 when another thread registered it, 0 when the table
+ * is full (the session then stays unguarded, lazy_inst put back).  An
+ * attached thread. */
 int tg__lazy_register(struct tg_thread *a, uintptr_t inst)
 {
+    uintptr_t want = inst;
+    if (!__atomic_compare_exchange_n(&a->lazy_inst, &want, TG_LAZY_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        if (a == tg__self())
+            while (__atomic_load_n(&a->lazy_inst, __ATOMIC_ACQUIRE) == TG_LAZY_CLAIMED)
+                sched_yield(); /* an adopter registering it: its nheld comes next */
+        return 2;
+    }
     struct tg_tuner *u = tg_tuner_get(inst);
     if (__builtin_expect(!u, 0)) {
         tg__table_full();
+        __atomic_store_n(&a->lazy_inst, inst, __ATOMIC_RELEASE);
         return 0;
     }
     struct tg_occupant *o =
@@ -114,19 +132,24 @@ int tg__lazy_register(struct tg_thread *a, uintptr_t inst)
     a->held_slot[0] = o ? (uint8_t)(o - u->occ) : 0xff;
     if (!o) /* more threads inside than u has slots: listed for the links (slotless.c) */
         tg__slotless_enter(a, inst, tg__gthread(a)->lazy_tstate, tg__gthread(a)->lazy_t0);
-    __atomic_store_n(&a->lazy_inst, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&a->nheld, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&a->lazy_inst, 0, __ATOMIC_RELEASE); /* after nheld: the owner that lost waits for this */
     return 1;
 }
 
 /* Before t enters inst while some unregistered session shows evidence: the
  * ones inside inst are registered for their threads, so that t's entry finds
- * them, with their evidence, as it finds any thread inside.  GIL held. */
+ * them, with their evidence, as it finds any thread inside.  An attached
+ * thread; lazy slots claimed meanwhile may be seen unfilled (skipped). */
 __attribute__((cold, noinline)) void tg__lazy_adopt(uintptr_t inst, const struct tg_thread *t)
 {
-    for (int i = 0; i < nlazy_slots; i++) {
+    int n = __atomic_load_n(&nlazy_slots, __ATOMIC_RELAXED);
+    if (n > TG_LAZY_SLOTS)
+        n = TG_LAZY_SLOTS;
+    for (int i = 0; i < n; i++) {
         struct lazy_slot *q = &lazy_slots[i];
-        if (!__atomic_load_n(&q->evident, __ATOMIC_SEQ_CST) || q->t == t)
+        struct tg_thread *qt = __atomic_load_n(&q->t, __ATOMIC_ACQUIRE);
+        if (!qt || !__atomic_load_n(&q->evident, __ATOMIC_SEQ_CST) || qt == t)
             continue;
         if (!tg__tid_alive_cached(q->tid)) {
             /* died inside: nothing to register, and the count it held goes */
@@ -134,8 +157,8 @@ __attribute__((cold, noinline)) void tg__lazy_adopt(uintptr_t inst, const struct
                 __atomic_fetch_sub(&tg__lazy_evident, 1, __ATOMIC_SEQ_CST);
             continue;
         }
-        if (__atomic_load_n(&q->t->lazy_inst, __ATOMIC_RELAXED) == inst)
-            tg__lazy_register(q->t, inst);
+        if (__atomic_load_n(&qt->lazy_inst, __ATOMIC_RELAXED) == inst)
+            tg__lazy_register(qt, inst);
     }
 }
 
@@ -154,30 +177,35 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
     tg__gthread(t)->lazy_g = g;
     tg__gthread(t)->lazy_tstate = tg__entry_tstate();
     tg__gthread(t)->lazy_t0 = tg_ticks();
-    __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELAXED); /* its hooks count from here */
+    __atomic_store_n(&t->lazy_inst, (uintptr_t)inst, __ATOMIC_RELEASE); /* its hooks count from here; lazy_* before it */
     t->depth++;
     const unsigned forks = tg__gthread(t)->forks;
     PyObject *res = *resp = tg__call_orig(g, f, args, nargs, kwnames);
     *epochp = epoch;
     if (__builtin_expect(tg__gthread(t)->forks != forks, 0))
         return 0; /* forked inside, and this is the child: its record was reset (core/thread_state.c) */
-    if (t->lazy_inst == (uintptr_t)inst) {
+    if (__atomic_load_n(&t->lazy_inst, __ATOMIC_ACQUIRE) == (uintptr_t)inst) {
         /* Still unregistered: unless someone began tuning meanwhile, or its
          * own hooks saw it benchmark, nothing to look at and nothing to give
-         * back. */
+         * back.  Taken back by an exchange: an adopter may be claiming it
+         * right now (then it is registered, below). */
+        uintptr_t want = (uintptr_t)inst;
         if (__builtin_expect(__atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) == epoch &&
                                  !__atomic_load_n(&lazy_slots[tg__gthread(t)->lazy_slot - 1].evident, __ATOMIC_RELAXED),
-                             1)) {
-            __atomic_store_n(&t->lazy_inst, 0, __ATOMIC_RELAXED);
+                             1) &&
+            __atomic_compare_exchange_n(&t->lazy_inst, &want, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             t->depth--;
             return 0;
         }
-        if (!tg__lazy_register(t, t->lazy_inst)) {
+        if (!tg__lazy_register(t, (uintptr_t)inst)) {
             tg__lazy_clear(t);
             t->depth--;
             return 0;
         }
-    } else if (t->nheld == 0) {
+    }
+    while (__builtin_expect(__atomic_load_n(&t->lazy_inst, __ATOMIC_ACQUIRE) == TG_LAZY_CLAIMED, 0))
+        sched_yield(); /* an adopter registering it: its nheld comes next */
+    if (__atomic_load_n(&t->nheld, __ATOMIC_ACQUIRE) == 0) {
         tg__lazy_clear(t);
         t->depth--; /* registration found the table full: unguarded */
         return 0;
@@ -190,18 +218,17 @@ __attribute__((noinline)) int tg__lazy_call(struct tg_guard *g, struct tg_thread
  * thread's slot stays its own. */
 void tg__lazy_atfork_child(void)
 {
-    for (int i = 0; i < nlazy_slots; i++)
+    for (int i = 0; i < nlazy_slots && i < TG_LAZY_SLOTS; i++)
         __atomic_store_n(&lazy_slots[i].evident, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&tg__lazy_evident, 0, __ATOMIC_RELAXED);
 }
 
 /* The tuner table is full (tg_tuner_get gave NULL): the call runs unguarded;
- * said once.  GIL held. */
+ * said once (an exchange).  Any attached thread. */
 __attribute__((cold, noinline)) void tg__table_full(void)
 {
     static int warned;
-    if (!warned) {
-        warned = 1;
+    if (!__atomic_load_n(&warned, __ATOMIC_RELAXED) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
         tg__warn("more than %d tuners in use at once; the calls of the others run unguarded", TG_TUNER_SLOTS);
     }
 }

@@ -17,7 +17,7 @@
 #include "loader/py_arm.h"
 #include "guard/guard_thread.h"
 #include "guard/py_guard.h"
-#include "guard/guard_internal.h"
+#include "guard/install_internal.h"
 #include "guard/serialize_wait.h"
 
 #include <pthread.h>
@@ -32,8 +32,9 @@
 void tg_guard_atfork_child(void)
 {
     int guards_kept = tg__gstats.guards;
-    memset(&tg__gstats, 0, sizeof tg__gstats);
+    memset(&tg__gstats, 0, sizeof tg__gstats); /* the only thread left */
     tg__gstats.guards = guards_kept;
+    tg__install_atfork_child();
     tg__lazy_atfork_child();
     tg__serialize_atfork_child();
     tg__race_again_atfork_child();

@@ -3,7 +3,8 @@
  * asked by a guard at its first call and at its install whether its class
  * derives from one (tg__guard_has_markers).
  *
- * Everything here: GIL held. */
+ * Everything here: an attached thread; the table under the install lock
+ * (tg__install_lock). */
 #include "guard/install_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"
@@ -11,7 +12,7 @@
 /* Classes whose tuning methods are guarded as markers, each by a weak
  * reference (strong where the class takes none): the target classes, and
  * a subclass that marked an override without deriving from one of them.
- * A slot whose class was freed is taken again.  GIL held. */
+ * A slot whose class was freed is taken again.  Under the install lock. */
 static struct marker_base {
     PyObject *ref;
     int weak;
@@ -28,7 +29,8 @@ static PyObject *marker_base_cls(const struct marker_base *b)
  * one noted already (that entry answers for it: subclasses made by the
  * thousand take no room).  PyType_IsSubtype runs no Python code and sets
  * no error.  declared: a targets= tuner's step (tuning=), whose class
- * unnoted makes every overlap in its entry point a race.  GIL held. */
+ * unnoted makes every overlap in its entry point a race.  The install lock
+ * held. */
 void tg__marked_class_add(PyObject *cls, int declared)
 {
     int free_slot = -1;
@@ -64,16 +66,20 @@ void tg__marked_class_add(PyObject *cls, int declared)
 
 int tg__guard_has_markers(struct tg_guard *g)
 {
-    if (g->has_markers == 0) {
-        g->has_markers = -1;
+    int has = __atomic_load_n(&g->has_markers, __ATOMIC_RELAXED);
+    if (has == 0) { /* once per guard: its first call, or its install */
+        has = -1;
+        tg__install_lock(); /* marker_bases */
         PyObject *cls = g->family ? tg__class_of_ref(g->family, g->family_weak) : tg__guard_cls(g);
-        for (int i = 0; cls && i < nmarker_bases && g->has_markers < 0; i++) {
+        for (int i = 0; cls && i < nmarker_bases && has < 0; i++) {
             PyObject *c = marker_base_cls(&marker_bases[i]);
             if (c && tg_py.PyType_IsSubtype(cls, c))
-                g->has_markers = 1;
+                has = 1;
             tg__class_drop(c);
         }
         tg__class_drop(cls);
+        tg__install_unlock();
+        __atomic_store_n(&g->has_markers, has, __ATOMIC_RELAXED); /* the same answer from any thread */
     }
-    return g->has_markers > 0;
+    return has > 0;
 }

@@ -9,8 +9,10 @@
  *   the finder names a target      -> the spec of the finders after ours,
  *                       its loader's exec_module wrapped to guard right after
  *
- * The exit line is guard/exit_summary.c's.  Every function here runs with
- * the GIL held.  None leaves an exception set. */
+ * The exit line is guard/exit_summary.c's.  Every function here runs on an
+ * attached thread (the GIL held, where there is one), under the arming lock
+ * (tg__arm_lock, loader/py_arm_internal.h, the guard's install lock too).
+ * None leaves an exception set. */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
 #include "reports/native_stack.h"
@@ -190,7 +192,7 @@ static int has_target(const struct tg__arm_target *t, PyObject *cls)
  * targets found before do not name.  Each target class that is a new class
  * gets an entry of its own, guarded as the first one was; the old classes
  * stay guarded for the instances made from them.  One line when the table
- * is full.  GIL held; the thread is busy. */
+ * is full.  The install lock held; the thread is busy. */
 static void arm_reloaded(const char *name, PyObject *mod)
 {
     const int n = tg__arm_ntargets;
@@ -212,10 +214,11 @@ static void arm_reloaded(const char *name, PyObject *mod)
             tg_py.Py_DecRef(cls);
             continue;
         }
-        struct tg__arm_target *nt = &tg__arm_targets[tg__arm_ntargets++];
+        struct tg__arm_target *nt = &tg__arm_targets[tg__arm_ntargets];
         *nt = *t;
         nt->base = cls; /* keeps the reference */
         nt->said = 0;
+        __atomic_store_n(&tg__arm_ntargets, tg__arm_ntargets + 1, __ATOMIC_RELEASE); /* filled first */
     }
     for (int i = n; i < tg__arm_ntargets; i++) { /* each new class once */
         int first = 1;
@@ -230,7 +233,16 @@ static void arm_reloaded(const char *name, PyObject *mod)
 
 /* See loader/py_arm_internal.h.  The loader resolved the rest of the API
  * table (tg_py_resolve_guards) before calling. */
+static int arm_guard_module_locked(const char *name, PyObject *mod, int executed);
 int tg__arm_guard_module(const char *name, PyObject *mod, int executed)
+{
+    tg__install_lock(); /* held already when the loader calls: re-entered */
+    int missing = arm_guard_module_locked(name, mod, executed);
+    tg__install_unlock();
+    return missing;
+}
+
+static int arm_guard_module_locked(const char *name, PyObject *mod, int executed)
 {
     int missing = 0;
     static int stdlib_known;
@@ -386,8 +398,8 @@ PyObject *tg__arm_find_target_spec(PyObject *fullname, PyObject *path, PyObject 
     PyObject *hook = pair ? tg_py.PyCFunction_NewEx(&exec_module_def, pair, NULL) : NULL;
     if (!hook || tg_py.PyObject_SetAttrString(loader, "exec_module", hook) < 0) {
         /* A loader we cannot annotate: the audit-event fallback applies. */
-        tg__arm_module_pending = 1;
-        tg_arm_pending = 1;
+        __atomic_store_n(&tg__arm_module_pending, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&tg_arm_pending, 1, __ATOMIC_RELEASE);
     }
     tg_py.PyErr_Clear();
     if (hook)

@@ -3,7 +3,8 @@
  * vectorcall slot (the function stays on the class) or, on 3.11, a C method
  * descriptor put on the class in its place (guard/guard_install.c).
  *
- * All functions: GIL held. */
+ * All functions: an attached thread (the GIL held, where there is one);
+ * installs take the install lock (guard/guard_internal.h). */
 #ifndef TG_PY_GUARD_H
 #define TG_PY_GUARD_H
 
@@ -19,23 +20,26 @@ int tg_guard_install(PyObject *cls, const char *name, const char *why, int decla
 /* Mark the tuning steps tuning= names on cls, the class of targets= entries
  * module:qualname (a declared tuner), or a subclass of it (its overrides of
  * them): as tg_guard_install_markers does for the built-in tuners' tuning
- * methods.  One line for an entry that names no method of cls.  GIL held. */
+ * methods.  One line for an entry that names no method of cls.  Takes the
+ * install lock. */
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname);
 
 /* Mark the tuning methods of a built-in tuner class (Autotuner._bench,
  * prune_configs, check_disk_cache; CachingAutotuner.benchmark_all_configs,
  * ...): a call of one counts its thread as tuning, with no session of its
- * own, so severity needs no walk of that thread's frames.  GIL held. */
+ * own, so severity needs no walk of that thread's frames.  Takes the install
+ * lock. */
 void tg_guard_install_markers(PyObject *cls);
 
-/* Is `value` a guard object tunerguard made? */
+/* Is `value` a guard object tunerguard made?  Without the install lock: the
+ * published slots' orig_vc and descr, loaded whole. */
 int tg_guard_is_ours(PyObject *value);
 /* cls is a class (a type, or of a metaclass).  GIL held. */
 int tg_guard_is_class(PyObject *cls);
 
 /* How many guards were installed (0: no guarded call can have happened, so
- * tg_guard_stats has nothing to say).  GIL held, or no Python thread left
- * (exit). */
+ * tg_guard_stats has nothing to say).  Any thread: an acquire load of the
+ * published count. */
 int tg_guard_count(void);
 
 /* Counts for the exit summary (the reports' own: reports/emit.h). */

@@ -23,13 +23,18 @@
  * than a report keeps and verbosity=2 (every occurrence written) are not
  * kept: those entries take the full path.
  *
- * Everything here: GIL held; C calls only (no Python code runs, so `other`
- * stays valid); allocates nothing but the frame objects CPython hands out. */
+ * Everything here: an attached thread; C calls only (no Python code runs,
+ * so `other` stays valid); allocates nothing but the frame objects CPython
+ * hands out.  The cache, which racing threads read and fill at once (a
+ * free-threaded build), is under again_mu: a few compares and copies, no
+ * Python code and no wait under it, taken on repeated races only. */
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
+#include "reports/py_stack.h"
 #include "reports/suppress_load.h"
 #include "core/hash.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -43,6 +48,7 @@ static struct again {
     char self_name[48]; /* the entering thread's name, for the link */
     char other_name[48];
 } again[AGAIN_SLOTS];
+static pthread_mutex_t again_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* A word folded into h: spread over h first (a pointer's low bits are
  * alike), then one multiply by the hash's prime (core/hash.h). */
@@ -52,34 +58,26 @@ static uint64_t mix(uint64_t h, uint64_t v)
     return h * TG_HASH_PRIME;
 }
 
-/* Fold thread state ts's Python frames (NULL: the calling thread's) into *h.
+/* Fold thread state ts's Python frames (NULL: the calling thread's) into *h:
+ * a walk (reports/py_stack.h) that reads the code's address and the line.
  * 0 when the stack is deeper than a report keeps whole. */
 static int fold_stack(void *ts, uint64_t *h)
 {
-    PyFrameObject *f;
-    if (ts) {
-        f = tg_py.PyThreadState_GetFrame((PyThreadState *)ts); /* new reference */
-    } else {
-        f = tg_py.PyEval_GetFrame(); /* borrowed */
-        if (f)
-            tg_py.Py_IncRef((PyObject *)f);
-    }
-    int n = 0;
-    while (f) {
+    struct tg_py_walk walk;
+    int n = 0, whole = 1;
+    for (PyFrameObject *f = tg_py_walk_begin(&walk, ts); f; f = tg_py_walk_next(&walk)) {
         if (n++ == TG_MAX_PY_FRAMES) {
-            tg_py.Py_DecRef((PyObject *)f);
-            return 0;
+            whole = 0;
+            break;
         }
         PyObject *code = tg_py.PyFrame_GetCode(f);
         *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)tg_py.PyFrame_GetLineNumber(f));
         if (code)
-            tg_py.Py_DecRef(code);
-        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
-        tg_py.Py_DecRef((PyObject *)f);
-        f = back;
+            tg_py.Py_DecRef(code); /* alive: its frame holds it */
     }
+    tg_py_walk_end(&walk);
     *h = mix(*h, (uint64_t)n);
-    return 1;
+    return whole;
 }
 
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
@@ -104,6 +102,7 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     return ok ? h | 1 : 0;
 }
 
+/* again_mu held. */
 static struct again *slot_of(uint64_t key, int want_free)
 {
     unsigned i = (unsigned)(key >> 32) & (AGAIN_SLOTS - 1);
@@ -116,21 +115,28 @@ static struct again *slot_of(uint64_t key, int want_free)
     return NULL; /* crowded: the full path */
 }
 
-int tg__race_again(uint64_t key, struct tg_tuner *u, struct tg_thread *t, const struct tg_occupant *other, int serialized,
-                   struct tg_race_link *link)
+int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
+                   int serialized, struct tg_race_link *link)
 {
-    struct again *a = key ? slot_of(key, 0) : NULL;
+    if (!key)
+        return 0;
+    pthread_mutex_lock(&again_mu);
+    struct again *a = slot_of(key, 0);
+    struct again copy;
+    if (a)
+        copy = *a;
+    pthread_mutex_unlock(&again_mu);
     if (!a)
         return 0;
-    if (a->supp) {
-        tg_supp_count_again(a->supp);
+    if (copy.supp) {
+        tg_supp_count_again(copy.supp);
         return 1;
     }
-    tg_emit_again(a->ref, TG_REPORT_RACE, 1, serialized);
+    tg_emit_again(copy.ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
-        tg__mark_raced(u, other, t->tid, a->self_name, 0); /* other may be a copy: its slot */
+        tg__link_session(u, other, t->tid, copy.self_name, 0); /* other is a copy: its slot */
         link->tid = other->tid;
-        snprintf(link->name, sizeof link->name, "%s", a->other_name);
+        snprintf(link->name, sizeof link->name, "%s", copy.other_name);
         link->seq = 0;
     }
     return 1;
@@ -139,18 +145,25 @@ int tg__race_again(uint64_t key, struct tg_tuner *u, struct tg_thread *t, const 
 void tg__race_remember(uint64_t key, int serialized, uint32_t ref, int supp, const char *self_name,
                        const char *other_name)
 {
-    struct again *a = key && (ref || supp) ? slot_of(key, 1) : NULL;
-    if (!a)
+    if (!key || !(ref || supp))
         return;
+    pthread_mutex_lock(&again_mu);
+    struct again *a = slot_of(key, 1);
+    if (!a) {
+        pthread_mutex_unlock(&again_mu);
+        return;
+    }
     a->key = key;
     a->ref = ref;
     a->supp = supp;
     a->serialized = serialized;
     snprintf(a->self_name, sizeof a->self_name, "%s", self_name);
     snprintf(a->other_name, sizeof a->other_name, "%s", other_name);
+    pthread_mutex_unlock(&again_mu);
 }
 
 void tg__race_again_atfork_child(void)
 {
-    memset(again, 0, sizeof again); /* emit's slots are gone too */
+    pthread_mutex_init(&again_mu, NULL); /* a parent's thread may have held it at the fork */
+    memset(again, 0, sizeof again);      /* emit's slots are gone too */
 }

@@ -45,8 +45,8 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
 /* A copy of u's occupant that is thread tid, in *dst, taken under the
  * entry lock: NULL when it left.  Without the GIL a thread leaving clears
  * its slot (tuner_table.c clear_occ) while a report reads it, so a report
- * reads the copy, never the slot; its record (thread) is valid while that
- * thread lives, as with the GIL.  C calls only. */
+ * reads the copy, never the slot (links: tg__link_session); its record
+ * (thread) is valid while that thread lives, as with the GIL.  C calls. */
 static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct tg_occupant *dst)
 {
     struct tg_occupant *found = NULL;
@@ -60,36 +60,22 @@ static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct t
     return found;
 }
 
-void tg__mark_raced(struct tg_tuner *u, const struct tg_occupant *o, pid_t by, const char *name, uint64_t seq)
-{
-    tg_tuner_entry_lock(u);
-    struct tg_occupant *live = same_session(u, o->tid, o->entered_ns);
-    if (live) {
-        live->raced_tid = by;
-        if (name) {
-            snprintf(live->raced_name, sizeof live->raced_name, "%s", name);
-            live->race_seq = seq;
-        }
-    }
-    tg_tuner_entry_unlock(u);
-}
-
 /* A session without an occupant slot (guard/slotless.c) as an occupant, in
  * *tmp, for the scans and views made of occupants: NULL when it left.  Its
  * link is its thread's (ovf_raced_tid).  C calls only. */
 static struct tg_occupant *slotless_session(struct tg_tuner *u, pid_t tid, uint64_t entered, struct tg_occupant *tmp)
 {
-    const struct tg_slotless *s = tg__slotless_find(u->key, tid, entered);
-    if (!s || !tg__tid_alive_cached(tid))
+    struct tg_slotless s;
+    if (!tg__slotless_find(u->key, tid, entered, &s) || !tg__tid_alive_cached(tid))
         return NULL;
     memset(tmp, 0, sizeof *tmp);
-    tmp->thread = s->t;
+    tmp->thread = s.t;
     tmp->tid = tid;
-    tmp->ident = s->t->ident;
-    tmp->tstate = s->tstate;
+    tmp->ident = s.t->ident;
+    tmp->tstate = s.tstate;
     tmp->depth = 1;
     tmp->entered_ns = entered;
-    tmp->raced_tid = tg__gthread(s->t)->ovf_raced_tid;
+    tmp->raced_tid = tg__gthread(s.t)->ovf_raced_tid;
     return tmp;
 }
 
@@ -118,28 +104,32 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
         return 0; /* its tuning methods would have said so, or a declared tuner's names are its own: no frame walk */
     if (tg__others_run())
         return 0; /* it runs meanwhile: its frames are not walked; the counts above are the evidence */
-    int found = 0;
+    /* The walk (reports/py_stack.h) keeps the code objects; their names are
+     * read after it. */
+    PyObject *codes[64];
+    int n = 0;
     void *ts = tg__occupant_tstate(o);
-    PyFrameObject *f = ts ? tg_py.PyThreadState_GetFrame((PyThreadState *)ts) : NULL;
-    for (int depth = 0; f && depth < 64 && !found; depth++) {
+    struct tg_py_walk walk;
+    for (PyFrameObject *f = ts ? tg_py_walk_begin(&walk, ts) : NULL; f && n < 64; f = tg_py_walk_next(&walk)) {
         PyObject *code = tg_py.PyFrame_GetCode(f);
         if (code && code == g->orig_code) {
-            tg_py.Py_DecRef(code);
+            tg_py.Py_DecRef(code); /* alive: its frame holds it */
             break; /* the guarded call itself: what is outside is the caller's */
         }
-        PyObject *name = code ? tg_py.PyObject_GetAttrString(code, "co_name") : NULL;
-        const char *n = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
-        found = tg_tuning_frame(n); /* core/builtin_tuners.inc */
+        if (code)
+            codes[n++] = code;
+    }
+    if (ts)
+        tg_py_walk_end(&walk);
+    int found = 0;
+    for (int i = 0; i < n; i++) {
+        PyObject *name = found ? NULL : tg_py.PyObject_GetAttrString(codes[i], "co_name");
+        const char *s = name ? tg_py.PyUnicode_AsUTF8(name) : NULL;
+        found = found || tg_tuning_frame(s); /* core/builtin_tuners.inc */
         if (name)
             tg_py.Py_DecRef(name);
-        if (code)
-            tg_py.Py_DecRef(code);
-        PyFrameObject *back = tg_py.PyFrame_GetBack(f);
-        tg_py.Py_DecRef((PyObject *)f);
-        f = back;
+        tg_py.Py_DecRef(codes[i]);
     }
-    if (f)
-        tg_py.Py_DecRef((PyObject *)f);
     tg_py_drop_error();
     return found;
 }
@@ -213,7 +203,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * same race seen before is counted without its capture (race_again.c). */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
     const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized) : 0;
-    if (again_key && tg__race_again(again_key, u, t, other, serialized, link))
+    if (again_key && tg__race_again(again_key, t, u, other, serialized, link))
         return;
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decided before paying for stacks and names, since two
@@ -240,24 +230,22 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * tuning step is named (marked): then while a thread inside is in it. */
     const int high = g->declared ? declared_race : -1;
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_race(r, inst, u, g, t, other, high, tuning != NULL, serialized, link, &st);
+    uint64_t seq = tg__capture_race(r, inst, g, t, u, other, high, tuning != NULL, serialized, link, &st);
     if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
         tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
                           st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, r->entering.name, r->inside.name);
     if (st == TG_EMIT_SUPPRESSED) { /* suppressions=: neither reported nor counted, nor linked */
         struct tg_occupant *mo = link->tid ? occupant_by_tid(u, link->tid) : NULL;
-        if (mo && mo->raced_tid == t->tid) /* marked by the capture: its exception must not name this race */
-            mo->raced_tid = 0;
+        if (mo) /* marked by the capture: its exception must not name this race */
+            tg__link_update(u, mo, t->tid, 0, NULL, 0);
         link->tid = 0;
     }
     link->seq = r->high_severity ? seq : 0;
     if (link->tid) {
         /* The other occupant's link, if it is still inside. */
         struct tg_occupant *mo = occupant_by_tid(u, link->tid);
-        if (mo) {
-            snprintf(mo->raced_name, sizeof mo->raced_name, "%s", r->entering.name);
-            mo->race_seq = link->seq;
-        }
+        if (mo) /* still this race's (not relinked by another thread's meanwhile) */
+            tg__link_update(u, mo, t->tid, t->tid, r->entering.name, link->seq);
     }
     /* A tuner whose calls keep their arguments on it (Triton's Autotuner):
      * t's call writes them and its return clears them under every session
@@ -292,7 +280,7 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     if (!mine || mine->thread != t)
         return;
     mine->stepped = 1; /* its step has run: a later step of another call does not count it */
-    if (u->nocc < 2 || mine->raced_tid != 0 || !mine->method)
+    if (u->nocc < 2 || tg__link_peek(mine) != 0 || !mine->method)
         return;
     struct tg_guard *g = (struct tg_guard *)mine->method; /* the session's: Tuner.run */
     if (!g->declared)
@@ -313,11 +301,8 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     tg__gthread(t)->step_entry = NULL;
     tg_stress_wake(); /* stress=1: the race showed; end the holds */
     mine = occupant_by_tid(u, t->tid); /* the report may have let others run */
-    if (link.tid && mine && mine->thread == t && mine->raced_tid == 0) {
-        mine->raced_tid = link.tid;
-        snprintf(mine->raced_name, sizeof mine->raced_name, "%s", link.name);
-        mine->race_seq = link.seq;
-    }
+    if (link.tid && mine && mine->thread == t) /* unless another thread's race linked it meanwhile */
+        tg__link_set(u, mine, link.tid, link.name, link.seq, 0);
 }
 
 /* inst.nargs is None right now: what t's return left (C calls only).  When
@@ -352,7 +337,7 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
 {
     struct tg_tuner *u = tg_tuner_find((uintptr_t)inst);
     struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
-    if (!mine || mine->thread != t || mine->raced_tid != 0 || !mine->method)
+    if (!mine || mine->thread != t || tg__link_peek(mine) != 0 || !mine->method)
         return;
     /* The session's method: Autotuner.run, or an override that calls it
      * (fla's CachedAutotuner.run: super().run() sets self.nargs first);
@@ -364,17 +349,15 @@ void tg__check_cleared_at_tuning(PyObject *inst, struct tg_thread *t)
     mine = NULL;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: looked up again */
     mine = same_session(u, t->tid, entered);
-    if (!mine || mine->raced_tid) {
+    if (!mine || tg__link_peek(mine)) {
         tg_report_end(t);
         return;
     }
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_cleared_at_tuning(r, inst, g, t, mine, &st);
+    uint64_t seq = tg__capture_cleared_at_tuning(r, inst, g, t, u, mine, &st);
     struct tg_occupant *back = same_session(u, t->tid, entered);
-    if (back && back->raced_tid == t->tid) {
-        back->raced_tid = st == TG_EMIT_SUPPRESSED ? 0 : t->tid;
-        back->race_seq = seq;
-    }
+    if (back)
+        tg__link_update(u, back, t->tid, st == TG_EMIT_SUPPRESSED ? 0 : t->tid, NULL, seq);
     tg_report_end(t);
 }
 
@@ -395,24 +378,24 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
     ln->n = 0;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *c = &u->occ[i];
-        if (!c->thread || c->thread == t || c->raced_tid != 0 || u->occ_tid[i] == 0 ||
+        if (!c->thread || c->thread == t || tg__link_peek(c) != 0 || u->occ_tid[i] == 0 ||
             !tg__tid_alive_cached(c->tid) || !tg__other_is_tuning(c, g, 0))
             continue;
-        c->raced_tid = t->tid;
-        c->raced_name[0] = '\0';
-        c->race_seq = 0;
+        if (!tg__link_set(u, c, t->tid, "", 0, 0))
+            continue; /* another thread's race linked it meanwhile */
         ln->tid[ln->n] = c->tid;
         ln->entered[ln->n++] = c->entered_ns;
     }
     /* Sessions without a slot read the same arguments: linked on their
      * threads' records. */
     ln->ns = 0;
-    int cur = 0;
-    const struct tg_slotless *s;
-    while (ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]) && (s = tg__slotless_at(u->key, &cur)) != NULL) {
+    struct tg_slotless all[TG_SLOTLESS_MAX];
+    const int nall = tg__slotless_all(u->key, all, TG_SLOTLESS_MAX);
+    for (int k = 0; k < nall && ln->ns < (int)(sizeof ln->stid / sizeof ln->stid[0]); k++) {
+        const struct tg_slotless *s = &all[k];
         struct tg_occupant tmp;
         const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &tmp) : NULL;
-        if (!c || c->raced_tid != 0 || !tg__other_is_tuning(c, g, 0))
+        if (!c || tg__link_peek(c) != 0 || !tg__other_is_tuning(c, g, 0))
             continue;
         tg__gthread(s->t)->ovf_raced_tid = t->tid;
         tg__gthread(s->t)->ovf_raced_name[0] = '\0';
@@ -430,21 +413,14 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
 {
     for (int k = 0; k < ln->n; k++) {
         struct tg_occupant *c = same_session(u, ln->tid[k], ln->entered[k]);
-        if (!c || c->raced_tid != t->tid)
-            continue;
-        if (suppressed) {
-            c->raced_tid = 0;
-            continue;
-        }
-        snprintf(c->raced_name, sizeof c->raced_name, "%s", name);
-        c->race_seq = seq;
+        if (c)
+            tg__link_update(u, c, t->tid, suppressed ? 0 : t->tid, suppressed ? NULL : name, suppressed ? 0 : seq);
     }
     for (int k = 0; k < ln->ns; k++) {
         struct tg_occupant tmp;
-        const struct tg_slotless *s = slotless_session(u, ln->stid[k], ln->sentered[k], &tmp)
-                                          ? tg__slotless_find(u->key, ln->stid[k], ln->sentered[k])
-                                          : NULL;
-        if (!s || tg__gthread(s->t)->ovf_raced_tid != t->tid)
+        struct tg_slotless sl, *s = &sl;
+        if (!slotless_session(u, ln->stid[k], ln->sentered[k], &tmp) ||
+            !tg__slotless_find(u->key, ln->stid[k], ln->sentered[k], &sl) || tg__gthread(s->t)->ovf_raced_tid != t->tid)
             continue;
         if (suppressed) {
             tg__gthread(s->t)->ovf_raced_tid = 0;
@@ -492,7 +468,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
          * reported then, and eight threads arriving cold on one key stay one
          * race report instead of adding one seen at a return), alive (the
          * record of a thread that died inside may be another's by now) */
-        if (c->thread && c->thread != t && c->raced_tid == 0 &&
+        if (c->thread && c->thread != t && tg__link_peek(c) == 0 &&
             tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
@@ -501,10 +477,12 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
      * points at its copy, xs. */
     struct tg_occupant xs;
     int x_slotless = 0;
-    const struct tg_slotless *s;
-    for (int cur = 0; !x && (s = tg__slotless_at(u->key, &cur)) != NULL;) {
-        const struct tg_occupant *c = s->t != t ? slotless_session(u, s->tid, s->entered, &xs) : NULL;
-        if (c && c->raced_tid == 0 && tg__other_is_tuning(c, g, 0))
+    struct tg_slotless all[TG_SLOTLESS_MAX];
+    const int nall = tg__slotless_all(u->key, all, TG_SLOTLESS_MAX);
+    for (int k = 0; !x && k < nall; k++) {
+        const struct tg_slotless s = all[k];
+        const struct tg_occupant *c = s.t != t ? slotless_session(u, s.tid, s.entered, &xs) : NULL;
+        if (c && tg__link_peek(c) == 0 && tg__other_is_tuning(c, g, 0))
             x = c, x_slotless = 1;
     }
     if (!x)
@@ -516,7 +494,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
         return;
     /* C calls only from here to the report lock: x stays where it is. */
     x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : same_session(u, x_tid, x_entered);
-    if (!x || x->raced_tid || !tg__other_is_tuning(x, g, 0))
+    if (!x || tg__link_peek(x) || !tg__other_is_tuning(x, g, 0))
         return;
     struct exit_links ln;
     link_cleared(u, g, t, &ln); /* x among them */

@@ -40,9 +40,9 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
     r->declared = g && g->declared;
 }
 
-uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *u, const struct tg_guard *g,
-                          struct tg_thread *t, const struct tg_occupant *other, int high, int other_tuning, int serialized,
-                          struct tg_race_link *link, enum tg_emit_status *st)
+uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
+                          int serialized, struct tg_race_link *link, enum tg_emit_status *st)
 {
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
@@ -60,7 +60,7 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will
          * not overlap, and an exception of either is the program's own. */
-        tg__mark_raced(u, other, t->tid, NULL, 0); /* other is a copy: its slot, if that session is still in it */
+        tg__link_session(u, other, t->tid, NULL, 0); /* its name and seq: after the report; other is a copy */
         link->tid = other->tid;
     }
     other = NULL; /* from here on, Python code runs */
@@ -77,13 +77,13 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, struct tg_tuner *
 }
 
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
-                                       struct tg_thread *t, struct tg_occupant *mine, enum tg_emit_status *st)
+                                       struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
+                                       enum tg_emit_status *st)
 {
     struct tg_thread_view *e = &r->entering;
     tg__view_self(e, t, "at its tuning step", 1);
     e->entered_ns = tg_ticks_to_ns(mine->entered_ns);
-    mine->raced_tid = t->tid; /* linked: its exception names this race */
-    snprintf(mine->raced_name, sizeof mine->raced_name, "%s", "");
+    tg__link_set(u, mine, t->tid, "", 0, 1); /* linked: its exception names this race */
     mine = NULL; /* from here on, Python code runs */
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->high_severity = 1;

@@ -18,7 +18,9 @@
  * run set on a tuner instance is found later, at a tuning method's call
  * (guard/guard_setattr.c, tg__guard_tuning_outside).
  *
- * Everything here: GIL held, the thread busy (arming). */
+ * Everything here: an attached thread, busy, under the install lock
+ * (tg__install_lock: the said-once lists, the target table, the installs):
+ * at arming, where tg__guard_family_methods holds it. */
 #include "guard/install_internal.h"
 #include "core/log.h"
 #include "core/py_attr.h"

@@ -21,21 +21,25 @@
 #include "reports/trace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-struct tg_guard_stats tg__gstats; /* guard/guard_internal.h */
+struct tg_guard_stats tg__gstats; /* guard/guard_internal.h; relaxed atomic adds (TG_GSTAT_ADD), any thread */
 
 /* Kernels that made a thread wait (serialize), for the summary: the first
- * TG_MAX_CONTENDED distinct names; later ones are counted as "more". */
+ * TG_MAX_CONTENDED distinct names; later ones are counted as "more".
+ * Under contended_mu (taken after a wait only, no Python code under it). */
 #define TG_MAX_CONTENDED 64
 static char contended[TG_MAX_CONTENDED][128];
 static int ncontended;
+static pthread_mutex_t contended_mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* The kernel's name for the exit line's contended list; for a tuner without
- * one, method (g->method, "Tuner.run"), else its class's name.  GIL held;
+ * one, method (g->method, "Tuner.run"), else its class's name (the list
+ * under contended_mu, taken after the name is read).  GIL held;
  * reads Python attributes (a property, __getattr__: Python code), the
  * program's code inside t's wait (tg__program_code_begin). */
 void tg__note_contended(struct tg_thread *t, PyObject *inst, const char *method)
@@ -55,11 +59,13 @@ void tg__note_contended(struct tg_thread *t, PyObject *inst, const char *method)
     tg__program_code_end(t);
     if (!k[0])
         return; /* no name at all: not listed */
-    for (int i = 0; i < ncontended; i++)
-        if (strcmp(contended[i], k) == 0)
-            return;
-    if (ncontended < TG_MAX_CONTENDED)
+    pthread_mutex_lock(&contended_mu); /* a few compares and a copy: never blocks long */
+    int i = 0;
+    while (i < ncontended && strcmp(contended[i], k) != 0)
+        i++;
+    if (i == ncontended && ncontended < TG_MAX_CONTENDED)
         snprintf(contended[ncontended++], sizeof contended[0], "%s", k);
+    pthread_mutex_unlock(&contended_mu);
 }
 
 static void turn_slice_start(uint64_t now);
@@ -96,17 +102,19 @@ void tg__abandon_wait(struct tg_tuner *u, struct tg_thread *t)
 /* A wait of t's that began at t0 ends (held, proceeded, abandoned): its
  * time goes to the exit line's total (and u's, for a tuner), measured to
  * this real end, and the call to its count of serialized calls, unless a
- * wait of the same call (for the turn) counted it.  GIL held. */
+ * wait of the same call (for the turn) counted it.  The exit line's counts
+ * are relaxed atomic adds; u's, the fields of u's FIFO, are kept as its
+ * FIFO is. */
 void tg__wait_done(struct tg_tuner *u, struct tg_thread *t, uint64_t t0)
 {
     const uint64_t dt = tg_mono_ns() - t0;
-    tg__gstats.waiting--;
-    tg__gstats.waiting_t0_sum -= t0;
+    TG_GSTAT_ADD(waiting, -1);
+    TG_GSTAT_ADD(waiting_t0_sum, -t0);
     if (!tg__gthread(t)->wait_call_counted) {
-        tg__gstats.waits++;
-        tg__gstats.waiting_calls--;
+        TG_GSTAT_ADD(waits, 1);
+        TG_GSTAT_ADD(waiting_calls, -1);
     }
-    tg__gstats.wait_ns += dt;
+    TG_GSTAT_ADD(wait_ns, dt);
     if (u) {
         u->waits++;
         u->wait_ns += dt;
@@ -402,6 +410,7 @@ void tg_guard_contended(char *buf, int len)
     enum { SHOWN = 3 }; /* the exit line names a few; the reports name each */
     int used = 0, i = 0;
     buf[0] = '\0';
+    pthread_mutex_lock(&contended_mu);
     for (; i < ncontended && i < SHOWN; i++) {
         int n = snprintf(buf + used, (size_t)(len - used), "%s%s", i ? ", " : "", contended[i]);
         if (n < 0 || n >= len - used - 24) { /* whole names only, room left for the count */
@@ -413,10 +422,12 @@ void tg_guard_contended(char *buf, int len)
     if (i < ncontended)
         snprintf(buf + used, (size_t)(len - used), "%s%s%d more", i ? " and " : "",
                  ncontended == TG_MAX_CONTENDED ? "at least " : "", ncontended - i);
+    pthread_mutex_unlock(&contended_mu);
 }
 
 void tg__serialize_atfork_child(void)
 {
+    pthread_mutex_init(&contended_mu, NULL); /* a parent's thread may have held it at the fork */
     ncontended = 0;
     memset(&tg__turn, 0, sizeof tg__turn); /* its holder and waiters are the parent's */
     tg__alive_atfork_child();

@@ -41,14 +41,18 @@ static inline void tg__fifo_leave(struct tg_tuner *lk, struct tg_thread *t)
     tg__gthread(t)->wait_left = 0;
 }
 
+/* One count of the exit line's (tg__gstats): a relaxed atomic add, any
+ * thread; waits of several threads end at once without the GIL. */
+#define TG_GSTAT_ADD(field, v) __atomic_fetch_add(&tg__gstats.field, (v), __ATOMIC_RELAXED)
+
 /* A wait of t's begins at t0: until tg__wait_done, the exit line counts it as
- * one still going (tg_guard_stats).  GIL held. */
+ * one still going (tg_guard_stats).  Any attached thread (TG_GSTAT_ADD). */
 static inline void tg__wait_begin(struct tg_thread *t, uint64_t t0)
 {
-    tg__gstats.waiting++;
-    tg__gstats.waiting_t0_sum += t0;
+    TG_GSTAT_ADD(waiting, 1);
+    TG_GSTAT_ADD(waiting_t0_sum, t0);
     if (!tg__gthread(t)->wait_call_counted)
-        tg__gstats.waiting_calls++;
+        TG_GSTAT_ADD(waiting_calls, 1);
 }
 
 /* A waiter leaves u's FIFO without entering (a signal's exception): if the

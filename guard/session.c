@@ -27,13 +27,9 @@
 #include "cuda/cuda_stress.h"
 #include "loader/py_arm.h"
 
-#include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_tuner *u,
                               struct tg_occupant *o, uint32_t epoch, PyObject *res);
@@ -92,8 +88,8 @@ PyObject *tg__guard_vcall(struct tg_guard *g, PyObject *func, PyObject *const *a
     const uint64_t is0 = TG_IS_TICKS();
 #endif
     /* Free-threaded: the caller's load of the slot (CPython's, plain) before
-     * our reads of g, which vc_install filled before its release store.
-     * No instruction on x86-64; a load barrier on AArch64. */
+     * our reads of g, which tg__vc_install (guard/vc_slot.c) filled before
+     * its release store.  No instruction on x86-64; a load barrier on AArch64. */
     if (tg_py.free_threaded)
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     struct tg_thread *t = tg__self_fast();
@@ -216,8 +212,9 @@ static int tuning_outside(const struct tg_thread *t, PyObject *inst)
 static __attribute__((noinline)) PyObject *marker_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
                                                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (__builtin_expect(t->lazy_inst != 0, 0))
-        tg__lazy_register(t, t->lazy_inst);
+    uintptr_t li = __atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED); /* an adopter may claim it: an exchange */
+    if (__builtin_expect(li != 0, 0))
+        tg__lazy_register(t, li);
     if (__builtin_expect(nargs >= 1, 1) && tuning_outside(t, args[0])) {
         t->busy++;
         tg__guard_tuning_outside(args[0]);
@@ -342,15 +339,12 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
         /* A replacement calling the original on the same instance: the
          * program's own wrapper; its later calls pass through. */
         struct tg_guard *w = (struct tg_guard *)no->method;
-        if (!w->chains)
+        if (!__atomic_exchange_n(&w->chains, 1, __ATOMIC_RELAXED))
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
-        w->chains = 1;
-        /* Its session (this first call's) ends where the original returns,
-         * as a later call's would: what the wrapper does after it (release
-         * its lock: the next thread enters the original at once where the
-         * GIL is off) is outside the tuner. */
-        if (no->depth == 2)
-            ends_wrapper = w; /* the wrapper's session is this slot's outer level */
+        /* Its session (this first call's, the slot's outer level) ends as
+         * the original returns, as a later call's: what the wrapper does
+         * after (release its lock) is outside the tuner. */
+        ends_wrapper = no->depth == 2 ? w : NULL;
     }
     const unsigned forks = tg__gthread(t)->forks;
     t->depth++;
@@ -360,13 +354,9 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     t->depth--;
     if (no)
         tg_tuner_leave(u, t);
-    if (__builtin_expect(ends_wrapper != NULL, 0)) {
-        /* The epoch at the wrapper's entry is not kept: one other than now's
-         * makes the check at return, as when a thread began tuning during
-         * the call (a look at the others, no more). */
-        const uint32_t epoch = __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) - 1;
-        return session_exit(ends_wrapper, t, args[0], u, no, epoch, res); /* run_session sees t->nheld fall */
-    }
+    if (__builtin_expect(ends_wrapper != NULL, 0)) /* its entry's epoch unknown: one that makes the check */
+        return session_exit(ends_wrapper, t, args[0], u, no, __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) - 1,
+                            res); /* run_session sees t->nheld fall */
     return res;
 }
 
@@ -375,8 +365,8 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
 static void note_wrapper_serializes(struct tg_thread *t)
 {
     struct tg_guard *w = (struct tg_guard *)tg__gthread(t)->wrapped_by;
-    if (!w->said_serializes) {
-        w->said_serializes = 1;
+    if (!__atomic_load_n(&w->said_serializes, __ATOMIC_RELAXED) &&
+        !__atomic_exchange_n(&w->said_serializes, 1, __ATOMIC_RELAXED)) {
         const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
         tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
                     "that came in while another was inside waited in it): no race through it", w->method, where);
@@ -409,9 +399,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     const uint64_t now = tg_ticks();
     struct tg_occupant *o = tg_tuner_enter(u, t, tg__entry_tstate(), g, now, 0);
     if (o && e->link.tid) {
-        o->raced_tid = e->link.tid;
-        snprintf(o->raced_name, sizeof o->raced_name, "%s", e->link.name);
-        o->race_seq = e->link.seq;
+        tg__link_set(u, o, e->link.tid, e->link.name, e->link.seq, 1);
     } else if (__builtin_expect(!o, 0)) {
         /* More threads inside than the entry has slots (seeds/004: ten):
          * listed for the links another thread's race makes (slotless.c),
@@ -532,11 +520,11 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
     }
     if (__builtin_expect(g->family != NULL, 0) && !tg__guard_serves(g, args[0]))
         return tg__call_orig(g, f, args, nargs, kwnames); /* a mixin's function on another class's instance */
-    if (__builtin_expect(g->chains, 0))
+    if (__builtin_expect(__atomic_load_n(&g->chains, __ATOMIC_RELAXED), 0))
         return wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
         return marker_call(g, t, f, args, nargs, kwnames);
-    if (__builtin_expect(tg_arm_pending, 0))
+    if (__builtin_expect(__atomic_load_n(&tg_arm_pending, __ATOMIC_RELAXED), 0))
         tg_arm_process_pending();
     if (t->depth == 0) {
         t->busy++;
@@ -547,8 +535,9 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
     PyObject *inst = args[0];
     if (__builtin_expect(__atomic_load_n(&tg__lazy_evident, __ATOMIC_SEQ_CST) != 0, 0))
         tg__lazy_adopt((uintptr_t)inst, t); /* benchmarking sessions inside inst that nobody sees yet */
-    if (__builtin_expect(t->lazy_inst != 0, 0)) {
-        tg__lazy_register(t, t->lazy_inst); /* a guarded call inside an unregistered session: the session registers first */
+    const uintptr_t li = __atomic_load_n(&t->lazy_inst, __ATOMIC_RELAXED); /* an adopter may claim it */
+    if (__builtin_expect(li != 0, 0)) {
+        tg__lazy_register(t, li); /* a guarded call inside an unregistered session: the session registers first */
     } else if (tg__lazy_eligible(g, t)) {
         const struct tg_tuner *q = tg_tuner_find((uintptr_t)inst);
         if (!q || (q->nocc == 0 && q->waiters == 0)) {
@@ -586,8 +575,12 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
-    if (__builtin_expect(res == NULL, 0) && o && o->raced_tid && o->depth == 1)
-        tg__report_exception(inst, g, t, o, tg__guard_at);
+    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1) {
+        struct tg_occupant link = {.tid = t->tid, .depth = 1};
+        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
+        if (link.raced_tid)
+            tg__report_exception(inst, g, t, &link, tg__guard_at);
+    }
     if (__builtin_expect(!o && tg__gthread(t)->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
         if (res == NULL && tg__gthread(t)->ovf_raced_tid) {
             struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = tg__gthread(t)->ovf_raced_tid,

@@ -6,53 +6,67 @@
  * session without a slot reads the arguments any other call's return
  * clears.  Outermost sessions only; a session that does not fit the list
  * (TG_SLOTLESS_MAX at once) is linked only at its own entry.  Everything
- * here: GIL held, no allocation. */
+ * here: any thread, no allocation; the list under slotless_mu (entering
+ * and leaving threads change it while others read it, at once in a
+ * free-threaded build), which no Python code and no wait runs under:
+ * readers get copies. */
 #include "guard/guard_internal.h"
 
+#include <pthread.h>
 #include <string.h>
 
-#define TG_SLOTLESS_MAX 64
 static struct tg_slotless slotless[TG_SLOTLESS_MAX];
 static int nslotless;
+static pthread_mutex_t slotless_mu = PTHREAD_MUTEX_INITIALIZER;
 
 void tg__slotless_enter(struct tg_thread *t, uintptr_t inst, void *tstate, uint64_t entered)
 {
     tg__gthread(t)->ovf_inst = inst;
     tg__gthread(t)->ovf_raced_tid = 0;
-    if (nslotless == TG_SLOTLESS_MAX)
-        return;
-    slotless[nslotless++] = (struct tg_slotless){.t = t, .tid = t->tid, .inst = inst, .tstate = tstate,
-                                                 .entered = entered};
+    pthread_mutex_lock(&slotless_mu);
+    if (nslotless < TG_SLOTLESS_MAX)
+        slotless[nslotless++] = (struct tg_slotless){.t = t, .tid = t->tid, .inst = inst, .tstate = tstate,
+                                                     .entered = entered};
+    pthread_mutex_unlock(&slotless_mu);
 }
 
 void tg__slotless_leave(const struct tg_thread *t)
 {
+    pthread_mutex_lock(&slotless_mu);
     for (int i = 0; i < nslotless; i++)
         if (slotless[i].t == t) {
             slotless[i] = slotless[--nslotless];
-            return;
+            break;
         }
+    pthread_mutex_unlock(&slotless_mu);
 }
 
-const struct tg_slotless *tg__slotless_at(uintptr_t inst, int *cursor)
+int tg__slotless_all(uintptr_t inst, struct tg_slotless *out, int max)
 {
-    while (*cursor < nslotless) {
-        const struct tg_slotless *s = &slotless[(*cursor)++];
-        if (s->inst == inst)
-            return s;
-    }
-    return NULL;
+    int n = 0;
+    pthread_mutex_lock(&slotless_mu);
+    for (int i = 0; i < nslotless && n < max; i++)
+        if (slotless[i].inst == inst)
+            out[n++] = slotless[i];
+    pthread_mutex_unlock(&slotless_mu);
+    return n;
 }
 
-const struct tg_slotless *tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered)
+int tg__slotless_find(uintptr_t inst, pid_t tid, uint64_t entered, struct tg_slotless *out)
 {
-    for (int i = 0; i < nslotless; i++)
-        if (slotless[i].inst == inst && slotless[i].tid == tid && slotless[i].entered == entered)
-            return &slotless[i];
-    return NULL;
+    int found = 0;
+    pthread_mutex_lock(&slotless_mu);
+    for (int i = 0; i < nslotless && !found; i++)
+        if (slotless[i].inst == inst && slotless[i].tid == tid && slotless[i].entered == entered) {
+            *out = slotless[i];
+            found = 1;
+        }
+    pthread_mutex_unlock(&slotless_mu);
+    return found;
 }
 
 void tg__slotless_atfork_child(void)
 {
+    pthread_mutex_init(&slotless_mu, NULL); /* a parent's thread may have held it at the fork */
     nslotless = 0;
 }

@@ -8,7 +8,12 @@
  * (seen by vars() and inspect).  The hook passes straight through from
  * finalization on, and in another interpreter.
  *
- * Everything here: GIL held. */
+ * Everything here: an attached thread (the GIL held, where there is one),
+ * under the install lock (tg__install_lock, the arming lock too).  Classes
+ * made from a guarded base (tg__guard_class_made, every class the program
+ * makes) read the bases without the lock (nbases published by a release
+ * store once the slot is filled) and take it only for one that derives
+ * from them. */
 #include "guard/install_internal.h"
 #include "guard/lifecycle.h"
 #include "loader/py_arm_internal.h"
@@ -29,8 +34,8 @@ struct base {
     PyObject *orig_init_subclass; /* cls.__dict__['__init_subclass__'] or NULL */
     PyMethodDef def;
 };
-static struct base bases[TG_MAX_BASES];
-static int nbases;
+static struct base bases[TG_MAX_BASES]; /* filled under the install lock, then published */
+static int nbases;                      /* release store under the install lock; acquire load */
 
 /* Base.__init_subclass__(cls, **kwargs): guard cls's overrides, then chain to
  * what the base had (its own __init_subclass__ or its parent's). */
@@ -45,7 +50,9 @@ static PyObject *init_subclass_hook(PyObject *capsule, PyObject *args, PyObject 
     struct tg_thread *t = tg__self();
     if (!t->busy) {
         t->busy++;
+        tg__install_lock();
         tg__guard_family_methods(cls, b->cls, "subclass defined");
+        tg__install_unlock();
         t->busy--;
     }
     PyObject *chained = NULL;
@@ -87,9 +94,12 @@ void tg__guard_class_made(PyObject *cls)
     if (t->busy || tg_opts.mode == TG_MODE_OFF)
         return;
     t->busy++;
-    for (int i = 0; i < nbases; i++)
-        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls))
+    for (int i = 0, n = __atomic_load_n(&nbases, __ATOMIC_ACQUIRE); i < n; i++)
+        if (bases[i].cls != cls && tg_py.PyType_IsSubtype(cls, bases[i].cls)) {
+            tg__install_lock();
             tg__guard_family_methods(cls, bases[i].cls, "subclass defined");
+            tg__install_unlock();
+        }
     t->busy--;
 }
 
@@ -136,7 +146,8 @@ static int watch_new(void)
 
 /* Watch base's subclasses made from now on: type's tp_new hooked
  * (watch_new), else, where that cannot be, an __init_subclass__ put
- * on base (seen by vars() and inspect). */
+ * on base (seen by vars() and inspect).  The install lock held; the slot is
+ * published (nbases) once filled. */
 void tg__guard_hook_subclasses(PyObject *base)
 {
     for (int i = 0; i < nbases; i++)
@@ -154,7 +165,7 @@ void tg__guard_hook_subclasses(PyObject *base)
     b->cls = base;
     tg_py.Py_IncRef(base);
     if (watch_new()) {
-        nbases++; /* classes made from it reach tg__guard_class_made */
+        __atomic_store_n(&nbases, nbases + 1, __ATOMIC_RELEASE); /* classes made from it reach tg__guard_class_made */
         return;
     }
     PyObject *dict = tg_py.PyObject_GetAttrString(base, "__dict__");
@@ -172,7 +183,7 @@ void tg__guard_hook_subclasses(PyObject *base)
     PyObject *fn = cap ? tg_py.PyCFunction_NewEx(&b->def, cap, NULL) : NULL;
     PyObject *cm = fn ? tg_py.PyClassMethod_New(fn) : NULL;
     if (cm && tg_py.PyObject_SetAttrString(base, "__init_subclass__", cm) == 0) {
-        nbases++;
+        __atomic_store_n(&nbases, nbases + 1, __ATOMIC_RELEASE);
     } else {
         tg_py.PyErr_Clear();
         tg__warn("cannot watch subclasses of a guarded class; overrides defined later run unguarded");

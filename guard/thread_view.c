@@ -2,8 +2,10 @@
  * another thread inside a tuner, the thread an exception was raised in.
  *
  * Two steps each.  The C step (tg__view_self, tg__view_other) calls no
- * Python code, so no other thread runs meanwhile: another thread read
- * through its occupant slot stays blocked where it is, its state valid.
+ * Python code, and its frame walk holds the collector off (a collection's
+ * finalizers would run some: reports/py_stack.h), so no other thread runs
+ * meanwhile: another thread read through its occupant slot stays blocked
+ * where it is, its state valid.
  * Without the GIL (a free-threaded build) it does run: its stack is read
  * while it is held parked, or shown as of its entry (view_other_parked).  The
  * names step (tg__view_names) runs Python code (threading's name property)

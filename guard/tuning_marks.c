@@ -5,7 +5,9 @@
  * (guard/session.c, marker_call); each class marked is noted
  * (marked_classes.c) for the entry points that derive from it.
  *
- * Everything here: GIL held, the thread busy (arming). */
+ * Everything here: an attached thread, busy (arming); the two entry
+ * points take the install lock (tg__install_lock: the seen list, the
+ * marked classes, the installs). */
 #include "guard/install_internal.h"
 #include "core/builtin_tuners.h"
 #include "core/log.h"
@@ -15,7 +17,15 @@
 #include <stdio.h>
 #include <string.h>
 
+static void install_markers_locked(PyObject *cls);
 void tg_guard_install_markers(PyObject *cls)
+{
+    tg__install_lock();
+    install_markers_locked(cls);
+    tg__install_unlock();
+}
+
+static void install_markers_locked(PyObject *cls)
 {
     static PyObject *seen[16]; /* classes already marked (run and warmup share one) */
     static int nseen;
@@ -48,7 +58,7 @@ void tg_guard_install_markers(PyObject *cls)
     }
 }
 
-/* Is cls.<name> a guard of ours already?  GIL held. */
+/* Is cls.<name> a guard of ours already?  The install lock held. */
 static int guarded_already(PyObject *cls, const char *name)
 {
     PyObject *v = tg_py.PyObject_GetAttrString(cls, name);
@@ -61,7 +71,8 @@ static int guarded_already(PyObject *cls, const char *name)
 
 /* The class in cls's MRO whose own dict holds `method`, when that is a
  * base of cls's (cls does not define it itself) and the method a plain
- * function; a new reference, else NULL.  GIL held; install time only. */
+ * function; a new reference, else NULL.  The install lock held; install
+ * time only. */
 static PyObject *inherited_from(PyObject *cls, const char *method)
 {
     PyObject *mro = tg_py.PyObject_GetAttrString(cls, "__mro__");
@@ -92,7 +103,7 @@ static PyObject *inherited_from(PyObject *cls, const char *method)
 /* cls has no plain function `method` for the tuning= entry (entry, len)
  * of the class qualname: one line for that class; for its subclasses (an
  * override that is a staticmethod, say), one line for the first only,
- * since a program may make them by the thousand.  GIL held. */
+ * since a program may make them by the thousand.  The install lock held. */
 static void say_no_step(PyObject *cls, const char *qualname, const char *method, const char *entry, size_t len)
 {
     char qual[160], mod[96];
@@ -109,7 +120,15 @@ static void say_no_step(PyObject *cls, const char *qualname, const char *method,
                        "named)", (int)len, entry, mod, qual, method);
 }
 
+static void install_tuning_steps_locked(PyObject *cls, const char *module, const char *qualname);
 void tg_guard_install_tuning_steps(PyObject *cls, const char *module, const char *qualname)
+{
+    tg__install_lock();
+    install_tuning_steps_locked(cls, module, qualname);
+    tg__install_unlock();
+}
+
+static void install_tuning_steps_locked(PyObject *cls, const char *module, const char *qualname)
 {
     size_t ml = strlen(module), ql = strlen(qualname);
     int marked = 0;

@@ -27,9 +27,19 @@
  * This file is the audit hook, arming and the modules pending; the targets'
  * names are loader/py_arm_targets.c, the finder loader/py_arm_finder.c.  In
  * a process that imports no target, only these files' code runs: the core
- * is never loaded.  Every function here runs with the GIL held, from the
- * audit hook, the finder, a pending call or a guarded call.  None leaves an
- * exception set. */
+ * is never loaded.  Every function here runs on a thread attached to the
+ * interpreter (the GIL held, where there is one), from the audit hook, the
+ * finder, a pending call or a guarded call.  None leaves an exception set.
+ *
+ * Threads that run at once (a free-threaded build; the audit hook runs on
+ * whatever thread imports, two imports at once): arming, the target table,
+ * the finder's install and the pending modules' processing are under the
+ * arming lock (tg__arm_lock, core/py_lock.h: re-entrant, detached while it
+ * waits; the core's guard installs take the same lock, so arming and
+ * installs have one order).  What every event reads without it: armed
+ * (acquire), finder_tried, the pending flags (set by a store or taken by an
+ * exchange), the targets' names (tg__arm_ntargets, published by a release
+ * store once an entry is filled). */
 #include "loader/py_arm.h"
 #include "loader/py_arm_internal.h"
 #include "loader/py_arm_loader.h"
@@ -40,6 +50,7 @@
 #include "core/options.h"
 #include "core/process.h"
 #include "core/py_api.h"
+#include "core/py_lock.h"
 #include "core/py_ref.h"
 #include "core/thread_state.h"
 
@@ -60,11 +71,12 @@ TG_STARTUP_TEXT(ev_clear_hooks, "cpython._PySys_ClearAuditHooks");
 TG_STARTUP_TEXT(txt_interp_main, "PyInterpreterState_Main");
 
 int tg__arm_module_pending;
-volatile int tg_arm_pending;
+int tg_arm_pending;
+struct tg_py_lock tg__arm_lock = TG_PY_LOCK_INIT;
 /* Written at arming in every Python process: in .data (TG_STARTUP_DATA,
  * core/startup.h), not a .bss page of their own. */
-static int armed TG_STARTUP_DATA;
-static int finder_tried TG_STARTUP_DATA; /* tg__arm_install_finder was called (once) */
+static int armed TG_STARTUP_DATA;        /* set under tg__arm_lock, read with acquire */
+static int finder_tried TG_STARTUP_DATA; /* tg__arm_install_finder was called (once): an exchange */
 static void *main_interp TG_STARTUP_DATA; /* PyInterpreterState of the main interpreter, from arming */
 
 /* The targets of module `name` (none of them found: it is not there). */
@@ -124,18 +136,49 @@ TG_STARTUP static void arm_loaded_modules(void)
  * call and audit event after the announced module is guarded skips the
  * pending check again. */
 #define TG_IMPORT_WAIT_EVENTS 4096
-static int import_wait;
-static unsigned char announced[TG_MAX_TARGETS]; /* per target: its module was announced */
+static int import_wait;                         /* relaxed atomics */
+static unsigned char announced[TG_MAX_TARGETS]; /* per target: its module was announced (relaxed atomics) */
 
-/* An "import" event named module `name`, a target's: its targets pending. */
+/* Guard at the next chance: both flags set, the module's first (a thread
+ * that takes tg_arm_pending then finds tg__arm_module_pending). */
+TG_STARTUP static void set_pending(void)
+{
+    __atomic_store_n(&tg__arm_module_pending, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&tg_arm_pending, 1, __ATOMIC_RELEASE);
+}
+
+/* An "import" event named module `name`, a target's: its targets pending.
+ * Any thread, without the lock. */
 TG_STARTUP static void announce(const char *name)
 {
-    for (int i = 0; i < tg__arm_ntargets; i++)
+    for (int i = 0, n = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE); i < n; i++)
         if (strcmp(tg__arm_targets[i].module, name) == 0)
-            announced[i] = 1;
-    tg__arm_module_pending = 1;
-    tg_arm_pending = 1;
-    import_wait = TG_IMPORT_WAIT_EVENTS;
+            __atomic_store_n(&announced[i], 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&import_wait, TG_IMPORT_WAIT_EVENTS, __ATOMIC_RELAXED);
+    set_pending();
+}
+
+/* tg_arm_process_pending's work: tg__arm_lock held. */
+TG_STARTUP static void process_pending_locked(void)
+{
+    __atomic_store_n(&tg_arm_pending, 0, __ATOMIC_RELAXED);
+    if (!__atomic_exchange_n(&tg__arm_module_pending, 0, __ATOMIC_ACQ_REL))
+        return; /* an announcement after the exchange sets both again */
+    int still = 0;
+    const int wait = __atomic_load_n(&import_wait, __ATOMIC_RELAXED);
+    for (int i = 0; i < tg__arm_ntargets; i++)
+        if (!tg__arm_targets[i].base && arm_module(tg__arm_targets[i].module, 0) > 0) {
+            PyObject *mods = tg_py.PyImport_GetModuleDict();
+            if (mods && tg_py.PyDict_GetItemString(mods, tg__arm_targets[i].module))
+                still = 1; /* importing now: the class is not defined yet */
+            else if (wait > 0 && __atomic_load_n(&announced[i], __ATOMIC_RELAXED))
+                still = 1; /* announced, not there yet: a finder before ours may load it */
+        }
+    if (wait > 0 && __atomic_sub_fetch(&import_wait, 1, __ATOMIC_RELAXED) == 0)
+        for (int i = 0; i < TG_MAX_TARGETS; i++)
+            __atomic_store_n(&announced[i], 0, __ATOMIC_RELAXED);
+    if (still)
+        set_pending();
 }
 
 TG_STARTUP void tg_arm_process_pending(void)
@@ -147,29 +190,19 @@ TG_STARTUP void tg_arm_process_pending(void)
      * then); nothing imported now needs guarding. */
     int (*fin)(void) = tg_py.Py_IsFinalizing ? tg_py.Py_IsFinalizing : tg_py._Py_IsFinalizing;
     if (fin && fin()) {
-        tg_arm_pending = tg__arm_module_pending = 0;
+        __atomic_store_n(&tg_arm_pending, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&tg__arm_module_pending, 0, __ATOMIC_RELAXED);
         return;
     }
+    /* A thread already at it does it for this one too (what is announced
+     * after its exchange is pending again): the others go on, never wait. */
+    if (!tg_py_trylock(&tg__arm_lock))
+        return;
     t->busy++;
-    tg_arm_pending = 0;
-    int still = 0;
-    if (tg__arm_module_pending) {
-        tg__arm_module_pending = 0;
-        for (int i = 0; i < tg__arm_ntargets; i++)
-            if (!tg__arm_targets[i].base && arm_module(tg__arm_targets[i].module, 0) > 0) {
-                PyObject *mods = tg_py.PyImport_GetModuleDict();
-                if (mods && tg_py.PyDict_GetItemString(mods, tg__arm_targets[i].module))
-                    still = 1; /* importing now: the class is not defined yet */
-                else if (import_wait > 0 && announced[i])
-                    still = 1; /* announced, not there yet: a finder before ours may load it */
-            }
-        if (import_wait > 0 && --import_wait == 0)
-            memset(announced, 0, sizeof announced);
-        tg__arm_module_pending = still;
-        tg_arm_pending = tg_arm_pending || still;
-    }
+    process_pending_locked();
     tg_py.PyErr_Clear();
     t->busy--;
+    tg_py_unlock(&tg__arm_lock);
 }
 /* ---- when the finder goes in ------------------------------------------------------------ */
 
@@ -188,19 +221,20 @@ TG_STARTUP void tg_arm_process_pending(void)
  * there): pending, so that it is guarded once it has run. */
 TG_STARTUP static void need_finder(void)
 {
-    if (finder_tried)
+    if (__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) || __atomic_exchange_n(&finder_tried, 1, __ATOMIC_ACQ_REL))
         return;
-    finder_tried = 1;
+    tg_py_lock(&tg__arm_lock); /* sys.meta_path changed by one thread at a time */
     tg__arm_install_finder();
-    tg__arm_module_pending = 1;
-    tg_arm_pending = 1;
+    tg_py_unlock(&tg__arm_lock);
+    set_pending();
 }
 
 /* ---- the audit hook ---------------------------------------------------------------------- */
 
+/* tg__arm_lock held; armed was 0. */
 TG_STARTUP static void arm(void)
 {
-    armed = 1;
+    __atomic_store_n(&armed, 1, __ATOMIC_RELEASE); /* once, whatever follows */
     /* cpython.run_* is raised by the main interpreter only (Modules/main.c).
      * Kept to tell a subinterpreter's events apart without calling
      * PyInterpreterState_Main on each event (see tg_py_decref on why). */
@@ -217,10 +251,9 @@ TG_STARTUP static void arm(void)
     struct tg_thread *t = tg__self_busy();
     t->busy++;
     tg__arm_parse_targets(1);
-    if (tg__arm_user_target() || tg__arm_target_package_present()) {
-        finder_tried = 1;
+    if ((tg__arm_user_target() || tg__arm_target_package_present()) &&
+        !__atomic_exchange_n(&finder_tried, 1, __ATOMIC_ACQ_REL))
         tg__arm_install_finder();
-    }
     arm_loaded_modules();
     tg_core_cupti_maybe_start(1); /* cupti=1 and libcuda already loaded (else at a later event) */
     t->busy--;
@@ -276,7 +309,7 @@ TG_STARTUP static void unsupported_event(const char *event, PyObject *args)
  * (a .pth file importing a target): arming there is arming earlier, with
  * the target in sight.  Costs, per event until armed, a call to
  * Py_IsInitialized and a few string compares ("exec": a look-up of each
- * target's package).  GIL held. */
+ * target's package).  tg__arm_lock held. */
 TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
 {
     int import = strcmp(event, ev_import) == 0;
@@ -300,10 +333,35 @@ TG_STARTUP static int target_import_unarmed(const char *event, PyObject *args)
     return !interp_main || !tg_py.PyInterpreterState_Get || tg_py.PyInterpreterState_Get() == interp_main();
 }
 
+/* The audit hook before arming: arm once the interpreter is about to run
+ * user code (cpython.run_*), or, with no cpython.run_* (an embedding
+ * program), at the target's own import.  Under tg__arm_lock: two threads
+ * importing at once arm once, and the second finds it done.  Returns 1
+ * when the hook goes on with this event as an armed hook does. */
+TG_STARTUP static int arm_at_event(const char *event, PyObject *args)
+{
+    int go_on = 0;
+    tg_py_lock(&tg__arm_lock);
+    if (__atomic_load_n(&armed, __ATOMIC_RELAXED)) {
+        go_on = 1; /* armed by another thread meanwhile */
+    } else if (strncmp(event, ev_run_prefix, sizeof ev_run_prefix - 1) == 0 && tg_py_resolve() == 0 &&
+               tg_py.Py_IsInitialized()) {
+        arm();
+        if (strcmp(event, ev_run_module) == 0)
+            tg__arm_say_run_as_main(args);
+    } else if (target_import_unarmed(event, args)) {
+        arm();
+        go_on = 1;
+    }
+    tg_py_unlock(&tg__arm_lock);
+    return go_on;
+}
+
 TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
 {
     (void)data;
-    if (event[0] != 'c' && event[0] != 'i' && (event[0] != 'e' || finder_tried) && !tg_arm_pending)
+    if (event[0] != 'c' && event[0] != 'i' && (event[0] != 'e' || __atomic_load_n(&finder_tried, __ATOMIC_RELAXED)) &&
+        !__atomic_load_n(&tg_arm_pending, __ATOMIC_RELAXED))
         return 0; /* "exec": only until the finder is in; any event while a module is pending */
     if (!tg_py.supported) {
         unsupported_event(event, args);
@@ -312,23 +370,8 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     struct tg_thread *t = tg__self_busy();
     if (t->busy)
         return 0;
-    if (!armed) {
-        /* Arm once the interpreter is about to run user code. */
-        if (strncmp(event, ev_run_prefix, sizeof ev_run_prefix - 1) == 0 && tg_py_resolve() == 0 &&
-            tg_py.Py_IsInitialized()) {
-            arm();
-            if (armed && strcmp(event, ev_run_module) == 0)
-                tg__arm_say_run_as_main(args);
-            return 0;
-        }
-        /* No cpython.run_* (an embedding program): arm at the target's own
-         * import, then handle this event as an armed hook does. */
-        if (!target_import_unarmed(event, args))
-            return 0;
-        arm();
-        if (!armed)
-            return 0;
-    }
+    if (!__atomic_load_n(&armed, __ATOMIC_ACQUIRE) && !arm_at_event(event, args))
+        return 0;
     /* The hook fires in every interpreter; guards, targets and the finder
      * belong to the main one.  A subinterpreter is left alone (its objects
      * must not become our targets), with one line once per process. */
@@ -344,13 +387,14 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     }
     if (strcmp(event, ev_import) == 0) {
         const char *name = tg_py.PyUnicode_AsUTF8(tg_py.PyTuple_GetItem(args, 0));
-        if (name && !finder_tried && tg__arm_names_target_or_package(name))
+        if (name && !__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) && tg__arm_names_target_or_package(name))
             need_finder();
         if (name && tg__arm_is_target_module(name))
             announce(name);
         tg_py.PyErr_Clear();
     } else if (event[0] == 'e') {
-        if (!finder_tried && strcmp(event, ev_exec) == 0 && tg__arm_target_package_present())
+        if (!__atomic_load_n(&finder_tried, __ATOMIC_RELAXED) && strcmp(event, ev_exec) == 0 &&
+            tg__arm_target_package_present())
             need_finder();
     } else if (strcmp(event, ev_clear_hooks) == 0) {
         const struct tg_core_api *core = tg_core_loaded();
@@ -360,7 +404,7 @@ TG_STARTUP static int audit_hook(const char *event, PyObject *args, void *data)
     }
     if (tg_opts.cupti)
         tg_core_cupti_maybe_start(0); /* once libcuda was seen; one load after that */
-    if (tg_arm_pending)
+    if (__atomic_load_n(&tg_arm_pending, __ATOMIC_RELAXED))
         tg_arm_process_pending();
     return 0;
 }

@@ -11,8 +11,10 @@
 void tg_arm_init(int argc, char **argv);
 
 /* Set when a target module or a replaced method waits to be (re)guarded;
- * guarded calls check it and call tg_arm_process_pending() (GIL held). */
-extern volatile int tg_arm_pending;
+ * guarded calls check it (a relaxed load) and call tg_arm_process_pending()
+ * (attached; it takes the arming lock if free, else leaves it to the thread
+ * that holds it). */
+extern int tg_arm_pending; /* relaxed atomic loads; set and taken in loader/py_arm.c */
 void tg_arm_process_pending(void);
 
 /* Print the one-line exit summary once, if anything was reported or

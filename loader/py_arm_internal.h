@@ -8,13 +8,16 @@
  *
  * The state below is the loader's (defined in those three files, exported
  * to the core through the loader's tg__* names, loader/tunerguard.map).
- * Every access is with the GIL held. */
+ * Every access is on an attached thread, under tg__arm_lock, but for the
+ * reads loader/py_arm.c lists (the targets' names up to tg__arm_ntargets,
+ * loaded with acquire; the pending flags). */
 #ifndef TG_PY_ARM_INTERNAL_H
 #define TG_PY_ARM_INTERNAL_H
 
 #include "core/builtin_tuners.h"
 #include "core/options.h"
 #include "core/py_api.h"
+#include "core/py_lock.h"
 
 #define TG_MAX_TARGETS (TG_TUNER_NENTRIES + TG_TARGETS_MAX) /* the built-in ones, then targets= */
 struct tg__arm_target {
@@ -27,7 +30,10 @@ struct tg__arm_target {
     int said;
 };
 extern struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];
-extern int tg__arm_ntargets;
+extern int tg__arm_ntargets; /* written under tg__arm_lock with a release store, the entry filled first */
+/* The arming lock: arming, the target table, the finder, pending modules, and
+ * the core's guard installs (guard/guard_internal.h tg__install_lock). */
+extern struct tg_py_lock tg__arm_lock;
 /* An "import" event named a target module (or a loader could not be
  * annotated): guard at the next chance (tg_arm_pending is set with it). */
 extern int tg__arm_module_pending;

@@ -69,16 +69,19 @@ TG_STARTUP static void copy_cut(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-/* One target, by its names (each within the table's sizes). */
+/* One target, by its names (each within the table's sizes), published
+ * filled.  tg__arm_lock held. */
 TG_STARTUP static struct tg__arm_target *add_names(const char *module, const char *cls, const char *method, int user)
 {
-    if (tg__arm_ntargets == TG_MAX_TARGETS)
+    const int n = tg__arm_ntargets;
+    if (n == TG_MAX_TARGETS)
         return NULL; /* unreachable: the table holds the built-in ones and as many as the parser accepts */
-    struct tg__arm_target *t = &tg__arm_targets[tg__arm_ntargets++];
+    struct tg__arm_target *t = &tg__arm_targets[n];
     copy_cut(t->module, sizeof t->module, module);
     copy_cut(t->cls, sizeof t->cls, cls);
     copy_cut(t->method, sizeof t->method, method);
     t->user = user;
+    __atomic_store_n(&tg__arm_ntargets, n + 1, __ATOMIC_RELEASE);
     return t;
 }
 
@@ -130,19 +133,26 @@ TG_STARTUP void tg__arm_say_run_as_main(PyObject *args)
  * does not serve the interpreter: one line says that). */
 TG_STARTUP void tg__arm_parse_targets(int say)
 {
-    if (tg__arm_ntargets)
+    if (__atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE))
         return;
+    tg_py_lock(&tg__arm_lock);
+    if (tg__arm_ntargets) { /* another thread's, meanwhile */
+        tg_py_unlock(&tg__arm_lock);
+        return;
+    }
     for (size_t i = 0; i < sizeof builtin_targets / sizeof builtin_targets[0]; i++)
         add_names(builtin_families[builtin_targets[i].family].module,
                   builtin_families[builtin_targets[i].family].cls, builtin_targets[i].method, 0);
     struct tg_target_span spec;
     for (const char *p = tg_opts.targets; tg_target_next(&p, &spec);)
         add_target(&spec, 1, say);
+    tg_py_unlock(&tg__arm_lock);
 }
 
+/* Without the lock: the published entries. */
 TG_STARTUP int tg__arm_is_target_module(const char *name)
 {
-    for (int i = 0; i < tg__arm_ntargets; i++)
+    for (int i = 0, n = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE); i < n; i++)
         if (strcmp(tg__arm_targets[i].module, name) == 0)
             return 1;
     return 0;
@@ -152,7 +162,7 @@ TG_STARTUP int tg__arm_is_target_module(const char *name)
 TG_STARTUP int tg__arm_names_target_or_package(const char *name)
 {
     size_t n = strlen(name);
-    for (int i = 0; i < tg__arm_ntargets; i++) {
+    for (int i = 0, nt = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE); i < nt; i++) {
         const char *m = tg__arm_targets[i].module;
         if (strncmp(m, name, n) == 0 && (m[n] == '\0' || m[n] == '.'))
             return 1;
@@ -170,7 +180,8 @@ TG_STARTUP int tg__arm_target_package_present(void)
     if (fin && fin())
         return 0;
     PyObject *mods = tg_py.PyImport_GetModuleDict();
-    for (int i = 0; mods && i < tg__arm_ntargets; i++) {
+    const int ntargets = __atomic_load_n(&tg__arm_ntargets, __ATOMIC_ACQUIRE);
+    for (int i = 0; mods && i < ntargets; i++) {
         char top[TG_TARGET_MODULE_MAX + 1];
         copy_cut(top, sizeof top, tg__arm_targets[i].module);
         char *dot = strchr(top, '.');

@@ -19,14 +19,17 @@
 #define TG_PP_NAMES 16  /* an editable distribution's top-level names */
 #define TG_PP_FILE 8192 /* RECORD, .pth, direct_url.json: read up to this */
 
-/* Read once, at the first report; GIL held from then on (one caller). */
+/* Read once, at the first report; read and used from then on under the
+ * report lock (reports/emit.h tg_report_lock: every caller is a capture,
+ * through reports/py_stack.c), which waits detached: one thread at a time
+ * with a GIL or without one. */
 static struct {
     int state; /* 0 not read, 1 read, -1 unknown: no verdicts */
     int nprog, nlib;
     char prog[TG_PP_PROG][TG_PP_PATH];
     char lib[TG_PP_LIBS][TG_PP_PATH];
 } facts;
-static char filebuf[TG_PP_FILE]; /* GIL held: one reader at a time */
+static char filebuf[TG_PP_FILE]; /* under the report lock: one reader at a time */
 
 /* ---- paths ----------------------------------------------------------------- */
 

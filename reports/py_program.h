@@ -27,7 +27,8 @@
 /* Decide, once per name, whether the source file `full` (a code object's
  * co_filename) is the program's, and record the verdict under `stored` (the
  * name as a report frame keeps it, possibly its tail).  Only names the
- * frame classing would take for the program's are looked at.  GIL held,
+ * frame classing would take for the program's are looked at.  Attached, under
+ * the report lock (reports/emit.h),
  * report time; allocates nothing; leaves no Python error set. */
 void tg_py_program_note(const char *full, const char *stored);
 

@@ -77,14 +77,48 @@ void tg_py_code_frame(struct tg_py_frame *f, PyObject *code, int lasti)
     tg_py_drop_error();
 }
 
-static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
+/* f as a frame object to hand out, else NULL (and f is left as it is: a
+ * reference to what is not a frame is not ours to drop). */
+static PyFrameObject *checked(PyFrameObject *f)
 {
-    PyObject *code = tg_py.PyFrame_GetCode(frame);
-    fill_code(f, code);
-    f->line = tg_py.PyFrame_GetLineNumber(frame);
-    if (code)
-        tg_py.Py_DecRef(code);
-    tg_py_drop_error();
+    if (f && tg_py.frame_type && tg_py_type_of((PyObject *)f) != tg_py.frame_type)
+        return NULL;
+    return f;
+}
+
+PyFrameObject *tg_py_walk_begin(struct tg_py_walk *w, void *tstate)
+{
+    w->gc_paused = !tg_py.free_threaded && tg_py.PyGC_Disable && tg_py.PyGC_Enable && tg_py.PyGC_Disable();
+    PyFrameObject *f;
+    if (tstate) {
+        f = tg_py.PyThreadState_GetFrame((PyThreadState *)tstate); /* new reference */
+    } else {
+        f = tg_py.PyEval_GetFrame(); /* borrowed */
+        if (f)
+            tg_py.Py_IncRef((PyObject *)f);
+    }
+    w->frame = checked(f);
+    return w->frame;
+}
+
+PyFrameObject *tg_py_walk_next(struct tg_py_walk *w)
+{
+    if (!w->frame)
+        return NULL;
+    PyFrameObject *back = tg_py.PyFrame_GetBack(w->frame); /* new reference */
+    tg_py.Py_DecRef((PyObject *)w->frame);
+    w->frame = checked(back);
+    return w->frame;
+}
+
+void tg_py_walk_end(struct tg_py_walk *w)
+{
+    if (w->frame)
+        tg_py.Py_DecRef((PyObject *)w->frame);
+    w->frame = NULL;
+    if (w->gc_paused)
+        tg_py.PyGC_Enable();
+    w->gc_paused = 0;
 }
 
 /* Frames past the head go round a ring of the last TG_MAX_PY_FRAMES -
@@ -95,7 +129,7 @@ static void fill_frame(struct tg_py_frame *f, PyFrameObject *frame)
 static void unroll_tail(struct tg_thread_view *v, long past_head)
 {
     struct tg_py_frame *tail = &v->py[TG_PY_HEAD_FRAMES];
-    static struct tg_py_frame tmp[TG_PY_TAIL_FRAMES]; /* GIL held: one caller at a time */
+    static struct tg_py_frame tmp[TG_PY_TAIL_FRAMES]; /* under the report lock: one caller at a time */
     int start = (int)(past_head % TG_PY_TAIL_FRAMES);
     for (int i = 0; i < TG_PY_TAIL_FRAMES; i++)
         tmp[i] = tail[(start + i) % TG_PY_TAIL_FRAMES];
@@ -105,35 +139,55 @@ static void unroll_tail(struct tg_thread_view *v, long past_head)
     v->py_omitted = (int)(past_head - TG_PY_TAIL_FRAMES);
 }
 
+/* One frame as the walk reads it: its code (a reference) and line. */
+struct walked {
+    PyObject *code;
+    int line;
+};
+
+/* The walk: each frame's code and line into w (the same head and ring as
+ * v->py), nothing else (tg_py_walk_begin's contract).  Returns how many
+ * frames went past the head. */
+static long walk_codes(struct walked *w, int *nhead, void *tstate)
+{
+    struct tg_py_walk walk;
+    long past_head = 0;
+    *nhead = 0;
+    for (PyFrameObject *f = tg_py_walk_begin(&walk, tstate); f; f = tg_py_walk_next(&walk)) {
+        struct walked *slot = *nhead < TG_PY_HEAD_FRAMES ? &w[(*nhead)++]
+                                                         : &w[TG_PY_HEAD_FRAMES + past_head++ % TG_PY_TAIL_FRAMES];
+        if (slot->code)
+            tg_py.Py_DecRef(slot->code); /* a frame further in, still on the stack: its code is alive */
+        slot->code = tg_py.PyFrame_GetCode(f);
+        slot->line = tg_py.PyFrame_GetLineNumber(f);
+    }
+    tg_py_walk_end(&walk);
+    return past_head;
+}
+
 void tg_py_capture_frames(struct tg_thread_view *v, void *tstate)
 {
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
-    PyFrameObject *frame;
-    if (tstate) {
-        frame = tg_py.PyThreadState_GetFrame((PyThreadState *)tstate); /* new reference */
-    } else {
-        frame = tg_py.PyEval_GetFrame(); /* borrowed */
-        if (frame)
-            tg_py.Py_IncRef((PyObject *)frame);
+    struct walked w[TG_MAX_PY_FRAMES];
+    memset(w, 0, sizeof w);
+    int nhead;
+    long past_head = walk_codes(w, &nhead, tstate);
+    /* The walk is over: the names are read from the codes it kept
+     * (attribute reads, the program's facts: they allocate). */
+    int n = nhead + (int)(past_head < TG_PY_TAIL_FRAMES ? past_head : TG_PY_TAIL_FRAMES);
+    for (int i = 0; i < n; i++) {
+        fill_code(&v->py[i], w[i].code);
+        v->py[i].line = w[i].line;
+        if (w[i].code)
+            tg_py.Py_DecRef(w[i].code);
     }
-    v->npy = 0;
+    tg_py_drop_error();
+    v->npy = n;
     v->py_truncated = 0;
     v->py_omitted = 0;
-    long past_head = 0; /* frames beyond the head */
-    while (frame) {
-        if (v->npy < TG_PY_HEAD_FRAMES)
-            fill_frame(&v->py[v->npy++], frame);
-        else
-            fill_frame(&v->py[TG_PY_HEAD_FRAMES + past_head++ % TG_PY_TAIL_FRAMES], frame);
-        PyFrameObject *back = tg_py.PyFrame_GetBack(frame); /* new reference */
-        tg_py.Py_DecRef((PyObject *)frame);
-        frame = back;
-    }
     if (past_head > TG_PY_TAIL_FRAMES)
         unroll_tail(v, past_head);
-    else
-        v->npy += (int)past_head;
     tg_py.PyErr_Restore(et, ev, tb);
 }
 

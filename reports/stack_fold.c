@@ -64,8 +64,9 @@ static int is_tuner_file(const struct tg_report *r, const char *f, size_t len)
 
 /* The verdicts of reports/py_program.c, one per file name: the name's
  * hash with its low bit saying "the program's"; 0 is a free slot.  Written
- * at capture (GIL held, one writer at a time), read by the writers: one
- * atomic word per slot, so a reader sees a whole verdict or none. */
+ * at capture (under the report lock, reports/emit.h: one writer at a time,
+ * with a GIL or without one), read by the writers: one atomic word per
+ * slot, so a reader sees a whole verdict or none. */
 #define TG_FILE_SLOTS 4096
 static uint64_t file_verdict[TG_FILE_SLOTS];
 

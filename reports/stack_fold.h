@@ -22,7 +22,7 @@ enum tg_frame_class {
 };
 
 /* The interpreter's standard library directory (the directory of
- * os.__file__, e.g. "/usr/lib/python3.11"); set once at arming, GIL held,
+ * os.__file__, e.g. "/usr/lib/python3.11"); set once at arming (the arming lock),
  * before any report.  Unset, a path holding "/lib/python3." outside
  * site-packages counts as the standard library. */
 void tg_stack_set_stdlib(const char *dir);
@@ -37,7 +37,7 @@ void tg_stack_set_stdlib(const char *dir);
 enum tg_frame_class tg_frame_class(const struct tg_report *r, const struct tg_py_frame *f);
 
 /* Verdicts, by file name as a report frame stores it (at most
- * TG_FILE_NAME_MAX bytes are read).  set: GIL held, one writer at a time;
+ * TG_FILE_NAME_MAX bytes are read).  set: under the report lock, one writer at a time;
  * get: 1 the program's, 0 not, -1 undecided (async-signal-safe);
  * tg_stack_maybe_program: whether the path rules alone call the file the
  * program's (only those need a verdict); forget: every verdict (unit

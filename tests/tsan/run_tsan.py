@@ -103,7 +103,8 @@ def main():
         log = os.path.join(tmp, name.replace("/", "_"))
         env = dict(os.environ, PYTHON_GIL="0",
                    TSAN_OPTIONS=f"log_path={log}:suppressions={os.path.join(HERE, 'tsan.supp')}:exitcode=0:"
-                                "halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:history_size=6")
+                                "halt_on_error=0:die_after_fork=0:report_signal_unsafe=0:history_size=6:"
+                                "report_thread_leaks=0")  # the programs leave daemon threads running at exit
         try:
             p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
             status = f"exit {p.returncode}"

@@ -73,6 +73,33 @@ def check_race_deep_nesting(ctx):
     objs = jsonl_lines(res) if js else []
     expect([o.get("severity") for o in objs] == ["high"], "a high-severity race with A, benchmarking at depth 17", res)
 
+# The report reads the stack of A, parked 31 frames deep in frames no one
+# has read (3.11 makes their frame objects as they are read, each an
+# allocation), while the collector runs at every other allocation and a
+# cyclic garbage's finalizer in it lets A leave those frames, the GIL
+# released until it has.  The walk must not let A run: the collector is held
+# off during it, so the finalizer runs after the report has read A's frames,
+# and the report shows them.  Broken (the collection inside the walk), 3.11
+# reads the object of a frame A has popped: SIGSEGV in PyFrame_GetCode.
+# Free-threaded with the GIL off, A's frames are read parked or at its entry
+# (docs/free-threading.md): only that the program completed is checked.
+GC_IN_WALK_DEPTH = 30
+GC_IN_WALK_PROG = program('gc_in_walk', depth=GC_IN_WALK_DEPTH)
+
+
+def check_race_gc_in_walk(ctx):
+    res = ctx.run_py(GC_IN_WALK_PROG, options=opts())
+    expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
+    m = re.search(r"^FIRED (\S*) GIL (\d)", res.out, re.M)
+    expect(m and m.group(1) == "MainThread", "the finalizer ran once, in the main thread's collection", res)
+    objs = jsonl_lines(res)
+    expect(len(objs) == 1 and objs[0].get("kind") == "race", "one race", res)
+    if m.group(2) == "1":
+        funcs = [f["func"] for f in objs[0]["inside"]["python"]]
+        expect(funcs.count("park_deep") == GC_IN_WALK_DEPTH + 1 and "moved_on" not in funcs,
+               "A's frames as they were when the report began: %s" % funcs[:8], res)
+
+
 # The thread inside is 400 frames deep in the program: the record keeps its
 # innermost 192 frames and its outermost 64 (the thread's start), counting
 # those between; the text folds the recursion.
@@ -244,6 +271,7 @@ CHECKS = [
     check_race_third_entrant,
     check_race_deep_nesting,
     check_race_very_deep_stack,
+    check_race_gc_in_walk,
     check_race_after_warmup,
     check_race_hot_loop,
     check_race_interrupt_in_lookup,
