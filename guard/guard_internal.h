@@ -303,9 +303,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     is whether other is benchmarking, else high; other_tuning: other was
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
- *     is other's name; seen: a copy of other taken under u's entry lock, which
- *     the capture reads (other's slot is only linked).  A tuning step in
- *     tg__gthread(t)->step_entry: seen at it.
+ *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
@@ -313,9 +311,8 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_tuner *u, struct tg_occupant *other, const struct tg_occupant *seen,
-                          int high, int other_tuning, int serialized, struct tg_race_link *link,
-                          enum tg_emit_status *st);
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
+                          int serialized, struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                        struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
                                        enum tg_emit_status *st);
@@ -422,6 +419,26 @@ static inline int tg__link_set(struct tg_tuner *u, struct tg_occupant *c, pid_t 
     }
     tg_tuner_entry_unlock(u);
     return ok;
+}
+
+/* tg__link_set, forced, on the slot of u that holds o's session (its
+ * thread and entry time), if that session is still inside: o may be a copy
+ * (a report reads copies: race_decide.c occupant_copy). */
+static inline void tg__link_session(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
+                                    uint64_t seq)
+{
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_occupant *c = &u->occ[i];
+        if (o->tid != 0 && u->occ_tid[i] == o->tid && c->tid == o->tid && c->entered_ns == o->entered_ns) {
+            __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+            if (name)
+                tg__link_name(c->raced_name, sizeof c->raced_name, name);
+            c->race_seq = seq;
+            break;
+        }
+    }
+    tg_tuner_entry_unlock(u);
 }
 
 /* c's link, if it is still to thread if_tid's race: set to new_tid (0:

@@ -34,26 +34,30 @@ static struct tg_occupant *occupant_by_tid(struct tg_tuner *u, pid_t tid)
     return NULL;
 }
 
-/* The occupant of u that is thread tid, and in *snap a copy of it taken
- * under u's entry lock (the slot is cleared under it when the thread leaves,
- * which without the GIL may happen while this thread reads); NULL when it
- * is not inside. */
-static struct tg_occupant *snapshot_by_tid(struct tg_tuner *u, pid_t tid, struct tg_occupant *snap)
-{
-    tg_tuner_entry_lock(u);
-    struct tg_occupant *o = occupant_by_tid(u, tid);
-    if (o)
-        *snap = *o;
-    tg_tuner_entry_unlock(u);
-    return o;
-}
-
 /* The occupant of u that is thread tid in the session it entered at
  * entered (ticks): NULL when it left, or left and came back. */
 static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t entered)
 {
     struct tg_occupant *o = occupant_by_tid(u, tid);
     return o && o->entered_ns == entered ? o : NULL;
+}
+
+/* A copy of u's occupant that is thread tid, in *dst, taken under the
+ * entry lock: NULL when it left.  Without the GIL a thread leaving clears
+ * its slot (tuner_table.c clear_occ) while a report reads it, so a report
+ * reads the copy, never the slot (links: tg__link_session); its record
+ * (thread) is valid while that thread lives, as with the GIL.  C calls. */
+static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct tg_occupant *dst)
+{
+    struct tg_occupant *found = NULL;
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !found; i++)
+        if (tid != 0 && u->occ_tid[i] == tid && u->occ[i].thread && u->occ[i].tid == tid) {
+            *dst = u->occ[i];
+            found = dst;
+        }
+    tg_tuner_entry_unlock(u);
+    return found;
 }
 
 /* A session without an occupant slot (guard/slotless.c) as an occupant, in
@@ -142,16 +146,18 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * marked walks every occupant's frames.  t is not inside u (an entry), or
  * is but is skipped: every bit is another occupant's, and with none set a
  * marked tuner's overlap is decided by one load.  C calls only for a marked
- * tuner.  NULL: none is tuning. */
+ * tuner.  The occupant found is copied into *copy (occupant_copy) and the
+ * copy returned.  NULL: none is tuning. */
 static const struct tg_occupant *tuning_occupant(struct tg_tuner *u, const struct tg_guard *g,
-                                                 const struct tg_thread *t)
+                                                 const struct tg_thread *t, struct tg_occupant *copy)
 {
     const int any_bit = __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) != 0;
-    for (int i = 0; (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++)
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
-            (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
-            tg__other_is_tuning(&u->occ[i], g, 1))
-            return &u->occ[i];
+    for (int i = 0; (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++) {
+        const pid_t tid = __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED);
+        if (tid != 0 && tid != t->tid && (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
+            occupant_copy(u, tid, copy) && tg__other_is_tuning(copy, g, 1))
+            return copy;
+    }
     return NULL;
 }
 
@@ -176,30 +182,27 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
  * fills *link for t's own occupant.  GIL held; other is valid on entry only:
- * the report lock and the name look-ups can let other threads run. */
+ * the report lock and the name look-ups can let other threads run, and
+ * without the GIL it may leave at any time, so what is read of it is a copy
+ * (occupant_copy), taken again after the report lock. */
 void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link)
 {
     memset(link, 0, sizeof *link);
-    const struct tg_occupant *tuning = tuning_occupant(u, g, t);
+    struct tg_occupant oc, tc;
+    other = occupant_copy(u, __atomic_load_n(&other->tid, __ATOMIC_RELAXED), &oc);
+    const struct tg_occupant *tuning = tuning_occupant(u, g, t, &tc);
     if (tuning)
         other = tuning;
+    if (!other)
+        return; /* it left before it could be read: no overlap any more */
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
      * same race seen before is counted without its capture (race_again.c). */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
-    /* Without the GIL the other thread may leave while this one looks, and
-     * its slot is cleared (thread NULL) under the entry lock: its fields are
-     * read from a copy taken under that lock.  Gone already: no overlap. */
-    struct tg_occupant snap;
-    tg_tuner_entry_lock(u);
-    snap = *other;
-    tg_tuner_entry_unlock(u);
-    if (!snap.thread)
-        return;
-    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, &snap, serialized) : 0;
+    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized) : 0;
     if (again_key && tg__race_again(again_key, t, u, other, serialized, link))
         return;
     /* A low-severity overlap (fast path of a tuned key) is only counted at
@@ -209,19 +212,16 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
-    pid_t other_tid = snap.tid;
+    pid_t other_tid = other->tid;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
-    other = snapshot_by_tid(u, other_tid, &snap);
+    other = occupant_copy(u, other_tid, &oc);
     /* The benchmarking one left while we waited: another still benchmarking
      * is the race now (t's call writes and clears what it reads next), and
      * without it reported and linked here its exception would be linked
      * only by a check at t's return, which a return made while nobody
      * begins tuning does not make. */
-    if (!other && tuning) {
-        other = tuning = tuning_occupant(u, g, t);
-        if (other)
-            other = snapshot_by_tid(u, other->tid, &snap);
-    }
+    if (!other && tuning)
+        other = tuning = tuning_occupant(u, g, t, &tc);
     if (!other) {
         tg_report_end(t); /* it left while we waited: no overlap any more */
         return;
@@ -230,8 +230,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * tuning step is named (marked): then while a thread inside is in it. */
     const int high = g->declared ? declared_race : -1;
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_race(r, inst, g, t, u, (struct tg_occupant *)other, &snap, high, tuning != NULL,
-                                    serialized, link, &st);
+    uint64_t seq = tg__capture_race(r, inst, g, t, u, other, high, tuning != NULL, serialized, link, &st);
     if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
         tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
                           st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, r->entering.name, r->inside.name);
@@ -287,11 +286,12 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     if (!g->declared)
         return;
     const struct tg_occupant *other = NULL;
+    struct tg_occupant c;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
-        const struct tg_occupant *c = &u->occ[i];
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread && tg__tid_alive_cached(c->tid) &&
-            (c->thread->tuning > 0 || !c->stepped))
-            other = c;
+        const pid_t tid = __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED);
+        if (tid != 0 && tid != t->tid && occupant_copy(u, tid, &c) && tg__tid_alive_cached(c.tid) &&
+            (__atomic_load_n(&c.thread->tuning, __ATOMIC_RELAXED) > 0 || !c.stepped))
+            other = &c;
     }
     if (!other)
         return;

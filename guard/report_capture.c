@@ -41,32 +41,29 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
 }
 
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_tuner *u, struct tg_occupant *other, const struct tg_occupant *seen,
-                          int high, int other_tuning, int serialized, struct tg_race_link *link,
-                          enum tg_emit_status *st)
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
+                          int serialized, struct tg_race_link *link, enum tg_emit_status *st)
 {
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
-    /* C-only captures first, from the copy (the slot may be cleared meanwhile
-     * where the GIL is off). */
-    tg__view_other(in, seen);
+    /* C-only captures first, while the other thread is certainly inside. */
+    tg__view_other(in, other);
     tg__view_self(e, t, at_step ? "at its tuning step" : "at entry", 1);
     if (high < 0)
         high = in->benchmarking;
     char step[sizeof r->step] = "";
     if (at_step)
         snprintf(step, sizeof step, "%s", at_step->method);
-    else if (g->declared && other_tuning && seen->thread->tuning > 0 && seen->thread->tuning_step)
-        snprintf(step, sizeof step, "%s", ((const struct tg_guard *)seen->thread->tuning_step)->method);
+    else if (g->declared && other_tuning && other->thread->tuning > 0 && other->thread->tuning_step)
+        snprintf(step, sizeof step, "%s", ((const struct tg_guard *)other->thread->tuning_step)->method);
     if (high && !serialized) {
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will
          * not overlap, and an exception of either is the program's own. */
-        tg__link_set(u, other, t->tid, NULL, 0, 1); /* its name and seq: after the report */
-        link->tid = seen->tid;
+        tg__link_session(u, other, t->tid, NULL, 0); /* its name and seq: after the report; other is a copy */
+        link->tid = other->tid;
     }
     other = NULL; /* from here on, Python code runs */
-    seen = NULL;
     begin_report(r, TG_REPORT_RACE, inst, g);
     memcpy(r->step, step, sizeof step);
     r->seen_at_step = at_step != NULL;

@@ -334,12 +334,17 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
                              PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+    struct tg_guard *ends_wrapper = NULL;
     if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
         /* A replacement calling the original on the same instance: the
          * program's own wrapper; its later calls pass through. */
         struct tg_guard *w = (struct tg_guard *)no->method;
         if (!__atomic_exchange_n(&w->chains, 1, __ATOMIC_RELAXED))
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
+        /* Its session (this first call's, the slot's outer level) ends as
+         * the original returns, as a later call's: what the wrapper does
+         * after (release its lock) is outside the tuner. */
+        ends_wrapper = no->depth == 2 ? w : NULL;
     }
     const unsigned forks = tg__gthread(t)->forks;
     t->depth++;
@@ -349,6 +354,9 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     t->depth--;
     if (no)
         tg_tuner_leave(u, t);
+    if (__builtin_expect(ends_wrapper != NULL, 0)) /* its entry's epoch unknown: one that makes the check */
+        return session_exit(ends_wrapper, t, args[0], u, no, __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) - 1,
+                            res); /* run_session sees t->nheld fall */
     return res;
 }
 
@@ -410,7 +418,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->held[t->nheld] = u;
         t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
     }
-    t->nheld++;
+    const int nheld = ++t->nheld;
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
         if (t->tuning++ == 0) {
@@ -437,6 +445,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
             t->tuning--;
         return res;
     }
+    if (__builtin_expect(g->replacement, 0) && t->nheld < nheld)
+        return res; /* the program's wrapper: its session ended at the original's return (nested_call) */
     return session_exit(g, t, inst, u, o, epoch, res);
 }
 
