@@ -323,10 +323,12 @@ uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const str
 /* t's raced session o ends in the exception that is set: when the race can
  * have caused it (tg__exception_from_race; guard_at: the installed guards),
  * report it and add a note to the exception (3.11+).  The exception stays set.
- * o: a copy of the session's link (tid, depth, raced_*, race_seq), taken
- * under the entry lock (another thread may relink the slot meanwhile). */
-void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
-                          const struct tg_guard *(*guard_at)(int i));
+ * u NULL: o is a copy of the session's link (tid, depth, raced_*, race_seq).
+ * Else o is t's own slot in u: its link is read under u's entry lock once the
+ * report lock is held, since the race's thread, reporting meanwhile, writes
+ * the race's seq and name into it after its report (relink_cleared). */
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, struct tg_tuner *u,
+                          const struct tg_occupant *o, const struct tg_guard *(*guard_at)(int i));
 
 /* The i-th installed guard, NULL past the last (guard_install.c). */
 const struct tg_guard *tg__guard_at(int i);

@@ -128,8 +128,8 @@ uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const str
  * caused (tg__exception_from_race): say so, in the report and (3.11+) as a
  * note on the exception itself, so the traceback on the user's screen points
  * at the race.  The exception stays set. */
-void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
-                          const struct tg_guard *(*guard_at)(int i))
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, struct tg_tuner *u,
+                          const struct tg_occupant *o, const struct tg_guard *(*guard_at)(int i))
 {
     PyObject *type, *value, *tb;
     tg_py.PyErr_Fetch(&type, &value, &tb);
@@ -140,7 +140,17 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
         tg_py.PyErr_Restore(type, value, tb);
         return;
     }
-    struct tg_report *r = tg_report_begin(t);
+    struct tg_report *r = tg_report_begin(t); /* may let the race's thread finish its report */
+    struct tg_occupant link = {.tid = t->tid, .depth = 1};
+    if (u) { /* t's own slot: read now, whole, so the race's seq is in it */
+        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
+        o = &link;
+    }
+    if (!o->raced_tid) { /* unlinked meanwhile: the race was suppressed */
+        tg_report_end(t);
+        tg_py.PyErr_Restore(type, value, tb);
+        return;
+    }
     begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;
     tg_py_attr_str(type, "__name__", r->exc_type, sizeof r->exc_type);

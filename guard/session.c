@@ -575,18 +575,14 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(u->nocc > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
-    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1) {
-        struct tg_occupant link = {.tid = t->tid, .depth = 1};
-        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
-        if (link.raced_tid)
-            tg__report_exception(inst, g, t, &link, tg__guard_at);
-    }
+    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1)
+        tg__report_exception(inst, g, t, u, o, tg__guard_at); /* the link read there, under the lock */
     if (__builtin_expect(!o && tg__gthread(t)->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
         if (res == NULL && tg__gthread(t)->ovf_raced_tid) {
             struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = tg__gthread(t)->ovf_raced_tid,
                                        .race_seq = tg__gthread(t)->ovf_race_seq};
             memcpy(link.raced_name, tg__gthread(t)->ovf_raced_name, sizeof link.raced_name);
-            tg__report_exception(inst, g, t, &link, tg__guard_at);
+            tg__report_exception(inst, g, t, NULL, &link, tg__guard_at);
         }
         tg__gthread(t)->ovf_raced_tid = 0;
         tg__gthread(t)->ovf_inst = 0;
