@@ -13,8 +13,11 @@ interval of 1 us.  Each TypeError is counted with or without the note
 frame.
 
   bench/link_stress.py --runs 80 [--python PY] [--model 3.6|main] [--lib L]
+                       [--gc-threshold N]
       runs the driver RUNS times under LD_PRELOAD=L (mode=detect), sums the
-      counts and compares the linked ones with each run's exit line
+      counts and compares the linked ones with each run's exit line; N: the
+      collector's first threshold in the runs (gc.set_threshold(N); a
+      collection every N tracked allocations: more of them inside a report)
   bench/link_stress.py --child
       one run, in this process (what --runs starts)
 
@@ -30,12 +33,26 @@ last _bench), and a call reading self.nargs in run() itself between its
 own `self.nargs = ...` and the next line (run:243: not tuning yet, so no
 check links it; 1 in about 4,500, not fixed).  With the links of
 guard/race_decide.c and guard/slotless.c: 50 runs, 21,134 TypeErrors, all
-linked.  On 3.11.7 some runs end in SIGSEGV (3 to 4 in 90), in
-PyFrame_GetCode under tg_py_capture_frames, reading the other thread's
-stack for a race at entry (fault address 0x20: a frame object whose
-interpreter frame is NULL); the build of c1ad226 crashes as often (3 of
-90), so it is older than the links.  3.12.1: 60 runs, no crash, 6,345
-TypeErrors, all linked.
+linked.
+
+The report's read of another thread's stack (3.11.7, --rounds 100 --calls
+8, the 3.6 model).  Without the collector held off during the walk
+(reports/py_stack.h; the build of 1b8f4cc), some runs end in SIGSEGV
+under tg__view_other's tg_py_capture_frames for a race at entry: in
+PyFrame_GetCode at fault address 0x20 or in
+_PyFrame_MakeAndSetFrameObject.  3.11 makes the other thread's frame
+objects as they are read, an allocation that may collect; a finalizer run
+by the collection lets the GIL go, that thread pops the frame being made,
+and what is read back from its memory is no frame.  Measured on a machine
+shared with other builds, 2 cores: the default threshold, 90 runs, no
+crash (7,422 TypeErrors, all linked; an earlier measurement: 3 to 4 in
+90); --gc-threshold 10: 4 of 45 runs crashed.  With the collector held
+off: the default threshold, 90 runs, no crash (7,607 TypeErrors, all
+linked); --gc-threshold 10: 90 runs, no crash (13,186 TypeErrors, all
+linked).  With it, 3.12.1 (collections wait for the eval breaker),
+--gc-threshold 10: 15 runs, no crash (2,427 TypeErrors, all linked);
+3.9.18 (frames are objects already), --gc-threshold 10: 15 runs, no crash
+(3,978 TypeErrors; 3.9 has no exception notes, so none linked).
 """
 import argparse
 import os
@@ -52,7 +69,7 @@ NOTE = "tunerguard:"
 KEYS = (8, 16, 24, 32, 40, 48, 56, 64)
 
 
-def child(rounds, nthreads, calls, nkeys):
+def child(rounds, nthreads, calls, nkeys, gc_threshold):
     sys.path.insert(0, os.path.join(ROOT, "tests", "repro", "model"))
     import triton  # noqa: E402  (the model: TG_TRITON_MODEL)
     import triton.language as tl  # noqa: E402
@@ -100,6 +117,9 @@ def child(rounds, nthreads, calls, nkeys):
                     counts["calls"] += 1
                     counts["other"] += 1
 
+    if gc_threshold:
+        import gc
+        gc.set_threshold(gc_threshold)
     sys.setswitchinterval(1e-6)
     for r in range(rounds):
         kernel = make_kernel()
@@ -132,7 +152,7 @@ def parent(args):
             env["PYTHONDONTWRITEBYTECODE"] = "1"
             p = subprocess.run([args.python, os.path.abspath(__file__), "--child", "--rounds", str(args.rounds),
                                 "--threads", str(args.threads), "--calls", str(args.calls),
-                                "--keys", str(args.keys)],
+                                "--keys", str(args.keys), "--gc-threshold", str(args.gc_threshold)],
                                env=env, capture_output=True, text=True, timeout=600)
             m = re.search(r"^COUNTS (.*)$", p.stdout, re.M)
             if not m:
@@ -171,6 +191,8 @@ def main():
     ap.add_argument("--threads", type=int, default=32)
     ap.add_argument("--calls", type=int, default=4)
     ap.add_argument("--keys", type=int, default=4, help="keys a round's threads call (1 to 8)")
+    ap.add_argument("--gc-threshold", type=int, default=0,
+                    help="the collector's first threshold in the runs (gc.set_threshold; 0: Python's own)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--model", default="3.6", choices=("3.6", "main"))
     ap.add_argument("--lib")
@@ -178,7 +200,7 @@ def main():
     ap.add_argument("--options", default="", help="more TUNERGUARD_OPTIONS, ':'-separated")
     args = ap.parse_args()
     if args.child:
-        child(args.rounds, args.threads, args.calls, args.keys)
+        child(args.rounds, args.threads, args.calls, args.keys, args.gc_threshold)
         return 0
     return parent(args)
 

@@ -311,7 +311,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_tuner *u, struct tg_occupant *other, int high, int other_tuning,
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
                           int serialized, struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                        struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
@@ -323,10 +323,12 @@ uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const str
 /* t's raced session o ends in the exception that is set: when the race can
  * have caused it (tg__exception_from_race; guard_at: the installed guards),
  * report it and add a note to the exception (3.11+).  The exception stays set.
- * o: a copy of the session's link (tid, depth, raced_*, race_seq), taken
- * under the entry lock (another thread may relink the slot meanwhile). */
-void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
-                          const struct tg_guard *(*guard_at)(int i));
+ * u NULL: o is a copy of the session's link (tid, depth, raced_*, race_seq).
+ * Else o is t's own slot in u: its link is read under u's entry lock once the
+ * report lock is held, since the race's thread, reporting meanwhile, writes
+ * the race's seq and name into it after its report (relink_cleared). */
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, struct tg_tuner *u,
+                          const struct tg_occupant *o, const struct tg_guard *(*guard_at)(int i));
 
 /* The i-th installed guard, NULL past the last (guard_install.c). */
 const struct tg_guard *tg__guard_at(int i);
@@ -417,6 +419,26 @@ static inline int tg__link_set(struct tg_tuner *u, struct tg_occupant *c, pid_t 
     }
     tg_tuner_entry_unlock(u);
     return ok;
+}
+
+/* tg__link_set, forced, on the slot of u that holds o's session (its
+ * thread and entry time), if that session is still inside: o may be a copy
+ * (a report reads copies: race_decide.c occupant_copy). */
+static inline void tg__link_session(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
+                                    uint64_t seq)
+{
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
+        struct tg_occupant *c = &u->occ[i];
+        if (o->tid != 0 && u->occ_tid[i] == o->tid && c->tid == o->tid && c->entered_ns == o->entered_ns) {
+            __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+            if (name)
+                tg__link_name(c->raced_name, sizeof c->raced_name, name);
+            c->race_seq = seq;
+            break;
+        }
+    }
+    tg_tuner_entry_unlock(u);
 }
 
 /* c's link, if it is still to thread if_tid's race: set to new_tid (0:

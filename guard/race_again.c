@@ -134,7 +134,7 @@ int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const 
     }
     tg_emit_again(copy.ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
-        tg__link_set(u, (struct tg_occupant *)other, t->tid, copy.self_name, 0, 1);
+        tg__link_session(u, other, t->tid, copy.self_name, 0); /* other is a copy: its slot */
         link->tid = other->tid;
         snprintf(link->name, sizeof link->name, "%s", copy.other_name);
         link->seq = 0;

@@ -51,6 +51,24 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return occupant_in(u, tid, entered);
 }
 
+/* A copy of u's occupant that is thread tid, in *dst, taken under the
+ * entry lock: NULL when it left.  Without the GIL a thread leaving clears
+ * its slot (tuner_table.c clear_occ) while a report reads it, so a report
+ * reads the copy, never the slot (links: tg__link_session); its record
+ * (thread) is valid while that thread lives, as with the GIL.  C calls. */
+static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct tg_occupant *dst)
+{
+    struct tg_occupant *found = NULL;
+    tg_tuner_entry_lock(u);
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !found; i++)
+        if (tid != 0 && u->occ_tid[i] == tid && u->occ[i].thread && u->occ[i].tid == tid) {
+            *dst = u->occ[i];
+            found = dst;
+        }
+    tg_tuner_entry_unlock(u);
+    return found;
+}
+
 /* A session without an occupant slot (guard/slotless.c) as an occupant, in
  * *tmp, for the scans and views made of occupants: NULL when it left.  Its
  * link is its thread's (ovf_raced_tid).  C calls only. */
@@ -137,25 +155,17 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * marked walks every occupant's frames.  t is not inside u (an entry), or
  * is but is skipped: every bit is another occupant's, and with none set a
  * marked tuner's overlap is decided by one load.  C calls only for a marked
- * tuner.  NULL: none is tuning. */
+ * tuner.  The occupant found is copied into *copy (occupant_copy) and the
+ * copy returned.  NULL: none is tuning. */
 static const struct tg_occupant *tuning_occupant(struct tg_tuner *u, const struct tg_guard *g,
-                                                 const struct tg_thread *t)
+                                                 const struct tg_thread *t, struct tg_occupant *copy)
 {
     const int any_bit = __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) != 0;
     for (int i = 0; (any_bit || !g->marked) && i < TG_TUNER_MAX_OCC; i++) {
-        /* The slot copied under the entry lock (its owner may leave and
-         * another session take it meanwhile); judged on the copy. */
-        struct tg_occupant c;
-        int cand = 0;
-        tg_tuner_entry_lock(u);
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid &&
-            (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) && u->occ[i].thread) {
-            c = u->occ[i];
-            cand = 1;
-        }
-        tg_tuner_entry_unlock(u);
-        if (cand && tg__other_is_tuning(&c, g, 1))
-            return &u->occ[i];
+        const pid_t tid = __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED);
+        if (tid != 0 && tid != t->tid && (!g->marked || __atomic_load_n(&u->occ_ev[i], __ATOMIC_RELAXED) != 0) &&
+            occupant_copy(u, tid, copy) && tg__other_is_tuning(copy, g, 1))
+            return copy;
     }
     return NULL;
 }
@@ -181,14 +191,20 @@ static void relink_cleared(struct tg_tuner *u, const struct tg_thread *t, const 
  * (unless it is a repeat, suppressed, or a low-severity overlap at
  * verbosity 0) and, for a high-severity race, marks the other occupant and
  * fills *link for t's own occupant.  GIL held; other is valid on entry only:
- * the report lock and the name look-ups can let other threads run. */
+ * the report lock and the name look-ups can let other threads run, and
+ * without the GIL it may leave at any time, so what is read of it is a copy
+ * (occupant_copy), taken again after the report lock. */
 void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, struct tg_thread *t,
                      const struct tg_occupant *other, int serialized, struct tg_race_link *link)
 {
     memset(link, 0, sizeof *link);
-    const struct tg_occupant *tuning = tuning_occupant(u, g, t);
+    struct tg_occupant oc, tc;
+    other = occupant_copy(u, __atomic_load_n(&other->tid, __ATOMIC_RELAXED), &oc);
+    const struct tg_occupant *tuning = tuning_occupant(u, g, t, &tc);
     if (tuning)
         other = tuning;
+    if (!other)
+        return; /* it left before it could be read: no overlap any more */
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
@@ -207,14 +223,14 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
     }
     pid_t other_tid = other->tid;
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: look other up again */
-    other = occupant_by_tid(u, other_tid);
+    other = occupant_copy(u, other_tid, &oc);
     /* The benchmarking one left while we waited: another still benchmarking
      * is the race now (t's call writes and clears what it reads next), and
      * without it reported and linked here its exception would be linked
      * only by a check at t's return, which a return made while nobody
      * begins tuning does not make. */
     if (!other && tuning)
-        other = tuning = tuning_occupant(u, g, t);
+        other = tuning = tuning_occupant(u, g, t, &tc);
     if (!other) {
         tg_report_end(t); /* it left while we waited: no overlap any more */
         return;
@@ -223,7 +239,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * tuning step is named (marked): then while a thread inside is in it. */
     const int high = g->declared ? declared_race : -1;
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_race(r, inst, g, t, u, (struct tg_occupant *)other, high, tuning != NULL, serialized, link, &st);
+    uint64_t seq = tg__capture_race(r, inst, g, t, u, other, high, tuning != NULL, serialized, link, &st);
     if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
         tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
                           st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, r->entering.name, r->inside.name);
@@ -272,7 +288,7 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     struct tg_occupant *mine = u ? occupant_by_tid(u, t->tid) : NULL;
     if (!mine || mine->thread != t)
         return;
-    tg_tuner_entry_lock(u); /* others read it under the lock (below) */
+    tg_tuner_entry_lock(u); /* others copy the slot under the lock */
     mine->stepped = 1; /* its step has run: a later step of another call does not count it */
     tg_tuner_entry_unlock(u);
     if (TG_NOCC(u) < 2 || tg__link_peek(mine) != 0 || !mine->method)
@@ -281,19 +297,13 @@ void tg__check_race_at_step(PyObject *inst, const struct tg_guard *step, struct 
     if (!g->declared)
         return;
     const struct tg_occupant *other = NULL;
-    pid_t cand[TG_TUNER_MAX_OCC];
-    int ncand = 0;
-    tg_tuner_entry_lock(u); /* the slots' owners enter and leave under it */
-    for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
-        const struct tg_occupant *c = &u->occ[i];
-        if (u->occ_tid[i] != 0 && u->occ_tid[i] != t->tid && c->thread &&
-            (__atomic_load_n(&c->thread->tuning, __ATOMIC_RELAXED) > 0 || !c->stepped))
-            cand[ncand++] = c->tid;
+    struct tg_occupant c;
+    for (int i = 0; i < TG_TUNER_MAX_OCC && !other; i++) {
+        const pid_t tid = __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED);
+        if (tid != 0 && tid != t->tid && occupant_copy(u, tid, &c) && tg__tid_alive_cached(c.tid) &&
+            (__atomic_load_n(&c.thread->tuning, __ATOMIC_RELAXED) > 0 || !c.stepped))
+            other = &c;
     }
-    tg_tuner_entry_unlock(u);
-    for (int k = 0; k < ncand && !other; k++) /* the alive check outside the lock: it may read /proc */
-        if (tg__tid_alive_cached(cand[k]))
-            other = occupant_by_tid(u, cand[k]);
     if (!other)
         return;
     struct tg_race_link link;

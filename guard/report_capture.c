@@ -41,7 +41,7 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
 }
 
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
-                          struct tg_tuner *u, struct tg_occupant *other, int high, int other_tuning,
+                          struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
                           int serialized, struct tg_race_link *link, enum tg_emit_status *st)
 {
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
@@ -62,7 +62,7 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_g
         /* Both sessions now overlap: either may end in the exception.  Not
          * when this thread is about to wait (serialize): the two calls will
          * not overlap, and an exception of either is the program's own. */
-        tg__link_set(u, other, t->tid, NULL, 0, 1); /* its name and seq: after the report */
+        tg__link_session(u, other, t->tid, NULL, 0); /* its name and seq: after the report; other is a copy */
         link->tid = other->tid;
     }
     other = NULL; /* from here on, Python code runs */
@@ -130,8 +130,8 @@ uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const str
  * caused (tg__exception_from_race): say so, in the report and (3.11+) as a
  * note on the exception itself, so the traceback on the user's screen points
  * at the race.  The exception stays set. */
-void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, const struct tg_occupant *o,
-                          const struct tg_guard *(*guard_at)(int i))
+void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *t, struct tg_tuner *u,
+                          const struct tg_occupant *o, const struct tg_guard *(*guard_at)(int i))
 {
     PyObject *type, *value, *tb;
     tg_py.PyErr_Fetch(&type, &value, &tb);
@@ -142,7 +142,17 @@ void tg__report_exception(PyObject *inst, struct tg_guard *g, struct tg_thread *
         tg_py.PyErr_Restore(type, value, tb);
         return;
     }
-    struct tg_report *r = tg_report_begin(t);
+    struct tg_report *r = tg_report_begin(t); /* may let the race's thread finish its report */
+    struct tg_occupant link = {.tid = t->tid, .depth = 1};
+    if (u) { /* t's own slot: read now, whole, so the race's seq is in it */
+        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
+        o = &link;
+    }
+    if (!o->raced_tid) { /* unlinked meanwhile: the race was suppressed */
+        tg_report_end(t);
+        tg_py.PyErr_Restore(type, value, tb);
+        return;
+    }
     begin_report(r, TG_REPORT_EXCEPTION, inst, g);
     r->race_seq = o->race_seq;
     tg_py_attr_str(type, "__name__", r->exc_type, sizeof r->exc_type);

@@ -338,12 +338,17 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
                              PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     struct tg_occupant *no = tg_tuner_enter(u, t, NULL, g, 0, 1);
+    struct tg_guard *ends_wrapper = NULL;
     if (no && no->method != g && !g->replacement && ((struct tg_guard *)no->method)->replacement) {
         /* A replacement calling the original on the same instance: the
          * program's own wrapper; its later calls pass through. */
         struct tg_guard *w = (struct tg_guard *)no->method;
         if (!__atomic_exchange_n(&w->chains, 1, __ATOMIC_RELAXED))
             tg__info(2, "%s%s calls the original: a wrapper, its calls pass through", w->method, w->where);
+        /* Its session (this first call's, the slot's outer level) ends as
+         * the original returns, as a later call's: what the wrapper does
+         * after (release its lock) is outside the tuner. */
+        ends_wrapper = no->depth == 2 ? w : NULL;
     }
     const unsigned forks = tg__gthread(t)->forks;
     t->depth++;
@@ -353,6 +358,9 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     t->depth--;
     if (no)
         tg_tuner_leave(u, t);
+    if (__builtin_expect(ends_wrapper != NULL, 0)) /* its entry's epoch unknown: one that makes the check */
+        return session_exit(ends_wrapper, t, args[0], u, no, __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) - 1,
+                            res); /* run_session sees t->nheld fall */
     return res;
 }
 
@@ -414,7 +422,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
         t->held[t->nheld] = u;
         t->held_slot[t->nheld] = o ? (uint8_t)(o - u->occ) : 0xff;
     }
-    __atomic_store_n(&t->nheld, t->nheld + 1, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
+    const int nheld = t->nheld + 1;
+    __atomic_store_n(&t->nheld, nheld, __ATOMIC_RELAXED); /* a stack reader loads it (core/thread_hold.h) */
     t->depth++;
     if (__builtin_expect(g->tuning_entry, 0)) { /* a tuner's warmup: tuning from here */
         TG_OWN_SET(t->tuning, t->tuning + 1);
@@ -442,6 +451,8 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
             TG_OWN_SET(t->tuning, t->tuning - 1);
         return res;
     }
+    if (__builtin_expect(g->replacement, 0) && t->nheld < nheld)
+        return res; /* the program's wrapper: its session ended at the original's return (nested_call) */
     return session_exit(g, t, inst, u, o, epoch, res);
 }
 
@@ -570,18 +581,14 @@ static PyObject *session_exit(struct tg_guard *g, struct tg_thread *t, PyObject 
     if (__builtin_expect(TG_NOCC(u) > 1, 0) && g->clears_args && (o ? o->depth == 1 : t->nheld == 1) && res != NULL &&
         (!g->marked || tg_tuner_overflow(u) > 0 || __atomic_load_n(&tg__tuning_epoch, __ATOMIC_RELAXED) != epoch))
         tg__check_race_at_exit(u, inst, g, t, o);
-    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1) {
-        struct tg_occupant link = {.tid = t->tid, .depth = 1};
-        link.raced_tid = tg__link_read(u, o, link.raced_name, sizeof link.raced_name, &link.race_seq);
-        if (link.raced_tid)
-            tg__report_exception(inst, g, t, &link, tg__guard_at);
-    }
+    if (__builtin_expect(res == NULL, 0) && o && tg__link_peek(o) && o->depth == 1)
+        tg__report_exception(inst, g, t, u, o, tg__guard_at); /* the link read there, under the lock */
     if (__builtin_expect(!o && tg__gthread(t)->ovf_inst == (uintptr_t)inst, 0)) { /* a session without a slot */
         if (res == NULL && tg__gthread(t)->ovf_raced_tid) {
             struct tg_occupant link = {.tid = t->tid, .depth = 1, .raced_tid = tg__gthread(t)->ovf_raced_tid,
                                        .race_seq = tg__gthread(t)->ovf_race_seq};
             memcpy(link.raced_name, tg__gthread(t)->ovf_raced_name, sizeof link.raced_name);
-            tg__report_exception(inst, g, t, &link, tg__guard_at);
+            tg__report_exception(inst, g, t, NULL, &link, tg__guard_at);
         }
         tg__gthread(t)->ovf_raced_tid = 0;
         tg__gthread(t)->ovf_inst = 0;

@@ -52,10 +52,19 @@ class Result:
 
 
 class Ctx:
-    def __init__(self, python, lib, keep, regime=None):
-        """regime: a tests/free_threaded/regime.py Regime, applied to every child's environment."""
+    def __init__(self, python, lib, keep, regime=None, fakecuda=None):
+        """regime: a tests/free_threaded/regime.py Regime, applied to every child's environment.
+        fakecuda: the directory of the stand-in libcuda.so.1 (tests/fakecuda), or None."""
         self.python, self.lib, self.keep, self.regime = python, lib, keep, regime
+        self.fakecuda = fakecuda
         self.tmps = []
+
+    def fakecuda_env(self):
+        """The environment that makes the stand-in libcuda.so.1 the one a
+        program's ctypes.CDLL("libcuda.so.1") loads; a Fail without it."""
+        if not self.fakecuda or not os.path.exists(os.path.join(self.fakecuda, "libcuda.so.1")):
+            raise Fail("needs the stand-in libcuda (run_all.py --fakecuda DIR), not given")
+        return {"LD_LIBRARY_PATH": self.fakecuda}
 
     def tmpdir(self):
         d = tempfile.mkdtemp(prefix="tg_it_")

@@ -45,6 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", help="interpreter path, or 'none' for the nonpython group")
     ap.add_argument("--lib")
+    ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1 (checks that park a thread in a CUDA call)")
     ap.add_argument("--only", default="", help="comma-separated groups (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep temporary directories")
     ap.add_argument("--groups", action="store_true", help="print the group names and exit")
@@ -82,7 +83,7 @@ def main():
     if why:
         print("FAIL: %s" % why)
         return 1
-    ctx = Ctx(a.python, a.lib, a.keep, regime)
+    ctx = Ctx(a.python, a.lib, a.keep, regime, fakecuda=a.fakecuda and os.path.abspath(a.fakecuda))
     label = "" if a.python == "none" else " [%s]" % a.python
     failed = 0
     for g in groups:

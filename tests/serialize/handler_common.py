@@ -19,7 +19,7 @@ call (the handler runs between the polls), which races with A.
 
 run_main() returns the exit status: 0 when A read its own state and every
 call returned (serialize: A's first, then the handler's, then the main
-thread's); 3 when A raised the TypeError; 1 when an event never came or
+thread's, in the order their bodies ran inside the tuner); 3 when A raised the TypeError; 1 when an event never came or
 the order was wrong.  Every wait is bounded."""
 import os
 import signal
@@ -45,10 +45,12 @@ def call(name, hold=None):
             hold()
         full = {**t.nargs}  # None here: the TypeError of a call cleared meanwhile
         t.nargs = None
+        # Recorded inside the call, where serialize orders the calls: once a
+        # call leaves, the next one runs, and without the GIL it may get to
+        # its own record before the one that left gets back from t.run.
+        order.append(full["who"])
         return full["who"]
-    got = t.run(body)
-    order.append(got)
-    return got
+    return t.run(body)
 
 
 def handler(signum, frame):
@@ -113,7 +115,7 @@ def run_main():
     else:
         call("main")
     a.join(T)
-    print(f"handler: calls returned in the order {order}")
+    print(f"handler: calls ran in the order {order}")
     if a_error:
         print(f"handler: A raised {a_error[0]!r}")
         return 3

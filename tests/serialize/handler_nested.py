@@ -37,10 +37,13 @@ def audit(event, args):
         signal.setitimer(signal.ITIMER_REAL, 0.001)
 
 
+# Each call records itself inside its tuner, where serialize orders the
+# calls: once A leaves 'inner', the main thread's call runs, and without the
+# GIL it may record itself before A gets back from inner.run.
 def handler(signum, frame):
     handler_in.set()
     try:
-        order.append(outer.run(lambda: "handler"))
+        outer.run(lambda: order.append("handler"))
     finally:
         release.set()
 
@@ -54,14 +57,14 @@ def a_body():
     if not release.wait(T):
         print("handler_nested: the handler's call neither returned nor waited")
         os._exit(1)
-    return "A"
+    order.append("A")
 
 
-a = threading.Thread(target=lambda: order.append(inner.run(a_body)), name="A")
+a = threading.Thread(target=lambda: inner.run(a_body), name="A")
 a.start()
 if not inside.wait(T):
     sys.exit(1)
-order.append(outer.run(lambda: in_outer.append(1) or inner.run(lambda: "main")))
+outer.run(lambda: in_outer.append(1) or inner.run(lambda: order.append("main")))
 a.join(T)
-print(f"handler_nested: calls returned in the order {order}; the handler's call waited: {bool(waited)}")
+print(f"handler_nested: calls ran in the order {order}; the handler's call waited: {bool(waited)}")
 sys.exit(0 if order == ["handler", "A", "main"] and not waited else 1)

@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Race-free use of an autotuned kernel: the main thread tunes every key first,
-one after the other; only then do 4 threads launch it concurrently (every call
-hits the tuned cache: no benchmark, no clearing of the shared arguments).
+one after the other, through the tuner; only then do 4 threads launch it
+concurrently, each with the configuration the tuner chose for its key, through
+the jitted function (the tuner's `fn`).  Not through the tuner: its `run` keeps
+the call's arguments on the shared object on every call, cached keys included
+(`self.nargs`, set, read, then cleared), so concurrent calls of it race once
+threads really run at once (a free-threaded CPython with the GIL off: the
+TypeError "'NoneType' object is not a mapping" within a few thousand calls).
 Under mode=detect:stress=1 tunerguard must report nothing (run_repro.py
 expects no report file).  Exit status 0 when every call returned.
 """
@@ -23,8 +28,10 @@ def race_free_kernel(x, BLOCK: triton.language.constexpr = 16):
     pass
 
 
+best = {}
 for dtype in KEYS:  # tune sequentially
     race_free_kernel[(1,)](Tensor([1.0], dtype))
+    best[dtype] = race_free_kernel.best_config.all_kwargs()
 
 errors = []
 
@@ -32,7 +39,7 @@ errors = []
 def body(i):
     try:
         for _ in range(50):
-            race_free_kernel[(1,)](Tensor([float(i)], KEYS[i % 2]))
+            race_free_kernel.fn[(1,)](Tensor([float(i)], KEYS[i % 2]), **best[KEYS[i % 2]])
     except BaseException as e:  # noqa: B902
         errors.append(e)
 

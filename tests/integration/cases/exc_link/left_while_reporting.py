@@ -1,9 +1,14 @@
 # exc_link/left_while_reporting.py: run after the prelude in tests/integration/harness.py
-import collections
 from cleartuner import ClearTuner
 sys.setswitchinterval(1000.0)  # the GIL changes hands only where a thread blocks
 errors, notes = {}, {}
-ev = collections.defaultdict(threading.Event)
+class Events(dict):
+    """One Event per key, whichever thread asks first: defaultdict's
+    look-up then insert can make two for one key where threads run at once
+    (PYTHON_GIL=0); dict.setdefault inserts or returns in one step."""
+    def __missing__(self, key):
+        return self.setdefault(key, threading.Event())
+ev = Events()
 raise_at = set()
 def gate(tag, phase):  # parks each thread, by name, where main says
     me = threading.current_thread()._name

@@ -1,8 +1,13 @@
 # exc_link/slotless_late_clear.py: run after the prelude in tests/integration/harness.py
-import collections
 from cleartuner import ClearTuner
 errors, notes = {}, {}
-ev = collections.defaultdict(threading.Event)
+class Events(dict):
+    """One Event per key, whichever thread asks first: defaultdict's
+    look-up then insert can make two for one key where threads run at once
+    (PYTHON_GIL=0); dict.setdefault inserts or returns in one step."""
+    def __missing__(self, key):
+        return self.setdefault(key, threading.Event())
+ev = Events()
 def gate(tag, phase):  # parks each thread, by name, where main says
     me = threading.current_thread().name
     ev[(me, phase)].set()

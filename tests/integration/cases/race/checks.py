@@ -102,11 +102,13 @@ def check_race_gc_in_walk(ctx):
 
 # The thread inside is 400 frames deep in the program: the record keeps its
 # innermost 192 frames and its outermost 64 (the thread's start), counting
-# those between; the text folds the recursion.
+# those between; the text folds the recursion.  It waits blocked in a CUDA
+# call (the stand-in libcuda's gate), so its stack is read with the GIL off
+# as with it (a thread running Python there would be shown where it entered).
 VERY_DEEP_PROG = program('very_deep')
 
 def check_race_very_deep_stack(ctx):
-    res = ctx.run_py(VERY_DEEP_PROG, options=opts())
+    res = ctx.run_py(VERY_DEEP_PROG, options=opts(), extra_env=ctx.fakecuda_env())
     expect(res.rc == 0 and "DONE" in res.out, "program completed", res)
     objs = jsonl_lines(res)
     expect(len(objs) == 1 and objs[0].get("kind") == "race", "one race", res)
