@@ -27,6 +27,8 @@
  *                     (type's tp_new hooked), their overrides guarded
  *   session.c         the policy of a guarded call: enter / leave on the
  *                     tuner table
+ *   program_wrapper.c the program's own wrapper of a guarded method: a
+ *                     call through it (no session), whether it serializes
  *   lazy_session.c    detect's lazy session: a tuned call registered on the
  *                     tuner table only once it can matter to another thread
  *   serialize_wait.c  serialize's waits (guard/serialize_wait.h): what every
@@ -244,6 +246,14 @@ static inline void tg__guard_check_replaced(struct tg_guard *g, struct tg_thread
     }
     tg__guard_check_replaced_slow(g);
 }
+
+/* guard/program_wrapper.c: a call of the program's own wrapper of a
+ * guarded method (no session of its own), and the line, once, that such a
+ * wrapper serializes its callers (this thread entered it while another was
+ * inside and found the tuner free).  GIL held. */
+void tg__note_wrapper_serializes(struct tg_thread *t);
+PyObject *tg__wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject *f, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames);
 
 /* Threads inside a tuning method now (marker calls, guard/session.c):
  * written when a thread begins or ends tuning, read by serialize's turn.

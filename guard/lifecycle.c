@@ -5,6 +5,7 @@
 #include "core/process.h"
 #include "core/thread_state.h"
 #include "detectors/tuner_table.h"
+#include "reports/py_program.h"
 #include "reports/emit.h"
 #include "reports/py_stack.h"
 #include "reports/report.h"
@@ -52,6 +53,7 @@ static void fork_child(void)
     tg_sink_atfork_child();
     tg_guard_atfork_child();
     tg_emit_atfork_child();
+    tg_py_program_atfork_child();
     tg_arm_atfork_child();
     tg_trace_atfork_child();
     tg_cupti_atfork_child();

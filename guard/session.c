@@ -173,28 +173,6 @@ static PyObject *interrupted(const struct tg_entry *e, struct tg_thread *t, PyOb
     return NULL;
 }
 
-/* The program's own wrapper around the original (seeds/001's
- * `Autotuner.run = wrapped`, calling the original): not where the shared
- * state is touched, so no session here; the original's guard starts one.
- * Note whether another thread is inside now: if this thread finds the tuner
- * free when it reaches the original, the wrapper made it wait (a lock), said
- * once at verbosity=1. */
-static __attribute__((noinline)) PyObject *wrapper_call(struct tg_guard *g, struct tg_thread *t, PyObject *f,
-                                                        PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    struct tg_tuner *pu = tg_tuner_find((uintptr_t)args[0]);
-    uintptr_t saved_busy = tg__gthread(t)->wrapped_busy;
-    const void *saved_by = tg__gthread(t)->wrapped_by;
-    if (pu && TG_NOCC(pu) > 0 && !tg_tuner_is_inside(pu, t)) {
-        tg__gthread(t)->wrapped_busy = (uintptr_t)args[0];
-        tg__gthread(t)->wrapped_by = g;
-    }
-    PyObject *res = tg__call_orig(g, f, args, nargs, kwnames);
-    tg__gthread(t)->wrapped_busy = saved_busy;
-    tg__gthread(t)->wrapped_by = saved_by;
-    return res;
-}
-
 /* Does t run a tuning method on inst while it holds no session on inst?
  * (Its unregistered session registered first: marker_call.)  A look-up
  * of the tuner table only where t is inside some tuner. */
@@ -364,20 +342,6 @@ static PyObject *nested_call(struct tg_guard *g, struct tg_thread *t, struct tg_
     return res;
 }
 
-/* Entered the wrapper while another thread was inside, and found the tuner
- * free here: the wrapper serialized it (said once, at verbosity=1). */
-static void note_wrapper_serializes(struct tg_thread *t)
-{
-    struct tg_guard *w = (struct tg_guard *)tg__gthread(t)->wrapped_by;
-    if (!__atomic_load_n(&w->said_serializes, __ATOMIC_RELAXED) &&
-        !__atomic_exchange_n(&w->said_serializes, 1, __ATOMIC_RELAXED)) {
-        const char *where = strncmp(w->where, " by ", 4) == 0 ? w->where + 4 : "its replacement";
-        tg__info(1, "%s is wrapped by the program (%s), and the wrapper serializes its callers (a thread "
-                    "that came in while another was inside waited in it): no race through it", w->method, where);
-    }
-    tg__gthread(t)->wrapped_busy = 0;
-}
-
 /* The registered session: entered, the original called, left
  * (session_exit). */
 static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *inst, struct tg_entry *e,
@@ -392,7 +356,7 @@ static PyObject *run_session(struct tg_guard *g, struct tg_thread *t, PyObject *
     }
     if (__builtin_expect(tg__gthread(t)->wrapped_busy == (uintptr_t)inst, 0) && e->v == TG_FIRST &&
         tg__gthread(t)->wrapped_by)
-        note_wrapper_serializes(t);
+        tg__note_wrapper_serializes(t);
     /* Read before this session's entry time: an occupant that enters after
      * it and tunes, or enters already tuning (a tuner called from another's
      * benchmark), moves the epoch after this read, since entries hold the
@@ -527,7 +491,7 @@ static inline __attribute__((always_inline)) PyObject *guard_call(struct tg_guar
     if (__builtin_expect(g->family != NULL, 0) && !tg__guard_serves(g, args[0]))
         return tg__call_orig(g, f, args, nargs, kwnames); /* a mixin's function on another class's instance */
     if (__builtin_expect(__atomic_load_n(&g->chains, __ATOMIC_RELAXED), 0))
-        return wrapper_call(g, t, f, args, nargs, kwnames);
+        return tg__wrapper_call(g, t, f, args, nargs, kwnames);
     if (g->marker)
         return marker_call(g, t, f, args, nargs, kwnames);
     if (__builtin_expect(__atomic_load_n(&tg_arm_pending, __ATOMIC_RELAXED), 0))

@@ -34,6 +34,15 @@ static struct {
     char prog[TG_PP_PROG][TG_PP_PATH];
     char lib[TG_PP_LIBS][TG_PP_PATH];
 } facts;
+
+void tg_py_program_atfork_child(void)
+{
+    /* Another thread of the parent may have been reading the facts at the
+     * fork: the lock is free again in the child and the facts read anew. */
+    tg_py_lock_atfork_child(&facts_lock);
+    if (__atomic_load_n(&facts.state, __ATOMIC_RELAXED) < 0)
+        __atomic_store_n(&facts.state, 0, __ATOMIC_RELAXED);
+}
 static char filebuf[TG_PP_FILE]; /* under the report lock: one reader at a time */
 
 /* ---- paths ----------------------------------------------------------------- */

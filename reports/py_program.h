@@ -30,6 +30,9 @@
  * frame classing would take for the program's are looked at.  Attached, under
  * the report lock (reports/emit.h),
  * report time; allocates nothing; leaves no Python error set. */
+/* In a fork child: the facts' lock free again, facts being read by
+ * another thread at the fork read anew.  The forking thread only. */
+void tg_py_program_atfork_child(void);
 void tg_py_program_note(const char *full, const char *stored);
 
 #endif
