@@ -43,8 +43,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG_SRC = os.path.join(ROOT, "python", "tunerguard")
 
 # Source files shipped for `tunerguard repro` (paths under the package mirror
-# the source tree: the command looks for tests/repro and tests/gpu there).
-REPRO_TREES = ["tests/repro/model", "tests/repro/scenarios", "tests/repro/standin"]
+# the source tree: the command looks for tests/repro and tests/gpu there;
+# run_repro.py reads its GIL regimes from tests/free_threaded).
+REPRO_TREES = ["tests/repro/model", "tests/repro/scenarios", "tests/repro/standin", "tests/free_threaded"]
 REPRO_FILES = ["tests/repro/run_repro.py", "tests/repro/README.md", "tests/gpu/triton_races.py"]
 
 
