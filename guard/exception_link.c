@@ -14,8 +14,8 @@
 #include <string.h>
 
 /* Where the tuner's own code lives: the folder of the top-level package of
- * the guarded method's module ("/.../site-packages/triton/" for
- * triton.runtime.autotuner), or the method's file for a module outside a
+ * the guarded method's module ("/.../site-packages/<package>/" for
+ * <package>.<module>), or the method's file for a module outside a
  * package.  "" when the method has no code object, or is the script's own
  * (__main__: the program's frames, whatever class they are in). */
 static void tuner_root(const struct tg_guard *g, char *dst, size_t len)

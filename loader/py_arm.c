@@ -17,7 +17,7 @@
  *   "import" event   -> fallback when the finder is bypassed: the module is
  *                       pending and guarded at the next chance
  *   type's tp_new    -> a class made from a guarded one: its overrides are
- *                       guarded (flash-linear-attention's CachedAutotuner;
+ *                       guarded (a library's subclass of a built-in tuner;
  *                       guard/subclasses.c)
  *   type's tp_setattro -> a guarded method replaced on its class (seeds/001's
  *                       lock patch): the new one is guarded too
