@@ -45,7 +45,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", help="interpreter path, or 'none' for the nonpython group")
     ap.add_argument("--lib")
-    ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1 (checks that park a thread in a CUDA call)")
+    ap.add_argument("--fakecuda", help="directory of the stand-in libcuda.so.1 (checks that park a thread in a CUDA call; default: tests/fakecuda beside --lib, where it is)")
     ap.add_argument("--only", default="", help="comma-separated groups (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep temporary directories")
     ap.add_argument("--groups", action="store_true", help="print the group names and exit")
@@ -83,7 +83,13 @@ def main():
     if why:
         print("FAIL: %s" % why)
         return 1
-    ctx = Ctx(a.python, a.lib, a.keep, regime, fakecuda=a.fakecuda and os.path.abspath(a.fakecuda))
+    fakecuda = a.fakecuda
+    if not fakecuda:
+        # beside the library, as in a build folder and in the installed package
+        # (tunerguard/tests/fakecuda): the pip tests run the suite that way
+        near = os.path.join(os.path.dirname(os.path.abspath(a.lib)), "tests", "fakecuda")
+        fakecuda = near if os.path.exists(os.path.join(near, "libcuda.so.1")) else None
+    ctx = Ctx(a.python, a.lib, a.keep, regime, fakecuda=fakecuda and os.path.abspath(fakecuda))
     label = "" if a.python == "none" else " [%s]" % a.python
     failed = 0
     for g in groups:
