@@ -1,8 +1,10 @@
-/* A declared tuner's race seen again, decided before its capture.
+/* A race seen again, decided before its capture.
  *
  * A tuner declared with targets= and called by several threads in a loop
  * overlaps on many calls, each a race (guard/race_decide.c,
- * tg__report_race).  The report pipeline de-duplicates them by the tuner
+ * tg__report_race); so does Triton's Autotuner without the GIL, whose every
+ * call writes and clears its arguments on the shared object, tuned key or
+ * not (a free-threaded build with the GIL off).  The report pipeline de-duplicates them by the tuner
  * instance and both threads' call sites (reports/emit.c), but only after the
  * report was captured: both stacks with their names, the native stack, the
  * thread names (Python code), the report lock.  Here the same decision is
@@ -81,7 +83,7 @@ static int fold_stack(void *ts, uint64_t *h)
 }
 
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
-                      const struct tg_occupant *other, int serialized)
+                      const struct tg_occupant *other, int serialized, int others_run)
 {
     void *other_ts = tg__occupant_tstate(other);
     if (tg_opts.verbosity >= 2 || !other_ts)
@@ -94,7 +96,9 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
     h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
     int ok = fold_stack(NULL, &h);
-    if (tg__others_run()) /* the other thread runs meanwhile: its frames are not read */
+    if (others_run < 0)
+        others_run = tg__others_run();
+    if (others_run) /* the other thread runs meanwhile: its frames are not read */
         tg__fold_entry(other->thread, &h, mix);
     else
         ok = ok && fold_stack(other_ts, &h);
