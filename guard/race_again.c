@@ -61,7 +61,11 @@ static uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* Fold thread state ts's Python frames (NULL: the calling thread's) into *h:
- * a walk (reports/py_stack.h) that reads the code's address and the line.
+ * a walk (reports/py_stack.h) that reads the code's address and where in it
+ * the frame is: its last instruction (PyFrame_GetLasti, 3.11+), a key finer
+ * than the line a report shows and read without decoding the code's line
+ * table (a walk from the code's start: a module's whole body for its
+ * frame); the line where that function is not exported (3.9, 3.10).
  * 0 when the stack is deeper than a report keeps whole. */
 static int fold_stack(void *ts, uint64_t *h)
 {
@@ -73,7 +77,8 @@ static int fold_stack(void *ts, uint64_t *h)
             break;
         }
         PyObject *code = tg_py.PyFrame_GetCode(f);
-        *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)tg_py.PyFrame_GetLineNumber(f));
+        const int at = tg_py.PyFrame_GetLasti ? tg_py.PyFrame_GetLasti(f) : tg_py.PyFrame_GetLineNumber(f);
+        *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)at);
         if (code)
             tg_py.Py_DecRef(code); /* alive: its frame holds it */
     }
