@@ -7,16 +7,7 @@
 
 static const struct tg_tuner_family_def families[TG_TUNER_NFAMILIES] = {
 #define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls, clears_args},
-#define TG_TUNER_ENTRY(id, method, tuning)
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 /* A method or function name of one family, with its row's flag:
@@ -28,61 +19,27 @@ struct named {
 };
 
 static const struct named entries[] = {
-#define TG_TUNER(id, module, cls, clears_args)
 #define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method, tuning},
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 static const struct named steps[] = {
-#define TG_TUNER(id, module, cls, clears_args)
-#define TG_TUNER_ENTRY(id, method, tuning)
 #define TG_TUNER_STEP(id, method, frame, reads_args) {TG_TUNER_##id, method, reads_args},
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 /* The names whose frames show tuning: the steps with frame 1, the tuning
  * entry points, the measuring functions. */
 static const char *const frames[] = {
-#define TG_TUNER(id, module, cls, clears_args)
 #define TG_TUNER_ENTRY(id, method, tuning) tuning ? method : NULL,
 #define TG_TUNER_STEP(id, method, frame, reads_args) frame ? method : NULL,
 #define TG_TUNER_FRAME(id, name) name,
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 static const char *const library_files[] = {
-#define TG_TUNER(id, module, cls, clears_args)
-#define TG_TUNER_ENTRY(id, method, tuning)
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
 #define TG_TUNER_FILE(id, path) path,
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -95,15 +52,7 @@ _Static_assert(COUNT(entries) == TG_TUNER_NENTRIES, "the entry count the loader'
                    "core/builtin_tuners.inc: " #id "'s names fit the loader's table");
 #define TG_TUNER_ENTRY(id, name, tuning) \
     _Static_assert(sizeof name <= TG_TUNER_ENTRY_SIZE, "core/builtin_tuners.inc: " #id "." name " fits");
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 
 const struct tg_tuner_family_def *tg_tuner_family(int f)
 {

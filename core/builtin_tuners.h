@@ -10,33 +10,15 @@
 
 enum tg_tuner_family {
 #define TG_TUNER(id, module, cls, clears_args) TG_TUNER_##id,
-#define TG_TUNER_ENTRY(id, method, tuning)
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
     TG_TUNER_NFAMILIES
 };
 
 /* The entry points of all families: the loader's built-in targets. */
 enum {
     TG_TUNER_NENTRIES = 0
-#define TG_TUNER(id, module, cls, clears_args)
 #define TG_TUNER_ENTRY(id, method, tuning) + 1
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 /* The loader's startup table holds the names in fields of these sizes,

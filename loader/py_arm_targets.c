@@ -26,32 +26,14 @@ static const struct {
     char cls[TG_TUNER_CLASS_SIZE];
 } builtin_families[TG_TUNER_NFAMILIES] TG_STARTUP_RODATA = {
 #define TG_TUNER(id, module, cls, clears_args) [TG_TUNER_##id] = {module, cls},
-#define TG_TUNER_ENTRY(id, method, tuning)
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 static const struct {
     unsigned char family;
     char method[TG_TUNER_ENTRY_SIZE];
 } builtin_targets[TG_TUNER_NENTRIES] TG_STARTUP_RODATA = {
-#define TG_TUNER(id, module, cls, clears_args)
 #define TG_TUNER_ENTRY(id, method, tuning) {TG_TUNER_##id, method},
-#define TG_TUNER_STEP(id, method, frame, reads_args)
-#define TG_TUNER_FRAME(id, name)
-#define TG_TUNER_FILE(id, path)
 #include "core/builtin_tuners.inc"
-#undef TG_TUNER
-#undef TG_TUNER_ENTRY
-#undef TG_TUNER_STEP
-#undef TG_TUNER_FRAME
-#undef TG_TUNER_FILE
 };
 
 struct tg__arm_target tg__arm_targets[TG_MAX_TARGETS];

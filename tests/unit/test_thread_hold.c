@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -105,9 +106,7 @@ Test(thread_hold, parks_at_the_call_return, .init = free_threaded, .timeout = 30
         nanosleep(&ts, NULL);
     }
     cr_assert_eq(__atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE), TG_HOLD_PARKED, "parked at the return");
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
-    cr_assert_eq(left, 0, "still parked 20 ms later");
+    cr_assert_eq(left, 0, "parked: its call has not returned");
     tg_hold_release(t);
     cr_assert(until(&left), "released: the call returns");
     pthread_join(th, NULL);
@@ -155,8 +154,11 @@ Test(thread_hold, parks_at_the_end_of_a_wait, .init = free_threaded, .timeout = 
     struct tg_thread *t = start(&th, in_tg_wait);
     cr_assert_eq(tg_hold_other(t, fake_tstate), 1, "in a wait: held at once");
     go = 1;
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
+    for (int i = 0; i < 20000 && __atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE) != TG_HOLD_PARKED; i++) {
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_eq(__atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE), TG_HOLD_PARKED, "parked at the wait's end");
     cr_assert_eq(left, 0, "the wait's end parks");
     tg_hold_release(t);
     cr_assert(until(&left));
@@ -178,9 +180,30 @@ static void *in_session(void *arg)
     return NULL;
 }
 
-static void *read_other(void *arg)
+static char *watched_page;
+static void *read_watched(void *arg)
 {
-    return (void *)(intptr_t)tg_hold_other((struct tg_thread *)arg, fake_tstate);
+    return (void *)(intptr_t)tg_hold_other((struct tg_thread *)arg, watched_page);
+}
+
+/* The reader's first look at the owner's thread state, seen: the state
+ * lives on a page that faults when read; the fault opens the page (the
+ * state says attached: the reader keeps looking) and says so.  The reader
+ * reads the state only once it has found the owner inside a session after
+ * its barrier, the point past which a session's end must park. */
+static _Atomic int looked;
+
+static void on_first_look(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)ctx;
+    char *a = (char *)si->si_addr;
+    if (watched_page && a >= watched_page && a < watched_page + 4096) {
+        mprotect(watched_page, 4096, PROT_READ | PROT_WRITE);
+        looked = 1;
+        return;
+    }
+    signal(SIGSEGV, SIG_DFL); /* any other fault: the test dies of it */
 }
 
 /* A reader looking at a thread inside its session: the session's end waits
@@ -188,29 +211,31 @@ static void *read_other(void *arg)
 Test(thread_hold, session_end_waits_for_the_reader, .init = free_threaded, .timeout = 30)
 {
     pthread_t th, rd;
-    set_state(1);
     tg_hold_other(tg__self(), fake_tstate); /* the barrier registered (slow, once): not held, out of a session */
+    watched_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert(watched_page != MAP_FAILED);
+    __atomic_store_n((int *)(void *)(watched_page + STATE_AT), 1, __ATOMIC_SEQ_CST); /* attached */
+    cr_assert(mprotect(watched_page, 4096, PROT_NONE) == 0);
+    struct sigaction sa = {0}, old;
+    sa.sa_sigaction = on_first_look;
+    sa.sa_flags = SA_SIGINFO;
+    cr_assert(sigaction(SIGSEGV, &sa, &old) == 0);
+    looked = 0;
     struct tg_thread *t = start(&th, in_session);
-    cr_assert(pthread_create(&rd, NULL, read_other, t) == 0);
-    for (int i = 0; i < 20000 && __atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE) != TG_HOLD_ASKED; i++) {
-        struct timespec ts = {0, 10000};
-        nanosleep(&ts, NULL);
-    }
-    /* The reader past its barrier and its look at nheld (microseconds), in
-     * its looks for the owner held (its bound is 50 ms): a session ended
-     * before that look is not read, and not held. */
-    struct timespec past = {0, 5000000};
-    nanosleep(&past, NULL);
-    go = 1;
+    cr_assert(pthread_create(&rd, NULL, read_watched, t) == 0);
+    cr_assert(until(&looked), "the reader looked at the owner's state");
+    go = 1; /* the session ends after the reader's look: it must park */
     void *held;
     pthread_join(rd, &held);
     cr_assert_eq((intptr_t)held, 1, "parked at its session's end: held");
-    struct timespec ts = {0, 20000000};
-    nanosleep(&ts, NULL);
-    cr_assert_eq(left, 0, "still parked 20 ms later");
+    cr_assert_eq(__atomic_load_n(&t->last.hold, __ATOMIC_ACQUIRE), TG_HOLD_PARKED, "parked on the word");
+    cr_assert_eq(left, 0, "still in its session's end while held");
     tg_hold_release(t);
     cr_assert(until(&left));
     pthread_join(th, NULL);
+    sigaction(SIGSEGV, &old, NULL);
+    munmap(watched_page, 4096);
+    watched_page = NULL;
 }
 
 /* A thread out of its tuner sessions may end meanwhile and its thread
