@@ -4,26 +4,27 @@
  * overlaps on many calls, each a race (guard/race_decide.c,
  * tg__report_race); so does Triton's Autotuner without the GIL, whose every
  * call writes and clears its arguments on the shared object, tuned key or
- * not (a free-threaded build with the GIL off).  The report pipeline de-duplicates them by the tuner
- * instance and both threads' call sites (reports/emit.c), but only after the
- * report was captured: both stacks with their names, the native stack, the
- * thread names (Python code), the report lock.  Here the same decision is
- * made first, on a key no coarser than emit's: the instance and its type,
- * the guard, both threads, serialized or not, and every Python frame of
- * both threads as (code object, line).  On a free-threaded build the thread
- * inside runs meanwhile, and holding it for each repeat would cost a wake
- * per repeat (docs/free-threading.md): its part of the key is its entry
+ * not (a free-threaded build with the GIL off).  The report pipeline
+ * de-duplicates them by the tuner instance and both threads' call sites
+ * (reports/emit.c), but only after the report was captured: both stacks with
+ * their names, the native stack, the thread names (Python code), the report
+ * lock.  Here the same decision is made first, on a key no coarser than
+ * emit's: the instance and its type, the guard, both threads, serialized or
+ * not, and every Python frame of both threads as (code object, last
+ * instruction; the line on 3.9 and 3.10).  On a free-threaded build the
+ * thread inside runs meanwhile, and holding it for each repeat would cost a
+ * wake per repeat (docs/free-threading.md): its part of the key is its entry
  * record and its last CUDA call (guard/entry_record.c) instead of its
  * frames, a key as fine as emit's in the loops this serves (one call site,
  * one kernel), coarser where the thread inside reaches the tuner through
- * several paths from one call site.  Equal keys mean equal captured
- * frames, so emit would call the report a repeat of the one it wrote (or
- * repeated) for the first; that one's result is kept and the entry is
- * counted as that repeat (tg_emit_again), with the exception link the full
- * report would have made; a suppressed one is counted on its suppression
- * again, neither reported, counted as a race nor linked.  Stacks deeper
- * than a report keeps and verbosity=2 (every occurrence written) are not
- * kept: those entries take the full path.
+ * several paths from one call site.  Equal keys mean equal captured frames,
+ * so emit would call the report a repeat of the one it wrote (or repeated)
+ * for the first; that one's result is kept and the entry is counted as that
+ * repeat (tg_emit_again), with the exception link the full report would have
+ * made; a suppressed one is counted on its suppression again, neither
+ * reported, counted as a race nor linked.  Stacks deeper than a report keeps
+ * and verbosity=2 (every occurrence written) are not kept: those entries
+ * take the full path.
  *
  * Everything here: an attached thread; C calls only (no Python code runs,
  * so `other` stays valid); allocates nothing but the frame objects CPython
