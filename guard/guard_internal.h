@@ -217,8 +217,9 @@ int tg__others_run(void);
 /* Thread ot's entry record as v's Python stack (v->py_at_entry set).
  * Another thread's record, ot inside a tuner. */
 void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot);
-/* ot's entry record and last CUDA call folded into *h with mix, in place of
- * its frames (guard/race_again.c's key on a free-threaded build).  C only. */
+/* ot's entry record and last CUDA call (its driver function, kernel and
+ * native frames; not its stream) folded into *h with mix, in place of its
+ * frames (guard/race_again.c's key without the GIL).  C only. */
 void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uint64_t, uint64_t));
 
 /* ---- guard_install.c ------------------------------------------------------ */
@@ -490,12 +491,14 @@ static inline pid_t tg__link_read(struct tg_tuner *u, const struct tg_occupant *
  * overlap on a tuner that keeps its arguments on itself, without the GIL):
  * t entering inst through g while `other` is inside; 0 when it is not to be
  * kept (verbosity=2, a stack deeper than a report keeps).  others_run:
- * tg__others_run()'s answer, or -1 (asked here).  C calls only.  GIL held. */
+ * tg__others_run()'s answer, or -1 (asked here).  Runs Python code (the
+ * kernel's name: attribute look-ups).  GIL held. */
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
                       const struct tg_occupant *other, int serialized, int others_run);
 /* A race with this key was emitted before: counted as its repeat, *link and
- * other's link (an occupant of u) made as tg__report_race makes them; 1.
- * 0: not seen (key 0 too).  An attached thread. */
+ * other's link (an occupant of u; other a copy) made as tg__report_race
+ * makes them; 1.  0: not seen (key 0 too).  An attached thread; a key made
+ * without the GIL looks the two threads' names up (Python code). */
 int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
                    int serialized, struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
