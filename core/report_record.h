@@ -205,6 +205,10 @@ struct tg_report {
     int seen_at_step;          /* TG_REPORT_RACE on a declared tuner: seen when the entering thread,
                                   inside the tuner already, entered its tuning step (step) while
                                   the other thread's call was inside */
+    int without_gil;           /* TG_REPORT_RACE not prevented, of a tuner that keeps its call's
+                                  arguments on itself (Triton's Autotuner): the GIL was off (a
+                                  free-threaded build), the threads ran at once, so every overlap of
+                                  its calls is a race, tuned key or not (high_severity) */
     int declared;              /* the tuner was declared with targets= (none of the built-in ones) */
     char step[64];             /* TG_REPORT_RACE on a declared tuner: the tuning step (tuning=)
                                   the thread inside was in, "Tuner.measure"; "" none */

@@ -83,7 +83,7 @@ void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uin
     *h = mix(*h, (uintptr_t)__atomic_load_n(&gt->entry_code, __ATOMIC_ACQUIRE));
     *h = mix(*h, (uint64_t)(uint32_t)__atomic_load_n(&gt->entry_lasti, __ATOMIC_RELAXED));
     if (tg_cuda_call_read(ot, &c) && c.kind != TG_CUDA_NONE) {
-        *h = mix(mix(mix(*h, c.fn), c.func), c.stream);
+        *h = mix(mix(*h, c.fn), c.func); /* not its stream: one a thread, as the thread is not in the key */
         for (int i = 0; i < c.nframes; i++)
             *h = mix(*h, (uintptr_t)c.frames[i]);
     }

@@ -70,6 +70,7 @@
 #include "core/insitu.h"
 #include "core/thread_state.h"
 #include "guard/guard_thread.h"
+#include "guard/gil_state.h"
 #include "core/report_record.h"
 #include "reports/emit.h"
 #include "reports/trace.h"
@@ -216,8 +217,9 @@ int tg__others_run(void);
 /* Thread ot's entry record as v's Python stack (v->py_at_entry set).
  * Another thread's record, ot inside a tuner. */
 void tg__view_at_entry(struct tg_thread_view *v, const struct tg_thread *ot);
-/* ot's entry record and last CUDA call folded into *h with mix, in place of
- * its frames (guard/race_again.c's key on a free-threaded build).  C only. */
+/* ot's entry record and last CUDA call (its driver function, kernel and
+ * native frames; not its stream) folded into *h with mix, in place of its
+ * frames (guard/race_again.c's key without the GIL).  C only. */
 void tg__fold_entry(const struct tg_thread *ot, uint64_t *h, uint64_t (*mix)(uint64_t, uint64_t));
 
 /* ---- guard_install.c ------------------------------------------------------ */
@@ -314,15 +316,18 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
  *     chosen as the occupant that is tuning.  For a high race not
  *     serialized, other is marked raced by t and link->tid set; link->name
  *     is other's name.  A tuning step in tg__gthread(t)->step_entry: seen at it.
+ *     without_gil: the fact (report_record.h) tg__report_race decided on.
  *   capture_cleared_at_tuning: t alone, its session `mine` marked raced by
  *     itself.
+ *   capture_cleared_at_tuning and capture_race_at_exit ask whether the GIL
+ *     is off (tg__others_run) for the fact themselves.
  *   capture_race_at_exit: x benchmarks while t returns; its view xv was
  *     taken (C calls only) and named before the lock, and is freed here;
  *     xv NULL (no memory): read from x now.  t_entered: t's entry time
  *     (ticks, 0 unknown); t_name its name, read before the lock. */
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
                           struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
-                          int serialized, struct tg_race_link *link, enum tg_emit_status *st);
+                          int serialized, int without_gil, struct tg_race_link *link, enum tg_emit_status *st);
 uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, const struct tg_guard *g,
                                        struct tg_thread *t, struct tg_tuner *u, struct tg_occupant *mine,
                                        enum tg_emit_status *st);
@@ -495,14 +500,18 @@ static inline pid_t tg__link_read(struct tg_tuner *u, const struct tg_occupant *
 
 /* ---- race_again.c --------------------------------------------------------- */
 
-/* The key of a declared tuner's race: t entering inst through g while
- * `other` is inside; 0 when it is not to be kept (verbosity=2, a stack deeper
- * than a report keeps).  C calls only.  GIL held. */
+/* The key of a race decided without its capture (a declared tuner's; an
+ * overlap on a tuner that keeps its arguments on itself, without the GIL):
+ * t entering inst through g while `other` is inside; 0 when it is not to be
+ * kept (verbosity=2, a stack deeper than a report keeps).  others_run:
+ * tg__others_run()'s answer, or -1 (asked here).  Runs Python code (the
+ * kernel's name: attribute look-ups).  GIL held. */
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
-                      const struct tg_occupant *other, int serialized);
+                      const struct tg_occupant *other, int serialized, int others_run);
 /* A race with this key was emitted before: counted as its repeat, *link and
- * other's link (an occupant of u) made as tg__report_race makes them; 1.
- * 0: not seen (key 0 too).  An attached thread. */
+ * other's link (an occupant of u; other a copy) made as tg__report_race
+ * makes them; 1.  0: not seen (key 0 too).  An attached thread; a key made
+ * without the GIL looks the two threads' names up (Python code). */
 int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const struct tg_occupant *other,
                    int serialized, struct tg_race_link *link);
 /* The race with this key was emitted, written or repeated (ref: its
@@ -559,10 +568,14 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
  * overlap, only to be counted, without looking at any occupant?  At verbosity
  * 0, for a tuner whose tuning methods are marked, when no occupant's evidence
  * bit is set (detectors/tuner_table.h, occ_ev: no bit, no evidence): one load
- * of u's first line.  GIL held. */
+ * of u's first line.  Not for a tuner that keeps its call's arguments on
+ * itself while the GIL is off, as last seen (guard/gil_state.h: one load;
+ * a build with a GIL does not load it): every overlap of its calls is a race
+ * there, decided by tg__report_race, which asks again.  GIL held. */
 static inline int tg__overlap_is_low_severity(const struct tg_tuner *u, const struct tg_guard *g)
 {
-    return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0;
+    return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0 &&
+           (!g->clears_args || !tg_py.free_threaded || tg__gil_on());
 }
 
 /* A CUDA hook saw benchmarking evidence (bit: TG_EV_*) in t's unregistered
@@ -631,15 +644,19 @@ int tg__lazy_slot(struct tg_thread *t);
  * by a thread that is not tuning, with no option that acts on sessions.
  * Not a declared tuner's (targets=, its step named with tuning=): a thread
  * entering its step looks for every call inside it, tuning or not
- * (tg__check_race_at_step).  Claims the thread's registry slot the first
- * time.  GIL held. */
+ * (tg__check_race_at_step).  Nor, while the GIL is off as last seen
+ * (guard/gil_state.h: one load, not made on a build with a GIL), a call of
+ * a tuner that keeps its call's arguments on itself: every overlap of its
+ * calls is a race there (tg__report_race), and one unregistered is not
+ * seen.  Claims the thread's registry slot the first time.  GIL held. */
 static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_guard *g, struct tg_thread *t)
 {
     if (!(tg_opts.mode == TG_MODE_DETECT && g->marked && !g->declared && !g->tuning_entry && !g->replacement &&
           t->nheld == 0 &&
           t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
           !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
-          (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g))))
+          (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g)) &&
+          (!g->clears_args || !tg_py.free_threaded || tg__gil_on())))
         return 0;
     return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }

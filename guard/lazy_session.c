@@ -29,7 +29,10 @@
  * (low severity: counted only at verbosity 0, and verbosity >= 1 takes the
  * registered path), and these sessions in the tuner block of a fatal-signal
  * report.  Options that act on sessions (trace, stress, isolate_tuning,
- * targets= tuners without marked tuning methods) take the registered path. */
+ * targets= tuners without marked tuning methods) take the registered path,
+ * and so does, while the GIL is off, a tuner that keeps its call's
+ * arguments on itself (Triton's Autotuner): its calls clear each other's
+ * arguments on a tuned key too, so every overlap is a race there. */
 #include "guard/guard_internal.h"
 #include "core/clock.h"
 #include "core/log.h"

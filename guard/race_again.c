@@ -1,31 +1,39 @@
-/* A declared tuner's race seen again, decided before its capture.
+/* A race seen again, decided before its capture.
  *
  * A tuner declared with targets= and called by several threads in a loop
  * overlaps on many calls, each a race (guard/race_decide.c,
- * tg__report_race).  The report pipeline de-duplicates them by the tuner
- * instance and both threads' call sites (reports/emit.c), but only after the
- * report was captured: both stacks with their names, the native stack, the
- * thread names (Python code), the report lock.  Here the same decision is
- * made first, on a key no coarser than emit's: the instance and its type,
- * the guard, both threads, serialized or not, and every Python frame of
- * both threads as (code object, line).  On a free-threaded build the thread
+ * tg__report_race); so does Triton's Autotuner without the GIL, whose every
+ * call writes and clears its arguments on the shared object, tuned key or
+ * not (a free-threaded build with the GIL off).  The report pipeline
+ * de-duplicates them by the tuner instance and both threads' call sites
+ * (reports/emit.c), but only after the report was captured: both stacks with
+ * their names, the native stack, the thread names (Python code), the report
+ * lock.  Here the same decision is made first, on a key no coarser than
+ * emit's: the instance, its type and its kernel's name, the guard, both
+ * threads, serialized or not, and every Python frame of both threads as (code object, last
+ * instruction; the line on 3.9 and 3.10).  Without the GIL the thread
  * inside runs meanwhile, and holding it for each repeat would cost a wake
  * per repeat (docs/free-threading.md): its part of the key is its entry
  * record and its last CUDA call (guard/entry_record.c) instead of its
  * frames, a key as fine as emit's in the loops this serves (one call site,
  * one kernel), coarser where the thread inside reaches the tuner through
- * several paths from one call site.  Equal keys mean equal captured
- * frames, so emit would call the report a repeat of the one it wrote (or
- * repeated) for the first; that one's result is kept and the entry is
- * counted as that repeat (tg_emit_again), with the exception link the full
- * report would have made; a suppressed one is counted on its suppression
- * again, neither reported, counted as a race nor linked.  Stacks deeper
- * than a report keeps and verbosity=2 (every occurrence written) are not
- * kept: those entries take the full path.
+ * several paths from one call site.  And the pair of threads is left out
+ * (emit's bug is the call sites, not the threads): a first capture waits
+ * up to the parked read's bound for the other thread, and eight threads
+ * calling two kernels met 112 pairs, each such a wait; a repeat then looks
+ * up the two threads' names for the link itself.  Equal keys mean equal captured frames,
+ * so emit would call the report a repeat of the one it wrote (or repeated)
+ * for the first; that one's result is kept and the entry is counted as that
+ * repeat (tg_emit_again), with the exception link the full report would have
+ * made; a suppressed one is counted on its suppression again, neither
+ * reported, counted as a race nor linked.  Stacks deeper than a report keeps
+ * and verbosity=2 (every occurrence written) are not kept: those entries
+ * take the full path.
  *
- * Everything here: an attached thread; C calls only (no Python code runs,
- * so `other` stays valid); allocates nothing but the frame objects CPython
- * hands out.  The cache, which racing threads read and fill at once (a
+ * Everything here: an attached thread; `other` a copy of the occupant
+ * (race_decide.c); Python code for the kernel's name and, in a repeat
+ * without the GIL, the threads' names (attribute look-ups); allocates
+ * nothing but the frame objects and names CPython hands out.  The cache, which racing threads read and fill at once (a
  * free-threaded build), is under again_mu: a few compares and copies, no
  * Python code and no wait under it, taken on repeated races only. */
 #include "guard/guard_internal.h"
@@ -33,6 +41,7 @@
 #include "reports/py_stack.h"
 #include "reports/suppress_load.h"
 #include "core/hash.h"
+#include "core/py_attr.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -59,7 +68,11 @@ static uint64_t mix(uint64_t h, uint64_t v)
 }
 
 /* Fold thread state ts's Python frames (NULL: the calling thread's) into *h:
- * a walk (reports/py_stack.h) that reads the code's address and the line.
+ * a walk (reports/py_stack.h) that reads the code's address and where in it
+ * the frame is: its last instruction (PyFrame_GetLasti, 3.11+), a key finer
+ * than the line a report shows and read without decoding the code's line
+ * table (a walk from the code's start: a module's whole body for its
+ * frame); the line where that function is not exported (3.9, 3.10).
  * 0 when the stack is deeper than a report keeps whole. */
 static int fold_stack(void *ts, uint64_t *h)
 {
@@ -71,7 +84,8 @@ static int fold_stack(void *ts, uint64_t *h)
             break;
         }
         PyObject *code = tg_py.PyFrame_GetCode(f);
-        *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)tg_py.PyFrame_GetLineNumber(f));
+        const int at = tg_py.PyFrame_GetLasti ? tg_py.PyFrame_GetLasti(f) : tg_py.PyFrame_GetLineNumber(f);
+        *h = mix(mix(*h, (uintptr_t)code), (uint64_t)(uint32_t)at);
         if (code)
             tg_py.Py_DecRef(code); /* alive: its frame holds it */
     }
@@ -81,25 +95,36 @@ static int fold_stack(void *ts, uint64_t *h)
 }
 
 uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_thread *t,
-                      const struct tg_occupant *other, int serialized)
+                      const struct tg_occupant *other, int serialized, int others_run)
 {
     void *other_ts = tg__occupant_tstate(other);
     if (tg_opts.verbosity >= 2 || !other_ts)
         return 0;
     PyObject *et, *ev, *tb;
     tg_py.PyErr_Fetch(&et, &ev, &tb);
+    if (others_run < 0)
+        others_run = tg__others_run();
     PyObject *type = tg_py.PyObject_Type(inst); /* new reference */
     uint64_t h = mix(mix(TG_HASH_SEED, (uintptr_t)inst), (uintptr_t)type);
     if (type)
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
-    h = mix(mix(mix(h, (uintptr_t)g), (uint64_t)t->tid), ((uint64_t)other->tid << 1) | (serialized != 0));
+    /* The kernel's name, as emit keys on it: a tuner that died leaves its
+     * address to the next one made, and without the pair of threads below
+     * nothing else would tell the two apart (attribute look-ups). */
+    char kernel[128];
+    tg_py_kernel_name(inst, kernel, sizeof kernel);
+    h = tg_hash_str(mix(h, (uintptr_t)g), kernel);
+    if (!others_run) /* with the GIL, the pair of threads: the names of the link are the first report's */
+        h = mix(mix(h, (uint64_t)t->tid), (uint64_t)other->tid);
+    h = mix(h, (uint64_t)(serialized != 0));
     int ok = fold_stack(NULL, &h);
-    if (tg__others_run()) /* the other thread runs meanwhile: its frames are not read */
+    if (others_run) /* the other thread runs meanwhile: its frames are not read */
         tg__fold_entry(other->thread, &h, mix);
     else
         ok = ok && fold_stack(other_ts, &h);
     tg_py.PyErr_Restore(et, ev, tb);
-    return ok ? h | 1 : 0;
+    /* bit 0: a key; bit 1: made without the pair of threads (names looked up at each repeat) */
+    return ok ? (h & ~3ull) | 1u | (others_run ? 2u : 0u) : 0;
 }
 
 /* again_mu held. */
@@ -134,6 +159,10 @@ int tg__race_again(uint64_t key, struct tg_thread *t, struct tg_tuner *u, const 
     }
     tg_emit_again(copy.ref, TG_REPORT_RACE, 1, serialized);
     if (!serialized) { /* the link tg__report_race makes for a repeat (seq 0) */
+        if (key & 2) { /* a key without the pair of threads: this pair's names (Python code) */
+            tg_py_thread_name(t->ident, copy.self_name, sizeof copy.self_name);
+            tg_py_thread_name(other->ident, copy.other_name, sizeof copy.other_name);
+        }
         tg__link_session(u, other, t->tid, copy.self_name, 0); /* other is a copy: its slot */
         link->tid = other->tid;
         snprintf(link->name, sizeof link->name, "%s", copy.other_name);

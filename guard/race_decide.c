@@ -224,19 +224,31 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         other = tuning;
     if (!other)
         return; /* it left before it could be read: no overlap any more */
+    /* Without the GIL (a free-threaded build with it off) the two calls run
+     * at once.  A tuner that keeps its call's arguments on itself (Triton's
+     * Autotuner: run() sets self.nargs on every call, tuned key or not,
+     * reads it for the key, the pre_hook and the launch, and ends with
+     * self.nargs = None) then has them cleared or replaced under either
+     * call: every overlap not prevented is a race, benchmarking or not.
+     * Asked once, here, where there is an overlap (a builtin's call). */
+    const int others_run = !serialized && g->clears_args ? tg__others_run() : -1;
+    const int without_gil = others_run == 1;
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     /* A declared tuner's race: every overlap, or one in its tuning step.  The
-     * same race seen before is counted without its capture (race_again.c). */
+     * same race seen before is counted without its capture (race_again.c),
+     * as is an overlap without the GIL, which a loop meets on every call. */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
-    const uint64_t again_key = declared_race ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized) : 0;
+    const uint64_t again_key = declared_race || without_gil
+                                   ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized, others_run)
+                                   : 0;
     if (again_key && tg__race_again(again_key, t, u, other, serialized, link))
         return;
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decided before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call. */
-    if (tg_opts.verbosity < 1 && !tuning && !declared_race) {
+    if (tg_opts.verbosity < 1 && !tuning && !declared_race && !without_gil) {
         tg_tuner_add_overlap(u); /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
@@ -255,10 +267,12 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
         return;
     }
     /* A declared tuner (targets=): every overlap is a race, unless its
-     * tuning step is named (marked): then while a thread inside is in it. */
-    const int high = g->declared ? declared_race : -1;
+     * tuning step is named (marked): then while a thread inside is in it.
+     * Without the GIL, every overlap of a tuner keeping its arguments. */
+    const int high = declared_race || without_gil ? 1 : g->declared ? 0 : -1;
     enum tg_emit_status st;
-    uint64_t seq = tg__capture_race(r, inst, g, t, u, other, high, tuning != NULL, serialized, link, &st);
+    uint64_t seq = tg__capture_race(r, inst, g, t, u, other, high, tuning != NULL, serialized, without_gil, link,
+                                    &st);
     if (again_key && (st == TG_EMIT_WRITTEN || st == TG_EMIT_REPEAT || st == TG_EMIT_SUPPRESSED))
         tg__race_remember(again_key, serialized, st == TG_EMIT_SUPPRESSED ? 0 : r->dedup_ref,
                           st == TG_EMIT_SUPPRESSED ? (int)r->supp_ref : 0, r->entering.name, r->inside.name);

@@ -42,7 +42,7 @@ static void begin_report(struct tg_report *r, enum tg_report_kind kind, PyObject
 
 uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_guard *g, struct tg_thread *t,
                           struct tg_tuner *u, const struct tg_occupant *other, int high, int other_tuning,
-                          int serialized, struct tg_race_link *link, enum tg_emit_status *st)
+                          int serialized, int without_gil, struct tg_race_link *link, enum tg_emit_status *st)
 {
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
     struct tg_thread_view *e = &r->entering, *in = &r->inside;
@@ -70,6 +70,7 @@ uint64_t tg__capture_race(struct tg_report *r, PyObject *inst, const struct tg_g
     memcpy(r->step, step, sizeof step);
     r->seen_at_step = at_step != NULL;
     r->serialized = serialized;
+    r->without_gil = without_gil;
     e->entered_ns = r->ts_ns;
     tg__view_names(e);
     tg__view_names(in);
@@ -90,6 +91,7 @@ uint64_t tg__capture_cleared_at_tuning(struct tg_report *r, PyObject *inst, cons
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->high_severity = 1;
     r->seen_at_tuning = 1;
+    r->without_gil = g->clears_args && tg__others_run(); /* a builtin's call, no Python code */
     tg__view_names(e);
     return tg_emit(r, st); /* halt_on_race ends the process here */
 }
@@ -115,6 +117,7 @@ uint64_t tg__capture_race_at_exit(struct tg_report *r, PyObject *inst, const str
     begin_report(r, TG_REPORT_RACE, inst, g);
     r->high_severity = 1;
     r->seen_at_exit = 1;
+    r->without_gil = g->clears_args && tg__others_run(); /* a builtin's call, no Python code */
     if (!e->name[0])
         tg_py_thread_name(e->ident, e->name, sizeof e->name);
     if (e->has_cuda)

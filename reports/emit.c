@@ -163,7 +163,7 @@ static uint64_t site_hash(uint64_t h, const struct tg_report *r, const struct tg
 static struct dedup_slot *dedup_slot(const struct tg_report *r, int *repeat)
 {
     uint64_t h = (TG_HASH_SEED ^ (r->seen_at_exit ? 0x5EE1A7E417ull : 0) ^ (r->seen_at_step ? 0x57E9ull : 0) ^
-                  (r->seen_at_tuning ? 0x7E417ull : 0)) +
+                  (r->seen_at_tuning ? 0x7E417ull : 0) ^ (r->without_gil ? 0x6170FFull : 0)) +
                  (uint64_t)r->kind * 0x100000001B3ull;
     h ^= r->serialized ? 0x9E3F7E47EDull : 0; /* a prevented race repeats prevented ones only */
     if (r->kind == TG_REPORT_EXCEPTION && r->race_seq) {

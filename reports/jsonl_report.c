@@ -339,6 +339,8 @@ static void json_race(struct tg_w *w, const struct tg_report *r, const struct tg
                 : r->seen_at_step   ? ",\"seen_at\":\"step\""
                 : r->seen_at_tuning ? ",\"seen_at\":\"tuning\""
                                     : ",\"seen_at\":\"entry\"");
+    if (r->without_gil) /* only then: a record with the GIL has no such key */
+        tg_w_str(w, ",\"gil\":\"off\"");
     tg_w_str(w, ",\"tuning_step\":");
     str_or_null(w, r->step, sizeof r->step);
     tg_w_str(w, ",\"entering\":");

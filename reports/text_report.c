@@ -408,6 +408,10 @@ static void write_race_at_entry(struct tg_w *w, const struct tg_report *r, const
     else if (r->high_severity && r->declared)
         tg_w_str(w, "  Severity: high: the tuner was declared with targets= and no tuning step is named"
                     " (tuning=): every overlap of two calls is a race.\n");
+    else if (r->high_severity && r->without_gil && !r->inside.benchmarking)
+        tg_w_str(w, "  Severity: high: the GIL was off, so the two calls ran at once; the tuner writes its"
+                    " call's arguments on itself on every call, tuned key or not, and the other call clears"
+                    " them (TypeError) or replaces them under this one.\n");
     else if (r->high_severity)
         tg_w_str(w, "  Severity: high: the thread inside was benchmarking; the arguments it keeps"
                     " on the shared tuner can be overwritten or cleared under it.\n");

@@ -89,7 +89,12 @@ static void effect(struct tg_w *w, const struct tg_report *r)
         tg_w_str(w, "): the per-call state it keeps on the shared object can be cleared or replaced by one call"
                     " under the other");
         tg_w_str(w, r->inside.benchmarking ? "; and what it times runs under load.\n" : ".\n");
-    } else if (r->high_severity)
+    } else if (r->high_severity && r->without_gil && !r->inside.benchmarking)
+        tg_w_str(w, "both calls ran at once (the GIL was off): each writes its arguments on the shared tuner"
+                    " (self.nargs) and clears them as it returns, tuned key or not, so one call's return clears"
+                    " the other's (TypeError: 'NoneType' object is not a mapping) or its start replaces them,"
+                    " and a config pre_hook or a launch then runs on the other call's tensors.\n");
+    else if (r->high_severity)
         tg_w_str(w, "the arguments the benchmarking thread keeps on the shared tuner can be cleared"
                     " (TypeError: 'NoneType' object is not a mapping) or replaced by the other call's under it;"
                     " tensors named in reset_to_zero/restore_value can be zeroed or overwritten while the"
@@ -106,10 +111,23 @@ static void fix(struct tg_w *w, const struct tg_report *r, const struct tg_py_fr
 {
     if (r->serialized) {
         tg_w_str(w, "  What to do: nothing while mode=serialize stays on; to avoid the wait, ");
+    } else if (r->without_gil) {
+        tg_w_str(w, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize (without the GIL it holds the"
+                    " tuner's lock on every call); or ");
     } else {
         tg_w_str(w, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize; or ");
     }
-    if (at && r->declared && !r->step[0]) {
+    if (r->without_gil) {
+        /* every call writes the arguments, tuned key or not: a first call
+         * made alone does not help */
+        tg_w_str(w, "hold one lock around ");
+        if (at)
+            file_line(w, at);
+        else
+            tg_w_str(w, "the call");
+        tg_w_str(w, " (a first call made from one thread beforehand does not help: every call writes and clears"
+                    " the arguments).\n");
+    } else if (at && r->declared && !r->step[0]) {
         /* every overlap of a declared tuner's calls is a race: a first call
          * made alone does not help */
         tg_w_str(w, "hold one lock around ");

@@ -59,6 +59,12 @@ class Ctx:
         self.fakecuda = fakecuda
         self.tmps = []
 
+    def without_gil(self):
+        """The children run with the GIL off (a free-threaded interpreter,
+        --gil-regime nogil): overlaps of Triton's Autotuner calls on tuned
+        keys are races there (docs/free-threading.md)."""
+        return bool(self.regime and self.regime.name == "nogil")
+
     def fakecuda_env(self):
         """The environment that makes the stand-in libcuda.so.1 the one a
         program's ctypes.CDLL("libcuda.so.1") loads; a Fail without it."""

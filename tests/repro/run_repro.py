@@ -81,6 +81,13 @@ TRITON_MODELS = ("3.6", "main", "unknown")  # unknown: main with the graded name
 #   clean         no report file at all, no "tunerguard:" line on stderr, exit 0
 #   no_race       the program ends as without tunerguard (exit `rc`, default 1), and
 #                 no report (text or JSON) is a race or an exception linked to one
+# `nogil`: what replaces the spec's expect and check where the children run
+# without the GIL (--gil-regime nogil).  There two calls of Triton's Autotuner
+# run at once and clear each other's arguments on a tuned key too, so the
+# entry of the second is the race (docs/free-threading.md), whatever the
+# scenario's choreography makes of it later (a return under a benchmark, an
+# argument cleared before tuning, or nothing).
+NOGIL_ENTRY = dict(expect="race", check="race_without_gil")
 EXTRA = {
     # an Autotuner whose tuning methods have other names (TG_TRITON_MODEL=unknown): still guarded, the
     # race still reported (severity from the CUDA record), and verbosity=1 says once why
@@ -134,27 +141,29 @@ EXTRA = {
     # ... but 'fast' parks after its run() returned (a subclass doing more work): its
     # self.nargs = None came before the tuner's entry, nothing is lost, no race
     "fast_path_first_after_clear": dict(script="fast_path_first.py", args=["--after-clear"], options="mode=detect",
-                                        expect="no_race", rc=0, kernel="fast_first_kernel", min_runs=1),
+                                        expect="no_race", rc=0, kernel="fast_first_kernel", min_runs=1,
+                                        nogil=NOGIL_ENTRY),
     # the fast-path call is inside first; its return clears self.nargs under the
     # tuning thread: a high race seen at exit, and the TypeError linked to it
     "fast_path_first_exit": dict(script="fast_path_first.py", args=[], options="mode=detect",
                                  expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
-                                 check="race_at_exit"),
+                                 check="race_at_exit", nogil=NOGIL_ENTRY),
     # ... the tuner is inside first, held in its key, the fast-path call enters, then
     # returns while the tuner benchmarks: the later call's W2 under the earlier one
     "fast_path_first_tuner_first": dict(script="fast_path_first.py", args=["--tuner-first"], options="mode=detect",
                                         expect="race_at_exit", kernel="fast_first_kernel", min_runs=1,
-                                        check="race_at_exit"),
+                                        check="race_at_exit", nogil=NOGIL_ENTRY),
     # ... and the report lock is busy when the fast-path call returns: the tuner raises and
     # leaves while that call waits for it; its TypeError is linked all the same
     "cleared_while_reporting": dict(script="cleared_while_reporting.py", args=["--expect-linked"],
                                     options="mode=detect", expect="race_at_exit", kernel="cleared_kernel",
-                                    min_runs=3, models=("3.6", "main"), check="cleared_while_reporting"),
+                                    min_runs=3, models=("3.6", "main"), check="cleared_while_reporting",
+                                    nogil=NOGIL_ENTRY),
     # ... the fast-path call's whole call runs while the tuner is held in its key: the
     # tuner begins tuning with self.nargs already None, nobody else inside
     "fast_path_first_whole_call": dict(script="fast_path_first.py", args=["--whole-call"], options="mode=detect",
                                        expect="race_at_tuning", kernel="fast_first_kernel", min_runs=1,
-                                       check="race_at_tuning"),
+                                       check="race_at_tuning", nogil=NOGIL_ENTRY),
     # a call pruned to one config is inside when a tuner enters: on 3.4-3.7 it benchmarked that
     # config (it synchronized), on main (#10413) it did not but its session entered prune_configs
     # (a marked tuning method): a race at the entry; on 'unknown' (nothing marked) only its
@@ -294,6 +303,26 @@ def check_race_at_tuning(jsonl_path):
     return type_error_linked(jsonl_path, r)
 
 
+def check_race_without_gil(jsonl_path):
+    """Without the GIL: the overlap of 'tuner' and 'fast' is reported at the
+    second one's entry, high, "gil": "off"; every TypeError of 'tuner' is
+    linked to it."""
+    with open(jsonl_path) as f:
+        recs = [json.loads(x) for x in f]
+    pair = {"tuner", "fast"}
+    races = [r for r in recs if r.get("kind") == "race"
+             and {r["entering"].get("name"), (r.get("inside") or {}).get("name")} == pair]
+    if len(races) != 1:
+        return f"{len(races)} races between 'tuner' and 'fast', want 1"
+    r = races[0]
+    if (r.get("seen_at"), r.get("severity"), r.get("gil")) != ("entry", "high", "off"):
+        return (f"race seen_at {r.get('seen_at')!r}, severity {r.get('severity')!r}, gil {r.get('gil')!r}; "
+                "want 'entry', 'high', 'off'")
+    bad = [x for x in recs if x.get("kind") == "exception" and x["entering"].get("name") == "tuner"
+           and (x["exception"].get("type") != "TypeError" or x.get("race_seq") != r["seq"])]
+    return f"tuner's exception not linked to race #{r['seq']}: {bad}" if bad else None
+
+
 def check_pruned_single(jsonl_path, triton_model):
     """The race between 'tuner' (entering) and 'single' (inside), high, seen at
     the tuner's entry: on 3.4-3.7 'single' benchmarked its one config, on main
@@ -353,7 +382,8 @@ def check_deep_stack(jsonl_path):
 
 CHECKS = {"deep_stack": check_deep_stack, "two_devices": check_two_devices, "two_devices_no_launch": check_two_devices_no_launch,
           "race_at_exit": check_race_at_exit, "race_at_tuning": check_race_at_tuning,
-          "pruned_single": check_pruned_single, "cleared_while_reporting": check_cleared_while_reporting}
+          "pruned_single": check_pruned_single, "cleared_while_reporting": check_cleared_while_reporting,
+          "race_without_gil": check_race_without_gil}
 # checks whose verdict depends on the Triton version modelled
 CHECKS_BY_MODEL = {"pruned_single"}
 EXIT_PREVENTED_PROBE = 9  # serialize cells run with exitcode=9: it must not fire
@@ -508,8 +538,17 @@ def run_one(args, scenario, mode):
     return rec
 
 
+def extra_spec(args, scenario):
+    """EXTRA[scenario] for the regime the children run in (its `nogil` part)."""
+    spec = dict(EXTRA[scenario])
+    nogil = spec.pop("nogil", None)
+    if nogil and args.gil_regime == "nogil":
+        spec.update(nogil)
+    return spec
+
+
 def run_extra(args, scenario):
-    spec = EXTRA[scenario]
+    spec = extra_spec(args, scenario)
     tmp = tempfile.mkdtemp(prefix=f"repro-{scenario}-")
     log_prefix = os.path.join(tmp, "tg")
     env = child_env(args, "detect", log_prefix)
@@ -694,7 +733,7 @@ def main():
                 first_bad = next((r for r in cell if not r["ok"]), None)
                 shown = first_bad or cell[0]
                 verdict = "ok " if first_bad is None else "BAD"
-                expected = EXTRA[scenario]["expect"] if scenario in EXTRA else EXPECTED[mode]
+                expected = extra_spec(args, scenario)["expect"] if scenario in EXTRA else EXPECTED[mode]
                 print(f"{verdict} {scenario:<{width}}  {mode:<9}  expected {expected:<8}  "
                       f"{n_ok}/{len(cell)} as expected  | {shown['outcome']}")
         if said:

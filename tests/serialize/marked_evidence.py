@@ -5,6 +5,7 @@ parked; the main thread enters the same instance.  argv[1]:
   launch2  A's session launched twice (a config's pre_hook, say), no _bench:
            the CUDA hook's bit; a high-severity race
   launch1  one launch: a tuned call's fast path; an overlap, not reported
+           (without the GIL a race: the calls run at once)
   sync     A's session synchronized once: the CUDA hook's bit; high
   warmup   A is inside the tuner's warmup (compiling, no _bench): the bit of
            the warmup's entry; high

@@ -51,10 +51,15 @@ def check_type(where, v, t):
     return False
 
 
-def check_obj(where, obj, spec):
+def check_obj(where, obj, spec, optional=None):
+    """optional: keys written only where they say something (type per key)."""
     if not isinstance(obj, dict):
         fail(where, "not an object")
         return
+    spec = dict(spec)
+    for k, t in (optional or {}).items():
+        if k in obj:
+            spec[k] = t
     missing = set(spec) - set(obj)
     extra = set(obj) - set(spec)
     if missing:
@@ -86,6 +91,10 @@ TOP = {
     "fatal": dict(TOP_COMMON, tuner=("object", "null"), location="null", entering="null", signal="str",
                   signo="uint", si_code=("int", "null"), fault_addr=("hex", "null"), tid="uint",
                   native="list", tuners="list", race_seq=("uint", "null"), reports_before="uint"),
+}
+# Keys a record of that kind has only in some cases (docs/report-schema.md).
+OPTIONAL = {
+    "race": {"gil": "str"},  # "off": written only for a race without the GIL
 }
 CYCLE_TUNER = {"kernel": ("str", "null"), "holder_tid": ("uint", "null")}
 REPLACEMENT = {"qualname": ("str", "null"), "file": ("str", "null"), "line": ("uint", "null")}
@@ -156,7 +165,7 @@ def check_report(where, r):
     if kind not in TOP:
         fail(where, f"unknown kind {kind!r}")
         return
-    check_obj(where, r, TOP[kind])
+    check_obj(where, r, TOP[kind], OPTIONAL.get(kind))
     if kind == "fatal":
         if r.get("tuner") is not None:
             check_obj(f"{where}.tuner", r["tuner"], TUNER)
@@ -208,6 +217,8 @@ def check_report(where, r):
             fail(f"{where}.severity", f"{r.get('severity')!r} is not high|low")
         if r.get("seen_at") not in ("entry", "exit", "step", "tuning"):
             fail(f"{where}.seen_at", f"{r.get('seen_at')!r} is not entry|exit|step|tuning")
+        if "gil" in r and (r["gil"] != "off" or r.get("severity") != "high" or r.get("serialized")):
+            fail(f"{where}.gil", f"{r['gil']!r}: only \"off\", on a high-severity race not serialized")
 
 
 def lookup(obj, path):

@@ -161,3 +161,30 @@ Test(report_jsonl, race_at_exit_location_is_the_tuner_caller)
     unlink(path);
     cr_assert_eq(st, 0, "check_jsonl.py found problems (listed above)");
 }
+
+/* A race without the GIL (a free-threaded build with it off) on a tuned key:
+ * "gil": "off", and only there; a record with the GIL has no such key. */
+Test(report_jsonl, gil_off_only_without_the_gil)
+{
+    static struct tg_report a, b;
+    fx_race_high(&a);
+    a.inside.benchmarking = 0;
+    a.inside.launches = 1;
+    a.inside.syncs = 0;
+    a.without_gil = 1;
+    fx_race_high(&b);
+    int fd = open_tmp();
+    cr_assert_eq(tg_report_write_jsonl(fd, &a), 0);
+    cr_assert_eq(tg_report_write_jsonl(fd, &b), 0);
+    close(fd);
+    const char *expects[] = {"1:gil=\"off\"", "1:severity=\"high\"", "1:inside.benchmarking=false", NULL};
+    int st = run_jsonl_checker(path, 2, expects);
+    char *text = fx_read_file(path);
+    unlink(path);
+    cr_assert_eq(st, 0, "check_jsonl.py found problems (listed above)");
+    cr_assert(text);
+    char *second = strchr(text, '\n');
+    cr_assert(second && strstr(text, "\"gil\":\"off\"") < second && !strstr(second, "\"gil\""),
+              "the key on the first record only: %s", text);
+    free(text);
+}

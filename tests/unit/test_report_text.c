@@ -175,6 +175,37 @@ Test(report_text, benchmarking_without_counts)
     free(out);
 }
 
+/* A race without the GIL on a tuned key (nobody benchmarking): the severity
+ * and what it does say why it is one; what to do is serialize or a lock, not
+ * a first call made alone.  The same report with the GIL keeps the
+ * benchmarking sentences. */
+Test(report_text, race_without_gil_sentences)
+{
+    static struct tg_report r;
+    fx_race_high(&r);
+    r.inside.benchmarking = 0;
+    r.inside.launches = 1;
+    r.inside.syncs = 0;
+    r.without_gil = 1;
+    int rc;
+    char *out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, "  Severity: high: the GIL was off, so the two calls ran at once; the tuner writes its"
+                          " call's arguments on itself on every call, tuned key or not, and the other call clears"
+                          " them (TypeError) or replaces them under this one.\n"), "%s", out);
+    cr_assert(strstr(out, "  What it does: both calls ran at once (the GIL was off)"), "%s", out);
+    cr_assert(strstr(out, "  What to do: run with TUNERGUARD_OPTIONS=mode=serialize (without the GIL it holds the"
+                          " tuner's lock on every call); or hold one lock around model.py:88 (a first call"),
+              "%s", out);
+    cr_assert(!strstr(out, "once from one thread"), "%s", out);
+    free(out);
+    r.without_gil = 0;
+    out = fx_capture(tg_report_write_text, &r, &rc);
+    cr_assert(!strstr(out, "GIL was off") && strstr(out, "once from one thread before starting the others"),
+              "%s", out);
+    free(out);
+}
+
 /* Names, paths and messages from the program are escaped: a kernel name
  * holding a newline and "SUMMARY:" cannot forge a second SUMMARY line, nor a
  * thread name an escape sequence; the JSON keeps them as they are. */

@@ -164,6 +164,52 @@ def check_race_hot_loop(ctx):
            "the hot loop's call racing the victim is reported", res)
 
 
+# Two calls on a tuned key of a model of Triton's Autotuner (run() writes
+# self.nargs on every call, reads it for the launch, clears it as it
+# returns): the victim parks inside its launch, the main thread calls the
+# same key three times from one line.  With the GIL (any build, and 3.13t
+# with PYTHON_GIL=1) that is a low-severity overlap: counted at verbosity 0,
+# written at 1.  Without it the calls run at once and clear or replace each
+# other's arguments: a high-severity race at either verbosity, written once
+# and seen three times (the repeats take race_again.c's path), its text
+# saying why and what helps, its record "gil": "off".
+TUNED_KEY_OVERLAP_PROG = program('tuned_key_overlap')
+
+
+def check_race_tuned_key_overlap(ctx):
+    for verbosity in (0, 1):
+        res = ctx.run_py(TUNED_KEY_OVERLAP_PROG, options=opts(verbosity=verbosity))
+        expect(res.rc == 0 and "DONE" in res.out, "verbosity=%d: program completed" % verbosity, res)
+        gil = re.search(r"^GIL (\d)", res.out, re.M).group(1) == "1"
+        if gil and verbosity == 0:
+            no_files(res, "with the GIL, verbosity 0: the low-severity overlap is counted only; no report")
+            continue
+        _, text = only_report(res)
+        objs = [o for o in jsonl_lines(res) if o["kind"] != "repeats"]
+        expect(len(objs) == 1 and text.count("WARNING: tunerguard: thread entered a tuner") == 1,
+               "verbosity=%d: one report written (the repeats apart)" % verbosity, res)
+        o = objs[0]
+        expect(o["kind"] == "race" and o["seen_at"] == "entry" and o["inside"]["name"] == "victim"
+               and o["entering"]["name"] == "MainThread", "verbosity=%d: the main thread's entry, the victim inside"
+               % verbosity, res)
+        if gil:
+            expect(o["severity"] == "low" and "gil" not in o, "with the GIL: low severity, no \"gil\" field", res)
+            expect("Severity: low: overlap on an already tuned key" in text and "GIL was off" not in text,
+                   "with the GIL: the low-severity sentence", res)
+            continue
+        expect(o["severity"] == "high" and o.get("gil") == "off",
+               "verbosity=%d, without the GIL: high severity, \"gil\": \"off\" (%s, %r)"
+               % (verbosity, o["severity"], o.get("gil")), res)
+        expect("Severity: high: the GIL was off, so the two calls ran at once; the tuner writes its call's"
+               " arguments on itself on every call, tuned key or not" in text,
+               "without the GIL: the severity sentence says why", res)
+        expect("mode=serialize (without the GIL it holds the tuner's lock on every call)" in text
+               and "does not help" in text and "once from one thread before starting" not in text,
+               "without the GIL: what to do is serialize or a lock, not a first call made alone", res)
+        expect(re.search(r"^tunerguard: 1 race reported \(3 seen\)", res.err, re.M),
+               "verbosity=%d, without the GIL: one race written, three seen" % verbosity, res)
+
+
 # Ctrl-C whose handler runs inside tunerguard's own Python code: the
 # KeyboardInterrupt is the program's, so the guarded call raises it, and a
 # call interrupted before it was made is not made (a wait for it is
@@ -275,6 +321,7 @@ CHECKS = [
     check_race_very_deep_stack,
     check_race_gc_in_walk,
     check_race_after_warmup,
+    check_race_tuned_key_overlap,
     check_race_hot_loop,
     check_race_interrupt_in_lookup,
     check_race_interrupt_in_wait_hook,
