@@ -43,7 +43,11 @@ def programs(a, lib):
     """(name, argv, the exit statuses that pass)."""
     py, fake = a.python, a.fakecuda
     ser = os.path.join(ROOT, "tests", "serialize", "run_serialize_tests.py")
-    yield "serialize", [sys.executable, ser, "--lib", lib, "--python", py, "--fakecuda", fake], (0,)
+    # --gil-regime nogil: the driver expects what the GIL's absence changes
+    # (every overlap of an Autotuner's calls is a race) and checks the children
+    # ran without it, as serialize/3.13t-nogil does.
+    yield "serialize", [sys.executable, ser, "--lib", lib, "--python", py, "--fakecuda", fake,
+                        "--gil-regime", "nogil"], (0,)
     # link_stress: 1 is a TypeError without the note, which link_stress's
     # docstring counts as a known limit (a call reading self.nargs in run()
     # right after setting it, not tuning yet: 1 in about 4,500; under TSan's
