@@ -71,11 +71,14 @@ import time
 
 def guarded(f):
     """tunerguard guards a plain function through its vectorcall slot (its
-    trampoline there), or on 3.11 puts a method descriptor in its place."""
+    trampoline there), or on 3.11 puts a method descriptor in its place.
+    tp_vectorcall_offset is the fifth word after the object header (two
+    words with a GIL, four in a free-threaded build: object.__basicsize__)."""
     import ctypes
     if type(f).__name__ != "function":
         return True
-    off = ctypes.c_ssize_t.from_address(id(type(f)) + 7 * ctypes.sizeof(ctypes.c_void_p)).value
+    word = ctypes.sizeof(ctypes.c_void_p)
+    off = ctypes.c_ssize_t.from_address(id(type(f)) + (object.__basicsize__ // word + 5) * word).value
     slot = lambda g: ctypes.c_void_p.from_address(id(g) + off).value  # noqa: E731
     return slot(f) != slot(guarded)
 

@@ -463,21 +463,17 @@ void tg_tuner_count_wait(struct tg_tuner *u, uint64_t wait_ns)
     tg_tuner_entry_unlock(u);
 }
 
-void tg_tuner_add_overlap(struct tg_tuner *u)
-{
-    tg_tuner_entry_lock(u);
-    ST(u->overlaps, u->overlaps + 1);
-    tg_tuner_entry_unlock(u);
-}
-
-const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t)
+const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t,
+                                         struct tg_occupant *dst)
 {
     struct tg_tuner *m = (struct tg_tuner *)u; /* the lock word only */
     const struct tg_occupant *o = NULL;
     tg_tuner_entry_lock(m);
     for (int i = 0; i < TG_TUNER_MAX_OCC && !o; i++)
-        if (u->occ_tid[i] != 0 && !(t && u->occ_tid[i] == t->tid && u->occ[i].thread == t))
-            o = &u->occ[i];
+        if (u->occ_tid[i] != 0 && !(t && u->occ_tid[i] == t->tid && u->occ[i].thread == t)) {
+            *dst = u->occ[i];
+            o = dst;
+        }
     tg_tuner_entry_unlock(m);
     return o;
 }

@@ -201,6 +201,17 @@ static inline void tg_tuner_entry_unlock(struct tg_tuner *u)
 _Static_assert(offsetof(struct tg_tuner, overlaps) + sizeof(uint64_t) <= 64,
                "what every entry reads and writes is on the tuner's first line");
 
+/* A low-severity overlap on u, counted on u (tg_tuner_overlaps): without
+ * the GIL threads entering at once count it at once, so an atomic add (a
+ * locked add on x86-64, no entry lock); with a GIL a plain one. */
+static inline void tg_tuner_add_overlap(struct tg_tuner *u)
+{
+    if (tg_py.free_threaded)
+        __atomic_fetch_add(&u->overlaps, 1, __ATOMIC_RELAXED);
+    else
+        __atomic_store_n(&u->overlaps, u->overlaps + 1, __ATOMIC_RELAXED);
+}
+
 enum tg_verdict {
     TG_NESTED,      /* this thread is already inside: depth, never a race */
     TG_FIRST,       /* nobody inside (serialize: this thread now holds the lock): enter */
@@ -398,15 +409,16 @@ void tg_tuner_count_wait(struct tg_tuner *u, uint64_t wait_ns);
 /* The tid of an occupant of u other than t (t NULL: any), 0 if none: read
  * under the entry lock, for a caller that keeps the tid only. */
 pid_t tg_tuner_other_tid(const struct tg_tuner *u, const struct tg_thread *t);
-/* A low-severity overlap on u, counted on u (tg_tuner_overlaps).  Takes u's
- * entry lock. */
-void tg_tuner_add_overlap(struct tg_tuner *u);
 
-/* Another occupant than t (the thread "already inside"), or NULL.  Found
- * under u's entry lock; without the GIL the slot may be left (and cleared,
- * or taken by another thread) as soon as this returns: read it under u's
- * entry lock, or only where its thread cannot leave (it is held). */
-const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t);
+/* Another occupant than t (t NULL: any; the thread "already inside"),
+ * copied into *dst under u's entry lock: dst, or NULL when there is none.
+ * A copy, not the slot: without the GIL the slot may be left (cleared, or
+ * taken by another thread) as soon as the lock is given up.  Its record
+ * (thread) is valid while that thread lives; its link goes to the slot
+ * through the session's tid and entry time (guard/guard_internal.h
+ * tg__link_session). */
+const struct tg_occupant *tg_tuner_other(const struct tg_tuner *u, const struct tg_thread *t,
+                                         struct tg_occupant *dst);
 
 /* Iterate over entries in use (for the summary): returns the next used
  * entry after *cursor (start with 0), or NULL. */

@@ -436,24 +436,37 @@ static inline int tg__link_set(struct tg_tuner *u, struct tg_occupant *c, pid_t 
     return ok;
 }
 
-/* tg__link_set, forced, on the slot of u that holds o's session (its
- * thread and entry time), if that session is still inside: o may be a copy
- * (a report reads copies: race_decide.c occupant_copy). */
-static inline void tg__link_session(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
-                                    uint64_t seq)
+/* tg__link_set on the slot of u that holds o's session (its thread and
+ * entry time), if that session is still inside: o may be a copy (a report
+ * reads copies: race_decide.c occupant_copy).  1 when linked here; 0 when
+ * the session left, or was linked already and !force. */
+static inline int tg__link_session_if(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
+                                      uint64_t seq, int force)
 {
+    int ok = 0;
     tg_tuner_entry_lock(u);
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
         struct tg_occupant *c = &u->occ[i];
         if (o->tid != 0 && u->occ_tid[i] == o->tid && c->tid == o->tid && c->entered_ns == o->entered_ns) {
-            __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
-            if (name)
-                tg__link_name(c->raced_name, sizeof c->raced_name, name);
-            c->race_seq = seq;
+            ok = force || c->raced_tid == 0;
+            if (ok) {
+                __atomic_store_n(&c->raced_tid, tid, __ATOMIC_RELAXED);
+                if (name)
+                    tg__link_name(c->raced_name, sizeof c->raced_name, name);
+                c->race_seq = seq;
+            }
             break;
         }
     }
     tg_tuner_entry_unlock(u);
+    return ok;
+}
+
+/* tg__link_session_if, forced. */
+static inline void tg__link_session(struct tg_tuner *u, const struct tg_occupant *o, pid_t tid, const char *name,
+                                    uint64_t seq)
+{
+    (void)tg__link_session_if(u, o, tid, name, seq, 1);
 }
 
 /* c's link, if it is still to thread if_tid's race: set to new_tid (0:

@@ -51,22 +51,41 @@ static struct tg_occupant *same_session(struct tg_tuner *u, pid_t tid, uint64_t 
     return occupant_in(u, tid, entered);
 }
 
-/* A copy of u's occupant that is thread tid, in *dst, taken under the
- * entry lock: NULL when it left.  Without the GIL a thread leaving clears
- * its slot (tuner_table.c clear_occ) while a report reads it, so a report
- * reads the copy, never the slot (links: tg__link_session); its record
- * (thread) is valid while that thread lives, as with the GIL.  C calls. */
-static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct tg_occupant *dst)
+/* A copy of u's occupant that is thread tid (in the session entered at
+ * `entered`, ticks, unless 0), in *dst, taken under the entry lock: NULL
+ * when it left.  Without the GIL a thread entering or leaving writes its
+ * slot (tuner_table.c enter_locked, clear_occ) while a report or a scan
+ * reads it, so those read the copy, never the slot (links:
+ * tg__link_session); its record (thread) is valid while that thread lives,
+ * as with the GIL.  C calls. */
+static struct tg_occupant *session_copy(struct tg_tuner *u, pid_t tid, uint64_t entered, struct tg_occupant *dst)
 {
     struct tg_occupant *found = NULL;
     tg_tuner_entry_lock(u);
     for (int i = 0; i < TG_TUNER_MAX_OCC && !found; i++)
-        if (tid != 0 && u->occ_tid[i] == tid && u->occ[i].thread && u->occ[i].tid == tid) {
+        if (tid != 0 && u->occ_tid[i] == tid && u->occ[i].thread && u->occ[i].tid == tid &&
+            (!entered || u->occ[i].entered_ns == entered)) {
             *dst = u->occ[i];
             found = dst;
         }
     tg_tuner_entry_unlock(u);
     return found;
+}
+
+static struct tg_occupant *occupant_copy(struct tg_tuner *u, pid_t tid, struct tg_occupant *dst)
+{
+    return session_copy(u, tid, 0, dst);
+}
+
+/* A copy of the occupant in u's slot i (session_copy), found by the slots'
+ * directory (occ_tid, read whole without the lock): NULL when the slot is
+ * free, is thread t's own, or was left meanwhile. */
+static struct tg_occupant *slot_copy(struct tg_tuner *u, int i, const struct tg_thread *t, struct tg_occupant *dst)
+{
+    const pid_t tid = __atomic_load_n(&u->occ_tid[i], __ATOMIC_RELAXED);
+    if (tid == 0 || tid == t->tid || !occupant_copy(u, tid, dst) || dst->thread == t)
+        return NULL;
+    return dst;
 }
 
 /* A session without an occupant slot (guard/slotless.c) as an occupant, in
@@ -230,7 +249,7 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * verbosity 0: decided before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call. */
     if (tg_opts.verbosity < 1 && !tuning && !declared_race && !without_gil) {
-        u->overlaps++; /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
+        tg_tuner_add_overlap(u); /* on u's first line, which this entry writes anyway (tg_tuner_overlaps) */
         return;
     }
     pid_t other_tid = other->tid;
@@ -402,12 +421,12 @@ static void link_cleared(struct tg_tuner *u, const struct tg_guard *g, const str
 {
     ln->n = 0;
     for (int i = 0; i < TG_TUNER_MAX_OCC; i++) {
-        struct tg_occupant *c = &u->occ[i];
-        if (!c->thread || c->thread == t || tg__link_peek(c) != 0 || u->occ_tid[i] == 0 ||
-            !tg__tid_alive_cached(c->tid) || !tg__other_is_tuning(c, g, 0))
+        struct tg_occupant cc;
+        const struct tg_occupant *c = slot_copy(u, i, t, &cc);
+        if (!c || tg__link_peek(c) != 0 || !tg__tid_alive_cached(c->tid) || !tg__other_is_tuning(c, g, 0))
             continue;
-        if (!tg__link_set(u, c, t->tid, "", 0, 0))
-            continue; /* another thread's race linked it meanwhile */
+        if (!tg__link_session_if(u, c, t->tid, "", 0, 0))
+            continue; /* another thread's race linked it meanwhile, or it left */
         ln->tid[ln->n] = c->tid;
         ln->entered[ln->n++] = c->entered_ns;
     }
@@ -482,9 +501,10 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
      * nobody benchmarking), the tuner's attributes (a dictionary look-up)
      * only when one of them is tuning.  For an unmarked tuner the check is
      * a frame walk, no cheaper than the look-up, and no dearer than before. */
+    struct tg_occupant xs; /* x's copy (session_copy, slotless_session) */
     const struct tg_occupant *x = NULL;
     for (int i = 0; i < TG_TUNER_MAX_OCC && !x; i++) {
-        const struct tg_occupant *c = &u->occ[i];
+        const struct tg_occupant *c = slot_copy(u, i, t, &xs);
         /* inside during t's call (entered before it or during it: two
          * threads that entered together, neither tuning yet, then one
          * benchmarks while the other returns), not already linked to a race
@@ -493,14 +513,13 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
          * reported then, and eight threads arriving cold on one key stay one
          * race report instead of adding one seen at a return), alive (the
          * record of a thread that died inside may be another's by now) */
-        if (c->thread && c->thread != t && tg__link_peek(c) == 0 &&
-            tg__tid_alive_cached(c->tid) && tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
+        if (c && tg__link_peek(c) == 0 && tg__tid_alive_cached(c->tid) &&
+            tg__other_is_tuning(c, g, 0)) /* a synchronize or tuning frames */
             x = c;
     }
     /* None in a slot: a session without one (more threads inside than u
      * has slots) may be benchmarking, and reads the same arguments.  x then
-     * points at its copy, xs. */
-    struct tg_occupant xs;
+     * points at its copy, xs, too. */
     int x_slotless = 0;
     struct tg_slotless all[TG_SLOTLESS_MAX];
     const int nall = tg__slotless_all(u->key, all, TG_SLOTLESS_MAX);
@@ -517,8 +536,9 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     x = NULL; /* a class's own __getattribute__ may run below: looked up again */
     if (!nargs_cleared(inst))
         return;
-    /* C calls only from here to the report lock: x stays where it is. */
-    x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : same_session(u, x_tid, x_entered);
+    /* C calls only from here to the report lock: with a GIL x stays inside
+     * (a copy either way). */
+    x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : session_copy(u, x_tid, x_entered, &xs);
     if (!x || tg__link_peek(x) || !tg__other_is_tuning(x, g, 0))
         return;
     struct exit_links ln;
@@ -535,7 +555,7 @@ void tg__check_race_at_exit(struct tg_tuner *u, PyObject *inst, struct tg_guard 
     relink_cleared(u, t, &ln, 0, t_name, 0); /* a note written before the report names t */
     struct tg_report *r = tg_report_begin(t); /* may let other threads run: x may leave */
     if (!xv) { /* no memory for the early capture: reported only if x is still inside */
-        x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : same_session(u, x_tid, x_entered);
+        x = x_slotless ? slotless_session(u, x_tid, x_entered, &xs) : session_copy(u, x_tid, x_entered, &xs);
         if (!x) {
             tg_report_end(t);
             return;

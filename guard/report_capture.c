@@ -211,7 +211,8 @@ int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst,
         tg_report_end(t);
         return 0;
     }
-    const struct tg_occupant *h = tg_tuner_other(u, t);
+    struct tg_occupant hc;
+    const struct tg_occupant *h = tg_tuner_other(u, t, &hc);
     if (h)
         tg__view_other(&r->inside, h);
     tg__view_self(&r->entering, t, "waiting", 0);
@@ -220,8 +221,8 @@ int tg__report_deadlock(struct tg_tuner *u, struct tg_thread *t, PyObject *inst,
     begin_report(r, TG_REPORT_DEADLOCK, inst, g);
     /* The cycle: each tuner's holder waits for the next; the last is held by t. */
     for (int k = 0; k < n && k < TG_CYCLE_MAX; k++) {
-        const struct tg_occupant *o = tg_tuner_other(path[k], NULL);
-        r->deadlock.cycle[k].holder = o ? o->thread->tid : 0;
+        const struct tg_occupant *o = tg_tuner_other(path[k], NULL, &hc);
+        r->deadlock.cycle[k].holder = o ? o->tid : 0;
         tuner_kernel(path[k], r->deadlock.cycle[k].kernel, sizeof r->deadlock.cycle[k].kernel);
         r->deadlock.n = k + 1;
     }
@@ -252,7 +253,8 @@ void tg__report_wait_timeout(struct tg_tuner *u, struct tg_thread *t, PyObject *
                              uint64_t waited_ns, uint64_t stalled_ns)
 {
     struct tg_report *r = tg_report_begin(t);
-    const struct tg_occupant *h = tg_tuner_other(u, t); /* after the lock: it may have left */
+    struct tg_occupant hc;
+    const struct tg_occupant *h = tg_tuner_other(u, t, &hc); /* after the lock: it may have left */
     if (!h) {
         tg_report_end(t);
         return;

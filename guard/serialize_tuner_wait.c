@@ -72,7 +72,8 @@ static int thread_cpu_ns(pid_t tid, uint64_t *ns)
  * holder that died).  GIL held (the holder's record stays while it holds). */
 static uint64_t holder_blocked_ns(struct tg_tuner *u, struct tg_thread *t, struct holder_look *lk, uint64_t now)
 {
-    const struct tg_occupant *o = tg_tuner_other(u, t);
+    struct tg_occupant oc;
+    const struct tg_occupant *o = tg_tuner_other(u, t, &oc);
     struct holder_look cur = {0, 0, 0, now, now};
     if (!o || !o->thread || thread_cpu_ns(o->tid, &cur.cpu_ns) != 0) {
         *lk = (struct holder_look){0};

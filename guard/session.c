@@ -240,9 +240,10 @@ static enum tg_entry_end take_turn(struct tg_entry *e, struct tg_guard *g, struc
         return TG_ENTRY_GO;
     if (tg_py.free_threaded && !tg__gil_refresh()) /* asked again before a wait: the GIL went off */
         return TG_ENTRY_GO;
-    const struct tg_occupant *other = TG_NOCC(e->u) > 0 ? tg_tuner_other(e->u, t) : NULL;
+    struct tg_occupant oc; /* a copy: without the GIL its slot may be left meanwhile */
+    const struct tg_occupant *other = TG_NOCC(e->u) > 0 ? tg_tuner_other(e->u, t, &oc) : NULL;
     if (other && tg__reap_dead(e->u, t, inst, g, tg__tid_alive_cached))
-        other = tg_tuner_other(e->u, t);
+        other = tg_tuner_other(e->u, t, &oc);
     if (other) {
         tg__report_race(e->u, inst, g, t, other, 1, &e->link);
         tg_stress_wake();
@@ -287,11 +288,12 @@ static enum tg_entry_end decide(struct tg_entry *e, struct tg_guard *g, struct t
      * needs no second look-up. */
     e->low_severity = e->v == TG_RACE && tg__overlap_is_low_severity(e->u, g);
     if (e->low_severity) {
-        e->u->overlaps++;
+        tg_tuner_add_overlap(e->u);
         tg_stress_wake(); /* as after a report (stress=1: no-op otherwise) */
         return TG_ENTRY_GO;
     }
-    const struct tg_occupant *other = e->reported ? NULL : tg_tuner_other(e->u, t);
+    struct tg_occupant oc; /* a copy: without the GIL its slot may be left meanwhile */
+    const struct tg_occupant *other = e->reported ? NULL : tg_tuner_other(e->u, t, &oc);
     if (other) { /* none: a woken waiter owns the lock and has not entered yet */
         tg__report_race(e->u, inst, g, t, other, e->v == TG_WAIT, &e->link);
         tg_stress_wake(); /* stress=1: the race showed; end the holds (cuda/cuda_stress.h) */

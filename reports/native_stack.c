@@ -13,6 +13,14 @@
  * they do not, or the pipe was not found, glibc's backtrace() (libgcc's
  * unwinder: no descriptors) is used from then on.
  *
+ * Built with ThreadSanitizer (tools/dev tsan: __SANITIZE_THREAD__), glibc's
+ * backtrace() only: libunwind's per-thread trace cache is freed by a
+ * thread-specific destructor that puts itself back until the last round,
+ * and so runs after TSan has torn the exiting thread's state down; its
+ * pthread_mutex_lock then enters TSan's interceptor and crashes
+ * (tsan/3.13t: every run of bench/link_stress.py died of SIGSEGV in
+ * __tsan::MutexPreLock under __nptl_deallocate_tsd).
+ *
  * Why dlopen: the static libunwind.a is not PIC, so it cannot go into our
  * .so, and linking the shared one would add a runtime dependency (DESIGN.md:
  * libc/libdl/libpthread only).  RTLD_LOCAL keeps libunwind's weak
@@ -129,7 +137,11 @@ static void native_init_once(void)
     void *tmp[8];
     backtrace(tmp, 8);
     tg_bt_fn fn = backtrace;
+#ifdef __SANITIZE_THREAD__
+    void *h = NULL; /* glibc's only (above) */
+#else
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+#endif
     tg_bt_fn uw = h ? (tg_bt_fn)tg_real_sym(h, "unw_backtrace") : NULL;
     int held[3];
     hold_std(held);

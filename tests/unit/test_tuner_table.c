@@ -19,6 +19,7 @@
 #include "core/park.h"
 
 static struct tg_thread threads[TG_TUNER_MAX_OCC + 4];
+static struct tg_occupant oc; /* tg_tuner_other's copy */
 static int dummy_method;
 
 /* Distinct tids, as real threads have (the lock stores the owner's tid). */
@@ -118,7 +119,7 @@ Test(tuner_table, nested_on_one_thread_is_depth_not_race)
         cr_assert_eq(tg_tuner_leave(u, a), 1);
         cr_assert_eq(u->nocc, 0);
         cr_assert_eq(tg_tuner_decide(u, a, mode), TG_FIRST);
-        cr_assert_null(tg_tuner_other(u, a));
+        cr_assert_null(tg_tuner_other(u, a, &oc));
     }
 }
 
@@ -130,18 +131,18 @@ Test(tuner_table, second_thread_race_in_detect)
     enter_outer(u, a, 111);
     tg_tuner_enter(u, a, NULL, NULL, 0, 1); /* a is nested: still a race for b */
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_RACE);
-    const struct tg_occupant *other = tg_tuner_other(u, b);
+    const struct tg_occupant *other = tg_tuner_other(u, b, &oc);
     cr_assert_not_null(other);
     cr_assert_eq(other->thread, a);
     cr_assert_eq(other->entered_ns, 111);
     cr_assert_eq(other->tstate, (void *)a);
     cr_assert_eq(other->method, &dummy_method);
-    cr_assert_null(tg_tuner_other(u, a), "a is alone from its own view");
+    cr_assert_null(tg_tuner_other(u, a, &oc), "a is alone from its own view");
 
     /* b enters anyway (detect), both inside; each sees the other */
     cr_assert_not_null(enter_outer(u, b, 222));
     cr_assert_eq(u->nocc, 2);
-    cr_assert_eq(tg_tuner_other(u, a)->thread, b);
+    cr_assert_eq(tg_tuner_other(u, a, &oc)->thread, b);
     cr_assert_eq(tg_tuner_decide(u, b, TG_MODE_DETECT), TG_NESTED);
 
     cr_assert_eq(tg_tuner_leave(u, b), 1);
@@ -252,7 +253,7 @@ Test(tuner_table, overflow_beyond_max_occupants)
     cr_assert_null(enter_outer(u, extra2, 99));
     cr_assert_eq(tg_tuner_overflow(u), 2);
     cr_assert_eq(u->nocc, TG_TUNER_MAX_OCC + 2, "overflowed occupants still count");
-    cr_assert_not_null(tg_tuner_other(u, extra));
+    cr_assert_not_null(tg_tuner_other(u, extra, &oc));
 
     /* The overflowed ones leave: counts go back, slotted ones untouched. */
     cr_assert_eq(tg_tuner_leave(u, extra), 1);
@@ -289,7 +290,7 @@ Test(tuner_table, atfork_child_forgets_occupants_and_waiters)
     enter_outer(u, b, 2);
     tg_tuner_leave(u, a);
     cr_assert_eq(u->nocc, 1, "a leave by a thread not counted in gives nothing back");
-    cr_assert_not_null(tg_tuner_other(u, a), "b is still inside");
+    cr_assert_not_null(tg_tuner_other(u, a, &oc), "b is still inside");
 }
 
 /* ---- the lock: FIFO, wake-one, hand-off ------------------------------------ */
@@ -467,7 +468,7 @@ Test(tuner_table, directory_follows_the_slots)
     check_directory(u);
     cr_assert_eq(tg_tuner_leave(u, &threads[1]), 1);
     check_directory(u);
-    cr_assert(tg_tuner_other(u, &threads[0]) != NULL && tg_tuner_other(u, &threads[0])->thread != &threads[0]);
+    cr_assert(tg_tuner_other(u, &threads[0], &oc) != NULL && tg_tuner_other(u, &threads[0], &oc)->thread != &threads[0]);
     dead_tid = threads[2].tid;
     pid_t dead[4];
     unsigned long ident[4];
