@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """ft_stress.py under the preload, mode=serialize, on a free-threaded CPython
-with PYTHON_GIL=0, several rounds, then ft_fork.py once:
+with PYTHON_GIL=0, several rounds; ft_steady.py under detect as many rounds;
+then ft_fork.py once:
 
   run_ft_stress.py --lib LIB --python EXE [--rounds R] [--pairs N]
 
@@ -78,6 +79,33 @@ def main():
             ok = ok and cond
         if not all(c for _, c in checks):
             print(p.stdout, p.stderr, text[-3000:], sep="\n----\n")
+    # detect in the steady state: every overlap a race, reported, repeated and linked while the
+    # threads enter and leave the same slots (a report that read another thread's slot
+    # without the entry lock crashed 5 runs of 12)
+    for r in range(args.rounds):
+        tmp = tempfile.mkdtemp(prefix="tg-ft-")
+        prefix = os.path.join(tmp, "tg")
+        env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.lib), PYTHON_GIL="0", PYTHONDONTWRITEBYTECODE="1",
+                   TUNERGUARD_OPTIONS=f"mode=detect:log_path={prefix}")
+        p = subprocess.run([args.python, os.path.join(HERE, "ft_steady.py"), "8", "10000"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        recs = [json.loads(x) for f in glob.glob(prefix + ".*.jsonl") for x in open(f)]
+        races = [x for x in recs if x["kind"] == "race"]
+        seen = re.search(r"(\d+) races? reported \((\d+) seen\)", p.stderr)
+        checks = [
+            ("detect, steady state: the program completes", p.returncode == 0 and "DONE" in p.stdout),
+            ("a race reported for each kernel, high, without the GIL",
+             sorted(x["tuner"]["kernel"] for x in races) == ["kernel_a", "kernel_b"] and
+             all(x["severity"] == "high" and x.get("gil") == "off" for x in races)),
+            ("no fatal record", not any(x["kind"] == "fatal" for x in recs)),
+            ("the exit line counts them, more seen than written",
+             bool(seen) and int(seen.group(2)) > int(seen.group(1))),
+        ]
+        for name, cond in checks:
+            print(f"{'PASS' if cond else 'FAIL'} round {r}: {name}")
+            ok = ok and cond
+        if not all(c for _, c in checks):
+            print(p.returncode, p.stdout, p.stderr[-3000:], sep="\n----\n")
     # fork while another thread holds the install lock: the child installs a guard of its own
     env = dict(os.environ, LD_PRELOAD=os.path.abspath(args.lib), PYTHON_GIL="0", PYTHONDONTWRITEBYTECODE="1",
                TUNERGUARD_OPTIONS="mode=serialize:targets=tgfix.tuners:Tuner.run")
