@@ -41,6 +41,10 @@ ap.add_argument("--threads", default="2,4,8")
 ap.add_argument("--rounds", type=int, default=3)
 ap.add_argument("--steps", type=int, default=None, help="calls per thread per kernel (default: cpu 1500, gpu 20000: shorter GPU cells spread more)")
 ap.add_argument("--cold", action="store_true", help="also the cold-start table")
+ap.add_argument("--survive", action="store_true",
+                help="steady state: a step that raises the race's TypeError is counted and the loop goes on "
+                     "(serialize_cell.py --survive), so that a variant that does not prevent the race (none, "
+                     "detect: every cell without the GIL) is measured; the steps that raced are listed")
 ap.add_argument("--cold-only", action="store_true", help="only the cold-start table")
 ap.add_argument("--variants", default=",".join(VARIANTS))
 ap.add_argument("--other-us", type=int, default=0,
@@ -159,6 +163,8 @@ def cell_cmd(variant, n, phase):
         cmd.append("--lock")
     if a.other_us and phase == "steady":
         cmd += ["--other-us", str(a.other_us)]
+    if a.survive and phase == "steady":
+        cmd.append("--survive")
     return cmd
 
 
@@ -516,6 +522,12 @@ if a.interleave:
 else:
     steady_table()
     adjusted_table()
+    if a.survive:  # the steps whose calls raised the race's TypeError, per variant: min-max over the cells
+        print("\nsteps that raced (--survive: TypeError caught, the step not checked), min-max over a row's cells: " +
+              "; ".join(f"{n} threads " + ", ".join(
+                  f"{v} {min(r)}-{max(r)}" for v in variants
+                  for r in [[c.get("raced_steps", 0) for c in cells if c["phase"] == "steady" and c["threads"] == n
+                             and c["variant"] == v and c.get("ok")]] if r) for n in threads))
 
 if a.cold:
     print(f"\ncold start, all threads at once on cold keys, {a.rounds} rounds, median seconds; "
