@@ -427,8 +427,6 @@ def interleave():
     out["phases"] = phases
     out["steps_per_phase"] = a.steps
     out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
-    if a.survive:
-        out["raced_steps"] = sum(raced)
     if out["configs_benchmarked_steady"]:
         errors.append(f"{out['configs_benchmarked_steady']} configs benchmarked after the warm-up")
 
@@ -499,6 +497,8 @@ elif a.phase == "steady":
     out["seconds"] = dt
     out["calls_per_s"] = out["calls"] / dt
     out["configs_benchmarked_steady"] = benched[0] - out["configs_benchmarked_warmup"]
+    if a.survive:
+        out["raced_steps"] = sum(raced)
     raw_after = raw_rate_or_none() if raw_before else None
     if raw_before and raw_after:
         out["raw_per_s"] = (raw_before + raw_after) / 2  # before and after the loop: drift shows as their gap

@@ -87,6 +87,19 @@ OTHERS = ("test_scale_warm", "test_scale_plain", "test_scale_known_race")
 TYPEERROR = "TypeError: 'NoneType' object is not a mapping"
 
 
+def others_pass(r):
+    """The tests that do not race pass.  test_scale_warm's threads call a key tuned before they
+    start, where Triton's run() still writes self.nargs and clears it on every call: a thread
+    switch right after the write (the GIL handed over there) lets another call's return clear it,
+    the race's own TypeError, without tunerguard and under detect alike (seen once in a clean
+    run, Triton 3.5.1 on 3.10).  That failure, bare (no tunerguard report in it), is the program's;
+    one with a report in it would be a race tunerguard made up."""
+    def ok(t):
+        return r.outcome(t) == "passed" or (t == "test_scale_warm" and r.outcome(t) == "failed" and
+                                            TYPEERROR in r.text(t) and "In short:" not in r.text(t))
+    return all(ok(t) for t in OTHERS)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True)
@@ -121,7 +134,7 @@ def main():
         check("no plugin: test_scale_racing fails with a bare TypeError",
               r.outcome("test_scale_racing") == "failed" and TYPEERROR in r.text("test_scale_racing")
               and "tunerguard:" not in r.text("test_scale_racing"), r.out)
-        check("no plugin: the other tests pass", all(r.outcome(t) == "passed" for t in OTHERS), r.out)
+        check("no plugin: the other tests pass", others_pass(r), r.out)
         check("no plugin: no report files", r.records() == [])
 
         # 2. --tunerguard (detect): the racing test fails with the report, the rest pass
@@ -135,7 +148,7 @@ def main():
                   s in t for s in ("In short: kernel 'scale_racing'", "What it does:", "What to do:", "Report: ")), r.out)
         check("detect: ... and with its own TypeError too (raced, then raised)", TYPEERROR in r.text("test_scale_racing"))
         check("detect: the other tests pass (the known race reported, not failed)",
-              all(r.outcome(x) == "passed" for x in OTHERS), r.out)
+              others_pass(r), r.out)
         props = r.props("test_scale_racing")
         check("detect: JUnit XML properties tunerguard_kernel and tunerguard_report (a file)",
               props.get("tunerguard_kernel") == "scale_racing" and os.path.isfile(props.get("tunerguard_report", "")),
@@ -171,7 +184,7 @@ def main():
         check("xdist -n 2: test_scale_racing and test_scale_suppressed fail with the report, the others pass",
               r.rc == 1 and r.outcome("test_scale_racing") == "failed" and "In short: kernel 'scale_racing'" in r.out
               and r.outcome("test_scale_suppressed") == "failed" and "In short: kernel 'scale_suppressed'" in r.out
-              and all(r.outcome(x) == "passed" for x in OTHERS), r.out)
+              and others_pass(r), r.out)
         pids = {x["pid"] for x in r.records()}
         check("xdist -n 2: one summary with both workers' races and report files (pids %s)" % sorted(pids),
               len(pids) == 2 and r.out.count("tunerguard summary") == 1 and "races on kernel 'scale_racing': " in r.out
