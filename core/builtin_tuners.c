@@ -44,6 +44,10 @@ static const char *const library_files[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 _Static_assert(COUNT(entries) == TG_TUNER_NENTRIES, "the entry count the loader's table is sized by");
+/* A row kind misspelled where it is defined expands to nothing (the table
+ * defaults the kinds a reader leaves undefined): each list has rows. */
+_Static_assert(COUNT(families) > 0 && COUNT(steps) > 0 && COUNT(frames) > 0 && COUNT(library_files) > 0,
+               "core/builtin_tuners.inc: every list it fills has rows");
 
 /* A name as long as its field in the loader's table would lose its NUL
  * without a word there (loader/py_arm_targets.c, builtin_targets). */

@@ -33,9 +33,11 @@
  * Everything here: an attached thread; `other` a copy of the occupant
  * (race_decide.c); Python code for the kernel's name and, in a repeat
  * without the GIL, the threads' names (attribute look-ups); allocates
- * nothing but the frame objects and names CPython hands out.  The cache, which racing threads read and fill at once (a
- * free-threaded build), is under again_mu: a few compares and copies, no
- * Python code and no wait under it, taken on repeated races only. */
+ * nothing but the frame objects and names CPython hands out.  The cache,
+ * which racing threads read and fill at once (a free-threaded build), is
+ * under again_mu: a few compares and copies, no
+ * Python code and no wait under it, taken at each race whose key is kept:
+ * without the GIL, every overlap of an Autotuner's calls. */
 #include "guard/guard_internal.h"
 #include "reports/emit.h"
 #include "reports/py_stack.h"
@@ -108,20 +110,26 @@ uint64_t tg__race_key(PyObject *inst, const struct tg_guard *g, const struct tg_
     uint64_t h = mix(mix(TG_HASH_SEED, (uintptr_t)inst), (uintptr_t)type);
     if (type)
         tg_py.Py_DecRef(type); /* alive while inst is: only its address was wanted */
-    /* The kernel's name, as emit keys on it: a tuner that died leaves its
-     * address to the next one made, and without the pair of threads below
-     * nothing else would tell the two apart (attribute look-ups). */
-    char kernel[128];
-    tg_py_kernel_name(inst, kernel, sizeof kernel);
-    h = tg_hash_str(mix(h, (uintptr_t)g), kernel);
+    h = mix(h, (uintptr_t)g);
     if (!others_run) /* with the GIL, the pair of threads: the names of the link are the first report's */
         h = mix(mix(h, (uint64_t)t->tid), (uint64_t)other->tid);
     h = mix(h, (uint64_t)(serialized != 0));
+    /* The frames first, before any Python code runs: with a GIL the other
+     * thread is blocked with it released, and code run here could let it
+     * leave and end (its thread state freed). */
     int ok = fold_stack(NULL, &h);
     if (others_run) /* the other thread runs meanwhile: its frames are not read */
         tg__fold_entry(other->thread, &h, mix);
     else
         ok = ok && fold_stack(other_ts, &h);
+    other_ts = NULL;
+    /* Then the kernel's name, as emit keys on it: a tuner that died leaves
+     * its address to the next one made, and without the pair of threads
+     * nothing else would tell the two apart (attribute look-ups: Python
+     * code may run, other threads with it). */
+    char kernel[128];
+    tg_py_kernel_name(inst, kernel, sizeof kernel);
+    h = tg_hash_str(h, kernel);
     tg_py.PyErr_Restore(et, ev, tb);
     /* bit 0: a key; bit 1: made without the pair of threads (names looked up at each repeat) */
     return ok ? (h & ~3ull) | 1u | (others_run ? 2u : 0u) : 0;

@@ -230,9 +230,10 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * reads it for the key, the pre_hook and the launch, and ends with
      * self.nargs = None) then has them cleared or replaced under either
      * call: every overlap not prevented is a race, benchmarking or not.
-     * Asked once, here, where there is an overlap (a builtin's call). */
-    const int others_run = !serialized && g->clears_args ? tg__others_run() : -1;
-    const int without_gil = others_run == 1;
+     * The GIL's state as last seen (guard/gil_state.h: one load), asked
+     * again below before a capture: a loop of overlaps makes no call. */
+    int others_run = !serialized && g->clears_args ? tg_py.free_threaded && !tg__gil_on() : -1;
+    int without_gil = others_run == 1;
     /* At a declared tuner's tuning step (tg__check_race_at_step) t is
      * inside u already and is the one in the step: every overlap is a race. */
     const struct tg_guard *at_step = (const struct tg_guard *)tg__gthread(t)->step_entry;
@@ -240,11 +241,17 @@ void tg__report_race(struct tg_tuner *u, PyObject *inst, struct tg_guard *g, str
      * same race seen before is counted without its capture (race_again.c),
      * as is an overlap without the GIL, which a loop meets on every call. */
     const int declared_race = g->declared && (tuning != NULL || !g->marked || at_step);
-    const uint64_t again_key = declared_race || without_gil
+    uint64_t again_key = declared_race || without_gil
                                    ? tg__race_key(inst, at_step ? at_step : g, t, other, serialized, others_run)
                                    : 0;
     if (again_key && tg__race_again(again_key, t, u, other, serialized, link))
         return;
+    if (without_gil && !tg__others_run()) { /* asked again: an import turned the GIL on meanwhile */
+        others_run = 0;
+        without_gil = 0;
+        if (!declared_race)
+            again_key = 0;
+    }
     /* A low-severity overlap (fast path of a tuned key) is only counted at
      * verbosity 0: decided before paying for stacks and names, since two
      * threads calling one tuned kernel overlap on every other call. */

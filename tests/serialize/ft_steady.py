@@ -8,7 +8,9 @@ and leaving the same slots all the time.
 
   python3.13t ft_steady.py THREADS CALLS
 
-Prints "DONE <TypeErrors>" when every thread finished."""
+Prints "DONE <TypeErrors>" when every thread finished.  A stress program: the
+threads meet often but not on cue; the overlap itself is forced with events in
+integration race/race_tuned_key_overlap."""
 import os
 import sys
 import threading

@@ -51,7 +51,7 @@ def programs(a, lib):
     # link_stress: 1 is a TypeError without the note, which link_stress's
     # docstring counts as a known limit (a call reading self.nargs in run()
     # right after setting it, not tuning yet: 1 in about 4,500; under TSan's
-    # slowdown 1 in 82 was seen, run:243); 2, a run that ended without its
+    # slowdown 1 in 82, at the model's Autotuner.run); 2, a run that ended without its
     # counts (a crash), fails.
     yield "link_stress", [sys.executable, os.path.join(ROOT, "bench", "link_stress.py"), "--runs", "2", "--rounds",
                           "6", "--threads", "8", "--calls", "4", "--python", py, "--lib", lib, "--fakecuda", fake], (0, 1)
