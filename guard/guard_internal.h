@@ -575,7 +575,7 @@ int tg__other_is_tuning(const struct tg_occupant *o, const struct tg_guard *g, i
 static inline int tg__overlap_is_low_severity(const struct tg_tuner *u, const struct tg_guard *g)
 {
     return tg_opts.verbosity < 1 && g->marked && __atomic_load_n(&u->occ_ev_all, __ATOMIC_RELAXED) == 0 &&
-           (!g->clears_args || !tg_py.free_threaded || tg__gil_on());
+           (!tg_py.free_threaded || !g->clears_args || tg__gil_on());
 }
 
 /* A CUDA hook saw benchmarking evidence (bit: TG_EV_*) in t's unregistered
@@ -656,7 +656,7 @@ static inline __attribute__((always_inline)) int tg__lazy_eligible(struct tg_gua
           t->depth == 0 && t->tuning == 0 && !tg__gthread(t)->wrapped_busy && tg_opts.verbosity < 1 &&
           !tg_opts.stress && !tg_opts.isolate_tuning && !tg_trace_on &&
           (__atomic_load_n(&g->has_markers, __ATOMIC_RELAXED) > 0 || tg__guard_has_markers(g)) &&
-          (!g->clears_args || !tg_py.free_threaded || tg__gil_on())))
+          (!tg_py.free_threaded || !g->clears_args || tg__gil_on())))
         return 0;
     return tg__gthread(t)->lazy_slot > 0 || tg__lazy_slot(t); /* the answers cached: no call */
 }
